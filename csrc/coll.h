@@ -1,0 +1,94 @@
+/* coll.h - the intra-node collectives and what they share.
+ *
+ * One file per family (coll_barrier.c, coll_bcast.c, coll_reduce.c,
+ * coll_gather.c, coll_alltoall.c), each operation split into phases:
+ *   begin  pgc_coll_begin: new op number, the team is still usable
+ *   start  publish what peers need (descriptor, inline payload, first chunk)
+ *   work   move the data (inline / copy-in-copy-out / single copy)
+ *   ack    wait until nobody still reads our buffers: a buffer may be reused
+ *          the moment the call returns
+ *   end    pgc_coll_end: post DONE for this op
+ *
+ * Byte counts and displacements are in bytes; reductions take element counts
+ * and a (dtype, op) pair. A NULL send buffer means MPI_IN_PLACE. Arguments are
+ * validated by the caller (pgascol/_core.pyx) against the real buffer sizes;
+ * the checks here are the last line: they refuse what would corrupt memory,
+ * before any data moves. */
+#ifndef PGC_COLL_H
+#define PGC_COLL_H
+
+#include "reduce_ops.h"
+#include "sync.h"
+
+static inline int pgc_coll_begin(pgc_team *t, pgc_coll coll, const char *name)
+{
+    (void)coll;
+    t->op++;
+    t->opname = name;
+    return pgc_check_aborted(t);
+}
+
+static inline int pgc_coll_end(pgc_team *t, int rc)
+{
+    if (rc == PGC_OK)
+        pgc_post_seq(t, PGC_STEP_DONE);
+    return rc;
+}
+
+/* Wait until every peer is done with the op `back` ops before this one
+ * (back = 1: the previous op). Needed before overwriting a shared area that
+ * peers may still read: staging (back = 1), an inline slot (back = 2). */
+int pgc_wait_peers_done(pgc_team *t, uint32_t back);
+
+/* The one place where the transfer method is chosen: by size, the team's
+ * thresholds and whether single copy works. Every member must pass values
+ * that agree across the team (e.g. the total size of a Bcast). */
+pgc_path pgc_choose_path(const pgc_team *t, pgc_coll coll, size_t bytes);
+
+static inline void pgc_count(pgc_team *t, pgc_coll coll, pgc_path path)
+{
+    t->stats[coll][path]++;
+}
+
+/* Copy-in/copy-out chunking: a member's staging area is a ring of `slots`
+ * chunks of `chunk` bytes. */
+static inline size_t pgc_chunk_bytes(const pgc_team *t)
+{
+    return t->cfg.chunk_bytes;
+}
+static inline uint32_t pgc_ring_slots(const pgc_team *t)
+{
+    return (uint32_t)(t->hdr->staging_stride / t->cfg.chunk_bytes);
+}
+
+/* ---- the operations (0 or PGC_E*, details in t->err) ---- */
+int pgc_barrier(pgc_team *t);
+int pgc_bcast(pgc_team *t, void *buf, size_t bytes, int root);
+
+int pgc_reduce(pgc_team *t, const void *sendbuf, void *recvbuf, size_t count,
+               pgc_dtype dtype, pgc_op op, int root);
+int pgc_allreduce(pgc_team *t, const void *sendbuf, void *recvbuf, size_t count,
+                  pgc_dtype dtype, pgc_op op);
+/* recvcounts: elements each member receives; coll is REDUCE_SCATTER or
+ * REDUCE_SCATTER_BLOCK (statistics only). */
+int pgc_reduce_scatter(pgc_team *t, pgc_coll coll, const void *sendbuf, void *recvbuf,
+                       const size_t *recvcounts, pgc_dtype dtype, pgc_op op);
+int pgc_scan(pgc_team *t, const void *sendbuf, void *recvbuf, size_t count,
+             pgc_dtype dtype, pgc_op op);
+int pgc_exscan(pgc_team *t, const void *sendbuf, void *recvbuf, size_t count,
+               pgc_dtype dtype, pgc_op op);
+
+/* v-forms in bytes; the fixed-size forms pass equal counts and coll tells
+ * which one it is (statistics). counts/displs are significant where MPI says
+ * so (at the root for Gatherv/Scatterv). */
+int pgc_gather(pgc_team *t, pgc_coll coll, const void *sendbuf, size_t sendbytes,
+               void *recvbuf, const size_t *recvbytes, const size_t *displs, int root);
+int pgc_scatter(pgc_team *t, pgc_coll coll, const void *sendbuf, const size_t *sendbytes,
+                const size_t *displs, void *recvbuf, size_t recvbytes, int root);
+int pgc_allgather(pgc_team *t, pgc_coll coll, const void *sendbuf, size_t sendbytes,
+                  void *recvbuf, const size_t *recvbytes, const size_t *displs);
+int pgc_alltoall(pgc_team *t, pgc_coll coll, const void *sendbuf, const size_t *sendbytes,
+                 const size_t *sdispls, void *recvbuf, const size_t *recvbytes,
+                 const size_t *rdispls);
+
+#endif

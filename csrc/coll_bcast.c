@@ -1,0 +1,109 @@
+/* coll_bcast.c - Bcast: the root publishes, every other member pulls.
+ *
+ *   inline  the payload travels in the root's inline slot (one step)
+ *   cico    the root streams chunks through its staging ring; readers copy
+ *           each chunk out as soon as it is posted and acknowledge it, which
+ *           frees the slot for chunk c + slots (producer and consumers overlap)
+ *   cma     the root publishes its buffer address; readers copy straight from
+ *           it with process_vm_readv; the root returns after every reader is
+ *           done (its buffer may be reused at once)
+ *
+ * Root steps: seq = chunks staged (inline/cma: 1). Reader steps: ack =
+ * chunks copied out. Both end with DONE. */
+#include <string.h>
+
+#include "cma.h"
+#include "coll.h"
+
+static int root_start(pgc_team *t, const void *buf, size_t bytes, pgc_path path)
+{
+    pgc_ctl *me = pgc_ctl_of(t, t->rank);
+    /* The descriptor is published by the first post below (release). */
+    atomic_store_explicit(&me->len, bytes, memory_order_relaxed);
+    atomic_store_explicit(&me->aux[0], path, memory_order_relaxed);
+    atomic_store_explicit(&me->addr, (uint64_t)(uintptr_t)buf, memory_order_relaxed);
+    int rc;
+    switch (path) {
+    case PGC_PATH_INLINE:
+        if ((rc = pgc_wait_peers_done(t, 2)))
+            return rc;
+        memcpy(pgc_inline_of(t, t->rank, t->op), buf, bytes);
+        pgc_post_seq(t, 1);
+        return PGC_OK;
+    case PGC_PATH_CMA:
+        pgc_post_seq(t, 1);
+        /* ack: readers are done with our buffer once they posted DONE */
+        return pgc_wait_seq_all(t, PGC_STEP_DONE);
+    default: {
+        size_t chunk = pgc_chunk_bytes(t);
+        uint32_t slots = pgc_ring_slots(t);
+        uint32_t nchunks = (uint32_t)((bytes + chunk - 1) / chunk);
+        char *ring = pgc_staging_of(t, t->rank);
+        if ((rc = pgc_wait_peers_done(t, 1)))
+            return rc;
+        for (uint32_t c = 0; c < nchunks; c++) {
+            /* slot c % slots is free once every reader copied chunk c - slots */
+            if (c >= slots)
+                for (int r = 0; r < t->nranks; r++)
+                    if (r != t->rank && (rc = pgc_wait_ack(t, r, c - slots + 1)))
+                        return rc;
+            size_t off = (size_t)c * chunk, n = bytes - off < chunk ? bytes - off : chunk;
+            memcpy(ring + (size_t)(c % slots) * chunk, (const char *)buf + off, n);
+            pgc_post_seq(t, c + 1);
+        }
+        return PGC_OK;
+    }
+    }
+}
+
+static int reader_work(pgc_team *t, void *buf, size_t bytes, int root)
+{
+    pgc_ctl *rc_ = pgc_ctl_of(t, root);
+    int rc = pgc_wait_seq(t, root, 1);
+    if (rc)
+        return rc;
+    size_t root_bytes = atomic_load_explicit(&rc_->len, memory_order_relaxed);
+    if (root_bytes != bytes) {
+        pgc_set_error(&t->err, PGC_EINVAL, root, 0,
+                      "Bcast: the root (local rank %d) sends %zu bytes but this rank receives %zu",
+                      root, root_bytes, bytes);
+        pgc_team_abort(t, PGC_EINVAL, t->err.msg);
+        return PGC_EINVAL;
+    }
+    switch ((pgc_path)atomic_load_explicit(&rc_->aux[0], memory_order_relaxed)) {
+    case PGC_PATH_INLINE:
+        memcpy(buf, pgc_inline_of(t, root, t->op), bytes);
+        return PGC_OK;
+    case PGC_PATH_CMA:
+        return pgc_cma_read(pgc_member_of(t, root)->pid, buf,
+                            atomic_load_explicit(&rc_->addr, memory_order_relaxed), bytes, &t->err);
+    default: {
+        size_t chunk = pgc_chunk_bytes(t);
+        uint32_t slots = pgc_ring_slots(t);
+        uint32_t nchunks = (uint32_t)((bytes + chunk - 1) / chunk);
+        const char *ring = pgc_staging_of(t, root);
+        for (uint32_t c = 0; c < nchunks; c++) {
+            if ((rc = pgc_wait_seq(t, root, c + 1)))
+                return rc;
+            size_t off = (size_t)c * chunk, n = bytes - off < chunk ? bytes - off : chunk;
+            memcpy((char *)buf + off, ring + (size_t)(c % slots) * chunk, n);
+            pgc_post_ack(t, c + 1);
+        }
+        return PGC_OK;
+    }
+    }
+}
+
+int pgc_bcast(pgc_team *t, void *buf, size_t bytes, int root)
+{
+    if (root < 0 || root >= t->nranks)
+        return pgc_set_error(&t->err, PGC_EINVAL, -1, 0, "Bcast: root %d out of range [0, %d)", root, t->nranks);
+    int rc = pgc_coll_begin(t, PGC_COLL_BCAST, "Bcast");
+    if (rc)
+        return rc;
+    pgc_path path = pgc_choose_path(t, PGC_COLL_BCAST, bytes);
+    pgc_count(t, PGC_COLL_BCAST, path);
+    if (t->nranks > 1)
+        rc = t->rank == root ? root_start(t, buf, bytes, path) : reader_work(t, buf, bytes, root);
+    return pgc_coll_end(t, rc);
+}

@@ -1,0 +1,54 @@
+/* common.h - definitions shared by every file of the pgascol C core.
+ *
+ * The C core knows nothing of Python or MPI: it works on a node team (a group
+ * of processes sharing one segment) and reports errors through pgc_error,
+ * which the Cython layer turns into Python exceptions. */
+#ifndef PGC_COMMON_H
+#define PGC_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PGC_CACHELINE 64
+#define PGC_PAGE 4096
+#define PGC_ALIGN_UP(x, a) (((x) + ((a) - 1)) / (a) * (a))
+
+#if defined(__x86_64__) || defined(__i386__)
+#define pgc_cpu_relax() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define pgc_cpu_relax() __asm__ __volatile__("yield" ::: "memory")
+#else
+#define pgc_cpu_relax() __asm__ __volatile__("" ::: "memory")
+#endif
+
+#define PGC_LIKELY(x) __builtin_expect(!!(x), 1)
+#define PGC_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* Status codes: 0 is success, every error is negative. The Cython layer maps
+ * each to an exception class (see pgascol/_core.pyx: _raise_error). */
+enum {
+    PGC_OK = 0,
+    PGC_EINVAL = -1,     /* bad argument: refused before any data moved */
+    PGC_ENOMEM = -2,
+    PGC_ESYS = -3,       /* a system call failed (errno in pgc_error.sys_errno) */
+    PGC_ETIMEDOUT = -4,  /* a wait exceeded the team timeout */
+    PGC_EPEERDEAD = -5,  /* a team member died or vanished */
+    PGC_EABORTED = -6,   /* another member aborted the team */
+    PGC_ECLOSED = -7,    /* the team was closed */
+};
+
+typedef struct pgc_error {
+    int code;       /* PGC_* */
+    int peer;       /* local rank concerned, or -1 */
+    int sys_errno;  /* errno of a failed system call, or 0 */
+    char msg[320];
+} pgc_error;
+
+/* Record an error (printf-style message) and return its code. */
+int pgc_set_error(pgc_error *err, int code, int peer, int sys_errno,
+                  const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/* Monotonic clock in nanoseconds. */
+uint64_t pgc_now_ns(void);
+
+#endif

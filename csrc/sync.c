@@ -1,0 +1,254 @@
+/* sync.c - progress words, escalating waits, liveness (see sync.h). */
+#define _GNU_SOURCE
+#include "sync.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SLEEP_SLICE_NS (50ull * 1000 * 1000)     /* longest single futex sleep */
+#define LIVENESS_EVERY_NS (100ull * 1000 * 1000) /* how often a sleeper checks its peers */
+
+/* Shared (not FUTEX_PRIVATE) futex calls: the words live in a segment mapped
+ * by several processes. */
+static int futex_wait(_Atomic uint32_t *word, uint32_t expected, uint64_t timeout_ns)
+{
+    struct timespec ts = {(time_t)(timeout_ns / 1000000000ull), (long)(timeout_ns % 1000000000ull)};
+    return (int)syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT, expected, &ts, NULL, 0);
+}
+
+static void futex_wake_all(_Atomic uint32_t *word)
+{
+    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+static void ring_doorbell(pgc_ctl *c)
+{
+    atomic_fetch_add_explicit(&c->doorbell, 1, memory_order_seq_cst);
+    futex_wake_all(&c->doorbell);
+}
+
+void pgc_publish(pgc_team *t, _Atomic uint64_t *word, uint64_t value)
+{
+    pgc_ctl *c = pgc_ctl_of(t, t->rank);
+    /* release: orders the data written before this store (staged chunks,
+     * inline payloads, published addresses) before the new value. */
+    atomic_store_explicit(word, value, memory_order_release);
+    /* seq_cst fence: orders the store above before the load of `sleepers`
+     * (store-load). Pairs with the sleeper's increment of `sleepers` before
+     * its re-check in pgc_wait_slow: either we see the sleeper, or it sees
+     * the value. */
+    atomic_thread_fence(memory_order_seq_cst);
+    if (PGC_UNLIKELY(atomic_load_explicit(&c->sleepers, memory_order_relaxed)))
+        ring_doorbell(c);
+}
+
+uint64_t pgc_process_starttime(int pid, char *state)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    /* "pid (comm) state f4 ... f22": comm may hold spaces and parentheses,
+     * so fields are counted from the last ')'. */
+    char *p = strrchr(buf, ')');
+    if (!p || p[1] != ' ')
+        return 0;
+    p += 2;
+    if (state)
+        *state = *p;
+    unsigned long long start = 0;
+    int field = 3;
+    for (char *tok = strtok(p, " "); tok; tok = strtok(NULL, " "), field++)
+        if (field == 22) {
+            start = strtoull(tok, NULL, 10);
+            break;
+        }
+    return start;
+}
+
+int pgc_process_alive(int pid, uint64_t starttime)
+{
+    char state = '?';
+    uint64_t start = pgc_process_starttime(pid, &state);
+    /* A zombie is dead for our purpose ('Z'; 'X' dead) and a different
+     * start time means the pid was reused. */
+    return start != 0 && start == starttime && state != 'Z' && state != 'X';
+}
+
+int pgc_member_alive(const pgc_team *t, int r)
+{
+    const pgc_member *m = pgc_member_of(t, r);
+    return pgc_process_alive(m->pid, m->starttime);
+}
+
+int pgc_check_peers(pgc_team *t)
+{
+    for (int r = 0; r < t->nranks; r++) {
+        if (r == t->rank || pgc_member_alive(t, r))
+            continue;
+        int pid = pgc_member_of(t, r)->pid;
+        pgc_set_error(&t->err, PGC_EPEERDEAD, r, 0,
+                      "%s: local rank %d (pid %d) of the node team died or exited",
+                      t->opname ? t->opname : "pgascol", r, pid);
+        pgc_team_abort(t, PGC_EPEERDEAD, t->err.msg);
+        return PGC_EPEERDEAD;
+    }
+    return PGC_OK;
+}
+
+/* The team was aborted by someone: copy their reason. */
+static int aborted_error(pgc_team *t)
+{
+    pgc_header *h = t->hdr;
+    if (h->abort_rank == t->rank && t->err.code)
+        return t->err.code; /* we aborted it ourselves: keep our own message */
+    return pgc_set_error(&t->err, PGC_EABORTED, h->abort_rank, 0,
+                         "%s: the node team was aborted by local rank %d: %s",
+                         t->opname ? t->opname : "pgascol", h->abort_rank, h->abort_msg);
+}
+
+static inline int is_aborted(const pgc_team *t)
+{
+    /* 1 while the aborter is still writing its reason, 2 once it is there */
+    return atomic_load_explicit(&t->hdr->aborted, memory_order_acquire) == 2;
+}
+
+int pgc_check_aborted(pgc_team *t)
+{
+    return PGC_UNLIKELY(is_aborted(t)) ? aborted_error(t) : PGC_OK;
+}
+
+int pgc_wait_slow(pgc_team *t, int peer, _Atomic uint64_t *word, uint64_t target)
+{
+    /* 1. Spin: only worth it when the peer has a core of its own
+     *    (spin_iters is ~0 when members outnumber CPUs). */
+    for (uint64_t i = 0; i < t->spin_iters; i++) {
+        pgc_cpu_relax();
+        if (pgc_reached(atomic_load_explicit(word, memory_order_acquire), target))
+            return PGC_OK;
+    }
+    if (is_aborted(t))
+        return aborted_error(t);
+
+    /* 2. Yield: hand the core to whoever must act next. */
+    uint64_t start = pgc_now_ns();
+    uint64_t deadline = start + (uint64_t)(t->cfg.timeout_s * 1e9);
+    uint64_t yield_end = start + t->cfg.yield_ns;
+    for (unsigned i = 1;; i++) {
+        sched_yield();
+        if (pgc_reached(atomic_load_explicit(word, memory_order_acquire), target))
+            return PGC_OK;
+        if ((i & 15) == 0) {
+            if (is_aborted(t))
+                return aborted_error(t);
+            if (pgc_now_ns() >= yield_end)
+                break;
+        }
+    }
+
+    /* 3. Sleep on the owner's doorbell, in slices, checking liveness,
+     *    abort and the timeout between slices. */
+    pgc_ctl *owner = pgc_ctl_of(t, peer);
+    uint64_t next_check = start + LIVENESS_EVERY_NS;
+    for (;;) {
+        uint32_t bell = atomic_load_explicit(&owner->doorbell, memory_order_acquire);
+        /* seq_cst RMW: pairs with the fence in pgc_publish (see there). */
+        atomic_fetch_add_explicit(&owner->sleepers, 1, memory_order_seq_cst);
+        int ready = pgc_reached(atomic_load_explicit(word, memory_order_seq_cst), target);
+        uint64_t now = pgc_now_ns();
+        if (!ready && !is_aborted(t) && now < deadline) {
+            uint64_t slice = deadline - now < SLEEP_SLICE_NS ? deadline - now : SLEEP_SLICE_NS;
+            futex_wait(&owner->doorbell, bell, slice);
+        }
+        atomic_fetch_sub_explicit(&owner->sleepers, 1, memory_order_relaxed);
+        if (ready || pgc_reached(atomic_load_explicit(word, memory_order_acquire), target))
+            return PGC_OK;
+        if (is_aborted(t))
+            return aborted_error(t);
+        now = pgc_now_ns();
+        if (now >= next_check) {
+            int rc = pgc_check_peers(t);
+            if (rc)
+                return rc;
+            next_check = now + LIVENESS_EVERY_NS;
+        }
+        if (now >= deadline) {
+            uint64_t seen = atomic_load_explicit(word, memory_order_relaxed);
+            pgc_set_error(&t->err, PGC_ETIMEDOUT, peer, 0,
+                          "%s: timed out after %.1f s waiting for local rank %d (pid %d): "
+                          "progress %u:%u, needed %u:%u (PGASCOL_TIMEOUT)",
+                          t->opname ? t->opname : "pgascol", t->cfg.timeout_s, peer,
+                          pgc_member_of(t, peer)->pid, (unsigned)(seen >> 32), (unsigned)seen,
+                          (unsigned)(target >> 32), (unsigned)target);
+            pgc_team_abort(t, PGC_ETIMEDOUT, t->err.msg);
+            return PGC_ETIMEDOUT;
+        }
+    }
+}
+
+int pgc_wait_seq_all(pgc_team *t, uint32_t step)
+{
+    for (int r = 0; r < t->nranks; r++)
+        if (r != t->rank) {
+            int rc = pgc_wait_seq(t, r, step);
+            if (rc)
+                return rc;
+        }
+    return PGC_OK;
+}
+
+int pgc_wait_ack_all(pgc_team *t, uint32_t step)
+{
+    for (int r = 0; r < t->nranks; r++)
+        if (r != t->rank) {
+            int rc = pgc_wait_ack(t, r, step);
+            if (rc)
+                return rc;
+        }
+    return PGC_OK;
+}
+
+void pgc_team_abort(pgc_team *t, int code, const char *msg)
+{
+    pgc_header *h = t->hdr;
+    uint32_t expected = 0;
+    if (atomic_compare_exchange_strong(&h->aborted, &expected, 1)) {
+        h->abort_rank = t->rank;
+        h->abort_code = code;
+        snprintf(h->abort_msg, sizeof h->abort_msg, "%s", msg);
+        /* release the reason before waking: sleepers re-read `aborted`
+         * with acquire. */
+        atomic_store_explicit(&h->aborted, 2, memory_order_release);
+    }
+    for (int r = 0; r < t->nranks; r++)
+        ring_doorbell(pgc_ctl_of(t, r));
+}
+
+uint64_t pgc_pause_iterations(uint64_t ns)
+{
+    if (ns == 0)
+        return 0;
+    const uint64_t probe = 20000;
+    uint64_t t0 = pgc_now_ns();
+    for (uint64_t i = 0; i < probe; i++)
+        pgc_cpu_relax();
+    uint64_t dt = pgc_now_ns() - t0;
+    if (dt == 0)
+        dt = 1;
+    return ns * probe / dt + 1;
+}

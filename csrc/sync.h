@@ -1,0 +1,84 @@
+/* sync.h - sequence-numbered progress words and the waits on them.
+ *
+ * A member publishes progress by storing a sequence number (see team.h) into
+ * one of its own words; peers wait until the word reaches a target. A wait
+ * escalates: spin with a pause instruction (only when the node's members fit
+ * its CPUs), then sched_yield (hands the core to the member that must act
+ * next when members outnumber CPUs), then sleep on a shared futex with a
+ * timeout. A publisher pays for a wake-up only when someone sleeps. While it
+ * sleeps, a waiter checks that its peers are alive and that the team was not
+ * aborted; it fails after the team timeout. */
+#ifndef PGC_SYNC_H
+#define PGC_SYNC_H
+
+#include "team.h"
+
+/* The sequence number of `step` within the current op. */
+static inline uint64_t pgc_seq(const pgc_team *t, uint32_t step)
+{
+    return ((uint64_t)t->op << 32) | step;
+}
+
+/* Wrap-safe "value has reached target". */
+static inline int pgc_reached(uint64_t value, uint64_t target)
+{
+    return (int64_t)(value - target) >= 0;
+}
+
+/* Store `value` into one of this member's words (release: everything written
+ * before, e.g. staged data, is visible to a peer that sees the value), then
+ * wake the sleepers, if any. */
+void pgc_publish(pgc_team *t, _Atomic uint64_t *word, uint64_t value);
+
+/* Wait until `word`, owned by member `peer`, reaches `target`. 0 or PGC_E*. */
+int pgc_wait_slow(pgc_team *t, int peer, _Atomic uint64_t *word, uint64_t target);
+
+static inline int pgc_wait_word(pgc_team *t, int peer, _Atomic uint64_t *word, uint64_t target)
+{
+    /* acquire: pairs with the release in pgc_publish, so what the peer wrote
+     * before publishing is visible after this returns. */
+    if (PGC_LIKELY(pgc_reached(atomic_load_explicit(word, memory_order_acquire), target)))
+        return PGC_OK;
+    return pgc_wait_slow(t, peer, word, target);
+}
+
+/* The common cases: this op's steps on the seq and ack words. */
+static inline void pgc_post_seq(pgc_team *t, uint32_t step)
+{
+    pgc_publish(t, &pgc_ctl_of(t, t->rank)->seq, pgc_seq(t, step));
+}
+static inline void pgc_post_ack(pgc_team *t, uint32_t step)
+{
+    pgc_publish(t, &pgc_ctl_of(t, t->rank)->ack, pgc_seq(t, step));
+}
+static inline int pgc_wait_seq(pgc_team *t, int peer, uint32_t step)
+{
+    return pgc_wait_word(t, peer, &pgc_ctl_of(t, peer)->seq, pgc_seq(t, step));
+}
+static inline int pgc_wait_ack(pgc_team *t, int peer, uint32_t step)
+{
+    return pgc_wait_word(t, peer, &pgc_ctl_of(t, peer)->ack, pgc_seq(t, step));
+}
+
+/* Wait for every other member's seq (or ack) to reach `step` of this op. */
+int pgc_wait_seq_all(pgc_team *t, uint32_t step);
+int pgc_wait_ack_all(pgc_team *t, uint32_t step);
+
+/* Is member r alive (its process exists, is not a zombie, and is the same
+ * process that attached)? */
+int pgc_member_alive(const pgc_team *t, int r);
+int pgc_process_alive(int pid, uint64_t starttime);
+
+/* PGC_EABORTED (with the aborting member's reason) if the team was aborted. */
+int pgc_check_aborted(pgc_team *t);
+
+/* Check every peer; on a dead one, abort the team and return PGC_EPEERDEAD. */
+int pgc_check_peers(pgc_team *t);
+
+/* Calibrate the spin budget: how many pause instructions fill `ns`. */
+uint64_t pgc_pause_iterations(uint64_t ns);
+
+/* /proc/<pid>/stat start time of a process (0 if it cannot be read). */
+uint64_t pgc_process_starttime(int pid, char *state);
+
+#endif

@@ -1,0 +1,154 @@
+/* team.h - a node team: the processes of one node sharing one segment.
+ *
+ * Segment layout (every part cache-line aligned, staging page aligned):
+ *
+ *   header page   pgc_header: geometry, team-wide parameters, abort line
+ *   members       per rank: pgc_ctl (hot progress line, written by its owner),
+ *                 pgc_member (identity, written once), two inline slots
+ *   staging       per rank: staging_bytes for copy-in/copy-out pipelines
+ *
+ * Every control word is written by exactly one rank (its owner), except the
+ * futex `sleepers` counters and the abort line. Progress is expressed with
+ * sequence numbers, (op << 32) | step, where op counts the collectives started
+ * on the team: no word is ever reset, so a stale value can never be mistaken
+ * for a fresh one. */
+#ifndef PGC_TEAM_H
+#define PGC_TEAM_H
+
+#include <stdatomic.h>
+
+#include "common.h"
+#include "segment.h"
+
+#define PGC_MAGIC 0x316c6f6373616770ull /* "pgascol1" */
+#define PGC_LAYOUT_VERSION 1
+#define PGC_INLINE_SLOT_MAX 1024
+
+/* The last step of every op: "this member is done with op k". A member that
+ * has posted (k, DONE) no longer reads anyone's staging, inline slots or
+ * buffers of op k. A new member starts as done with op 0. */
+#define PGC_STEP_DONE 0xffffffffu
+
+/* Collectives, for statistics and per-collective thresholds. */
+typedef enum {
+    PGC_COLL_BARRIER, PGC_COLL_BCAST, PGC_COLL_REDUCE, PGC_COLL_ALLREDUCE,
+    PGC_COLL_GATHER, PGC_COLL_GATHERV, PGC_COLL_SCATTER, PGC_COLL_SCATTERV,
+    PGC_COLL_ALLGATHER, PGC_COLL_ALLGATHERV, PGC_COLL_ALLTOALL, PGC_COLL_ALLTOALLV,
+    PGC_COLL_REDUCE_SCATTER, PGC_COLL_REDUCE_SCATTER_BLOCK, PGC_COLL_SCAN, PGC_COLL_EXSCAN,
+    PGC_NCOLL
+} pgc_coll;
+
+/* Transfer methods ("paths"). */
+typedef enum { PGC_PATH_INLINE, PGC_PATH_CICO, PGC_PATH_CMA, PGC_NPATH } pgc_path;
+
+/* Team-wide parameters. The creating rank's values are stored in the header
+ * and adopted by every member, so all members choose the same method for the
+ * same call. */
+typedef struct pgc_config {
+    double timeout_s;         /* a wait longer than this fails (PGASCOL_TIMEOUT) */
+    uint64_t spin_ns;         /* busy-wait budget before yielding */
+    uint64_t yield_ns;        /* sched_yield budget before sleeping on the futex */
+    uint64_t inline_max;      /* payloads up to this size travel in the inline slots */
+    uint64_t staging_bytes;   /* per-rank staging area for copy-in/copy-out */
+    uint64_t chunk_bytes;     /* pipeline chunk of copy-in/copy-out */
+    uint64_t cma_min[PGC_NCOLL]; /* single copy from this many bytes on (UINT64_MAX: never) */
+    uint32_t hugepages;       /* advise huge pages for the segment */
+    uint32_t cma_enable;      /* 0 forces single copy off */
+} pgc_config;
+
+/* A member's hot line: written by its owner only (sleepers excepted). */
+typedef struct pgc_ctl {
+    _Atomic uint64_t seq;       /* owner's progress: (op << 32) | step */
+    _Atomic uint64_t ack;       /* second progress counter (acknowledgements), same encoding */
+    _Atomic uint32_t doorbell;  /* futex word, bumped after seq/ack change when someone sleeps */
+    _Atomic uint32_t sleepers;  /* members asleep on doorbell (written by the sleepers) */
+    _Atomic uint64_t addr;      /* published user-buffer address (single copy) */
+    _Atomic uint64_t len;       /* published length or count */
+    _Atomic uint64_t aux[3];    /* collective-specific published words */
+} __attribute__((aligned(PGC_CACHELINE))) pgc_ctl;
+
+/* A member's identity, written once when it attaches. */
+typedef struct pgc_member {
+    int32_t pid;
+    _Atomic uint32_t attached;
+    uint64_t starttime;     /* /proc/<pid>/stat field 22: tells a reused pid apart */
+    uint64_t probe_addr;    /* address of a word in private memory, for the CMA probe */
+} __attribute__((aligned(PGC_CACHELINE))) pgc_member;
+
+typedef struct pgc_header {
+    uint64_t magic;
+    uint32_t version;
+    uint32_t nranks;
+    uint64_t size;
+    uint64_t members_offset, member_stride, inline_slot;
+    uint64_t staging_offset, staging_stride;
+    pgc_config cfg;
+    /* Abort line: set once by the first member that gives up on the team. */
+    _Atomic uint32_t aborted __attribute__((aligned(PGC_CACHELINE)));
+    int32_t abort_rank;
+    int32_t abort_code;
+    char abort_msg[256];
+} pgc_header;
+
+typedef struct pgc_team {
+    pgc_segment seg;
+    pgc_header *hdr;
+    int rank, nranks;
+    uint32_t op;                /* collectives started on this team */
+    const char *opname;         /* the collective in progress, for messages */
+    pgc_config cfg;             /* copy of hdr->cfg */
+    uint64_t spin_iters;        /* spin budget in pause instructions */
+    uint64_t liveness_next_ns;  /* next time a waiting member checks its peers */
+    int cma_ok;                 /* single copy works between all members */
+    char cma_reason[320];       /* why not, when it does not */
+    pgc_error err;              /* last error of this process on this team */
+    uint64_t stats[PGC_NCOLL][PGC_NPATH];
+} pgc_team;
+
+/* Create the team's segment (rank 0 of the node) or attach to it (the
+ * others, with the name rank 0 published). Returns NULL with *err set on
+ * failure. */
+pgc_team *pgc_team_create(int rank, int nranks, const pgc_config *cfg, pgc_error *err);
+pgc_team *pgc_team_attach(int rank, int nranks, const char *name, pgc_error *err);
+/* Once every member has attached: remove the segment's name. */
+int pgc_team_unlink(pgc_team *t);
+/* Check that every member has attached (after an external barrier). */
+int pgc_team_check_attached(pgc_team *t);
+/* Remove segments of ours in /dev/shm whose members are all dead: left by a
+ * job killed between creating its segment and removing the name (a window of
+ * milliseconds at set-up). Returns how many were removed. */
+int pgc_team_sweep_stale(void);
+/* Unmap and free. Safe on NULL. */
+void pgc_team_destroy(pgc_team *t);
+
+/* Single-copy probe: read one word of private memory from the next member.
+ * Returns 1 if it worked; otherwise 0 with the reason in t->cma_reason. The
+ * caller combines the answers of all members (any failure disables CMA for
+ * the team) and records the outcome with pgc_team_set_cma. */
+int pgc_team_probe_cma(pgc_team *t);
+void pgc_team_set_cma(pgc_team *t, int ok, const char *reason);
+
+/* Give up on the team: record why and wake every sleeper. Every member's
+ * next or current wait fails with PGC_EABORTED. */
+void pgc_team_abort(pgc_team *t, int code, const char *msg);
+
+static inline pgc_ctl *pgc_ctl_of(const pgc_team *t, int r)
+{
+    return (pgc_ctl *)((char *)t->seg.base + t->hdr->members_offset + (size_t)r * t->hdr->member_stride);
+}
+static inline pgc_member *pgc_member_of(const pgc_team *t, int r)
+{
+    return (pgc_member *)((char *)pgc_ctl_of(t, r) + sizeof(pgc_ctl));
+}
+/* Inline slots alternate by op parity, so a member may write op k's slot while
+ * slow peers still read op k-1's. */
+static inline void *pgc_inline_of(const pgc_team *t, int r, uint32_t op)
+{
+    return (char *)pgc_member_of(t, r) + sizeof(pgc_member) + (size_t)(op & 1) * t->hdr->inline_slot;
+}
+static inline void *pgc_staging_of(const pgc_team *t, int r)
+{
+    return (char *)t->seg.base + t->hdr->staging_offset + (size_t)r * t->hdr->staging_stride;
+}
+
+#endif

@@ -1,0 +1,4 @@
+"""python -m pgascol ...: see pgascol.cli."""
+from .cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,112 @@
+# Declarations of the C core (csrc/) for the Cython layer. No logic here.
+from libc.stdint cimport uint32_t, uint64_t
+
+
+cdef extern from "common.h" nogil:
+    enum:
+        PGC_OK, PGC_EINVAL, PGC_ENOMEM, PGC_ESYS, PGC_ETIMEDOUT, PGC_EPEERDEAD, PGC_EABORTED, PGC_ECLOSED
+    ctypedef struct pgc_error:
+        int code
+        int peer
+        int sys_errno
+        char msg[320]
+
+
+cdef extern from "reduce_ops.h" nogil:
+    ctypedef enum pgc_dtype:
+        PGC_NDTYPES
+    ctypedef enum pgc_op:
+        PGC_NOPS
+    size_t pgc_dtype_size(pgc_dtype t)
+    const char *pgc_dtype_name(pgc_dtype t)
+    const char *pgc_op_name(pgc_op op)
+    int pgc_op_valid(pgc_op op, pgc_dtype t)
+
+
+cdef extern from "team.h" nogil:
+    ctypedef enum pgc_coll:
+        PGC_COLL_BARRIER, PGC_COLL_BCAST, PGC_COLL_REDUCE, PGC_COLL_ALLREDUCE,
+        PGC_COLL_GATHER, PGC_COLL_GATHERV, PGC_COLL_SCATTER, PGC_COLL_SCATTERV,
+        PGC_COLL_ALLGATHER, PGC_COLL_ALLGATHERV, PGC_COLL_ALLTOALL, PGC_COLL_ALLTOALLV,
+        PGC_COLL_REDUCE_SCATTER, PGC_COLL_REDUCE_SCATTER_BLOCK, PGC_COLL_SCAN, PGC_COLL_EXSCAN,
+        PGC_NCOLL
+    ctypedef enum pgc_path:
+        PGC_PATH_INLINE, PGC_PATH_CICO, PGC_PATH_CMA, PGC_NPATH
+
+    ctypedef struct pgc_config:
+        double timeout_s
+        uint64_t spin_ns
+        uint64_t yield_ns
+        uint64_t inline_max
+        uint64_t staging_bytes
+        uint64_t chunk_bytes
+        uint64_t cma_min[16]
+        uint32_t hugepages
+        uint32_t cma_enable
+
+    ctypedef struct pgc_segment:
+        void *base
+        size_t size
+        char name[64]
+
+    ctypedef struct pgc_header:
+        uint64_t size
+        uint64_t staging_stride
+        uint64_t inline_slot
+
+    ctypedef struct pgc_team:
+        pgc_segment seg
+        pgc_header *hdr
+        int rank
+        int nranks
+        uint32_t op
+        pgc_config cfg
+        uint64_t spin_iters
+        int cma_ok
+        char cma_reason[320]
+        pgc_error err
+        uint64_t stats[16][3]
+
+    pgc_team *pgc_team_create(int rank, int nranks, const pgc_config *cfg, pgc_error *err)
+    pgc_team *pgc_team_attach(int rank, int nranks, const char *name, pgc_error *err)
+    int pgc_team_unlink(pgc_team *t)
+    int pgc_team_check_attached(pgc_team *t)
+    void pgc_team_destroy(pgc_team *t)
+    int pgc_team_sweep_stale()
+    int pgc_team_probe_cma(pgc_team *t)
+    void pgc_team_set_cma(pgc_team *t, int ok, const char *reason)
+    void pgc_team_abort(pgc_team *t, int code, const char *msg)
+
+
+cdef extern from "sync.h" nogil:
+    int pgc_check_peers(pgc_team *t)
+
+
+cdef extern from "cma.h" nogil:
+    int pgc_cma_read(int pid, void *local, uint64_t remote, size_t len, pgc_error *err)
+    int pgc_cma_write(int pid, const void *local, uint64_t remote, size_t len, pgc_error *err)
+    int pgc_cma_probe_fork(pgc_error *err)
+
+
+cdef extern from "coll.h" nogil:
+    int pgc_barrier(pgc_team *t)
+    int pgc_bcast(pgc_team *t, void *buf, size_t nbytes, int root)
+    int pgc_reduce(pgc_team *t, const void *sendbuf, void *recvbuf, size_t count,
+                   pgc_dtype dtype, pgc_op op, int root)
+    int pgc_allreduce(pgc_team *t, const void *sendbuf, void *recvbuf, size_t count,
+                      pgc_dtype dtype, pgc_op op)
+    int pgc_reduce_scatter(pgc_team *t, pgc_coll coll, const void *sendbuf, void *recvbuf,
+                           const size_t *recvcounts, pgc_dtype dtype, pgc_op op)
+    int pgc_scan(pgc_team *t, const void *sendbuf, void *recvbuf, size_t count,
+                 pgc_dtype dtype, pgc_op op)
+    int pgc_exscan(pgc_team *t, const void *sendbuf, void *recvbuf, size_t count,
+                   pgc_dtype dtype, pgc_op op)
+    int pgc_gather(pgc_team *t, pgc_coll coll, const void *sendbuf, size_t sendbytes,
+                   void *recvbuf, const size_t *recvbytes, const size_t *displs, int root)
+    int pgc_scatter(pgc_team *t, pgc_coll coll, const void *sendbuf, const size_t *sendbytes,
+                    const size_t *displs, void *recvbuf, size_t recvbytes, int root)
+    int pgc_allgather(pgc_team *t, pgc_coll coll, const void *sendbuf, size_t sendbytes,
+                      void *recvbuf, const size_t *recvbytes, const size_t *displs)
+    int pgc_alltoall(pgc_team *t, pgc_coll coll, const void *sendbuf, const size_t *sendbytes,
+                     const size_t *sdispls, void *recvbuf, const size_t *recvbytes,
+                     const size_t *rdispls)

@@ -1,0 +1,524 @@
+# cython: boundscheck=False, wraparound=False
+"""Thin typed layer over the C core (csrc/): a node team and its collectives.
+
+Buffers are anything with the buffer protocol (numpy arrays, bytearray,
+memoryview), contiguous. Sizes are checked here against the real buffers,
+before the C core moves any data; the C core releases the GIL while it works.
+Counts and displacements of the byte-moving collectives are in bytes; the
+reductions take an element count, a dtype code and an op code (see DTYPES,
+OPS). A sendbuf of None means MPI_IN_PLACE.
+"""
+from cpython.buffer cimport (PyBUF_ANY_CONTIGUOUS, PyBUF_FORMAT, PyBUF_WRITABLE,
+                             PyBuffer_Release, PyObject_GetBuffer)
+from libc.stdint cimport uint64_t, UINT64_MAX
+from libc.stdlib cimport free, malloc
+from libc.string cimport memset
+
+from ._ccore cimport *
+from .errors import (ArgumentError, PeerDeadError, PgascolError, PgascolTimeoutError,
+                     TeamAbortedError, TeamClosedError)
+
+# Names of the C enums, in order.
+COLLECTIVES = ("Barrier", "Bcast", "Reduce", "Allreduce", "Gather", "Gatherv", "Scatter",
+               "Scatterv", "Allgather", "Allgatherv", "Alltoall", "Alltoallv", "Reduce_scatter",
+               "Reduce_scatter_block", "Scan", "Exscan")
+PATHS = ("inline", "cico", "cma")
+DTYPES = {pgc_dtype_name(<pgc_dtype>i).decode(): i for i in range(PGC_NDTYPES)}
+OPS = {pgc_op_name(<pgc_op>i).decode(): i for i in range(PGC_NOPS)}
+
+# struct-module format characters (PEP 3118) -> dtype code, for buffers that
+# describe themselves; native sizes, checked against the C sizes at import.
+cdef dict _FORMAT_DTYPE = {}
+for _fmt, _name in (("b", "int8"), ("B", "uint8"), ("h", "int16"), ("H", "uint16"),
+                    ("i", "int32"), ("I", "uint32"), ("l", "int64"), ("L", "uint64"),
+                    ("q", "int64"), ("Q", "uint64"), ("f", "float32"), ("d", "float64"),
+                    ("g", "longdouble"), ("Zf", "complex64"), ("Zd", "complex128"),
+                    ("Zg", "clongdouble"), ("?", "bool")):
+    _FORMAT_DTYPE[_fmt] = DTYPES[_name]
+
+
+def dtype_size(int dtype):
+    """Size in bytes of one element of a dtype code."""
+    return pgc_dtype_size(<pgc_dtype>dtype)
+
+
+def op_valid(int op, int dtype):
+    """Whether MPI defines the (op, dtype) pair."""
+    return bool(pgc_op_valid(<pgc_op>op, <pgc_dtype>dtype))
+
+
+def dtype_of_format(str fmt):
+    """Dtype code of a PEP 3118 format string ('d', '<i', 'Zd', ...), or -1."""
+    if fmt and fmt[0] in "@=<>!":
+        fmt = fmt[1:]
+    return _FORMAT_DTYPE.get(fmt, -1)
+
+
+def cma_probe_fork():
+    """Probe single copy on this machine with a forked child.
+    Returns (True, "") or (False, reason)."""
+    cdef pgc_error err
+    memset(&err, 0, sizeof(err))
+    if pgc_cma_probe_fork(&err) == PGC_OK:
+        return True, ""
+    return False, err.msg.decode(errors="replace")
+
+
+def sweep_stale_segments():
+    """Remove /dev/shm segments of ours whose members are all dead; returns the count."""
+    return pgc_team_sweep_stale()
+
+
+cdef int _raise(int code, pgc_error *err) except -1:
+    """Turn a C error code into the matching Python exception."""
+    msg = err.msg.decode(errors="replace") if err.msg[0] else "pgascol error %d" % code
+    cls = {PGC_EINVAL: ArgumentError, PGC_ETIMEDOUT: PgascolTimeoutError,
+           PGC_EPEERDEAD: PeerDeadError, PGC_EABORTED: TeamAbortedError,
+           PGC_ECLOSED: TeamClosedError}.get(code, PgascolError)
+    raise cls(msg, err.peer, err.sys_errno)
+
+
+# ---------------------------------------------------------------- buffers
+
+cdef class _Buffers:
+    """The buffers of one call: acquired with their checks, released together."""
+    cdef Py_buffer views[2]
+    cdef int held[2]
+
+    cdef char *get(self, int i, object obj, bint writable, size_t need, str what) except? NULL:
+        cdef int flags = PyBUF_ANY_CONTIGUOUS | (PyBUF_WRITABLE if writable else 0)
+        try:
+            PyObject_GetBuffer(obj, &self.views[i], flags)
+        except TypeError:
+            raise ArgumentError("%s must support the buffer protocol, not %s" % (what, type(obj).__name__))
+        except (BufferError, ValueError) as exc:
+            if writable:
+                try:
+                    memoryview(obj).release()
+                except (BufferError, ValueError, TypeError):
+                    pass
+                else:
+                    if memoryview(obj).readonly:
+                        raise ArgumentError("%s must be writable (got a read-only %s)"
+                                            % (what, type(obj).__name__))
+            raise ArgumentError("%s must be a contiguous buffer (%s)" % (what, exc))
+        self.held[i] = 1
+        if <size_t>self.views[i].len < need:
+            raise ArgumentError("%s holds %d bytes but the call needs %d"
+                                % (what, self.views[i].len, need))
+        return <char *>self.views[i].buf
+
+    def __dealloc__(self):
+        for i in range(2):
+            if self.held[i]:
+                PyBuffer_Release(&self.views[i])
+
+
+cdef class _Sizes:
+    """A Python sequence of non-negative integers as a C size_t array."""
+    cdef size_t *v
+    cdef Py_ssize_t n
+
+    def __cinit__(self, object seq, Py_ssize_t n, str what):
+        if seq is None:
+            raise ArgumentError("%s is required" % what)
+        if len(seq) != n:
+            raise ArgumentError("%s has %d entries, the team has %d members" % (what, len(seq), n))
+        self.v = <size_t *>malloc(max(n, 1) * sizeof(size_t))
+        self.n = n
+        if self.v == NULL:
+            raise MemoryError()
+        for i in range(n):
+            x = seq[i]
+            if x < 0:
+                raise ArgumentError("%s[%d] is negative (%d)" % (what, i, x))
+            self.v[i] = <size_t>x
+
+    cdef size_t extent(self, _Sizes counts):
+        """max(displ + count): the buffer size these displacements need."""
+        cdef size_t e = 0
+        for i in range(self.n):
+            if counts.v[i] and self.v[i] + counts.v[i] > e:
+                e = self.v[i] + counts.v[i]
+        return e
+
+    cdef size_t total(self):
+        cdef size_t s = 0
+        for i in range(self.n):
+            s += self.v[i]
+        return s
+
+    def __dealloc__(self):
+        free(self.v)
+
+
+cdef _Sizes _packed_displs(_Sizes counts):
+    """Displacements of blocks laid out one after another."""
+    cdef _Sizes d = _Sizes([0] * counts.n, counts.n, "displs")
+    cdef size_t off = 0
+    for i in range(counts.n):
+        d.v[i] = off
+        off += counts.v[i]
+    return d
+
+
+# ---------------------------------------------------------------- team
+
+cdef class Team:
+    """One process's handle on a node team (see csrc/team.h).
+
+    Create with Team.create (the first member) / Team.attach (the others,
+    with the creator's name), then unlink() once everyone attached."""
+    cdef pgc_team *t
+    cdef int busy
+
+    @staticmethod
+    def create(int rank, int size, dict config):
+        cdef pgc_config cfg
+        cdef pgc_error err
+        memset(&cfg, 0, sizeof(cfg))
+        memset(&err, 0, sizeof(err))
+        cfg.timeout_s = config["timeout_s"]
+        cfg.spin_ns = config["spin_ns"]
+        cfg.yield_ns = config["yield_ns"]
+        cfg.inline_max = config["inline_max"]
+        cfg.staging_bytes = config["staging_bytes"]
+        cfg.chunk_bytes = config["chunk_bytes"]
+        cfg.hugepages = config["hugepages"]
+        cfg.cma_enable = config["cma_enable"]
+        cma_min = config["cma_min"]
+        for i, name in enumerate(COLLECTIVES):
+            v = cma_min.get(name)
+            cfg.cma_min[i] = UINT64_MAX if v is None else v
+        if cfg.chunk_bytes < 64 or cfg.chunk_bytes % 64 or cfg.staging_bytes < 2 * cfg.chunk_bytes:
+            raise ArgumentError("chunk_bytes must be a positive multiple of 64 and staging_bytes "
+                                "at least two chunks (got %d and %d)" % (cfg.chunk_bytes, cfg.staging_bytes))
+        if cfg.timeout_s <= 0:
+            raise ArgumentError("timeout must be positive (got %r)" % cfg.timeout_s)
+        cdef pgc_team *t
+        with nogil:
+            t = pgc_team_create(rank, size, &cfg, &err)
+        if t == NULL:
+            _raise(err.code, &err)
+        cdef Team self = Team.__new__(Team)
+        self.t = t
+        return self
+
+    @staticmethod
+    def attach(int rank, int size, str name):
+        cdef pgc_error err
+        memset(&err, 0, sizeof(err))
+        cdef bytes bname = name.encode()
+        cdef const char *cname = bname
+        cdef pgc_team *t
+        with nogil:
+            t = pgc_team_attach(rank, size, cname, &err)
+        if t == NULL:
+            _raise(err.code, &err)
+        cdef Team self = Team.__new__(Team)
+        self.t = t
+        return self
+
+    def __dealloc__(self):
+        pgc_team_destroy(self.t)
+
+    cdef pgc_team *_use(self) except NULL:
+        if self.t == NULL:
+            raise TeamClosedError("the node team was freed")
+        if self.busy:
+            raise PgascolError("the node team is already in a collective (concurrent use from "
+                               "several threads is not supported)")
+        return self.t
+
+    cdef int _check(self, int rc) except -1:
+        if rc != PGC_OK:
+            _raise(rc, &self.t.err)
+        return 0
+
+    def destroy(self):
+        """Unmap the segment; the team is unusable afterwards."""
+        pgc_team_destroy(self.t)
+        self.t = NULL
+
+    @property
+    def closed(self):
+        return self.t == NULL
+
+    @property
+    def name(self):
+        return self._use().seg.name.decode()
+
+    @property
+    def rank(self):
+        return self._use().rank
+
+    @property
+    def size(self):
+        return self._use().nranks
+
+    @property
+    def segment_bytes(self):
+        return self._use().seg.size
+
+    @property
+    def cma_ok(self):
+        return bool(self._use().cma_ok)
+
+    @property
+    def cma_reason(self):
+        return self._use().cma_reason.decode(errors="replace")
+
+    @property
+    def config(self):
+        """The team-wide parameters in effect (those of the creator)."""
+        cdef pgc_team *t = self._use()
+        return {"timeout_s": t.cfg.timeout_s, "spin_ns": t.cfg.spin_ns, "yield_ns": t.cfg.yield_ns,
+                "spin_iters": t.spin_iters, "inline_max": t.cfg.inline_max,
+                "staging_bytes": t.cfg.staging_bytes, "chunk_bytes": t.cfg.chunk_bytes,
+                "hugepages": t.cfg.hugepages, "cma_enable": t.cfg.cma_enable,
+                "cma_min": {name: (None if t.cfg.cma_min[i] == UINT64_MAX else t.cfg.cma_min[i])
+                            for i, name in enumerate(COLLECTIVES)}}
+
+    def unlink(self):
+        """Remove the segment's name (once every member attached)."""
+        self._check(pgc_team_unlink(self._use()))
+
+    def check_attached(self):
+        self._check(pgc_team_check_attached(self._use()))
+
+    def probe_cma(self):
+        """Try one single-copy read from the next member: (ok, reason)."""
+        cdef pgc_team *t = self._use()
+        cdef int ok
+        with nogil:
+            ok = pgc_team_probe_cma(t)
+        return bool(ok), t.cma_reason.decode(errors="replace")
+
+    def set_cma(self, bint ok, str reason):
+        pgc_team_set_cma(self._use(), ok, reason.encode())
+
+    def check_peers(self):
+        """Raise PeerDeadError if a member died."""
+        self._check(pgc_check_peers(self._use()))
+
+    def abort(self, str message):
+        """Give up on the team: every member's current or next wait fails."""
+        pgc_team_abort(self._use(), PGC_EABORTED, message.encode()[:250])
+
+    def stats(self):
+        """{collective: {path: calls}} for the calls this process made."""
+        cdef pgc_team *t = self._use()
+        out = {}
+        for c, name in enumerate(COLLECTIVES):
+            paths = {p: t.stats[c][i] for i, p in enumerate(PATHS) if t.stats[c][i]}
+            if paths:
+                out[name] = paths
+        return out
+
+    # ------------------------------------------------------------ collectives
+
+    def barrier(self):
+        cdef pgc_team *t = self._use()
+        cdef int rc
+        self.busy = 1
+        with nogil:
+            rc = pgc_barrier(t)
+        self.busy = 0
+        self._check(rc)
+
+    def bcast(self, buf, size_t nbytes, int root):
+        """Broadcast nbytes of buf from member root."""
+        cdef pgc_team *t = self._use()
+        self._root(root)
+        cdef _Buffers b = _Buffers()
+        cdef char *p = b.get(0, buf, t.rank != root, nbytes, "buffer")
+        cdef int rc
+        self.busy = 1
+        with nogil:
+            rc = pgc_bcast(t, p, nbytes, root)
+        self.busy = 0
+        self._check(rc)
+
+    cdef int _root(self, int root) except -1:
+        if root < 0 or root >= self.t.nranks:
+            raise ArgumentError("root %d out of range for a team of %d" % (root, self.t.nranks))
+        return 0
+
+    cdef size_t _vector_bytes(self, size_t count, int dtype, int op) except? 0:
+        if dtype < 0 or dtype >= PGC_NDTYPES:
+            raise ArgumentError("unsupported datatype code %d" % dtype)
+        if op < 0 or op >= PGC_NOPS:
+            raise ArgumentError("unsupported reduction operator code %d" % op)
+        if not pgc_op_valid(<pgc_op>op, <pgc_dtype>dtype):
+            raise ArgumentError("MPI does not define %s on %s" % (
+                pgc_op_name(<pgc_op>op).decode(), pgc_dtype_name(<pgc_dtype>dtype).decode()))
+        return count * pgc_dtype_size(<pgc_dtype>dtype)
+
+    def reduce(self, sendbuf, recvbuf, size_t count, int dtype, int op, int root):
+        """Reduce count elements to member root (sendbuf None: in place at the root)."""
+        cdef pgc_team *t = self._use()
+        self._root(root)
+        cdef size_t n = self._vector_bytes(count, dtype, op)
+        cdef _Buffers b = _Buffers()
+        cdef const char *s = NULL
+        cdef char *r = NULL
+        if sendbuf is None:
+            if t.rank != root:
+                raise ArgumentError("only the root may reduce in place")
+        else:
+            s = b.get(0, sendbuf, False, n, "sendbuf")
+        if t.rank == root:
+            r = b.get(1, recvbuf, True, n, "recvbuf")
+        cdef int rc
+        self.busy = 1
+        with nogil:
+            rc = pgc_reduce(t, s, r, count, <pgc_dtype>dtype, <pgc_op>op, root)
+        self.busy = 0
+        self._check(rc)
+
+    cdef _elementwise(self, int which, sendbuf, recvbuf, size_t count, int dtype, int op):
+        cdef pgc_team *t = self._use()
+        cdef size_t n = self._vector_bytes(count, dtype, op)
+        cdef _Buffers b = _Buffers()
+        cdef const char *s = NULL if sendbuf is None else b.get(0, sendbuf, False, n, "sendbuf")
+        cdef char *r = b.get(1, recvbuf, True, n, "recvbuf")
+        cdef int rc
+        self.busy = 1
+        with nogil:
+            if which == 0:
+                rc = pgc_allreduce(t, s, r, count, <pgc_dtype>dtype, <pgc_op>op)
+            elif which == 1:
+                rc = pgc_scan(t, s, r, count, <pgc_dtype>dtype, <pgc_op>op)
+            else:
+                rc = pgc_exscan(t, s, r, count, <pgc_dtype>dtype, <pgc_op>op)
+        self.busy = 0
+        self._check(rc)
+
+    def allreduce(self, sendbuf, recvbuf, size_t count, int dtype, int op):
+        self._elementwise(0, sendbuf, recvbuf, count, dtype, op)
+
+    def scan(self, sendbuf, recvbuf, size_t count, int dtype, int op):
+        self._elementwise(1, sendbuf, recvbuf, count, dtype, op)
+
+    def exscan(self, sendbuf, recvbuf, size_t count, int dtype, int op):
+        self._elementwise(2, sendbuf, recvbuf, count, dtype, op)
+
+    def reduce_scatter(self, sendbuf, recvbuf, recvcounts, int dtype, int op, bint block=False):
+        """recvcounts: elements per member; in place (sendbuf None): the input is in recvbuf."""
+        cdef pgc_team *t = self._use()
+        cdef _Sizes counts = _Sizes(recvcounts, t.nranks, "recvcounts")
+        cdef size_t esize = self._vector_bytes(1, dtype, op)
+        cdef size_t total = counts.total() * esize, mine = counts.v[t.rank] * esize
+        cdef _Buffers b = _Buffers()
+        cdef const char *s = NULL if sendbuf is None else b.get(0, sendbuf, False, total, "sendbuf")
+        cdef char *r = b.get(1, recvbuf, True, total if sendbuf is None else mine, "recvbuf")
+        cdef pgc_coll coll = PGC_COLL_REDUCE_SCATTER_BLOCK if block else PGC_COLL_REDUCE_SCATTER
+        cdef int rc
+        self.busy = 1
+        with nogil:
+            rc = pgc_reduce_scatter(t, coll, s, r, counts.v, <pgc_dtype>dtype, <pgc_op>op)
+        self.busy = 0
+        self._check(rc)
+
+    def gather(self, sendbuf, size_t sendbytes, recvbuf, recvbytes, displs, int root, bint v=False):
+        """Gather(v) in bytes. recvbytes/displs matter at the root only (displs None: packed)."""
+        cdef pgc_team *t = self._use()
+        self._root(root)
+        cdef _Buffers b = _Buffers()
+        cdef _Sizes counts = None, offs = None
+        cdef const char *s = NULL
+        cdef char *r = NULL
+        if t.rank == root:
+            counts = _Sizes(recvbytes, t.nranks, "recvcounts")
+            offs = _packed_displs(counts) if displs is None else _Sizes(displs, t.nranks, "displs")
+            r = b.get(1, recvbuf, True, offs.extent(counts), "recvbuf")
+            if sendbuf is None:
+                sendbytes = counts.v[root]
+            elif counts.v[root] != sendbytes:
+                raise ArgumentError("the root sends %d bytes to itself but expects %d"
+                                    % (sendbytes, counts.v[root]))
+        elif sendbuf is None:
+            raise ArgumentError("only the root may gather in place")
+        if sendbuf is not None:
+            s = b.get(0, sendbuf, False, sendbytes, "sendbuf")
+        cdef pgc_coll coll = PGC_COLL_GATHERV if v else PGC_COLL_GATHER
+        cdef int rc
+        cdef size_t *cv = NULL if counts is None else counts.v
+        cdef size_t *dv = NULL if offs is None else offs.v
+        self.busy = 1
+        with nogil:
+            rc = pgc_gather(t, coll, s, sendbytes, r, cv, dv, root)
+        self.busy = 0
+        self._check(rc)
+
+    def scatter(self, sendbuf, sendbytes, displs, recvbuf, size_t recvbytes, int root, bint v=False):
+        """Scatter(v) in bytes. sendbytes/displs matter at the root only. recvbuf None
+        at the root: in place (the root's block stays in sendbuf)."""
+        cdef pgc_team *t = self._use()
+        self._root(root)
+        cdef _Buffers b = _Buffers()
+        cdef _Sizes counts = None, offs = None
+        cdef const char *s = NULL
+        cdef char *r = NULL
+        if t.rank == root:
+            counts = _Sizes(sendbytes, t.nranks, "sendcounts")
+            offs = _packed_displs(counts) if displs is None else _Sizes(displs, t.nranks, "displs")
+            s = b.get(0, sendbuf, False, offs.extent(counts), "sendbuf")
+            if recvbuf is None:
+                recvbytes = counts.v[root]
+            elif counts.v[root] != recvbytes:
+                raise ArgumentError("the root sends %d bytes to itself but receives %d"
+                                    % (counts.v[root], recvbytes))
+        elif recvbuf is None:
+            raise ArgumentError("only the root may scatter in place")
+        if recvbuf is not None:
+            r = b.get(1, recvbuf, True, recvbytes, "recvbuf")
+        cdef pgc_coll coll = PGC_COLL_SCATTERV if v else PGC_COLL_SCATTER
+        cdef int rc
+        cdef size_t *cv = NULL if counts is None else counts.v
+        cdef size_t *dv = NULL if offs is None else offs.v
+        self.busy = 1
+        with nogil:
+            rc = pgc_scatter(t, coll, s, cv, dv, r, recvbytes, root)
+        self.busy = 0
+        self._check(rc)
+
+    def allgather(self, sendbuf, size_t sendbytes, recvbuf, recvbytes, displs, bint v=False):
+        """Allgather(v) in bytes (sendbuf None: in place, my block at displs[rank])."""
+        cdef pgc_team *t = self._use()
+        cdef _Sizes counts = _Sizes(recvbytes, t.nranks, "recvcounts")
+        cdef _Sizes offs = _packed_displs(counts) if displs is None else _Sizes(displs, t.nranks, "displs")
+        cdef _Buffers b = _Buffers()
+        if sendbuf is None:
+            sendbytes = counts.v[t.rank]
+        elif counts.v[t.rank] != sendbytes:
+            raise ArgumentError("this rank sends %d bytes but recvcounts[%d] is %d"
+                                % (sendbytes, t.rank, counts.v[t.rank]))
+        cdef const char *s = NULL if sendbuf is None else b.get(0, sendbuf, False, sendbytes, "sendbuf")
+        cdef char *r = b.get(1, recvbuf, True, offs.extent(counts), "recvbuf")
+        cdef pgc_coll coll = PGC_COLL_ALLGATHERV if v else PGC_COLL_ALLGATHER
+        cdef int rc
+        self.busy = 1
+        with nogil:
+            rc = pgc_allgather(t, coll, s, sendbytes, r, counts.v, offs.v)
+        self.busy = 0
+        self._check(rc)
+
+    def alltoall(self, sendbuf, sendbytes, sdispls, recvbuf, recvbytes, rdispls, bint v=False):
+        """Alltoall(v) in bytes (sendbuf None: in place, using the receive layout)."""
+        cdef pgc_team *t = self._use()
+        cdef _Sizes rc_ = _Sizes(recvbytes, t.nranks, "recvcounts")
+        cdef _Sizes rd = _packed_displs(rc_) if rdispls is None else _Sizes(rdispls, t.nranks, "rdispls")
+        cdef _Sizes sc = rc_ if sendbuf is None else _Sizes(sendbytes, t.nranks, "sendcounts")
+        cdef _Sizes sd = rd if sendbuf is None else (
+            _packed_displs(sc) if sdispls is None else _Sizes(sdispls, t.nranks, "sdispls"))
+        cdef _Buffers b = _Buffers()
+        cdef const char *s = NULL if sendbuf is None else b.get(0, sendbuf, False, sd.extent(sc), "sendbuf")
+        cdef char *r = b.get(1, recvbuf, True, rd.extent(rc_), "recvbuf")
+        cdef pgc_coll coll = PGC_COLL_ALLTOALLV if v else PGC_COLL_ALLTOALL
+        cdef int rc
+        self.busy = 1
+        with nogil:
+            rc = pgc_alltoall(t, coll, s, sc.v, sd.v, r, rc_.v, rd.v)
+        self.busy = 0
+        self._check(rc)

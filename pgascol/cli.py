@@ -1,0 +1,78 @@
+"""The `pgascol` command: `pgascol info` describes what pgascol sees and would
+do on this machine (run it alone, or under mpiexec to see a real team)."""
+import argparse
+import os
+import platform
+import sys
+
+from . import __version__, _core, config, topology
+
+
+def _mpi_line():
+    from mpi4py import MPI
+    import mpi4py
+    lib = MPI.Get_library_version().strip().splitlines()[0].strip()
+    return "%s (mpi4py %s, MPI %d.%d)" % (lib, mpi4py.__version__, *MPI.Get_version())
+
+
+def info(args):
+    from mpi4py import MPI
+    from .team import NodeTeam
+
+    comm = MPI.COMM_WORLD
+    team = NodeTeam(comm)
+    d = team.describe()
+    if comm.Get_rank() != 0:
+        team.free()
+        return 0
+    out = sys.stdout
+    out.write("pgascol %s  (Python %s, %s %s)\n" % (__version__, platform.python_version(),
+                                                  platform.system(), platform.release()))
+    out.write("MPI:        %s\n" % _mpi_line())
+    topo = team.topology
+    out.write("machine:    %s  [%s]\n" % (topo.summary(), topo.source))
+    out.write("job:        %d rank(s) on %d node(s)%s; this node: %d rank(s) on %d CPU(s)%s\n" % (
+        d["ranks"], d["nodes"],
+        " (virtual nodes of %d)" % config.node_size() if config.node_size() else "",
+        d["local_size"], d["cpus_available"], ", OVERSUBSCRIBED" if d["oversubscribed"] else ""))
+    out.write("segment:    %d KiB per node, 0600, name removed once attached\n" % (d["segment_bytes"] // 1024))
+    if d["local_size"] > 1:
+        cma = "available (probed between the node's ranks)" if d["cma"] else "UNAVAILABLE: " + d["cma_reason"]
+    else:
+        ok, why = _core.cma_probe_fork()
+        cma = ("available (probed with a forked process)" if ok else "UNAVAILABLE: " + why)
+        cma += "" if d["cma"] else "; disabled for teams: " + d["cma_reason"]
+    out.write("single copy: %s\n" % cma)
+    cfg = d["config"]
+    wait = ("spin %.0f us (%d pauses), then yield %.0f us, then futex sleep" %
+            (cfg["spin_ns"] / 1e3, cfg["spin_iters"], cfg["yield_ns"] / 1e3))
+    out.write("waits:      %s; timeout %.0f s; shared futex words, woken only when someone sleeps\n"
+              % (wait, cfg["timeout_s"]))
+    out.write("thresholds: inline <= %d B; copy-in/copy-out chunks of %d KiB through %d KiB per rank\n"
+              % (cfg["inline_max"], cfg["chunk_bytes"] // 1024, cfg["staging_bytes"] // 1024))
+    cma_min = ", ".join("%s >= %s" % (k, _human(v)) for k, v in cfg["cma_min"].items() if v is not None)
+    out.write("single copy from: %s\n" % (cma_min or "never"))
+    set_vars = [k for k in list(config.VARIABLES) if k in os.environ] + \
+        [k for k in os.environ if k.startswith("PGASCOL_CMA_MIN_")]
+    out.write("environment: %s\n" % (", ".join("%s=%s" % (k, os.environ[k]) for k in set_vars) or
+                                     "no PGASCOL_* variable set (defaults)"))
+    team.free()
+    return 0
+
+
+def _human(n):
+    for unit, size in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size and n % size == 0:
+            return "%d %s" % (n // size, unit)
+    return "%d B" % n
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="pgascol", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command")
+    sub.add_parser("info", help="describe the machine, MPI, node layout, single copy and thresholds")
+    args = parser.parse_args(argv)
+    if args.command == "info":
+        return info(args)
+    parser.print_help()
+    return 2

@@ -1,0 +1,97 @@
+"""Run-time parameters: defaults, PGASCOL_* environment variables, and the
+thresholds that choose a transfer method by size.
+
+Every parameter has a default seeded from measurements on the development
+machine (see docs/PERFORMANCE.md); each can be overridden by an environment
+variable. The values of the node's first rank become the team-wide values, so
+every member picks the same method for the same call."""
+import os
+
+from .errors import ArgumentError
+
+KiB = 1024
+MiB = 1024 * KiB
+
+#: Single copy (process_vm_readv/writev) from this many bytes on, per
+#: collective; None = never. Reductions stay on copy-in/copy-out: measured
+#: slower with single copy here (shared/FACTS.md, "Large reductions").
+CMA_MIN_DEFAULTS = {
+    "Bcast": None,
+    "Gather": 64 * KiB, "Gatherv": 64 * KiB,
+    "Scatter": 64 * KiB, "Scatterv": 64 * KiB,
+    "Allgather": 256 * KiB, "Allgatherv": 256 * KiB,
+    "Alltoall": 256 * KiB, "Alltoallv": 256 * KiB,
+}
+
+#: name -> (default, parser, description); read by team_config and shown by `pgascol info`.
+VARIABLES = {
+    "PGASCOL_TIMEOUT": ("300", float, "seconds a wait may last before it fails"),
+    "PGASCOL_SPIN_US": ("20", float, "busy-wait budget (us) when ranks fit the node's CPUs"),
+    "PGASCOL_YIELD_US": ("1000", float, "sched_yield budget (us) before sleeping on the futex"),
+    "PGASCOL_INLINE_MAX": ("512", int, "payloads up to this many bytes travel inline"),
+    "PGASCOL_STAGING_BYTES": (str(1 * MiB), int, "per-rank copy-in/copy-out staging area"),
+    "PGASCOL_CHUNK_BYTES": (str(64 * KiB), int, "pipeline chunk of copy-in/copy-out"),
+    "PGASCOL_CMA": ("1", int, "0 forces single copy off"),
+    "PGASCOL_HUGEPAGES": ("0", int, "1 advises transparent huge pages for the segment"),
+    "PGASCOL_NODE_SIZE": ("0", int, "k > 0: consecutive ranks form virtual nodes of k"),
+}
+
+
+def _get(env, name):
+    default, parse, _ = VARIABLES[name]
+    raw = env.get(name, default)
+    try:
+        value = parse(raw)
+    except ValueError:
+        raise ArgumentError("%s=%r is not a valid %s" % (name, raw, parse.__name__)) from None
+    if value < 0:
+        raise ArgumentError("%s=%r must not be negative" % (name, raw))
+    return value
+
+
+def node_size(env=os.environ):
+    """PGASCOL_NODE_SIZE: ranks per virtual node (0: real nodes)."""
+    return _get(env, "PGASCOL_NODE_SIZE")
+
+
+def cma_min(env=os.environ):
+    """Per-collective single-copy thresholds, with PGASCOL_CMA_MIN_<NAME>
+    overrides (bytes, or 'never')."""
+    out = dict(CMA_MIN_DEFAULTS)
+    for name in list(out):
+        raw = env.get("PGASCOL_CMA_MIN_" + name.upper())
+        if raw is None:
+            continue
+        if raw.strip().lower() in ("never", "none", "off"):
+            out[name] = None
+            continue
+        try:
+            out[name] = int(raw)
+        except ValueError:
+            raise ArgumentError("PGASCOL_CMA_MIN_%s=%r: expected bytes or 'never'" % (name.upper(), raw)) from None
+    return out
+
+
+def team_config(oversubscribed, env=os.environ):
+    """The parameters of a new team, as the C core takes them."""
+    timeout = _get(env, "PGASCOL_TIMEOUT")
+    if timeout <= 0:
+        raise ArgumentError("PGASCOL_TIMEOUT must be positive")
+    chunk = _get(env, "PGASCOL_CHUNK_BYTES")
+    staging = _get(env, "PGASCOL_STAGING_BYTES")
+    if chunk < 64 or chunk % 64 or staging < 2 * chunk:
+        raise ArgumentError("PGASCOL_CHUNK_BYTES must be a multiple of 64 and PGASCOL_STAGING_BYTES "
+                            "at least two chunks (got %d and %d)" % (chunk, staging))
+    return {
+        "timeout_s": timeout,
+        # Spinning only pays when every rank has a CPU: with more ranks than
+        # CPUs the rank we wait for may need our core (shared/FACTS.md).
+        "spin_ns": 0 if oversubscribed else int(_get(env, "PGASCOL_SPIN_US") * 1000),
+        "yield_ns": int(_get(env, "PGASCOL_YIELD_US") * 1000),
+        "inline_max": min(_get(env, "PGASCOL_INLINE_MAX"), 1024),
+        "staging_bytes": staging,
+        "chunk_bytes": chunk,
+        "hugepages": 1 if _get(env, "PGASCOL_HUGEPAGES") else 0,
+        "cma_enable": 1 if _get(env, "PGASCOL_CMA") else 0,
+        "cma_min": cma_min(env),
+    }

@@ -1,0 +1,33 @@
+"""Exceptions raised by pgascol. Every C-level error becomes one of these."""
+
+
+class PgascolError(RuntimeError):
+    """Base class of pgascol's errors.
+
+    ``peer`` is the local rank the error concerns (or -1), ``errno`` the
+    error number of a failed system call (or 0)."""
+
+    def __init__(self, message, peer=-1, errno=0):
+        super().__init__(message)
+        self.peer = peer
+        self.errno = errno
+
+
+class ArgumentError(PgascolError, ValueError):
+    """Bad input, refused before any data moved; the team stays usable."""
+
+
+class PeerDeadError(PgascolError):
+    """A member of the node team died or exited in the middle of an operation."""
+
+
+class TeamAbortedError(PgascolError):
+    """Another member gave up on the team (timeout, dead peer, mismatched call)."""
+
+
+class PgascolTimeoutError(PgascolError, TimeoutError):
+    """A wait exceeded PGASCOL_TIMEOUT seconds."""
+
+
+class TeamClosedError(PgascolError):
+    """The team was freed."""

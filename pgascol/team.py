@@ -1,0 +1,129 @@
+"""Node teams: the ranks of an mpi4py communicator that share a node.
+
+A NodeTeam splits a communicator into its nodes (MPI COMM_TYPE_SHARED, or
+virtual nodes of PGASCOL_NODE_SIZE consecutive ranks), builds the leader
+communicator (local rank 0 of every node), creates the node's shared segment
+and probes single copy. Setting up is collective over the communicator; MPI
+carries only the set-up messages (segment name, affinities, probe results)."""
+import os
+
+from mpi4py import MPI
+
+from . import _core, config, topology
+from .errors import ArgumentError, PgascolError
+
+
+class NodeTeam:
+    """The node-level view of a communicator.
+
+    Attributes: comm (the parent), node_comm, leader_comm (None on
+    non-leaders), local_rank, local_size, node_index, num_nodes, layout
+    (topology.NodeLayout), core (the C-level _core.Team)."""
+
+    def __init__(self, comm, env=os.environ):
+        if not isinstance(comm, MPI.Intracomm) or comm == MPI.COMM_NULL:
+            raise ArgumentError("a node team needs an mpi4py intracommunicator, not %r" % (comm,))
+        self.comm = comm
+        self.node_comm = self._split_nodes(comm, config.node_size(env))
+        self.local_rank = self.node_comm.Get_rank()
+        self.local_size = self.node_comm.Get_size()
+        self.leader_comm = comm.Split(0 if self.local_rank == 0 else MPI.UNDEFINED, comm.Get_rank())
+        if self.leader_comm == MPI.COMM_NULL:
+            self.leader_comm = None
+        first = (self.leader_comm.Get_rank(), self.leader_comm.Get_size()) if self.leader_comm else None
+        self.node_index, self.num_nodes = self.node_comm.bcast(first, root=0)
+        self.topology = topology.load(env)
+        affinities = self.node_comm.allgather(topology.rank_cpus())
+        self.layout = topology.node_layout(self.topology, affinities)
+        self.core = None
+        try:
+            self.core = self._create_segment(env)
+        except BaseException:
+            self.node_comm.Free()
+            if self.leader_comm is not None:
+                self.leader_comm.Free()
+            raise
+
+    @staticmethod
+    def _split_nodes(comm, virtual_size):
+        node = comm.Split_type(MPI.COMM_TYPE_SHARED, key=comm.Get_rank())
+        if virtual_size <= 0:
+            return node
+        # Virtual nodes: consecutive ranks of a real node, k at a time.
+        vnode = node.Split(node.Get_rank() // virtual_size, node.Get_rank())
+        node.Free()
+        return vnode
+
+    def _create_segment(self, env):
+        """Collective over node_comm: the first member creates, the others
+        attach; the name is removed once everyone attached."""
+        nc, me, n = self.node_comm, self.local_rank, self.local_size
+        core = error = None
+        if me == 0:
+            try:
+                _core.sweep_stale_segments()
+                cfg = config.team_config(self.layout.oversubscribed, env)
+                core = _core.Team.create(0, n, cfg)
+            except Exception as exc:  # every member must learn of it, or they would wait forever
+                error = exc
+        name = nc.bcast(core.name if core is not None else None, root=0)
+        if name is None:
+            if error is None:
+                raise PgascolError("the first rank of the node could not create the shared segment")
+            raise error
+        if me != 0:
+            try:
+                core = _core.Team.attach(me, n, name)
+            except Exception as exc:
+                error = exc
+        errors = nc.allgather(None if error is None else "local rank %d: %s" % (me, error))
+        # Everyone attached (or failed): the name goes now, so no /dev/shm
+        # entry can outlive the job, whatever happens to the processes later.
+        if core is not None:
+            core.unlink()
+        failed = [e for e in errors if e]
+        if failed:
+            if core is not None:
+                core.destroy()
+            if error is not None:
+                raise error
+            raise PgascolError("could not set up the node's shared segment: " + "; ".join(failed))
+        core.check_attached()
+        ok, reason = core.probe_cma()
+        verdicts = nc.allgather((ok, reason))
+        reasons = [r for good, r in verdicts if not good]
+        core.set_cma(not reasons, reasons[0] if reasons else "")
+        return core
+
+    @property
+    def cma_ok(self):
+        return self.core.cma_ok
+
+    @property
+    def cma_reason(self):
+        return self.core.cma_reason
+
+    def free(self):
+        """Release the segment and the communicators (idempotent)."""
+        if self.core is not None:
+            self.core.destroy()
+            self.core = None
+            self.node_comm.Free()
+            if self.leader_comm is not None:
+                self.leader_comm.Free()
+
+    def describe(self):
+        """A dict describing the team, for `pgascol info` and logs."""
+        return {
+            "ranks": self.comm.Get_size(),
+            "nodes": self.num_nodes,
+            "local_size": self.local_size,
+            "node_index": self.node_index,
+            "oversubscribed": self.layout.oversubscribed,
+            "cpus_available": self.layout.n_cpus_available,
+            "home_cpus": list(self.layout.home_cpus),
+            "segment_bytes": self.core.segment_bytes,
+            "cma": self.cma_ok,
+            "cma_reason": self.cma_reason,
+            "config": self.core.config,
+        }

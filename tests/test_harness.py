@@ -1,0 +1,101 @@
+"""Tests of the MPI test harness itself (tests/mpi_harness.py), using
+tests/mpi_programs/harness_selftest.py."""
+
+import psutil
+import pytest
+
+from tests.mpi_harness import (DEFAULT_NPROCS, MPITestFailure, find_launcher,
+                               list_test_functions, mpi_program_tests, run_mpi,
+                               selected_nprocs)
+
+SELFTEST = "harness_selftest.py"
+SELFTEST_ENV = {"HARNESS_SELFTEST_MARKER": "from-test_harness"}
+# Functions that hang or crash a job on purpose; run separately below.
+FAILURE_SCENARIOS = ("test_hangs_on_rank0", "test_crashes_on_rank1")
+
+
+def _fails_on_rank1(np):
+    # Strict: if the harness ever stopped noticing the failure, XPASS fails.
+    if np > 1:
+        return pytest.mark.xfail(strict=True, reason="raises on rank 1 on purpose")
+    return ()
+
+
+test_program = mpi_program_tests(
+    SELFTEST, nprocs=DEFAULT_NPROCS, env=SELFTEST_ENV,
+    marks={"test_fails_on_rank1": _fails_on_rank1}, exclude=FAILURE_SCENARIOS)
+
+
+def test_launcher_is_detected():
+    prefix, impl = find_launcher()
+    assert impl in ("mpich", "openmpi")
+    if impl == "openmpi":
+        assert "--oversubscribe" in prefix
+
+
+def test_functions_are_listed_in_definition_order():
+    names = list_test_functions(SELFTEST)
+    assert names[:2] == ["test_allreduce_sum", "test_bcast_from_every_root"]
+    assert names[-2:] == list(FAILURE_SCENARIOS)
+
+
+def test_np_restriction(monkeypatch):
+    monkeypatch.setenv("PGASCOL_TEST_NP", "2, 8")
+    assert selected_nprocs(DEFAULT_NPROCS) == [2, 8]
+    monkeypatch.delenv("PGASCOL_TEST_NP")
+    assert selected_nprocs(DEFAULT_NPROCS) == list(DEFAULT_NPROCS)
+
+
+def test_failure_is_reported_per_rank():
+    name = "test_fails_on_rank1"
+    result = run_mpi(SELFTEST, np=3, select=[name, "test_still_in_step_after_failure"])
+
+    assert result.failed_ranks(name) == [1]
+    assert [r.state(name) for r in result.ranks] == ["passed", "failed", "passed"]
+    assert "RuntimeError: deliberate failure on rank 1" in result.ranks[1].results[name].error
+    # The barrier after the failure kept the ranks in step.
+    assert result.passed("test_still_in_step_after_failure")
+    result.check_exit()
+
+    with pytest.raises(MPITestFailure) as failure:
+        result.check(name)
+    message = str(failure.value)
+    assert "did not pass on rank(s) 1;" in message
+    assert "rank 0: passed" in message and "rank 2: passed" in message
+    assert "--- rank 1: traceback ---" in message
+    assert "RuntimeError: deliberate failure on rank 1" in message
+
+
+def test_timeout_names_stuck_function_and_leaves_no_processes():
+    name = "test_hangs_on_rank0"
+    result = run_mpi(SELFTEST, np=2, select=["test_allreduce_sum", name], timeout=8)
+
+    assert result.timed_out
+    assert result.passed("test_allreduce_sum")
+    assert [r.state(name) for r in result.ranks] == ["running", "passed"]
+    with pytest.raises(MPITestFailure) as failure:
+        result.check(name)
+    message = str(failure.value)
+    assert "TIMED OUT after 8 s" in message
+    assert "rank 0: STUCK/CRASHED: was still running it when killed" in message
+    # Rank 0's stack dump shows where it hung.
+    assert f"in {name}" in result.ranks[0].stack
+
+    # Nothing of the job survives: not the ranks, not the launcher's helpers.
+    assert not psutil.Process().children(recursive=True)
+    for report in result.ranks:
+        assert not psutil.pid_exists(report.pid) or \
+            psutil.Process(report.pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_crashed_rank_is_reported():
+    name = "test_crashes_on_rank1"
+    result = run_mpi(SELFTEST, np=3, select=[name], timeout=60)
+
+    assert not result.timed_out
+    assert result.ranks[1].state(name) == "running"
+    with pytest.raises(MPITestFailure) as failure:
+        result.check()
+    message = str(failure.value)
+    assert "rank 1: STUCK/CRASHED: died inside it" in message
+    assert f"rank 1: inside {name}" in message  # from the clean-exit part
