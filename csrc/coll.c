@@ -4,7 +4,7 @@
 
 pgc_path pgc_choose_path(const pgc_team *t, pgc_coll coll, size_t bytes)
 {
-    if (bytes <= t->cfg.inline_max)
+    if (bytes <= t->cfg.inline_max && bytes <= t->hdr->inline_slot)
         return PGC_PATH_INLINE;
     if (t->cma_ok && bytes >= t->cfg.cma_min[coll])
         return PGC_PATH_CMA;

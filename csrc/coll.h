@@ -40,6 +40,16 @@ static inline int pgc_coll_end(pgc_team *t, int rc)
  * peers may still read: staging (back = 1), an inline slot (back = 2). */
 int pgc_wait_peers_done(pgc_team *t, uint32_t back);
 
+/* The word where member r publishes its descriptor for the current op (size,
+ * path: whatever readers must check before they read). Descriptors alternate
+ * by op parity, shared by every family, so a slow reader of op k-1 still
+ * finds its own: write it only after pgc_wait_peers_done(t, 2), when every
+ * reader of op k-2 (the previous user of the word) is done. */
+static inline _Atomic uint64_t *pgc_desc_of(const pgc_team *t, int r)
+{
+    return &pgc_ctl_of(t, r)->aux[t->op & 1];
+}
+
 /* The one place where the transfer method is chosen: by size, the team's
  * thresholds and whether single copy works. Every member must pass values
  * that agree across the team (e.g. the total size of a Bcast). */

@@ -15,18 +15,25 @@
 #include "cma.h"
 #include "coll.h"
 
+/* The root's descriptor: size and path, in pgc_desc_of. */
+static inline uint64_t descriptor(size_t bytes, pgc_path path)
+{
+    return (uint64_t)bytes << 2 | (uint64_t)path;
+}
+
 static int root_start(pgc_team *t, const void *buf, size_t bytes, pgc_path path)
 {
     pgc_ctl *me = pgc_ctl_of(t, t->rank);
-    /* The descriptor is published by the first post below (release). */
-    atomic_store_explicit(&me->len, bytes, memory_order_relaxed);
-    atomic_store_explicit(&me->aux[0], path, memory_order_relaxed);
+    int rc = pgc_wait_peers_done(t, 2);
+    if (rc)
+        return rc;
+    /* Published by the first post below (release). addr is read only by
+     * single-copy readers, and the root returns from such an op only after
+     * every reader is done: no parity needed. */
+    atomic_store_explicit(pgc_desc_of(t, t->rank), descriptor(bytes, path), memory_order_relaxed);
     atomic_store_explicit(&me->addr, (uint64_t)(uintptr_t)buf, memory_order_relaxed);
-    int rc;
     switch (path) {
     case PGC_PATH_INLINE:
-        if ((rc = pgc_wait_peers_done(t, 2)))
-            return rc;
         memcpy(pgc_inline_of(t, t->rank, t->op), buf, bytes);
         pgc_post_seq(t, 1);
         return PGC_OK;
@@ -62,7 +69,8 @@ static int reader_work(pgc_team *t, void *buf, size_t bytes, int root)
     int rc = pgc_wait_seq(t, root, 1);
     if (rc)
         return rc;
-    size_t root_bytes = atomic_load_explicit(&rc_->len, memory_order_relaxed);
+    uint64_t desc = atomic_load_explicit(pgc_desc_of(t, root), memory_order_relaxed);
+    size_t root_bytes = (size_t)(desc >> 2);
     if (root_bytes != bytes) {
         pgc_set_error(&t->err, PGC_EINVAL, root, 0,
                       "Bcast: the root (local rank %d) sends %zu bytes but this rank receives %zu",
@@ -70,7 +78,7 @@ static int reader_work(pgc_team *t, void *buf, size_t bytes, int root)
         pgc_team_abort(t, PGC_EINVAL, t->err.msg);
         return PGC_EINVAL;
     }
-    switch ((pgc_path)atomic_load_explicit(&rc_->aux[0], memory_order_relaxed)) {
+    switch ((pgc_path)(desc & 3)) {
     case PGC_PATH_INLINE:
         memcpy(buf, pgc_inline_of(t, root, t->op), bytes);
         return PGC_OK;

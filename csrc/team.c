@@ -51,10 +51,9 @@ static pgc_team *new_team(int rank, int nranks, pgc_error *err)
     return t;
 }
 
-/* Record who we are and adopt the team-wide parameters. */
+/* Record who we are and adopt the team-wide parameters (t->hdr is set). */
 static void join(pgc_team *t)
 {
-    t->hdr = (pgc_header *)t->seg.base;
     t->cfg = t->hdr->cfg;
     t->spin_iters = pgc_pause_iterations(t->cfg.spin_ns);
     pgc_member *me = pgc_member_of(t, t->rank);
@@ -78,13 +77,15 @@ pgc_team *pgc_team_create(int rank, int nranks, const pgc_config *cfg, pgc_error
         free(t);
         return NULL;
     }
-    pgc_header *h = (pgc_header *)t->seg.base;
+    pgc_header *h = t->hdr = (pgc_header *)t->seg.base;
     *h = layout;
     h->cfg = *cfg;
     h->version = PGC_LAYOUT_VERSION;
-    /* release: the header is complete before the magic says so. */
-    atomic_store_explicit((_Atomic uint64_t *)&h->magic, PGC_MAGIC, memory_order_release);
     join(t);
+    /* release: the header and the creator's identity are complete before
+     * the magic says so (the stale-segment sweep judges a segment by its
+     * members' liveness only once the magic is there). */
+    atomic_store_explicit((_Atomic uint64_t *)&h->magic, PGC_MAGIC, memory_order_release);
     return t;
 }
 
@@ -107,6 +108,7 @@ pgc_team *pgc_team_attach(int rank, int nranks, const char *name, pgc_error *err
         free(t);
         return NULL;
     }
+    t->hdr = (pgc_header *)t->seg.base;
     join(t);
     return t;
 }
@@ -167,13 +169,16 @@ void pgc_team_set_cma(pgc_team *t, int ok, const char *reason)
 static int segment_in_use(const char *base, size_t size)
 {
     const pgc_header *h = (const pgc_header *)base;
-    if (size < sizeof *h || h->magic != PGC_MAGIC || h->version != PGC_LAYOUT_VERSION)
-        return 1; /* not ours to judge */
+    if (size < sizeof *h ||
+        atomic_load_explicit((_Atomic uint64_t *)&h->magic, memory_order_acquire) != PGC_MAGIC ||
+        h->version != PGC_LAYOUT_VERSION)
+        return 1; /* being created, or not ours to judge */
     if (h->members_offset + (uint64_t)h->nranks * h->member_stride > size)
         return 1;
     for (uint32_t r = 0; r < h->nranks; r++) {
         const pgc_member *m = (const pgc_member *)(base + h->members_offset + r * h->member_stride + sizeof(pgc_ctl));
-        if (m->pid && pgc_process_alive(m->pid, m->starttime))
+        /* a pid without a start time yet: that member is attaching right now */
+        if (m->pid && (m->starttime == 0 || pgc_process_alive(m->pid, m->starttime)))
             return 1;
     }
     return 0;
@@ -189,7 +194,7 @@ int pgc_team_sweep_stale(void)
     for (struct dirent *e; (e = readdir(d));) {
         if (strncmp(e->d_name, prefix, strlen(prefix)) != 0 || strlen(e->d_name) >= PGC_SEGMENT_NAME_MAX - 1)
             continue;
-        char name[PGC_SEGMENT_NAME_MAX];
+        char name[PGC_SEGMENT_NAME_MAX + 256];
         snprintf(name, sizeof name, "/%s", e->d_name);
         int fd = shm_open(name, O_RDONLY | O_CLOEXEC, 0);
         struct stat st;

@@ -5,7 +5,7 @@ import os
 import platform
 import sys
 
-from . import __version__, _core, config, topology
+from . import __version__, _core, calibrate, config, topology
 
 
 def _mpi_line():
@@ -51,7 +51,9 @@ def info(args):
     out.write("thresholds: inline <= %d B; copy-in/copy-out chunks of %d KiB through %d KiB per rank\n"
               % (cfg["inline_max"], cfg["chunk_bytes"] // 1024, cfg["staging_bytes"] // 1024))
     cma_min = ", ".join("%s >= %s" % (k, _human(v)) for k, v in cfg["cma_min"].items() if v is not None)
-    out.write("single copy from: %s\n" % (cma_min or "never"))
+    cal = calibrate.default_path()
+    source = ("calibrated: " + cal) if calibrate.load() else "defaults (no calibration file; run `mpiexec -n 2 pgascol calibrate`)"
+    out.write("single copy from: %s\n            [%s]\n" % (cma_min or "never", source))
     set_vars = [k for k in list(config.VARIABLES) if k in os.environ] + \
         [k for k in os.environ if k.startswith("PGASCOL_CMA_MIN_")]
     out.write("environment: %s\n" % (", ".join("%s=%s" % (k, os.environ[k]) for k in set_vars) or
@@ -68,11 +70,23 @@ def _human(n):
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # Zero-code-change mode: a script (or -m module, -c command, - for stdin)
+    # runs with COMM_WORLD replaced by a pgascol communicator (pgascol.run).
+    if argv and (argv[0] in ("-m", "-c", "-") or argv[0].endswith(".py") or os.path.isfile(argv[0])):
+        from .run import main as run_main
+        return run_main(argv)
     parser = argparse.ArgumentParser(prog="pgascol", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command")
     sub.add_parser("info", help="describe the machine, MPI, node layout, single copy and thresholds")
+    cal = sub.add_parser("calibrate", help="measure where single copy wins (run under mpiexec -n 2)")
+    cal.add_argument("--output", help="file to write (default: %s)" % calibrate.default_path())
     args = parser.parse_args(argv)
     if args.command == "info":
         return info(args)
+    if args.command == "calibrate":
+        from mpi4py import MPI
+        calibrate.run(MPI.COMM_WORLD, args.output)
+        return 0
     parser.print_help()
     return 2

@@ -34,6 +34,7 @@ VARIABLES = {
     "PGASCOL_CMA": ("1", int, "0 forces single copy off"),
     "PGASCOL_HUGEPAGES": ("0", int, "1 advises transparent huge pages for the segment"),
     "PGASCOL_NODE_SIZE": ("0", int, "k > 0: consecutive ranks form virtual nodes of k"),
+    "PGASCOL_CALIBRATION": ("", str, "calibration file (default ~/.cache/pgascol/calibration-<host>.json)"),
 }
 
 
@@ -44,7 +45,7 @@ def _get(env, name):
         value = parse(raw)
     except ValueError:
         raise ArgumentError("%s=%r is not a valid %s" % (name, raw, parse.__name__)) from None
-    if value < 0:
+    if parse is not str and value < 0:
         raise ArgumentError("%s=%r must not be negative" % (name, raw))
     return value
 
@@ -55,9 +56,12 @@ def node_size(env=os.environ):
 
 
 def cma_min(env=os.environ):
-    """Per-collective single-copy thresholds, with PGASCOL_CMA_MIN_<NAME>
+    """Per-collective single-copy thresholds: the defaults, then this
+    machine's calibration file (`pgascol calibrate`), then PGASCOL_CMA_MIN_<NAME>
     overrides (bytes, or 'never')."""
+    from . import calibrate
     out = dict(CMA_MIN_DEFAULTS)
+    out.update(calibrate.load(env.get("PGASCOL_CALIBRATION")))
     for name in list(out):
         raw = env.get("PGASCOL_CMA_MIN_" + name.upper())
         if raw is None:

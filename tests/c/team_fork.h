@@ -47,7 +47,14 @@ static inline int pgc_test_fork(int P, const pgc_config *cfg, int (*body)(pgc_te
     pid_t pids[256];
     for (int r = 0; r < P; r++) {
         pids[r] = fork();
+        if (pids[r] < 0) {
+            perror("fork");
+            for (int q = 0; q < r; q++)
+                kill(pids[q], SIGKILL);
+            return P;
+        }
         if (pids[r] == 0) {
+            alarm(120); /* a hung test dies instead of hanging CI */
             pgc_error e = {0};
             pgc_team *t = pgc_team_attach(r, P, creator->seg.name, &e);
             if (!t) {
@@ -55,10 +62,16 @@ static inline int pgc_test_fork(int P, const pgc_config *cfg, int (*body)(pgc_te
                 _exit(2);
             }
             /* wait until every child re-attached (rank 0 was joined by the parent) */
+            uint64_t deadline = pgc_now_ns() + 30ull * 1000000000ull;
             for (int q = 0; q < P; q++)
                 while (!atomic_load(&pgc_member_of(t, q)->attached) ||
-                       pgc_member_of(t, q)->pid == (int32_t)getppid())
+                       pgc_member_of(t, q)->pid == (int32_t)getppid()) {
+                    if (pgc_now_ns() > deadline) {
+                        fprintf(stderr, "rank %d: rank %d never attached\n", r, q);
+                        _exit(3);
+                    }
                     sched_yield();
+                }
             if (P > 1 || cfg->cma_enable)
                 pgc_team_set_cma(t, pgc_team_probe_cma(t), t->cma_reason);
             int rc = body(t, arg);

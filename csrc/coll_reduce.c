@@ -1,0 +1,508 @@
+/* coll_reduce.c - Reduce, Allreduce, Reduce_scatter(_block), Scan, Exscan.
+ *
+ * Deterministic: every element is combined in rank order,
+ *     acc = x0; acc = acc op x1; ...; acc = acc op x(P-1)
+ * (prefixes stop early for Scan/Exscan), by exactly one member, whatever the
+ * timing. Allreduce results are therefore bit-identical on all members and
+ * across runs, even for floating point.
+ *
+ *   inline  (whole vector <= inline_max and fits an inline slot) every member
+ *           copies its input into its inline slot of this op's parity and
+ *           posts step 1; each member that has a result waits for the
+ *           members it needs and folds their slots in rank order into its
+ *           receive buffer (Reduce: only the root; Reduce_scatter: its own
+ *           block; Scan: members 0..rank; Exscan: 0..rank-1).
+ *   cico    (everything larger) partitioned copy-in/copy-out. The vector is
+ *           split into P blocks (Reduce_scatter: the recvcounts blocks;
+ *           otherwise near-equal blocks with 64-byte aligned boundaries) and
+ *           member j owns block j: it combines everybody's contribution to
+ *           it, so every member reduces 1/P of the bytes. The blocks are
+ *           processed in windows of E elements through the staging areas.
+ *           Each member's staging area is two halves (window parity: double
+ *           buffering); a half is 2P slots of `slot` bytes:
+ *             [0, P)   slot j: this member's piece of block j for the window
+ *             [P, 2P)  results: Allreduce/Reduce slot P+j holds owner j's
+ *                      reduced piece (the Reduce root folds its own block
+ *                      straight into recvbuf; Reduce_scatter owners always
+ *                      do); Scan/Exscan: owner j leaves member i's prefix
+ *                      of block j in slot P+i of its own half.
+ *           Per window w, member q:
+ *             a. before overwriting half w&1: wait every peer's ack >= w-1
+ *                (they are done with window w-2); once at op start, wait
+ *                until every peer is done with the previous op
+ *             b. stage its pieces into slots [0, P); post seq 2w+1
+ *             c. wait for the members' seq 2w+1 and fold block q's piece in
+ *                rank order into its destination
+ *             d. post seq 2w+2
+ *             e. wait for the owners' seq 2w+2 and copy the result pieces
+ *                it receives into its receive buffer
+ *             f. post ack w+1: it no longer reads window w of anybody.
+ *           Both seq steps of a window and the ack are sequence numbers of
+ *           this op (team.h), so nothing is ever reset.
+ *   cma     single copy is not used for reductions: it measured slower than
+ *           this pipeline, whose staging stays in cache (FACTS.md, "Large
+ *           reductions"). pgc_choose_path's PGC_PATH_CMA runs (and is
+ *           counted as) copy-in/copy-out.
+ *
+ * Copies in the pipeline use copy_bytes (a plain 16-byte vector loop), not
+ * memcpy: glibc picks `rep movsb` for these sizes, which measured ~20%
+ * slower over the whole Allreduce on the development machine (AMD EPYC VM).
+ * Non-temporal stores into the receive buffer measured slower still.
+ *
+ * MPI_IN_PLACE (sendbuf == NULL): the input is in recvbuf. Every member then
+ * reads its own contribution from its shared copy (inline slot, staging slot)
+ * and never from recvbuf once it may have been overwritten. Without in
+ * place, a member reads its own contribution straight from sendbuf (it does
+ * not stage the piece of its own block, saving a copy).
+ *
+ * A member returns as soon as its own result is complete: peers read only
+ * shared memory (never our private buffers), and the shared areas are
+ * protected by the next op's wait for the peers' DONE of this one (staging:
+ * previous op; inline slots: the op before, by parity). */
+#include <string.h>
+
+#include "coll.h"
+
+typedef enum { RK_REDUCE, RK_ALLREDUCE, RK_RSCATTER, RK_SCAN, RK_EXSCAN } rkind;
+
+/* Everything one reduction needs; identical on all members except the
+ * buffers. */
+typedef struct {
+    rkind kind;
+    pgc_coll coll;       /* statistics and messages */
+    pgc_op op;
+    pgc_dtype dt;
+    size_t esz;          /* element size */
+    int root;            /* Reduce */
+    int inplace;         /* sendbuf == NULL */
+    const char *in;      /* this member's input vector (sendbuf, or recvbuf in place) */
+    char *out;           /* recvbuf */
+    size_t total;        /* elements of the whole vector */
+    const size_t *start; /* [P + 1]: block j is elements [start[j], start[j+1]) */
+    pgc_path path;       /* INLINE or CICO */
+    size_t slot;         /* cico: slot bytes */
+    size_t elems;        /* cico: E, elements of a block per window */
+    uint32_t nwin;       /* cico: windows */
+} rplan;
+
+/* memcpy for the pipeline's slot-sized copies (see the header comment).
+ * Buffers never overlap. */
+static void copy_bytes(void *restrict dst, const void *restrict src, size_t n)
+{
+    char *d = dst;
+    const char *s = src;
+    size_t i = 0;
+    for (; i + 64 <= n; i += 64)
+        __builtin_memcpy(d + i, s + i, 64); /* 4 unaligned vector loads and stores */
+    if (i < n)
+        memcpy(d + i, s + i, n - i);
+}
+
+/* The operation's name, for messages. */
+static const char *coll_name(pgc_coll coll)
+{
+    switch (coll) {
+    case PGC_COLL_REDUCE: return "Reduce";
+    case PGC_COLL_ALLREDUCE: return "Allreduce";
+    case PGC_COLL_REDUCE_SCATTER_BLOCK: return "Reduce_scatter_block";
+    case PGC_COLL_SCAN: return "Scan";
+    case PGC_COLL_EXSCAN: return "Exscan";
+    default: return "Reduce_scatter";
+    }
+}
+
+static inline size_t block_len(const rplan *p, int j)
+{
+    return p->start[j + 1] - p->start[j];
+}
+
+/* Elements of block j in the window starting at element `wpos` of blocks. */
+static inline size_t piece_len(const rplan *p, int j, size_t wpos)
+{
+    size_t n = block_len(p, j);
+    return n > wpos ? (n - wpos < p->elems ? n - wpos : p->elems) : 0;
+}
+
+static inline int wait_member(pgc_team *t, int r, uint32_t step)
+{
+    return r == t->rank ? PGC_OK : pgc_wait_seq(t, r, step);
+}
+
+/* dst[0, n) = x_0 op x_1 op ... op x_last, in rank order, where x_r is the n
+ * elements at byte `off` of member r's shared area (`inline_`: its inline
+ * slot of this op, else its staging area); our own x is `self` if not NULL.
+ * Waits for each member's seq `step` before reading it. dst never aliases a
+ * source: it is a receive buffer or a result slot. */
+static int fold(pgc_team *t, const rplan *p, char *dst, size_t n, int last, uint32_t step,
+                int inline_, size_t off, const char *self)
+{
+    if (n == 0)
+        return PGC_OK;
+    const char *x0 = NULL;
+    int rc;
+    for (int r = 0; r <= last; r++) {
+        if ((rc = wait_member(t, r, step)))
+            return rc;
+        const char *src = r == t->rank && self ? self
+                          : (const char *)(inline_ ? pgc_inline_of(t, r, t->op) : pgc_staging_of(t, r)) + off;
+        if (r == 0) {
+            if (last == 0)
+                copy_bytes(dst, src, n * p->esz);
+            x0 = src;
+        } else if (r == 1)
+            pgc_reduce_3(p->op, p->dt, dst, x0, src, n); /* dst = x0 op x1 */
+        else
+            pgc_reduce_into(p->op, p->dt, dst, src, n);  /* dst = dst op x_r */
+    }
+    return PGC_OK;
+}
+
+/* ---- inline ---- */
+
+static int run_inline(pgc_team *t, const rplan *p)
+{
+    int me = t->rank, P = t->nranks;
+    /* Our slot of this parity was last used by op-2: its readers must be
+     * done before we overwrite it. */
+    int rc = pgc_wait_peers_done(t, 2);
+    if (rc)
+        return rc;
+    memcpy(pgc_inline_of(t, me, t->op), p->in, p->total * p->esz);
+    pgc_post_seq(t, 1);
+
+    size_t off = 0, n = p->total; /* elements of the vector this member computes */
+    int last = P - 1;             /* ... reduced over members 0..last */
+    switch (p->kind) {
+    case RK_REDUCE:
+        if (me != p->root)
+            return PGC_OK; /* non-roots only publish */
+        break;
+    case RK_ALLREDUCE:
+        break;
+    case RK_RSCATTER:
+        off = p->start[me];
+        n = block_len(p, me);
+        break;
+    case RK_SCAN:
+        last = me;
+        break;
+    case RK_EXSCAN:
+        if ((last = me - 1) < 0)
+            return PGC_OK; /* member 0's recvbuf is left untouched */
+        break;
+    }
+    /* In place our input may be (part of) recvbuf, which the fold
+     * overwrites: read our contribution from the slot copy instead. */
+    return fold(t, p, p->out, n, last, 1, 1, off * p->esz, p->inplace ? NULL : p->in + off * p->esz);
+}
+
+/* ---- partitioned copy-in/copy-out ---- */
+
+static int run_cico(pgc_team *t, const rplan *p)
+{
+    const int me = t->rank, P = t->nranks;
+    const size_t esz = p->esz, slot = p->slot, half = t->hdr->staging_stride / 2;
+    char *const mine = pgc_staging_of(t, me);
+    const rkind k = p->kind;
+    /* Which result pieces this member copies out in step e, and from where:
+     * Allreduce / Reduce root: owner j's slot P+j; Scan/Exscan: owner j's
+     * slot P+me (Exscan member 0 receives nothing). */
+    const int receives = k == RK_ALLREDUCE || (k == RK_REDUCE && me == p->root) || k == RK_SCAN ||
+                         (k == RK_EXSCAN && me > 0);
+    const int recv_slot_is_mine = k == RK_SCAN || k == RK_EXSCAN;
+    /* Exscan: nobody needs the last member's contribution. */
+    const int contributes = !(k == RK_EXSCAN && me == P - 1);
+
+    /* Windows 0 and 1 write both halves: the previous op's readers of our
+     * staging must be done. */
+    int rc = pgc_wait_peers_done(t, 1);
+    if (rc)
+        return rc;
+
+    for (uint32_t w = 0; w < p->nwin; w++) {
+        const size_t wpos = (size_t)w * p->elems; /* element offset within each block */
+        char *const hbase = mine + (size_t)(w & 1) * half;
+        const size_t hoff = (size_t)(w & 1) * half; /* same offset in every member's area */
+
+        /* a. Half w&1 last held window w-2: every peer acknowledged it (ack
+         *    w-1) before we overwrite contributions or results there. */
+        if (w >= 2 && (rc = pgc_wait_ack_all(t, w - 1)))
+            return rc;
+
+        /* b. Stage our pieces. In place we stage our own block's piece too:
+         *    step c (or e) may overwrite it in recvbuf before we read it. */
+        if (contributes)
+            for (int j = 0; j < P; j++) {
+                size_t m = piece_len(p, j, wpos);
+                if (m && (j != me || p->inplace))
+                    copy_bytes(hbase + (size_t)j * slot, p->in + (p->start[j] + wpos) * esz, m * esz);
+            }
+        /* release: the staged pieces are visible to whoever sees 2w+1 */
+        pgc_post_seq(t, 2 * w + 1);
+
+        /* c. Fold our block's piece: x_r is slot `me` of member r's half. */
+        const size_t m = piece_len(p, me, wpos);
+        const size_t xoff = hoff + (size_t)me * slot;
+        const char *self = p->inplace ? NULL : p->in + (p->start[me] + wpos) * esz;
+        char *const own_out = p->out + (k == RK_RSCATTER ? wpos : p->start[me] + wpos) * esz;
+        char *const own_result = hbase + (size_t)(P + me) * slot;
+        switch (k) {
+        case RK_ALLREDUCE:
+            /* Into our result slot (peers copy it), then into recvbuf below. */
+            rc = fold(t, p, own_result, m, P - 1, 2 * w + 1, 0, xoff, self);
+            break;
+        case RK_REDUCE:
+            rc = fold(t, p, me == p->root ? own_out : own_result, m, P - 1, 2 * w + 1, 0, xoff, self);
+            break;
+        case RK_RSCATTER:
+            rc = fold(t, p, own_out, m, P - 1, 2 * w + 1, 0, xoff, self);
+            break;
+        case RK_SCAN:
+        case RK_EXSCAN: {
+            /* Prefix chain S_i = x_0 op ... op x_i, i = 0..P-1 (Exscan:
+             * ..P-2), each computed from the previous one; S_i is the
+             * result of member d = i (Exscan: i + 1): into our recvbuf if
+             * d is us, else into slot P+d of our half. */
+            const int shift = k == RK_EXSCAN;
+            const char *prev = NULL;
+            if (m == 0)
+                break;
+            for (int i = 0; i + shift < P; i++) {
+                int d = i + shift;
+                char *dst = d == me ? own_out : hbase + (size_t)(P + d) * slot;
+                if ((rc = wait_member(t, i, 2 * w + 1)))
+                    return rc;
+                const char *x = i == me && self ? self : (const char *)pgc_staging_of(t, i) + xoff;
+                if (i == 0)
+                    copy_bytes(dst, x, m * esz);
+                else
+                    pgc_reduce_3(p->op, p->dt, dst, prev, x, m); /* dst != prev, dst != x */
+                prev = dst;
+            }
+            break;
+        }
+        }
+        if (rc)
+            return rc;
+
+        /* d. Our results of window w are in place. */
+        pgc_post_seq(t, 2 * w + 2);
+
+        /* e. Copy out the result pieces we receive. Our own block first (no
+         *    wait), then the owners after us, round robin. */
+        if (k == RK_ALLREDUCE && m)
+            copy_bytes(own_out, own_result, m * esz);
+        if (receives)
+            for (int s = 1; s < P; s++) {
+                int j = (me + s) % P;
+                size_t mj = piece_len(p, j, wpos);
+                if (!mj)
+                    continue;
+                if ((rc = pgc_wait_seq(t, j, 2 * w + 2)))
+                    return rc;
+                const char *src = (const char *)pgc_staging_of(t, j) + hoff +
+                                  (size_t)(P + (recv_slot_is_mine ? me : j)) * slot;
+                copy_bytes(p->out + (p->start[j] + wpos) * esz, src, mj * esz);
+            }
+
+        /* f. We no longer read window w anywhere: its half may be reused. */
+        pgc_post_ack(t, w + 1);
+    }
+    return PGC_OK;
+}
+
+/* ---- planning and validation (before any op starts or data moves) ---- */
+
+static size_t gcd(size_t a, size_t b)
+{
+    while (b) {
+        size_t r = a % b;
+        a = b;
+        b = r;
+    }
+    return a;
+}
+
+/* Check the (op, dtype) pair and the element size; *esz on success. */
+static int check_type(pgc_team *t, pgc_coll coll, pgc_op op, pgc_dtype dt, size_t *esz)
+{
+    const char *name = coll_name(coll);
+    if (!(*esz = pgc_dtype_size(dt)))
+        return pgc_set_error(&t->err, PGC_EINVAL, -1, 0, "%s: invalid dtype %d", name, (int)dt);
+    if (!pgc_op_valid(op, dt))
+        return pgc_set_error(&t->err, PGC_EINVAL, -1, 0, "%s: op %s (%d) is not defined for dtype %s", name,
+                             pgc_op_name(op), (int)op, pgc_dtype_name(dt));
+    return PGC_OK;
+}
+
+static int check_count(pgc_team *t, pgc_coll coll, size_t count, size_t esz, pgc_dtype dt)
+{
+    if (count > SIZE_MAX / esz)
+        return pgc_set_error(&t->err, PGC_EINVAL, -1, 0, "%s: %zu elements of %s overflow the address space",
+                             coll_name(coll), count, pgc_dtype_name(dt));
+    return PGC_OK;
+}
+
+/* Near-equal blocks for everything but Reduce_scatter, boundaries rounded
+ * down to 64-byte multiples when the element size divides 64. */
+static void even_blocks(size_t *start, int P, size_t count, size_t esz)
+{
+    size_t align = PGC_CACHELINE % esz == 0 ? PGC_CACHELINE / esz : 1;
+    for (int j = 0; j < P; j++)
+        start[j] = (size_t)((unsigned __int128)count * (unsigned)j / (unsigned)P) / align * align;
+    start[P] = count;
+}
+
+/* Path, slot and window count; identical on every member. */
+static int plan_path(pgc_team *t, rplan *p)
+{
+    int P = t->nranks;
+    size_t bytes = p->total * p->esz;
+    p->path = pgc_choose_path(t, p->coll, bytes);
+    if (p->path == PGC_PATH_CMA)
+        p->path = PGC_PATH_CICO; /* see the header comment */
+    if (p->path != PGC_PATH_CICO || P == 1)
+        return PGC_OK;
+
+    size_t unit = PGC_CACHELINE / gcd(PGC_CACHELINE, p->esz) * p->esz; /* lcm(64, esz) */
+    /* The largest slot the staging area allows (2 windows x 2P slots): on
+     * the development machine 128 KiB slots (P = 2, 1 MiB staging) beat
+     * 64 KiB ones by a quarter for a 16 MiB Allreduce. */
+    size_t slot = t->hdr->staging_stride / (4 * (size_t)P);
+    slot = slot / unit * unit;
+    if (slot < p->esz)
+        return pgc_set_error(&t->err, PGC_EINVAL, -1, 0,
+                             "%s: the staging area (%zu bytes per member) is too small "
+                             "for %d members and %s elements (PGASCOL_STAGING_BYTES)",
+                             coll_name(p->coll), (size_t)t->hdr->staging_stride, P,
+                             pgc_dtype_name(p->dt));
+    p->slot = slot;
+    p->elems = slot / p->esz;
+    size_t maxblock = 0;
+    for (int j = 0; j < P; j++)
+        if (block_len(p, j) > maxblock)
+            maxblock = block_len(p, j);
+    size_t nwin = (maxblock + p->elems - 1) / p->elems;
+    /* seq steps go up to 2 * nwin; DONE must stay above them */
+    if (nwin >= (PGC_STEP_DONE - 2) / 2)
+        return pgc_set_error(&t->err, PGC_EINVAL, -1, 0, "%s: %zu elements need too many pipeline windows",
+                             coll_name(p->coll), p->total);
+    p->nwin = (uint32_t)nwin;
+    return PGC_OK;
+}
+
+/* Begin the op, count the path, move the data, end. */
+static int run(pgc_team *t, const rplan *p)
+{
+    int rc = pgc_coll_begin(t, p->coll, coll_name(p->coll));
+    if (rc)
+        return rc;
+    pgc_count(t, p->coll, p->path);
+    if (p->total == 0)
+        ; /* nothing to move */
+    else if (t->nranks == 1) {
+        /* Reduce_scatter's single block is the whole vector, at the start of
+         * recvbuf; Exscan leaves member 0's recvbuf alone. */
+        if (!p->inplace && p->kind != RK_EXSCAN)
+            memcpy(p->out, p->in, p->total * p->esz);
+    } else if (p->path == PGC_PATH_INLINE)
+        rc = run_inline(t, p);
+    else
+        rc = run_cico(t, p);
+    return pgc_coll_end(t, rc);
+}
+
+/* Common front end of the operations with one count. */
+static int reduce_common(pgc_team *t, rkind k, pgc_coll coll, const void *sendbuf, void *recvbuf, size_t count,
+                         pgc_dtype dt, pgc_op op, int root)
+{
+    int P = t->nranks;
+    size_t esz;
+    if (k == RK_REDUCE && (root < 0 || root >= P))
+        return pgc_set_error(&t->err, PGC_EINVAL, -1, 0, "Reduce: root %d out of range [0, %d)", root, P);
+    int rc = check_type(t, coll, op, dt, &esz);
+    if (!rc)
+        rc = check_count(t, coll, count, esz, dt);
+    if (rc)
+        return rc;
+    /* The same buffer for both is MPI_IN_PLACE in effect: taken as such,
+     * so the kernels never see aliased operands. */
+    if (sendbuf == recvbuf)
+        sendbuf = NULL;
+    const char *in = sendbuf ? (const char *)sendbuf : (const char *)recvbuf;
+    /* recvbuf is only significant at the root of a Reduce */
+    int writes = !(k == RK_REDUCE && t->rank != root) && !(k == RK_EXSCAN && t->rank == 0);
+    if (count && (!in || (writes && !recvbuf)))
+        return pgc_set_error(&t->err, PGC_EINVAL, -1, 0, "%s: NULL %s buffer for %zu elements", coll_name(coll),
+                             in ? "receive" : "send", count);
+
+    size_t start[P + 1];
+    even_blocks(start, P, count, esz);
+    rplan p = {.kind = k, .coll = coll, .op = op, .dt = dt, .esz = esz, .root = root, .inplace = sendbuf == NULL,
+               .in = in, .out = recvbuf, .total = count, .start = start};
+    if ((rc = plan_path(t, &p)))
+        return rc;
+    return run(t, &p);
+}
+
+/* ---- the operations ---- */
+
+int pgc_reduce(pgc_team *t, const void *sendbuf, void *recvbuf, size_t count, pgc_dtype dtype, pgc_op op, int root)
+{
+    return reduce_common(t, RK_REDUCE, PGC_COLL_REDUCE, sendbuf, recvbuf, count, dtype, op, root);
+}
+
+int pgc_allreduce(pgc_team *t, const void *sendbuf, void *recvbuf, size_t count, pgc_dtype dtype, pgc_op op)
+{
+    return reduce_common(t, RK_ALLREDUCE, PGC_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, 0);
+}
+
+int pgc_scan(pgc_team *t, const void *sendbuf, void *recvbuf, size_t count, pgc_dtype dtype, pgc_op op)
+{
+    return reduce_common(t, RK_SCAN, PGC_COLL_SCAN, sendbuf, recvbuf, count, dtype, op, 0);
+}
+
+int pgc_exscan(pgc_team *t, const void *sendbuf, void *recvbuf, size_t count, pgc_dtype dtype, pgc_op op)
+{
+    return reduce_common(t, RK_EXSCAN, PGC_COLL_EXSCAN, sendbuf, recvbuf, count, dtype, op, 0);
+}
+
+int pgc_reduce_scatter(pgc_team *t, pgc_coll coll, const void *sendbuf, void *recvbuf, const size_t *recvcounts,
+                       pgc_dtype dtype, pgc_op op)
+{
+    int P = t->nranks;
+    size_t esz;
+    if (coll != PGC_COLL_REDUCE_SCATTER && coll != PGC_COLL_REDUCE_SCATTER_BLOCK)
+        return pgc_set_error(&t->err, PGC_EINVAL, -1, 0, "Reduce_scatter: bad collective id %d", (int)coll);
+    const char *name = coll_name(coll);
+    int rc = check_type(t, coll, op, dtype, &esz);
+    if (rc)
+        return rc;
+    if (!recvcounts)
+        return pgc_set_error(&t->err, PGC_EINVAL, -1, 0, "%s: NULL recvcounts", name);
+    size_t start[P + 1];
+    start[0] = 0;
+    for (int j = 0; j < P; j++) {
+        if (recvcounts[j] > SIZE_MAX - start[j])
+            return pgc_set_error(&t->err, PGC_EINVAL, -1, 0, "%s: the recvcounts overflow", name);
+        start[j + 1] = start[j] + recvcounts[j];
+    }
+    size_t total = start[P];
+    if ((rc = check_count(t, coll, total, esz, dtype)))
+        return rc;
+    /* The same buffer for both is MPI_IN_PLACE in effect: taken as such,
+     * so the kernels never see aliased operands. */
+    if (sendbuf == recvbuf)
+        sendbuf = NULL;
+    const char *in = sendbuf ? (const char *)sendbuf : (const char *)recvbuf;
+    if (total && !in)
+        return pgc_set_error(&t->err, PGC_EINVAL, -1, 0, "%s: NULL send buffer for %zu elements", name, total);
+    if (recvcounts[t->rank] && !recvbuf)
+        return pgc_set_error(&t->err, PGC_EINVAL, -1, 0, "%s: NULL receive buffer for %zu elements", name,
+                             recvcounts[t->rank]);
+    rplan p = {.kind = RK_RSCATTER, .coll = coll, .op = op, .dt = dtype, .esz = esz, .root = 0,
+               .inplace = sendbuf == NULL, .in = in, .out = recvbuf, .total = total, .start = start};
+    if ((rc = plan_path(t, &p)))
+        return rc;
+    return run(t, &p);
+}

@@ -1,0 +1,117 @@
+"""Calibration: where single copy beats copy-in/copy-out on this machine.
+
+    mpiexec -n 2 python -m pgascol calibrate [--output FILE]
+
+For each collective that can use single copy, times it with a team forced to
+copy-in/copy-out and with a team forced to single copy, at sizes from 4 KiB to
+16 MiB (best of several rounds, slowest rank), and records the smallest size
+from which single copy wins at every larger size measured (or "never"). The
+result is stored as JSON (default: ~/.cache/pgascol/calibration-<host>.json,
+or PGASCOL_CALIBRATION), read by every later job on this machine; PGASCOL_CMA_MIN_*
+variables still override it."""
+import json
+import os
+import socket
+import time
+
+import numpy as np
+
+from . import _core
+
+SIZES = [4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20]
+CALIBRATED = ("Bcast", "Gather", "Scatter", "Allgather", "Alltoall")
+
+
+def default_path():
+    env = os.environ.get("PGASCOL_CALIBRATION")
+    if env:
+        return env
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "pgascol", "calibration-%s.json" % socket.gethostname())
+
+
+def load(path=None):
+    """{collective: bytes or None} from the calibration file, or {} if absent/unreadable."""
+    path = path or default_path()
+    try:
+        with open(path) as f:
+            data = json.load(f)
+        return {k: (None if v is None else int(v)) for k, v in data["cma_min"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
+def _call(team, op, nbytes):
+    P = team.size
+    a = np.ones(nbytes, np.uint8)
+    b = np.zeros(nbytes * P, np.uint8)
+    counts = [nbytes] * P
+    if op == "Bcast":
+        return lambda: team.bcast(a, nbytes, 0)
+    if op == "Gather":
+        return lambda: team.gather(a, nbytes, b, counts, None, 0)
+    if op == "Scatter":
+        return lambda: team.scatter(b, counts, None, a, nbytes, 0)
+    if op == "Allgather":
+        return lambda: team.allgather(a, nbytes, b, counts, None)
+    per = max(nbytes // P, 1)
+    s, r = np.ones(per * P, np.uint8), np.zeros(per * P, np.uint8)
+    return lambda: team.alltoall(s, [per] * P, None, r, [per] * P, None)
+
+
+def _best(comm, fn, nbytes, rounds=5):
+    from mpi4py import MPI
+    iters = max(2, min(200, (32 << 20) // max(nbytes, 1)))
+    fn()
+    best = float("inf")
+    for _ in range(rounds):
+        comm.Barrier()
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            fn()
+        best = min(best, comm.allreduce((time.perf_counter() - t0) / iters, op=MPI.MAX))
+    return best
+
+
+def run(comm, output=None, log=print):
+    from .team import NodeTeam
+    names = [n for n in _core.COLLECTIVES if n.rstrip("v") in CALIBRATED]
+    env_cico = {k: v for k, v in os.environ.items() if not k.startswith("PGASCOL_CMA_MIN_")}
+    env_cma = dict(env_cico, **{"PGASCOL_CMA_MIN_" + n.upper(): "0" for n in names})
+    env_cico.update({"PGASCOL_CMA_MIN_" + n.upper(): "never" for n in names})
+    cico, cma = NodeTeam(comm, env_cico), NodeTeam(comm, env_cma)
+    me = comm.Get_rank()
+    result, table = {}, []
+    try:
+        if cico.local_size < 2 or not cma.cma_ok:
+            raise SystemExit("calibration needs >= 2 ranks on one node with single copy available (%s)"
+                             % (cma.cma_reason or "1 rank"))
+        for op in CALIBRATED:
+            wins = []
+            for n in SIZES:
+                t_cico = _best(comm, _call(cico.core, op, n), n)
+                t_cma = _best(comm, _call(cma.core, op, n), n)
+                wins.append(t_cma < t_cico)
+                table.append((op, n, t_cico * 1e6, t_cma * 1e6))
+                if me == 0:
+                    log("%-10s %9d B  cico %10.1f us  cma %10.1f us" % (op, n, t_cico * 1e6, t_cma * 1e6))
+            # smallest size from which single copy wins at every larger size
+            threshold = None
+            for i in range(len(SIZES) - 1, -1, -1):
+                if not wins[i]:
+                    break
+                threshold = SIZES[i]
+            for name in names:
+                if name.rstrip("v") == op:
+                    result[name] = threshold
+    finally:
+        cico.free()
+        cma.free()
+    path = output or default_path()
+    if me == 0:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with open(path, "w") as f:
+            json.dump({"host": socket.gethostname(), "np": comm.Get_size(), "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+                       "cma_min": result, "measurements_us": table}, f, indent=1)
+        log("calibration written to %s: %s" % (path, result))
+    return result

@@ -1,0 +1,328 @@
+"""The intra-node engine under MPI: every collective against numpy references.
+
+Run by tests/test_engine.py with 1, 2, 3, 4 and 8 ranks and with several
+configurations (default thresholds; small thresholds with single copy off;
+small thresholds with single copy forced), so each size below lands on both
+sides of every threshold. Data are rank-dependent integers (exact in floats
+too), so references are exact."""
+import numpy as np
+from mpi4py import MPI
+
+import pgascol
+from pgascol import _core
+
+WORLD = MPI.COMM_WORLD
+TEAM = pgascol.NodeTeam(WORLD)
+T = TEAM.core
+P, ME = T.size, T.rank
+CFG = T.config
+INLINE, CHUNK = CFG["inline_max"], CFG["chunk_bytes"]
+RING = CFG["staging_bytes"]
+
+NUMPY_OP = {"SUM": np.add, "PROD": np.multiply, "MIN": np.minimum, "MAX": np.maximum,
+            "LAND": np.logical_and, "LOR": np.logical_or, "LXOR": np.logical_xor,
+            "BAND": np.bitwise_and, "BOR": np.bitwise_or, "BXOR": np.bitwise_xor}
+DTYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
+          np.float32, np.float64, np.longdouble, np.complex64, np.complex128, np.bool_]
+
+
+def code(dtype):
+    name = {np.dtype(np.longdouble): "longdouble", np.dtype(np.clongdouble): "clongdouble",
+            np.dtype(np.bool_): "bool"}.get(np.dtype(dtype), np.dtype(dtype).name)
+    return _core.DTYPES[name]
+
+
+def byte_sizes():
+    """Message sizes around every threshold of the configuration in force."""
+    sizes = {0, 1, 7, INLINE - 1, INLINE, INLINE + 1, CHUNK - 1, CHUNK, CHUNK + 1,
+             3 * CHUNK + 5, RING + CHUNK + 3}
+    return sorted(s for s in sizes if s >= 0)
+
+
+def contribution(rank, n, dtype, salt=0):
+    """Rank r's input: small integers so sums/products stay exact."""
+    i = np.arange(n, dtype=np.int64)
+    if np.dtype(dtype) == np.bool_:
+        return ((i + rank + salt) % 3 == 0)
+    base = (i * 7 + rank * 3 + salt) % 5 + 1  # 1..5: products of 8 ranks fit in int32/float32
+    return base.astype(dtype)
+
+
+def reference(op, dtype, n, ranks, salt=0):
+    acc = contribution(ranks[0], n, dtype, salt)
+    for r in ranks[1:]:
+        acc = NUMPY_OP[op](acc, contribution(r, n, dtype, salt))
+    return acc.astype(dtype)
+
+
+def valid_ops(dtype):
+    return [op for op in NUMPY_OP if _core.op_valid(_core.OPS[op], code(dtype))]
+
+
+def counts_for(n_total_hint, salt):
+    """Uneven per-rank counts, some zero."""
+    return [((r * 5 + salt) % 4) * n_total_hint // 3 + (r % 2) for r in range(P)]
+
+
+# ------------------------------------------------------------------ tests
+
+def test_barrier():
+    for _ in range(200):
+        T.barrier()
+    assert T.stats()["Barrier"]["inline"] >= 200
+
+
+def test_bcast_every_root_and_size():
+    for n in byte_sizes():
+        for root in range(P):
+            buf = np.full(n, 255, dtype=np.uint8)
+            if ME == root:
+                buf[:] = (np.arange(n) * 13 + root) % 251
+            T.bcast(buf, n, root)
+            assert np.array_equal(buf, (np.arange(n) * 13 + root) % 251), (n, root)
+
+
+def test_allreduce_every_type_and_op():
+    for dtype in DTYPES:
+        for op in valid_ops(dtype):
+            for n in (1, 3, max(1, INLINE // np.dtype(dtype).itemsize + 1), 2 * CHUNK // np.dtype(dtype).itemsize + 3):
+                send = contribution(ME, n, dtype)
+                recv = np.zeros(n, dtype)
+                T.allreduce(send, recv, n, code(dtype), _core.OPS[op])
+                expect = reference(op, dtype, n, list(range(P)))
+                assert np.array_equal(recv, expect), (dtype, op, n)
+
+
+def test_allreduce_sizes_and_in_place():
+    for nbytes in byte_sizes():
+        n = nbytes // 8
+        x = contribution(ME, n, np.float64, salt=1)
+        expect = reference("SUM", np.float64, n, list(range(P)), salt=1)
+        out = np.full(n, -1.0)
+        T.allreduce(x, out, n, code(np.float64), _core.OPS["SUM"])
+        assert np.array_equal(out, expect), n
+        T.allreduce(None, x, n, code(np.float64), _core.OPS["SUM"])  # in place
+        assert np.array_equal(x, expect), n
+
+
+def test_reduce_every_root_in_place():
+    for n in (0, 1, INLINE // 4 + 1, 3 * CHUNK // 4 + 1):
+        for root in range(P):
+            for in_place in (False, True):
+                send = contribution(ME, n, np.int32, salt=root)
+                recv = np.full(n, -7, np.int32)
+                if in_place and ME == root:
+                    recv[:] = send
+                    T.reduce(None, recv, n, code(np.int32), _core.OPS["MAX"], root)
+                else:
+                    T.reduce(send, recv if ME == root else None, n, code(np.int32), _core.OPS["MAX"], root)
+                if ME == root:
+                    assert np.array_equal(recv, reference("MAX", np.int32, n, list(range(P)), salt=root))
+                else:
+                    assert np.all(recv == -7)  # untouched at non-roots
+
+
+def test_reduce_scatter_and_block():
+    for per in (0, 1, 5, INLINE // 8 + 1, CHUNK // 8 + 3):
+        counts = [per + (r % 3) for r in range(P)]
+        total = sum(counts)
+        full = reference("SUM", np.int64, total, list(range(P)))
+        start = sum(counts[:ME])
+        send = contribution(ME, total, np.int64)
+        recv = np.zeros(counts[ME], np.int64)
+        T.reduce_scatter(send, recv, counts, code(np.int64), _core.OPS["SUM"])
+        assert np.array_equal(recv, full[start:start + counts[ME]])
+        inplace = send.copy()
+        T.reduce_scatter(None, inplace, counts, code(np.int64), _core.OPS["SUM"])
+        assert np.array_equal(inplace[:counts[ME]], full[start:start + counts[ME]])
+        block = np.zeros(per, np.int64)
+        fullb = reference("SUM", np.int64, per * P, list(range(P)))
+        T.reduce_scatter(contribution(ME, per * P, np.int64), block, [per] * P, code(np.int64),
+                         _core.OPS["SUM"], block=True)
+        assert np.array_equal(block, fullb[ME * per:(ME + 1) * per])
+
+
+def test_scan_exscan():
+    for n in (0, 1, INLINE // 8 + 1, 3 * CHUNK // 8 + 1):
+        send = contribution(ME, n, np.float64)
+        out = np.full(n, -1.0)
+        T.scan(send, out, n, code(np.float64), _core.OPS["SUM"])
+        assert np.array_equal(out, reference("SUM", np.float64, n, list(range(ME + 1))))
+        ex = np.full(n, -1.0)
+        T.exscan(send, ex, n, code(np.float64), _core.OPS["SUM"])
+        if ME == 0:
+            assert np.all(ex == -1.0)  # untouched on rank 0
+        else:
+            assert np.array_equal(ex, reference("SUM", np.float64, n, list(range(ME))))
+
+
+def _blocks(counts, gap=3):
+    """Displacements with gaps between blocks (gaps must stay untouched)."""
+    displs, off = [], gap
+    for c in counts:
+        displs.append(off)
+        off += c + gap
+    return displs, off
+
+
+def _block_of(rank, n, salt):
+    return ((np.arange(n) * 11 + rank * 7 + salt) % 250 + 1).astype(np.uint8)
+
+
+def test_gather_scatter_v_every_root():
+    for unit in byte_sizes():
+        counts = counts_for(unit, 1)
+        displs, extent = _blocks(counts)
+        for root in range(P):
+            # Gatherv, then Gather with equal counts
+            recv = np.zeros(extent, np.uint8)
+            T.gather(_block_of(ME, counts[ME], root), counts[ME], recv, counts, displs, root, v=True)
+            if ME == root:
+                expect = np.zeros(extent, np.uint8)
+                for r in range(P):
+                    expect[displs[r]:displs[r] + counts[r]] = _block_of(r, counts[r], root)
+                assert np.array_equal(recv, expect), (unit, root)
+            # Scatterv from the same layout
+            send = np.zeros(extent, np.uint8)
+            for r in range(P):
+                send[displs[r]:displs[r] + counts[r]] = _block_of(r, counts[r], root + 1)
+            mine = np.zeros(counts[ME], np.uint8)
+            T.scatter(send, counts, displs, mine, counts[ME], root, v=True)
+            assert np.array_equal(mine, _block_of(ME, counts[ME], root + 1)), (unit, root)
+
+
+def test_gather_scatter_in_place():
+    n = 2 * CHUNK + 1
+    for root in range(P):
+        recv = np.zeros(n * P, np.uint8)
+        if ME == root:
+            recv[root * n:(root + 1) * n] = _block_of(root, n, 9)
+            T.gather(None, n, recv, [n] * P, None, root)
+            expect = np.concatenate([_block_of(r, n, 9) for r in range(P)])
+            assert np.array_equal(recv, expect)
+            T.scatter(expect, [n] * P, None, None, n, root)
+        else:
+            T.gather(_block_of(ME, n, 9), n, None, None, None, root)
+            got = np.zeros(n, np.uint8)
+            T.scatter(None, None, None, got, n, root)
+            assert np.array_equal(got, _block_of(ME, n, 9))
+
+
+def test_allgather_v_and_in_place():
+    for unit in byte_sizes():
+        counts = counts_for(unit, 2)
+        displs, extent = _blocks(counts)
+        expect = np.zeros(extent, np.uint8)
+        for r in range(P):
+            expect[displs[r]:displs[r] + counts[r]] = _block_of(r, counts[r], 3)
+        recv = np.zeros(extent, np.uint8)
+        T.allgather(_block_of(ME, counts[ME], 3), counts[ME], recv, counts, displs, v=True)
+        assert np.array_equal(recv, expect), unit
+        inplace = np.zeros(extent, np.uint8)
+        inplace[displs[ME]:displs[ME] + counts[ME]] = _block_of(ME, counts[ME], 3)
+        T.allgather(None, counts[ME], inplace, counts, displs, v=True)
+        assert np.array_equal(inplace, expect), unit
+
+
+def test_alltoall_v_and_in_place():
+    for unit in byte_sizes():
+        # rank s sends (s + d) % 3 * unit // 2 + 1 bytes to rank d
+        def cnt(s, d):
+            return ((s + d) % 3) * unit // 2 + (d % 2)
+        scounts = [cnt(ME, d) for d in range(P)]
+        rcounts = [cnt(s, ME) for s in range(P)]
+        sd, sext = _blocks(scounts)
+        rd, rext = _blocks(rcounts, gap=5)
+        send = np.zeros(sext, np.uint8)
+        for d in range(P):
+            send[sd[d]:sd[d] + scounts[d]] = _block_of(ME * P + d, scounts[d], 4)
+        recv = np.zeros(rext, np.uint8)
+        T.alltoall(send, scounts, sd, recv, rcounts, rd, v=True)
+        for s in range(P):
+            assert np.array_equal(recv[rd[s]:rd[s] + rcounts[s]], _block_of(s * P + ME, rcounts[s], 4)), (unit, s)
+        gaps = np.ones(rext, bool)
+        for s in range(P):
+            gaps[rd[s]:rd[s] + rcounts[s]] = False
+        assert np.all(recv[gaps] == 0)
+    # in place, equal counts
+    n = CHUNK + 3
+    buf = np.concatenate([_block_of(ME * P + d, n, 5) for d in range(P)])
+    T.alltoall(None, None, None, buf, [n] * P, None)
+    assert np.array_equal(buf, np.concatenate([_block_of(s * P + ME, n, 5) for s in range(P)]))
+
+
+def test_misuse_refused_and_team_usable():
+    x = np.zeros(4, np.float64)
+    for bad in (lambda: T.allreduce(x, x.copy(), 4, code(np.float64), _core.OPS["BAND"]),
+                lambda: T.allreduce(x, np.zeros(2), 4, code(np.float64), _core.OPS["SUM"]),
+                lambda: T.bcast(x, 32, P),
+                lambda: T.reduce(x, x.copy(), 4, code(np.float64), _core.OPS["SUM"], -1),
+                lambda: T.allreduce(x, b"12345678" * 4, 4, code(np.float64), _core.OPS["SUM"]),
+                lambda: T.allgather(x, 32, np.zeros(4 * P - 1), [32] * P, None),
+                lambda: T.allreduce(object(), x, 4, code(np.float64), _core.OPS["SUM"])):
+        try:
+            bad()
+        except pgascol.ArgumentError:
+            pass
+        else:
+            raise AssertionError("misuse was accepted")
+    ro = np.zeros(4)
+    ro.flags.writeable = False
+    try:
+        T.allreduce(x, ro, 4, code(np.float64), _core.OPS["SUM"])
+    except pgascol.ArgumentError as exc:
+        assert "writable" in str(exc)
+    else:
+        raise AssertionError("read-only receive buffer accepted")
+    y = np.ones(4)
+    T.allreduce(None, y, 4, code(np.float64), _core.OPS["SUM"])
+    assert np.all(y == P)
+
+
+def test_buffers_reused_right_after_return():
+    n = 3 * CHUNK // 8 + 1
+    a = np.zeros(n)
+    for it in range(60):
+        a[:] = ME + it
+        T.allreduce(None, a, n, code(np.float64), _core.OPS["SUM"])
+        assert np.all(a == sum(r + it for r in range(P)))
+        a[:] = -1  # modified immediately: no peer may still read it
+        b = np.full(2 * CHUNK + 7, it % 256, np.uint8) if ME == it % P else np.zeros(2 * CHUNK + 7, np.uint8)
+        T.bcast(b, b.size, it % P)
+        assert np.all(b == it % 256)
+        b[:] = 0
+
+
+def test_two_teams_alternately():
+    other_comm = WORLD.Dup()
+    other = pgascol.NodeTeam(other_comm)
+    try:
+        for it in range(30):
+            for team in (T, other.core):
+                v = np.array([ME + it], np.int64)
+                out = np.zeros(1, np.int64)
+                team.allreduce(v, out, 1, code(np.int64), _core.OPS["SUM"])
+                assert out[0] == sum(range(P)) + P * it
+    finally:
+        other.free()
+        other_comm.Free()
+
+
+def test_large_messages():
+    n = (17 << 20) // 8  # > 16 MiB of float64
+    x = np.full(n, float(ME + 1))
+    y = np.empty(n)
+    T.allreduce(x, y, n, code(np.float64), _core.OPS["SUM"])
+    assert y[0] == y[-1] == P * (P + 1) / 2 and np.all(y == y[0])
+    T.bcast(x, x.nbytes, P - 1)
+    assert np.all(x == P)
+
+
+def test_stats_show_the_paths():
+    s = T.stats()
+    for op in ("Bcast", "Allreduce", "Gatherv", "Allgatherv", "Alltoallv"):
+        assert op in s and sum(s[op].values()) > 0
+    if P > 1 and CFG["cma_enable"] and T.cma_ok and CFG["cma_min"].get("Allgatherv") == 0:
+        assert s["Allgatherv"].get("cma", 0) > 0
+    if not CFG["cma_enable"]:
+        assert all("cma" not in paths for paths in s.values())

@@ -1,0 +1,343 @@
+"""NodeTeam set-up under MPI (run by tests/test_team.py through the harness).
+
+The test_* functions check the geometry of the node split (real node, or
+virtual nodes of PGASCOL_NODE_SIZE consecutive ranks), the leader
+communicator, single copy, describe(), the team's own barrier and bcast,
+free(), and that the segment's name is gone as soon as NodeTeam() returns.
+
+The test_scenario_* functions end the job abnormally on purpose (an
+exception + MPI Abort, a SIGKILLed rank, a rank dying during set-up); they are
+excluded from the normal run and started one by one by tests/test_team.py
+with a result directory as sys.argv[1]. Every rank writes the name of its
+segment to RESULT_DIR/name-<rank>; survivors of a dead peer write
+RESULT_DIR/survivor-<rank>.json.
+"""
+
+import json
+import os
+import signal
+import sys
+import time
+
+import numpy as np
+from mpi4py import MPI
+
+import pgascol
+from pgascol import NodeTeam
+
+DESCRIBE_KEYS = {"ranks", "nodes", "local_size", "node_index", "oversubscribed",
+                 "cpus_available", "home_cpus", "segment_bytes", "cma", "cma_reason", "config"}
+
+
+def expected_geometry(comm):
+    """What the node split must be: one real node here (a single machine),
+    or consecutive groups of k = PGASCOL_NODE_SIZE ranks."""
+    k = int(os.environ.get("PGASCOL_NODE_SIZE", "0") or 0)
+    size, rank = comm.Get_size(), comm.Get_rank()
+    if k <= 0:
+        return {"local_size": size, "local_rank": rank, "node_index": 0, "num_nodes": 1,
+                "first": 0, "k": size}
+    node = rank // k
+    return {"local_size": min(k, size - node * k), "local_rank": rank % k, "node_index": node,
+            "num_nodes": -(-size // k), "first": node * k, "k": k}
+
+
+def make_team(comm, env=None):
+    """NodeTeam(comm), checking that the segment's name is already gone."""
+    team = NodeTeam(comm) if env is None else NodeTeam(comm, env=env)
+    name = team.core.name
+    # The name is removed as soon as every member attached, before NodeTeam returns.
+    assert not os.path.exists("/dev/shm" + name), f"{name} still exists after NodeTeam()"
+    return team, name
+
+
+def _write(path, text):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+# ---------------------------------------------------------------- normal tests
+
+def test_geometry(comm):
+    want = expected_geometry(comm)
+    team, name = make_team(comm)
+    try:
+        # every collective first, so that a failed check cannot strand the others
+        members = team.node_comm.allgather(comm.Get_rank())
+        names = comm.allgather((team.node_index, name))
+    finally:
+        team.free()
+    assert team.comm is comm
+    assert team.local_size == want["local_size"]
+    assert team.local_rank == want["local_rank"]
+    assert team.node_index == want["node_index"]
+    assert team.num_nodes == want["num_nodes"]
+    # node_comm holds exactly the consecutive group, in order
+    assert members == list(range(want["first"], want["first"] + want["local_size"])), members
+    # one segment per node: same name within a node, different across nodes
+    by_node = {}
+    for node, n in names:
+        by_node.setdefault(node, set()).add(n)
+    assert all(len(v) == 1 for v in by_node.values()), by_node
+    assert len(by_node) == want["num_nodes"]
+    assert len({next(iter(v)) for v in by_node.values()}) == want["num_nodes"]
+
+
+def test_core_matches_node(comm):
+    team, _ = make_team(comm)
+    try:
+        assert team.core.rank == team.local_rank
+        assert team.core.size == team.local_size
+        assert not team.core.closed
+    finally:
+        team.free()
+
+
+def test_leader_comm(comm):
+    want = expected_geometry(comm)
+    team, _ = make_team(comm)
+    try:
+        is_leader = team.leader_comm is not None
+        leader_info = None
+        if is_leader:
+            leader_info = (team.leader_comm.Get_size(), team.leader_comm.Get_rank(),
+                           team.leader_comm.allgather(comm.Get_rank()))
+    finally:
+        team.free()
+    assert is_leader == (team.local_rank == 0)
+    if is_leader:
+        size, rank, leaders = leader_info
+        assert size == want["num_nodes"]
+        assert rank == team.node_index
+        assert leaders == [i * want["k"] for i in range(want["num_nodes"])], leaders
+
+
+def test_cma_and_describe(comm):
+    want = expected_geometry(comm)
+    team, _ = make_team(comm)
+    try:
+        assert team.cma_ok is True, team.cma_reason
+        assert team.cma_reason == ""
+        info = team.describe()
+        assert set(info) == DESCRIBE_KEYS, sorted(info)
+        assert info["ranks"] == comm.Get_size()
+        assert info["nodes"] == want["num_nodes"]
+        assert info["local_size"] == want["local_size"]
+        assert info["node_index"] == want["node_index"]
+        assert info["cma"] is True and info["cma_reason"] == ""
+        assert info["segment_bytes"] == team.core.segment_bytes > 0
+        assert info["config"]["timeout_s"] == float(os.environ["PGASCOL_TIMEOUT"])
+        assert isinstance(info["oversubscribed"], bool)
+        json.dumps(info)  # printable by `pgascol info`
+    finally:
+        team.free()
+
+
+def test_cma_disabled_by_env(comm):
+    team, _ = make_team(comm, env={**os.environ, "PGASCOL_CMA": "0"})
+    try:
+        assert team.cma_ok is False
+        assert "PGASCOL_CMA" in team.cma_reason
+        assert team.describe()["cma"] is False
+    finally:
+        team.free()
+
+
+def test_barrier_bcast_stats(comm):
+    team, _ = make_team(comm)
+    core = team.core
+    wrong = []
+    try:
+        nbar = 25
+        for _ in range(nbar):
+            core.barrier()
+        nbcast = 0
+        big = 0
+        for root in range(team.local_size):
+            # inline, copy-in/copy-out within the ring, and (two roots only,
+            # to keep it quick) more than the 1 MiB ring: slots are reused
+            sizes = (8, 100 * 1024) + ((1536 * 1024 + 3,) if root in (0, team.local_size - 1) else ())
+            big += len(sizes) - 2
+            for n in sizes:
+                expected = (np.arange(n, dtype=np.uint64) * 7 + root).astype(np.uint8)
+                buf = expected.copy() if team.local_rank == root else np.zeros(n, np.uint8)
+                core.bcast(buf, n, root)
+                nbcast += 1
+                if not np.array_equal(buf, expected):
+                    wrong.append((root, n))
+                # keeps back-to-back Bcasts of different sizes apart: see
+                # test_bcast_back_to_back_sizes for what happens without
+                core.barrier()
+        stats = core.stats()
+    finally:
+        team.free()
+    assert not wrong, wrong
+    assert stats["Barrier"] == {"inline": nbar + nbcast}, stats
+    assert stats["Bcast"] == {"inline": team.local_size, "cico": team.local_size + big}, stats
+    assert sum(stats["Bcast"].values()) == nbcast == 2 * team.local_size + big
+
+
+def test_bcast_back_to_back_sizes(comm):
+    """Two Bcasts of different sizes from the same root, one reader late:
+    each must deliver its own payload."""
+    team, _ = make_team(comm)
+    core = team.core
+    try:
+        small = bytearray(b"s" * 8) if team.local_rank == 0 else bytearray(8)
+        big = bytearray(b"B" * 100_000) if team.local_rank == 0 else bytearray(100_000)
+        if team.local_rank == team.local_size - 1 and team.local_size > 1:
+            time.sleep(0.2)  # the root runs ahead into the second Bcast
+        core.bcast(small, 8, 0)
+        core.bcast(big, 100_000, 0)
+    finally:
+        team.free()
+    assert bytes(small) == b"s" * 8
+    assert bytes(big) == b"B" * 100_000
+
+
+def test_bcast_single_copy(comm):
+    env = {**os.environ, "PGASCOL_CMA_MIN_BCAST": str(64 * 1024)}
+    team, _ = make_team(comm, env=env)
+    core = team.core
+    try:
+        assert core.config["cma_min"]["Bcast"] == 64 * 1024
+        n = 1024 * 1024 + 1
+        root = team.local_size - 1
+        expected = np.random.default_rng(99).integers(0, 256, n, dtype=np.uint8)
+        buf = expected.copy() if team.local_rank == root else np.zeros(n, np.uint8)
+        core.bcast(buf, n, root)
+        assert np.array_equal(buf, expected)
+        assert core.stats()["Bcast"] == {"cma": 1}
+    finally:
+        team.free()
+
+
+def test_free(comm):
+    team, _ = make_team(comm)
+    core = team.core
+    node_comm = team.node_comm
+    core.barrier()
+    team.free()
+    assert team.core is None
+    assert core.closed
+    for call in (core.barrier, lambda: core.bcast(bytearray(1), 1, 0), core.stats):
+        try:
+            call()
+        except pgascol.TeamClosedError:
+            pass
+        else:
+            raise AssertionError("a freed team still works")
+    assert node_comm == MPI.COMM_NULL
+    team.free()  # idempotent
+    comm.Barrier()
+
+
+def test_subcommunicator(comm):
+    """A team over a split of the world: even and odd ranks."""
+    sub = comm.Split(comm.Get_rank() % 2, comm.Get_rank())
+    try:
+        team, _ = make_team(sub)
+        try:
+            assert team.local_size <= sub.Get_size()
+            buf = bytearray(b"%08d" % sub.Get_rank()) if team.local_rank == 0 else bytearray(8)
+            team.core.bcast(buf, 8, 0)
+            first = team.node_comm.bcast(sub.Get_rank(), root=0)
+            assert bytes(buf) == b"%08d" % first
+        finally:
+            team.free()
+    finally:
+        sub.Free()
+
+
+def test_bad_communicator():
+    for bad in (MPI.COMM_NULL, "COMM_WORLD", None):
+        try:
+            NodeTeam(bad)
+        except pgascol.ArgumentError:
+            pass
+        else:
+            raise AssertionError(f"NodeTeam({bad!r}) was accepted")
+
+
+# ---------------------------------------------------------------- abnormal endings
+
+def _result_dir():
+    return sys.argv[1]
+
+
+def _record_name(team, comm):
+    _write(os.path.join(_result_dir(), f"name-{comm.Get_rank()}"), team.core.name)
+
+
+def _survive(team, comm, victim):
+    """Wait in the team barrier for a member that will not come; record how
+    it ended and leave at once (the harness's MPI barrier could never finish)."""
+    try:
+        team.core.barrier()
+        outcome = {"type": None, "message": "barrier returned"}
+    except pgascol.PgascolError as exc:
+        outcome = {"type": type(exc).__name__, "message": str(exc), "peer": exc.peer}
+    outcome["victim_local_rank"] = victim
+    _write(os.path.join(_result_dir(), f"survivor-{comm.Get_rank()}.json"), json.dumps(outcome))
+    # Leave together: a rank that ends early (without MPI_Finalize) may make
+    # the launcher kill those still deciding.
+    end = time.monotonic() + 3.0
+    while time.monotonic() < end:
+        done = [f for f in os.listdir(_result_dir()) if f.startswith("survivor-") and f.endswith(".json")]
+        if len(done) >= comm.Get_size() - 1:
+            break
+        time.sleep(0.02)
+    os._exit(0)
+
+
+def test_scenario_normal_exit(comm):
+    team, _ = make_team(comm)
+    _record_name(team, comm)
+    team.core.barrier()
+    # no free(): the process ends with the segment mapped
+
+
+def test_scenario_raise_and_abort(comm):
+    team, _ = make_team(comm)
+    _record_name(team, comm)
+    if comm.Get_rank() == 1:
+        try:
+            raise RuntimeError("deliberate failure after team creation")
+        except RuntimeError:
+            _write(os.path.join(_result_dir(), "aborting"), "1")
+            comm.Abort(1)
+            while True:  # MPICH's MPI_Abort may return before the launcher kills us
+                time.sleep(1)
+    _survive(team, comm, 1 if team.node_comm.Get_size() > 1 else -1)
+
+
+def test_scenario_sigkill(comm):
+    team, _ = make_team(comm)
+    _record_name(team, comm)
+    victim = 1 % comm.Get_size()
+    comm.Barrier()  # everyone is past the MPI part of the set-up
+    if comm.Get_rank() == victim:
+        os.kill(os.getpid(), signal.SIGKILL)
+    _survive(team, comm, victim)
+
+
+def test_scenario_killed_during_setup(comm):
+    """Rank 1 dies after rank 0 created the segment, before attaching."""
+    import pgascol.team as team_module
+
+    class DieOnAttach:
+        """Stands in for pgascol._core in pgascol.team on rank 1."""
+        class Team:
+            @staticmethod
+            def attach(*args):
+                os.kill(os.getpid(), signal.SIGKILL)
+
+    if comm.Get_rank() == 1:
+        team_module._core = DieOnAttach
+    team, _ = make_team(comm)
+    _record_name(team, comm)
+    team.core.barrier()
