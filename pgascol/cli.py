@@ -29,8 +29,11 @@ def info(args):
     out.write("pgascol %s  (Python %s, %s %s)\n" % (__version__, platform.python_version(),
                                                   platform.system(), platform.release()))
     out.write("MPI:        %s\n" % _mpi_line())
+    import psutil
     topo = team.topology
-    out.write("machine:    %s  [%s]\n" % (topo.summary(), topo.source))
+    out.write("machine:    %s  [%s]; %d physical / %d logical cores online, %.1f GiB memory\n" % (
+        topo.summary(), topo.source, psutil.cpu_count(logical=False) or 0, psutil.cpu_count() or 0,
+        psutil.virtual_memory().total / 2**30))
     out.write("job:        %d rank(s) on %d node(s)%s; this node: %d rank(s) on %d CPU(s)%s\n" % (
         d["ranks"], d["nodes"],
         " (virtual nodes of %d)" % config.node_size() if config.node_size() else "",

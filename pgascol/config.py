@@ -16,7 +16,7 @@ MiB = 1024 * KiB
 #: collective; None = never. Reductions stay on copy-in/copy-out: measured
 #: slower with single copy here (shared/FACTS.md, "Large reductions").
 CMA_MIN_DEFAULTS = {
-    "Bcast": None,
+    "Bcast": 8 * MiB,  # 16 MiB: single copy 0.86x native, copy-in/copy-out 1.4x (memory-bound)
     "Gather": 64 * KiB, "Gatherv": 64 * KiB,
     "Scatter": 64 * KiB, "Scatterv": 64 * KiB,
     "Allgather": 256 * KiB, "Allgatherv": 256 * KiB,

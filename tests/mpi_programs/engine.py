@@ -309,13 +309,39 @@ def test_two_teams_alternately():
 
 
 def test_large_messages():
-    n = (17 << 20) // 8  # > 16 MiB of float64
+    """Every operation with more than 16 MiB in play."""
+    big = 17 << 20
+    n = big // 8
     x = np.full(n, float(ME + 1))
     y = np.empty(n)
     T.allreduce(x, y, n, code(np.float64), _core.OPS["SUM"])
     assert y[0] == y[-1] == P * (P + 1) / 2 and np.all(y == y[0])
+    T.reduce(x, y, n, code(np.float64), _core.OPS["MAX"], 0)
+    if ME == 0:
+        assert np.all(y == P)
+    T.scan(x, y, n, code(np.float64), _core.OPS["SUM"])
+    assert np.all(y == (ME + 1) * (ME + 2) / 2)
+    per = n // P
+    T.reduce_scatter(x[:per * P], y[:per], [per] * P, code(np.float64), _core.OPS["SUM"], block=True)
+    assert np.all(y[:per] == P * (P + 1) / 2)
     T.bcast(x, x.nbytes, P - 1)
     assert np.all(x == P)
+    # data movement: > 16 MiB in the receive buffer
+    blk = -(-big // P)
+    mine = np.full(blk, ME + 1, np.uint8)
+    every = np.zeros(blk * P, np.uint8)
+    expect = np.repeat(np.arange(1, P + 1, dtype=np.uint8), blk)
+    T.allgather(mine, blk, every, [blk] * P, None)
+    assert np.array_equal(every, expect)
+    every[:] = 0
+    T.gather(mine, blk, every, [blk] * P, None, P - 1)
+    if ME == P - 1:
+        assert np.array_equal(every, expect)
+    T.scatter(expect, [blk] * P, None, mine, blk, 0)
+    assert np.all(mine == ME + 1)
+    send = np.repeat(np.arange(P, dtype=np.uint8) + 10 * ME, blk)
+    T.alltoall(send, [blk] * P, None, every, [blk] * P, None)
+    assert np.array_equal(every, np.repeat(np.arange(P, dtype=np.uint8) * 10 + ME, blk))
 
 
 def test_stats_show_the_paths():
