@@ -12,4 +12,8 @@ core = Extension(
     extra_compile_args=["-O3", "-std=gnu11", "-Wall", "-Wno-unused-function"],
 )
 
-setup(ext_modules=cythonize([core], language_level=3, compiler_directives={"embedsignature": True}))
+# The communicator layer (pgascol.Comm): pure Cython over mpi4py's Python API,
+# no mpi.h, so one build serves MPICH and Open MPI alike.
+comm = Extension("pgascol._comm", sources=["pgascol/_comm.pyx"], extra_compile_args=["-O2"])
+
+setup(ext_modules=cythonize([core, comm], language_level=3, compiler_directives={"embedsignature": True}))

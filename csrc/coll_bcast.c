@@ -4,16 +4,26 @@
  *   cico    the root streams chunks through its staging ring; readers copy
  *           each chunk out as soon as it is posted and acknowledge it, which
  *           frees the slot for chunk c + slots (producer and consumers overlap)
- *   cma     the root publishes its buffer address; readers copy straight from
- *           it with process_vm_readv; the root returns after every reader is
- *           done (its buffer may be reused at once)
+ *   cma     single copy with direction control (seed 002, KNEM Coll): every
+ *           reader exposes its buffer and pulls the head of the message
+ *           straight from the root's buffer (process_vm_readv) while the root
+ *           pushes the tail, 1/P of it, into each reader's buffer
+ *           (process_vm_writev), so the root's core copies too; the root
+ *           returns after every reader is done (its buffer may be reused)
  *
- * Root steps: seq = chunks staged (inline/cma: 1). Reader steps: ack =
- * chunks copied out. Both end with DONE. */
+ * Root steps: seq = chunks staged (inline/cma: 1); cma: ack = readers whose
+ * tail was pushed, in rotated order. Reader steps: ack = chunks copied out;
+ * cma: seq 1 = buffer exposed. Both end with DONE. */
 #include <string.h>
 
 #include "cma.h"
 #include "coll.h"
+
+/* cma: how much of each reader's message the root pushes (the tail). */
+static inline size_t push_share(const pgc_team *t, size_t bytes)
+{
+    return bytes / (size_t)t->nranks & ~(size_t)(PGC_CACHELINE - 1);
+}
 
 /* The root's descriptor: size and path, in pgc_desc_of. */
 static inline uint64_t descriptor(size_t bytes, pgc_path path)
@@ -37,10 +47,24 @@ static int root_start(pgc_team *t, const void *buf, size_t bytes, pgc_path path)
         memcpy(pgc_inline_of(t, t->rank, t->op), buf, bytes);
         pgc_post_seq(t, 1);
         return PGC_OK;
-    case PGC_PATH_CMA:
+    case PGC_PATH_CMA: {
         pgc_post_seq(t, 1);
-        /* ack: readers are done with our buffer once they posted DONE */
+        size_t share = push_share(t, bytes), head = bytes - share;
+        for (int i = 1; i < t->nranks; i++) {
+            int r = (t->rank + i) % t->nranks;
+            if ((rc = pgc_wait_seq(t, r, 1))) /* reader r exposed its buffer */
+                return rc;
+            uint64_t dst = atomic_load_explicit(&pgc_ctl_of(t, r)->addr, memory_order_relaxed);
+            if ((rc = pgc_cma_write(pgc_member_of(t, r)->pid, (const char *)buf + head, dst + head,
+                                    share, &t->err))) {
+                pgc_team_abort(t, rc, t->err.msg); /* reader r waits for its tail */
+                return rc;
+            }
+            pgc_post_ack(t, (uint32_t)i);
+        }
+        /* readers are done with our buffer once they posted DONE */
         return pgc_wait_seq_all(t, PGC_STEP_DONE);
+    }
     default: {
         size_t chunk = pgc_chunk_bytes(t);
         uint32_t slots = pgc_ring_slots(t);
@@ -66,6 +90,12 @@ static int root_start(pgc_team *t, const void *buf, size_t bytes, pgc_path path)
 static int reader_work(pgc_team *t, void *buf, size_t bytes, int root)
 {
     pgc_ctl *rc_ = pgc_ctl_of(t, root);
+    if (pgc_choose_path(t, PGC_COLL_BCAST, bytes) == PGC_PATH_CMA) {
+        /* expose our buffer for the root's push (read only while the root
+         * is in this op, which it leaves only after our DONE) */
+        atomic_store_explicit(&pgc_ctl_of(t, t->rank)->addr, (uint64_t)(uintptr_t)buf, memory_order_relaxed);
+        pgc_post_seq(t, 1);
+    }
     int rc = pgc_wait_seq(t, root, 1);
     if (rc)
         return rc;
@@ -82,9 +112,13 @@ static int reader_work(pgc_team *t, void *buf, size_t bytes, int root)
     case PGC_PATH_INLINE:
         memcpy(buf, pgc_inline_of(t, root, t->op), bytes);
         return PGC_OK;
-    case PGC_PATH_CMA:
-        return pgc_cma_read(pgc_member_of(t, root)->pid, buf,
-                            atomic_load_explicit(&rc_->addr, memory_order_relaxed), bytes, &t->err);
+    case PGC_PATH_CMA: {
+        size_t head = bytes - push_share(t, bytes);
+        if ((rc = pgc_cma_read(pgc_member_of(t, root)->pid, buf,
+                               atomic_load_explicit(&rc_->addr, memory_order_relaxed), head, &t->err)))
+            return rc;
+        return pgc_wait_ack(t, root, (uint32_t)((t->rank - root + t->nranks) % t->nranks));
+    }
     default: {
         size_t chunk = pgc_chunk_bytes(t);
         uint32_t slots = pgc_ring_slots(t);

@@ -13,14 +13,18 @@ KiB = 1024
 MiB = 1024 * KiB
 
 #: Single copy (process_vm_readv/writev) from this many bytes on, per
-#: collective; None = never. Reductions stay on copy-in/copy-out: measured
-#: slower with single copy here (shared/FACTS.md, "Large reductions").
+#: collective; None = never. Seeded from `pgascol calibrate` on the 2-core
+#: development machine (docs/PERFORMANCE.md); a calibration file of the
+#: machine at hand replaces them. Reductions stay on copy-in/copy-out
+#: (single copy measured slower, shared/FACTS.md "Large reductions").
 CMA_MIN_DEFAULTS = {
-    "Bcast": 8 * MiB,  # 16 MiB: single copy 0.86x native, copy-in/copy-out 1.4x (memory-bound)
-    "Gather": 64 * KiB, "Gatherv": 64 * KiB,
+    # Bcast pushes as well as pulls (direction control): one copy instead of
+    # two with a cross-core hop; wins from 64 KiB (16 MiB: 0.6x native).
+    "Bcast": 64 * KiB,
+    "Gather": 8 * MiB, "Gatherv": 8 * MiB,
     "Scatter": 64 * KiB, "Scatterv": 64 * KiB,
-    "Allgather": 256 * KiB, "Allgatherv": 256 * KiB,
-    "Alltoall": 256 * KiB, "Alltoallv": 256 * KiB,
+    "Allgather": None, "Allgatherv": None,
+    "Alltoall": 4 * MiB, "Alltoallv": 4 * MiB,
 }
 
 #: name -> (default, parser, description); read by team_config and shown by `pgascol info`.

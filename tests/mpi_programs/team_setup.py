@@ -157,6 +157,15 @@ def test_barrier_bcast_stats(comm):
             core.barrier()
         nbcast = 0
         big = 0
+        expected_paths = {}
+        cfg = core.config
+        cma_min = cfg["cma_min"]["Bcast"]
+
+        def path_of(n):  # what the team's thresholds choose
+            if n <= cfg["inline_max"]:
+                return "inline"
+            return "cma" if core.cma_ok and cma_min is not None and n >= cma_min else "cico"
+
         for root in range(team.local_size):
             # inline, copy-in/copy-out within the ring, and (two roots only,
             # to keep it quick) more than the 1 MiB ring: slots are reused
@@ -167,6 +176,7 @@ def test_barrier_bcast_stats(comm):
                 buf = expected.copy() if team.local_rank == root else np.zeros(n, np.uint8)
                 core.bcast(buf, n, root)
                 nbcast += 1
+                expected_paths[path_of(n)] = expected_paths.get(path_of(n), 0) + 1
                 if not np.array_equal(buf, expected):
                     wrong.append((root, n))
                 # keeps back-to-back Bcasts of different sizes apart: see
@@ -177,7 +187,7 @@ def test_barrier_bcast_stats(comm):
         team.free()
     assert not wrong, wrong
     assert stats["Barrier"] == {"inline": nbar + nbcast}, stats
-    assert stats["Bcast"] == {"inline": team.local_size, "cico": team.local_size + big}, stats
+    assert stats["Bcast"] == expected_paths, stats
     assert sum(stats["Bcast"].values()) == nbcast == 2 * team.local_size + big
 
 

@@ -1,0 +1,1382 @@
+# cython: boundscheck=False, wraparound=False, cdivision=True
+"""pgascol.Comm: a drop-in mpi4py intracommunicator whose buffer collectives
+run on the node engine (one node) or on the engine plus MPI among nodes
+(several nodes, real or virtual).
+
+The class is a Python-level subclass of mpi4py.MPI.Intracomm defined here so
+its methods compile to fast cyfunctions; nothing here includes mpi.h or
+cimports mpi4py (MPICH and Open MPI have different ABIs). Buffer specifications
+are parsed in cdef code following mpi4py's own rules (msgbuffer.pxi of mpi4py
+4.x); anything not accelerated goes to the MPI method of the base class.
+
+The pgascol state of a communicator (node team, inter-node communicators,
+rank <-> (node, local rank) map, counters) lives in a _State object in the
+`_pg` attribute. It is created eagerly (collectively) by Comm(comm) and by the
+communicator constructors (Dup, Split, ...), and released by Free().
+"""
+import os
+import pickle
+import sys
+
+from cpython.buffer cimport (PyBUF_ANY_CONTIGUOUS, PyBUF_FORMAT, PyBUF_WRITABLE,
+                             PyBuffer_Release, PyObject_CheckBuffer, PyObject_GetBuffer)
+from cpython.list cimport PyList_Check
+from cpython.tuple cimport PyTuple_Check
+
+import numpy as np
+from mpi4py import MPI
+
+from . import _core
+from .errors import ArgumentError, PgascolError
+from .team import NodeTeam
+
+# ----------------------------------------------------------------- datatypes
+
+# opclass: which reductions MPI defines on a datatype.
+cdef enum:
+    OPC_NONE = 0     # movement only (CHAR, WCHAR, PACKED)
+    OPC_BITWISE = 1  # MPI_BYTE: BAND, BOR, BXOR only
+    OPC_FULL = 2     # the engine's (op, dtype) table, which follows MPI's
+
+cdef dict _DT = {}      # datatype handle -> (Datatype, code, opclass, size)
+cdef dict _FMT = {}     # PEP 3118 format -> same tuple, or None (not accelerated)
+cdef dict _OP = {}      # op handle -> op code
+
+
+def _build_tables():
+    D = _core.DTYPES
+    sized_int = {1: "int8", 2: "int16", 4: "int32", 8: "int64"}
+    sized_uint = {1: "uint8", 2: "uint16", 4: "uint32", 8: "uint64"}
+    entries = []
+    for name in ("SIGNED_CHAR", "SHORT", "INT", "LONG", "LONG_LONG", "INT8_T", "INT16_T",
+                 "INT32_T", "INT64_T"):
+        entries.append((name, sized_int, OPC_FULL))
+    for name in ("UNSIGNED_CHAR", "UNSIGNED_SHORT", "UNSIGNED", "UNSIGNED_LONG",
+                 "UNSIGNED_LONG_LONG", "UINT8_T", "UINT16_T", "UINT32_T", "UINT64_T"):
+        entries.append((name, sized_uint, OPC_FULL))
+    entries += [("FLOAT", {4: "float32"}, OPC_FULL), ("DOUBLE", {8: "float64"}, OPC_FULL),
+                ("LONG_DOUBLE", {np.dtype(np.longdouble).itemsize: "longdouble"}, OPC_FULL),
+                ("C_FLOAT_COMPLEX", {8: "complex64"}, OPC_FULL),
+                ("CXX_FLOAT_COMPLEX", {8: "complex64"}, OPC_FULL),
+                ("C_DOUBLE_COMPLEX", {16: "complex128"}, OPC_FULL),
+                ("CXX_DOUBLE_COMPLEX", {16: "complex128"}, OPC_FULL),
+                ("C_LONG_DOUBLE_COMPLEX", {np.dtype(np.clongdouble).itemsize: "clongdouble"}, OPC_FULL),
+                ("CXX_LONG_DOUBLE_COMPLEX", {np.dtype(np.clongdouble).itemsize: "clongdouble"}, OPC_FULL),
+                ("C_BOOL", {1: "bool"}, OPC_FULL), ("CXX_BOOL", {1: "bool"}, OPC_FULL),
+                ("BYTE", {1: "uint8"}, OPC_BITWISE), ("CHAR", {1: "int8"}, OPC_NONE),
+                ("PACKED", {1: "uint8"}, OPC_NONE), ("WCHAR", {2: "uint16", 4: "uint32"}, OPC_NONE)]
+    for name, by_size, opc in entries:
+        dt = getattr(MPI, name, None)
+        if dt is None or dt == MPI.DATATYPE_NULL:
+            continue
+        try:
+            size = dt.Get_size()
+            lb, extent = dt.Get_extent()
+        except MPI.Exception:
+            continue
+        code = by_size.get(size)
+        if code is None or lb != 0 or extent != size or _core.dtype_size(D[code]) != size:
+            continue
+        _DT[dt.handle] = (dt, D[code], opc, size)
+    for name in ("SUM", "PROD", "MIN", "MAX", "LAND", "LOR", "LXOR", "BAND", "BOR", "BXOR"):
+        _OP[getattr(MPI, name).handle] = _core.OPS[name]
+
+
+_build_tables()
+
+cdef unsigned char _VALID[32][32]      # [op code][dtype code]: MPI defines it
+for _o in range(len(_core.OPS)):
+    for _d in range(len(_core.DTYPES)):
+        _VALID[_o][_d] = 1 if _core.op_valid(_o, _d) else 0
+
+cdef object _SUM = MPI.SUM
+cdef object _IN_PLACE = MPI.IN_PLACE
+cdef object _BYTE = MPI.BYTE
+cdef object _Datatype = MPI.Datatype
+cdef object _typedict = MPI._typedict
+cdef object _Intracomm = MPI.Intracomm
+cdef int _BITWISE_OPS = (1 << _core.OPS["BAND"]) | (1 << _core.OPS["BOR"]) | (1 << _core.OPS["BXOR"])
+
+cdef tuple _fmt_info(str fmt):
+    """mpi4py's format -> datatype rule (getdatatype), then our table."""
+    try:
+        return _FMT[fmt]
+    except KeyError:
+        pass
+    info = None
+    key = fmt
+    if key == "B":
+        dt = _BYTE
+    else:
+        if key and key[0] == "@":
+            key = key[1:]
+        elif key and key[0] == "<" and sys.byteorder == "little":
+            key = key[1:]
+        elif key and key[0] == ">" and sys.byteorder == "big":
+            key = key[1:]
+        dt = _typedict.get(key)
+    if dt is not None:
+        info = _DT.get(dt.handle)
+    _FMT[fmt] = info
+    return info
+
+
+cdef inline tuple _type_info(object t):
+    if isinstance(t, _Datatype):
+        return _DT.get(t.handle)
+    if isinstance(t, str):
+        dt = _typedict.get(t)
+        return None if dt is None else _DT.get(dt.handle)
+    return None
+
+
+cdef inline bint _is_in_place(object x):
+    return x is None or x is _IN_PLACE
+
+
+# ----------------------------------------------------------------- buffer specs
+
+cdef class _Msg:
+    """One parsed buffer specification (mpi4py's message_simple/_vector)."""
+    cdef object obj          # what the engine gets (the buffer, or a byte view at the displacement)
+    cdef object mpitype      # the MPI datatype (for the inter-node legs)
+    cdef Py_ssize_t nbytes   # bytes available from obj's start
+    cdef Py_ssize_t esize
+    cdef Py_ssize_t count    # elements per block (simple)
+    cdef int code, opclass
+    cdef object counts, displs   # vector: lists of element counts / displacements
+
+
+cdef list _FMT1 = [None] * 256         # single-character format -> info (cache)
+cdef unsigned char _FMT1_SET[256]
+
+
+cdef int _getbuf(object buf, bint writable, bint fmt, _Msg m) except -1:
+    """Acquire and release at once: length, format. 1 ok, 0 not accelerated."""
+    cdef Py_buffer view
+    cdef int flags = PyBUF_ANY_CONTIGUOUS | (PyBUF_FORMAT if fmt else 0) | (PyBUF_WRITABLE if writable else 0)
+    try:
+        PyObject_GetBuffer(buf, &view, flags)
+    except BaseException:
+        if writable:
+            try:
+                ro = memoryview(buf).readonly
+            except BaseException:
+                ro = False
+            if ro:
+                raise ArgumentError("the receive buffer is read-only (%s)" % type(buf).__name__)
+        return 0
+    m.nbytes = view.len
+    info = None
+    cdef const char *f
+    cdef unsigned char ch
+    if fmt:
+        f = view.format
+        if f == NULL:
+            f = b"B"
+        ch = <unsigned char>f[0]
+        if f[0] != 0 and f[1] == 0 and _FMT1_SET[ch]:
+            info = _FMT1[ch]
+        else:
+            info = _fmt_info((<bytes>view.format).decode() if view.format != NULL else "B")
+            if f[0] != 0 and f[1] == 0:
+                _FMT1[ch] = info
+                _FMT1_SET[ch] = 1
+    PyBuffer_Release(&view)
+    if fmt:
+        if info is None:
+            return 0
+        m.mpitype, m.code, m.opclass, m.esize = info
+    return 1
+
+
+cdef int _parse(object msg, bint writable, int blocks, bint vector, _Msg m) except -1:
+    """Fill m from a buffer specification; 1 if pgascol can run it, 0 to
+    leave it to MPI (which then behaves, or fails, exactly as natively)."""
+    cdef object o_buf, o_count = None, o_displ = None, o_type = None
+    cdef Py_ssize_t nargs, displ = 0, csize, i, c
+    if PyObject_CheckBuffer(msg):
+        o_buf = msg
+    elif PyList_Check(msg) or PyTuple_Check(msg):
+        nargs = len(msg)
+        if nargs == 2:
+            o_buf, o_count = msg
+            if isinstance(o_count, (_Datatype, str)):
+                o_count, o_type = None, o_count
+            elif PyTuple_Check(o_count) or (not vector and PyList_Check(o_count)):
+                o_count, o_displ = o_count
+        elif nargs == 3:
+            o_buf, o_count, o_type = msg
+            if PyTuple_Check(o_count) or (not vector and PyList_Check(o_count)):
+                o_count, o_displ = o_count
+        elif nargs == 4:
+            o_buf, o_count, o_displ, o_type = msg
+        else:
+            return 0
+        if not PyObject_CheckBuffer(o_buf):
+            return 0
+    else:
+        return 0
+    if o_type is not None:
+        info = _type_info(o_type)
+        if info is None:
+            return 0
+        m.mpitype, m.code, m.opclass, m.esize = info
+        if not _getbuf(o_buf, writable, False, m):
+            return 0
+    elif not _getbuf(o_buf, writable, True, m):
+        return 0
+    m.obj = o_buf
+    if not vector:
+        if o_displ is not None:
+            try:
+                displ = o_displ
+            except (TypeError, OverflowError):
+                return 0
+            if displ < 0 or displ * m.esize > m.nbytes:
+                return 0
+            if displ:
+                try:
+                    m.obj = memoryview(o_buf).cast("B")[displ * m.esize:]
+                except (TypeError, ValueError):
+                    return 0
+                m.nbytes -= displ * m.esize
+        if o_count is not None:
+            try:
+                m.count = o_count
+            except (TypeError, OverflowError):
+                return 0
+            if m.count < 0:
+                return 0
+        else:
+            if m.nbytes % m.esize:
+                return 0
+            c = m.nbytes // m.esize
+            if blocks >= 2:
+                if c % blocks:
+                    return 0
+                c //= blocks
+            m.count = c
+        return 1
+    # vector
+    if o_count is None:
+        if m.nbytes % m.esize:
+            return 0
+        csize = m.nbytes // m.esize
+        m.counts = [csize // blocks + (1 if csize % blocks > i else 0) for i in range(blocks)]
+    elif isinstance(o_count, int):
+        m.counts = [o_count] * blocks
+    else:
+        try:
+            m.counts = [int(x) for x in o_count]
+        except (TypeError, ValueError):
+            return 0
+        if len(m.counts) != blocks:
+            return 0
+    if o_displ is None:
+        m.displs = []
+        c = 0
+        for x in m.counts:
+            m.displs.append(c)
+            c += x
+    elif isinstance(o_displ, int):
+        m.displs = [o_displ * i for i in range(blocks)]
+    else:
+        try:
+            m.displs = [int(x) for x in o_displ]
+        except (TypeError, ValueError):
+            return 0
+        if len(m.displs) != blocks:
+            return 0
+    for i in range(blocks):
+        if m.counts[i] < 0 or m.displs[i] < 0:
+            return 0
+    return 1
+
+
+cdef inline _Msg _simple(object msg, bint writable, int blocks):
+    cdef _Msg m = _Msg.__new__(_Msg)
+    if _parse(msg, writable, blocks, False, m):
+        return m
+    return None
+
+
+cdef inline _Msg _vector(object msg, bint writable, int blocks):
+    cdef _Msg m = _Msg.__new__(_Msg)
+    if _parse(msg, writable, blocks, True, m):
+        return m
+    return None
+
+
+cdef Py_ssize_t _vec_extent(_Msg m) except -1:
+    cdef Py_ssize_t e = 0, i
+    for i in range(len(m.counts)):
+        if m.counts[i] and m.displs[i] + m.counts[i] > e:
+            e = m.displs[i] + m.counts[i]
+    return e * m.esize
+
+
+cdef int _need(_Msg m, Py_ssize_t nbytes, str what) except -1:
+    if m.nbytes < nbytes:
+        raise ArgumentError("%s holds %d bytes but the call needs %d" % (what, m.nbytes, nbytes))
+    return 0
+
+
+cdef object _last_op = None
+cdef int _last_opc = -1
+
+cdef int _op_code(object op, _Msg m) except -2:
+    """Engine op code for (op, m's datatype); -1: leave to MPI (user-defined
+    or MINLOC/MAXLOC/REPLACE/NO_OP); raises for pairs MPI does not define."""
+    global _last_op, _last_opc
+    cdef int c
+    if op is _last_op:
+        c = _last_opc
+    else:
+        code = _OP.get(op.handle) if op is not None else None
+        c = -1 if code is None else code
+        _last_op, _last_opc = op, c
+    if c < 0:
+        return -1
+    if m.opclass == OPC_FULL:
+        if _VALID[c][m.code]:
+            return c
+    elif m.opclass == OPC_BITWISE and (_BITWISE_OPS >> c) & 1:
+        return c
+    raise ArgumentError("MPI does not define %s on %s" % (_op_name(op), _type_name(m.mpitype)))
+
+
+def _op_name(op):
+    try:
+        return op.Get_name() if hasattr(op, "Get_name") else repr(op)
+    except Exception:
+        return repr(op)
+
+
+def _type_name(dt):
+    try:
+        return dt.Get_name() or repr(dt)
+    except Exception:
+        return repr(dt)
+
+
+# ----------------------------------------------------------------- state
+
+# Operations counted by the communicator layer (index -> name).
+_OPNAMES = ("Barrier", "Bcast", "Reduce", "Allreduce", "Gather", "Gatherv", "Scatter", "Scatterv",
+            "Allgather", "Allgatherv", "Alltoall", "Alltoallv", "Reduce_scatter",
+            "Reduce_scatter_block", "Scan", "Exscan", "bcast", "reduce", "allreduce", "gather",
+            "scatter", "allgather", "alltoall", "barrier")
+_PATHNAMES = ("engine", "hier", "mpi", "shm")
+cdef enum:
+    O_BARRIER, O_BCAST, O_REDUCE, O_ALLREDUCE, O_GATHER, O_GATHERV, O_SCATTER, O_SCATTERV
+    O_ALLGATHER, O_ALLGATHERV, O_ALLTOALL, O_ALLTOALLV, O_RS, O_RSB, O_SCAN, O_EXSCAN
+    O_LBCAST, O_LREDUCE, O_LALLREDUCE, O_LGATHER, O_LSCATTER, O_LALLGATHER, O_LALLTOALL, O_LBARRIER
+    NOPS_
+cdef enum:
+    P_ENGINE, P_HIER, P_MPI, P_SHM
+    NPATHS_
+
+# Tags of the private point-to-point communicator of the hierarchy.
+cdef enum:
+    TAG_GATHER = 11
+    TAG_SCATTER = 12
+    TAG_REDUCE = 13
+
+cdef Py_ssize_t _SEGMENT = 1 << 20     # pipeline segment of the inter-node legs
+
+
+def _u8(obj):
+    """A writable-if-possible flat uint8 numpy view of a contiguous buffer."""
+    try:
+        return np.frombuffer(obj, dtype=np.uint8)
+    except (ValueError, TypeError, BufferError):
+        return np.asarray(obj).reshape(-1, order="A").view(np.uint8)
+
+
+cdef class _State:
+    """pgascol's side of one communicator."""
+    cdef public object team, core, xcomm, pcomm, ncomm
+    cdef public int rank, size, lrank, lsize, nnodes, nidx
+    cdef public bint hier, equal, debug
+    cdef public list node_of, local_of, members, node_total_cache
+    cdef dict bytelists
+    cdef long long counters[NOPS_][NPATHS_]
+    cdef public dict internal   # engine calls made by pickle-based methods (subtracted in stats)
+
+    def __init__(self, comm, env=os.environ):
+        self.debug = env.get("PGASCOL_DEBUG", "0") not in ("", "0")
+        self.team = NodeTeam(comm, env)
+        t = self.team
+        self.core = t.core
+        self.rank, self.size = comm.Get_rank(), comm.Get_size()
+        self.lrank, self.lsize = t.local_rank, t.local_size
+        self.nidx, self.nnodes = t.node_index, t.num_nodes
+        self.ncomm = t.node_comm
+        self.hier = self.nnodes > 1
+        self.bytelists = {}
+        self.internal = {}
+        self.xcomm = self.pcomm = None
+        if self.hier:
+            placement = comm.allgather((self.nidx, self.lrank))
+            self.node_of = [p[0] for p in placement]
+            self.local_of = [p[1] for p in placement]
+            self.members = [[] for _ in range(self.nnodes)]
+            for r, (n, l) in enumerate(placement):
+                self.members[n].append(r)
+            for n in range(self.nnodes):
+                self.members[n].sort(key=lambda r: self.local_of[r])
+            sizes = set(len(m) for m in self.members)
+            self.equal = len(sizes) == 1
+            # Per-local-rank inter-node communicator; its rank is the node index.
+            self.xcomm = comm.Split(self.lrank, self.nidx)
+            self.pcomm = comm.Dup()
+        self.log("ready: rank %d of %d, node %d of %d, local rank %d of %d%s" % (
+            self.rank, self.size, self.nidx, self.nnodes, self.lrank, self.lsize,
+            " (hierarchical)" if self.hier else ""))
+
+    def log(self, msg):
+        if self.debug:
+            sys.stderr.write("[pgascol %d] %s\n" % (self.rank, msg))
+            sys.stderr.flush()
+
+    cdef inline void count(self, int op, int path):
+        self.counters[op][path] += 1
+        if self.debug:
+            self.log("%s -> %s" % (_OPNAMES[op], _PATHNAMES[path]))
+
+    cdef list blist(self, Py_ssize_t nbytes):
+        """[nbytes] * size, cached (fixed-size forms)."""
+        lst = self.bytelists.get(nbytes)
+        if lst is None:
+            if len(self.bytelists) > 64:
+                self.bytelists.clear()
+            lst = [nbytes] * self.size
+            self.bytelists[nbytes] = lst
+        return lst
+
+    def counts(self):
+        out = {}
+        for o in range(NOPS_):
+            for p in range(NPATHS_):
+                if self.counters[o][p]:
+                    out.setdefault(_OPNAMES[o], {})[_PATHNAMES[p]] = self.counters[o][p]
+        return out
+
+    def free(self):
+        for c in (self.xcomm, self.pcomm):
+            if c is not None and c != MPI.COMM_NULL:
+                c.Free()
+        self.xcomm = self.pcomm = None
+        if self.team is not None:
+            self.team.free()
+        self.team = self.core = None
+
+
+cdef inline _State _st(object comm):
+    st = comm._pg
+    if st is None:
+        return None
+    if (<_State>st).core is None:
+        return None
+    return <_State>st
+
+
+cdef int _check_root(_State st, int root) except -1:
+    if root < 0 or root >= st.size:
+        raise ArgumentError("root %d out of range for a communicator of %d ranks" % (root, st.size))
+    return 0
+
+
+# ----------------------------------------------------------------- collectives (1 = done, 0 = use MPI)
+
+cdef int _barrier(_State st) except -1:
+    if not st.hier:
+        st.core.barrier()
+        st.count(O_BARRIER, P_ENGINE)
+        return 1
+    st.core.barrier()
+    if st.lrank == 0:
+        st.xcomm.Barrier()
+    st.core.barrier()
+    st.count(O_BARRIER, P_HIER)
+    return 1
+
+
+cdef int _bcast(_State st, object buf, int root) except -1:
+    _check_root(st, root)
+    cdef _Msg m = _simple(buf, st.rank != root, 0)
+    if m is None:
+        return 0
+    cdef Py_ssize_t n = m.count * m.esize
+    _need(m, n, "buffer")
+    if not st.hier:
+        st.core.bcast(m.obj, n, root)
+        st.count(O_BCAST, P_ENGINE)
+        return 1
+    _hier_bcast(st, m.obj, n, root)
+    st.count(O_BCAST, P_HIER)
+    return 1
+
+
+cdef int _hier_bcast(_State st, object obj, Py_ssize_t n, int root) except -1:
+    """Root's node first (if the root is not its leader), then the leaders
+    (MPI), then every other node from its leader; large messages in segments
+    so the leaders' transfer of segment i overlaps the node copy of i-1."""
+    cdef int rn = st.node_of[root], rl = st.local_of[root]
+    core = st.core
+    if st.nidx == rn and rl != 0:
+        core.bcast(obj, n, rl)
+    cdef bint node_phase = st.nidx != rn or rl == 0
+    if n <= _SEGMENT:      # the same choice on every leader: it depends on n only
+        if st.lrank == 0:
+            st.xcomm.Bcast([obj, n, _BYTE], root=rn)
+        if node_phase:
+            core.bcast(obj, n, 0)
+        return 0
+    mv = _u8(obj)
+    cdef Py_ssize_t off = 0, prev = -1, plen = 0, seg
+    req = None
+    while off < n or prev >= 0:
+        seg = min(_SEGMENT, n - off) if off < n else 0
+        if st.lrank == 0 and seg:
+            req = st.xcomm.Ibcast([mv[off:off + seg], seg, _BYTE], root=rn)
+        if prev >= 0 and node_phase:
+            core.bcast(mv[prev:prev + plen], plen, 0)
+        if req is not None:
+            req.Wait()
+            req = None
+        if seg:
+            prev, plen = off, seg
+            off += seg
+        else:
+            prev = -1
+    return 0
+
+
+cdef int _allreduce(_State st, object sendbuf, object recvbuf, object op) except -1:
+    cdef _Msg r = _simple(recvbuf, True, 0)
+    if r is None:
+        return 0
+    cdef _Msg s = None
+    cdef bint inplace = _is_in_place(sendbuf)
+    if not inplace:
+        s = _simple(sendbuf, False, 0)
+        if s is None:
+            return 0
+        if s.mpitype is not r.mpitype and s.mpitype.handle != r.mpitype.handle:
+            return 0    # mpi4py reports the datatype mismatch
+        if s.count != r.count:
+            raise ArgumentError("Allreduce: send count %d and receive count %d differ" % (s.count, r.count))
+    cdef int opc = _op_code(op, r)
+    if opc < 0:
+        return 0
+    cdef Py_ssize_t n = r.count * r.esize
+    _need(r, n, "recvbuf")
+    if s is not None:
+        _need(s, n, "sendbuf")
+    if not st.hier:
+        st.core.allreduce(None if inplace else s.obj, r.obj, r.count, r.code, opc)
+        st.count(O_ALLREDUCE, P_ENGINE)
+        return 1
+    _hier_allreduce(st, None if inplace else s.obj, r.obj, r.count, r.esize, r.code, opc,
+                    r.mpitype, op)
+    st.count(O_ALLREDUCE, P_HIER)
+    return 1
+
+
+cdef int _hier_allreduce(_State st, object sobj, object robj, Py_ssize_t count, Py_ssize_t esize,
+                         int code, int opc, object mpitype, object op) except -1:
+    """Equal nodes: node reduce-scatter, every local rank allreduces its slice
+    across nodes on its own communicator, node allgather. Unequal nodes:
+    node reduce to the leader, leaders' allreduce, node broadcast."""
+    core = st.core
+    cdef Py_ssize_t L = st.lsize, i, mine, off
+    if st.equal:
+        counts = [count // L + (1 if count % L > i else 0) for i in range(L)]
+        mine = counts[st.lrank]
+        tmp = np.empty(mine * esize, np.uint8)
+        core.reduce_scatter(robj if sobj is None else sobj, tmp, counts, code, opc)
+        if mine:
+            st.xcomm.Allreduce(_IN_PLACE, [tmp, mine, mpitype], op)
+        bcounts = [c * esize for c in counts]
+        displs = []
+        off = 0
+        for c in bcounts:
+            displs.append(off)
+            off += c
+        core.allgather(tmp, mine * esize, robj, bcounts, displs, True)
+        return 0
+    if st.lrank == 0:
+        core.reduce(sobj, robj, count, code, opc, 0)
+        st.xcomm.Allreduce(_IN_PLACE, [robj, count, mpitype], op)
+    else:
+        core.reduce(robj if sobj is None else sobj, None, count, code, opc, 0)
+    core.bcast(robj, count * esize, 0)
+    return 0
+
+
+cdef int _reduce(_State st, object sendbuf, object recvbuf, object op, int root) except -1:
+    _check_root(st, root)
+    cdef bint at_root = st.rank == root
+    cdef bint inplace = _is_in_place(sendbuf)
+    cdef _Msg s = None, r = None, t
+    if at_root:
+        r = _simple(recvbuf, True, 0)
+        if r is None:
+            return 0
+        if not inplace:
+            s = _simple(sendbuf, False, 0)
+            if s is None:
+                return 0
+            if s.mpitype is not r.mpitype and s.mpitype.handle != r.mpitype.handle:
+                return 0
+            if s.count != r.count:
+                raise ArgumentError("Reduce: send count %d and receive count %d differ" % (s.count, r.count))
+        t = r
+    else:
+        if inplace:
+            return 0   # erroneous in MPI: let MPI report it
+        s = _simple(sendbuf, False, 0)
+        if s is None:
+            return 0
+        t = s
+    cdef int opc = _op_code(op, t)
+    if opc < 0:
+        return 0
+    cdef Py_ssize_t n = t.count * t.esize
+    if r is not None:
+        _need(r, n, "recvbuf")
+    if s is not None:
+        _need(s, n, "sendbuf")
+    cdef object sobj = None if s is None else s.obj
+    cdef object robj = None if r is None else r.obj
+    if not st.hier:
+        st.core.reduce(sobj, robj, t.count, t.code, opc, root)
+        st.count(O_REDUCE, P_ENGINE)
+        return 1
+    _hier_reduce(st, sobj, robj, t.count, t.esize, t.code, opc, t.mpitype, op, root)
+    st.count(O_REDUCE, P_HIER)
+    return 1
+
+
+cdef int _hier_reduce(_State st, object sobj, object robj, Py_ssize_t count, Py_ssize_t esize,
+                      int code, int opc, object mpitype, object op, int root) except -1:
+    core = st.core
+    cdef int rn = st.node_of[root], rl = st.local_of[root]
+    cdef Py_ssize_t n = count * esize
+    cdef bint at_root = st.rank == root
+    acc = None
+    if st.lrank == 0:
+        acc = robj if (at_root) else np.empty(n, np.uint8)
+        # in place at a root that leads its node: the data is already in robj
+        core.reduce(sobj, acc, count, code, opc, 0)
+        if st.nidx == rn:
+            st.xcomm.Reduce(_IN_PLACE, [acc, count, mpitype], op, root=rn)
+        else:
+            st.xcomm.Reduce([acc, count, mpitype], None, op, root=rn)
+        if st.nidx == rn and rl != 0:
+            st.ncomm.Send([acc, n, _BYTE], dest=rl, tag=TAG_REDUCE)
+    else:
+        core.reduce(robj if sobj is None else sobj, None, count, code, opc, 0)
+        if at_root:
+            st.ncomm.Recv([robj, n, _BYTE], source=0, tag=TAG_REDUCE)
+    return 0
+
+
+cdef int _gather(_State st, object sendbuf, object recvbuf, int root, bint v) except -1:
+    _check_root(st, root)
+    cdef bint at_root = st.rank == root
+    cdef bint inplace = at_root and _is_in_place(sendbuf)
+    cdef _Msg s = None, r = None
+    cdef Py_ssize_t sb = 0, esize
+    bcounts = bdispls = None
+    if not inplace:
+        s = _simple(sendbuf, False, 0)
+        if s is None:
+            return 0
+        sb = s.count * s.esize
+        _need(s, sb, "sendbuf")
+    if at_root:
+        r = _vector(recvbuf, True, st.size) if v else _simple(recvbuf, True, st.size)
+        if r is None:
+            return 0
+        esize = r.esize
+        if v:
+            bcounts = [c * esize for c in r.counts]
+            bdispls = [d * esize for d in r.displs]
+            _need(r, _vec_extent(r), "recvbuf")
+        else:
+            bcounts = st.blist(r.count * esize)
+            bdispls = None
+            _need(r, r.count * esize * st.size, "recvbuf")
+        if inplace:
+            sb = bcounts[root]
+        elif bcounts[root] != sb:
+            raise ArgumentError("Gather%s: the root sends %d bytes but expects %d from itself"
+                                % ("v" if v else "", sb, bcounts[root]))
+    cdef object sobj = None if s is None else s.obj
+    cdef object robj = None if r is None else r.obj
+    cdef int opi = O_GATHERV if v else O_GATHER
+    if not st.hier:
+        if at_root:
+            st.core.gather(sobj, sb, robj, bcounts, bdispls, root, v)
+        else:
+            st.core.gather(sobj, sb, None, None, None, root, v)
+        st.count(opi, P_ENGINE)
+        return 1
+    if at_root and bdispls is None:
+        bdispls = [i * bcounts[0] for i in range(st.size)]
+    _hier_gather(st, sobj, sb, robj, bcounts if at_root else None, bdispls if at_root else None, root, v)
+    st.count(opi, P_HIER)
+    return 1
+
+
+cdef list _node_sizes(_State st, Py_ssize_t mine, bint v):
+    """Byte counts of my node's members (local rank order), known to the
+    leader: equal for fixed-size forms, exchanged on the engine for v forms."""
+    if not v:
+        return [mine] * st.lsize
+    arr = np.array([mine], np.int64)
+    out = np.zeros(st.lsize, np.int64) if st.lrank == 0 else None
+    st.core.gather(arr, 8, out, [8] * st.lsize if st.lrank == 0 else None, None, 0, False)
+    return None if out is None else [int(x) for x in out]
+
+
+cdef int _hier_gather(_State st, object sobj, Py_ssize_t sb, object robj, list bcounts, list bdispls,
+                      int root, bint v) except -1:
+    core = st.core
+    cdef int rn = st.node_of[root], rl = st.local_of[root], n
+    cdef Py_ssize_t off
+    if st.nidx == rn:
+        mem = st.members[rn]
+        if st.rank == root:
+            core.gather(sobj, sb, robj, [bcounts[r] for r in mem], [bdispls[r] for r in mem], rl, True)
+            reqs, bufs = [], []
+            for n in range(st.nnodes):
+                if n == rn:
+                    continue
+                tot = sum(bcounts[r] for r in st.members[n])
+                b = np.empty(tot, np.uint8)
+                bufs.append((n, b))
+                reqs.append(st.pcomm.Irecv([b, tot, _BYTE], source=st.members[n][0], tag=TAG_GATHER))
+            MPI.Request.Waitall(reqs)
+            dst = _u8(robj)
+            for n, b in bufs:
+                off = 0
+                for r in st.members[n]:
+                    c = bcounts[r]
+                    dst[bdispls[r]:bdispls[r] + c] = b[off:off + c]
+                    off += c
+        else:
+            core.gather(sobj, sb, None, None, None, rl, True)
+        return 0
+    sizes = _node_sizes(st, sb, v)
+    if st.lrank == 0:
+        tot = sum(sizes)
+        b = np.empty(tot, np.uint8)
+        core.gather(sobj, sb, b, sizes, None, 0, True)
+        st.pcomm.Send([b, tot, _BYTE], dest=root, tag=TAG_GATHER)
+    else:
+        core.gather(sobj, sb, None, None, None, 0, True)
+    return 0
+
+
+cdef int _scatter(_State st, object sendbuf, object recvbuf, int root, bint v) except -1:
+    _check_root(st, root)
+    cdef bint at_root = st.rank == root
+    cdef bint inplace = at_root and _is_in_place(recvbuf)
+    cdef _Msg s = None, r = None
+    cdef Py_ssize_t rb = 0, esize
+    bcounts = bdispls = None
+    if not inplace:
+        r = _simple(recvbuf, True, 0)
+        if r is None:
+            return 0
+        rb = r.count * r.esize
+        _need(r, rb, "recvbuf")
+    if at_root:
+        s = _vector(sendbuf, False, st.size) if v else _simple(sendbuf, False, st.size)
+        if s is None:
+            return 0
+        esize = s.esize
+        if v:
+            bcounts = [c * esize for c in s.counts]
+            bdispls = [d * esize for d in s.displs]
+            _need(s, _vec_extent(s), "sendbuf")
+        else:
+            bcounts = st.blist(s.count * esize)
+            bdispls = None
+            _need(s, s.count * esize * st.size, "sendbuf")
+        if inplace:
+            rb = bcounts[root]
+        elif bcounts[root] != rb:
+            raise ArgumentError("Scatter%s: the root sends %d bytes to itself but receives %d"
+                                % ("v" if v else "", bcounts[root], rb))
+    cdef object sobj = None if s is None else s.obj
+    cdef object robj = None if r is None else r.obj
+    cdef int opi = O_SCATTERV if v else O_SCATTER
+    if not st.hier:
+        if at_root:
+            st.core.scatter(sobj, bcounts, bdispls, robj, rb, root, v)
+        else:
+            st.core.scatter(None, None, None, robj, rb, root, v)
+        st.count(opi, P_ENGINE)
+        return 1
+    if at_root and bdispls is None:
+        bdispls = [i * bcounts[0] for i in range(st.size)]
+    _hier_scatter(st, sobj, bcounts if at_root else None, bdispls if at_root else None, robj, rb, root, v)
+    st.count(opi, P_HIER)
+    return 1
+
+
+cdef int _hier_scatter(_State st, object sobj, list bcounts, list bdispls, object robj, Py_ssize_t rb,
+                       int root, bint v) except -1:
+    core = st.core
+    cdef int rn = st.node_of[root], rl = st.local_of[root], n
+    cdef Py_ssize_t off
+    if st.nidx == rn:
+        mem = st.members[rn]
+        if st.rank == root:
+            src = _u8(sobj)
+            reqs, keep = [], []
+            for n in range(st.nnodes):
+                if n == rn:
+                    continue
+                parts = [src[bdispls[r]:bdispls[r] + bcounts[r]] for r in st.members[n]]
+                b = np.concatenate(parts) if parts else np.empty(0, np.uint8)
+                keep.append(b)
+                reqs.append(st.pcomm.Isend([b, b.size, _BYTE], dest=st.members[n][0], tag=TAG_SCATTER))
+            core.scatter(sobj, [bcounts[r] for r in mem], [bdispls[r] for r in mem], robj, rb, rl, True)
+            MPI.Request.Waitall(reqs)
+        else:
+            core.scatter(None, None, None, robj, rb, rl, True)
+        return 0
+    sizes = _node_sizes(st, rb, v)
+    if st.lrank == 0:
+        tot = sum(sizes)
+        b = np.empty(tot, np.uint8)
+        st.pcomm.Recv([b, tot, _BYTE], source=root, tag=TAG_SCATTER)
+        core.scatter(b, sizes, None, robj, rb, 0, True)
+    else:
+        core.scatter(None, None, None, robj, rb, 0, True)
+    return 0
+
+
+cdef int _allgather(_State st, object sendbuf, object recvbuf, bint v) except -1:
+    cdef bint inplace = _is_in_place(sendbuf)
+    cdef _Msg s = None
+    cdef _Msg r = _vector(recvbuf, True, st.size) if v else _simple(recvbuf, True, st.size)
+    if r is None:
+        return 0
+    cdef Py_ssize_t sb, esize = r.esize
+    if v:
+        bcounts = [c * esize for c in r.counts]
+        bdispls = [d * esize for d in r.displs]
+        _need(r, _vec_extent(r), "recvbuf")
+    else:
+        bcounts = st.blist(r.count * esize)
+        bdispls = None
+        _need(r, r.count * esize * st.size, "recvbuf")
+    if inplace:
+        sb = bcounts[st.rank]
+    else:
+        s = _simple(sendbuf, False, 0)
+        if s is None:
+            return 0
+        sb = s.count * s.esize
+        _need(s, sb, "sendbuf")
+        if sb != bcounts[st.rank]:
+            raise ArgumentError("Allgather%s: this rank sends %d bytes but receives %d from itself"
+                                % ("v" if v else "", sb, bcounts[st.rank]))
+    cdef int opi = O_ALLGATHERV if v else O_ALLGATHER
+    if not st.hier:
+        st.core.allgather(None if inplace else s.obj, sb, r.obj, bcounts, bdispls, v)
+        st.count(opi, P_ENGINE)
+        return 1
+    if bdispls is None:
+        bdispls = [i * bcounts[0] for i in range(st.size)]
+    if inplace:
+        sobj = _u8(r.obj)[bdispls[st.rank]:bdispls[st.rank] + sb]
+    else:
+        sobj = s.obj
+    _hier_allgather(st, sobj, sb, r.obj, bcounts, bdispls)
+    st.count(opi, P_HIER)
+    return 1
+
+
+cdef int _hier_allgather(_State st, object sobj, Py_ssize_t sb, object robj, list bcounts,
+                         list bdispls) except -1:
+    """Node gather to the leader, leaders' Allgatherv of node blocks (MPI),
+    node broadcast of the whole, every rank places the blocks."""
+    core = st.core
+    mem = st.members[st.nidx]
+    sizes = [bcounts[r] for r in mem]
+    node_tot = [sum(bcounts[r] for r in st.members[n]) for n in range(st.nnodes)]
+    offs = []
+    cdef Py_ssize_t off = 0, total
+    for t in node_tot:
+        offs.append(off)
+        off += t
+    total = off
+    full = np.empty(total, np.uint8)
+    mine = full[offs[st.nidx]:offs[st.nidx] + node_tot[st.nidx]]
+    core.gather(sobj, sb, mine if st.lrank == 0 else None, sizes if st.lrank == 0 else None, None, 0, True)
+    if st.lrank == 0:
+        st.xcomm.Allgatherv(_IN_PLACE, [full, (node_tot, offs), _BYTE])
+    core.bcast(full, total, 0)
+    dst = _u8(robj)
+    for n in range(st.nnodes):
+        off = offs[n]
+        for r in st.members[n]:
+            c = bcounts[r]
+            if c:
+                dst[bdispls[r]:bdispls[r] + c] = full[off:off + c]
+            off += c
+    return 0
+
+
+cdef int _alltoall(_State st, object sendbuf, object recvbuf, bint v) except -1:
+    if st.hier:
+        return 0     # MPI's own Alltoall(v) (counted as 'mpi')
+    cdef bint inplace = _is_in_place(sendbuf)
+    cdef _Msg s = None
+    cdef _Msg r = _vector(recvbuf, True, st.size) if v else _simple(recvbuf, True, st.size)
+    if r is None:
+        return 0
+    cdef Py_ssize_t esize = r.esize
+    if v:
+        rcounts = [c * esize for c in r.counts]
+        rdispls = [d * esize for d in r.displs]
+        _need(r, _vec_extent(r), "recvbuf")
+    else:
+        rcounts = st.blist(r.count * esize)
+        rdispls = None
+        _need(r, r.count * esize * st.size, "recvbuf")
+    scounts = sdispls = None
+    if not inplace:
+        s = _vector(sendbuf, False, st.size) if v else _simple(sendbuf, False, st.size)
+        if s is None:
+            return 0
+        if v:
+            scounts = [c * s.esize for c in s.counts]
+            sdispls = [d * s.esize for d in s.displs]
+            _need(s, _vec_extent(s), "sendbuf")
+        else:
+            scounts = st.blist(s.count * s.esize)
+            _need(s, s.count * s.esize * st.size, "sendbuf")
+        if scounts[st.rank] != rcounts[st.rank]:
+            raise ArgumentError("Alltoall%s: this rank sends %d bytes to itself but receives %d"
+                                % ("v" if v else "", scounts[st.rank], rcounts[st.rank]))
+    st.core.alltoall(None if inplace else s.obj, scounts, sdispls, r.obj, rcounts, rdispls, v)
+    st.count(O_ALLTOALLV if v else O_ALLTOALL, P_ENGINE)
+    return 1
+
+
+cdef int _reduce_scatter(_State st, object sendbuf, object recvbuf, object recvcounts, object op,
+                         bint block) except -1:
+    cdef bint inplace = _is_in_place(sendbuf)
+    cdef _Msg s = None, r
+    cdef Py_ssize_t total, i
+    r = _simple(recvbuf, True, st.size if (inplace and block) else 0)
+    if r is None:
+        return 0
+    if block:
+        counts = [r.count] * st.size
+    else:
+        if recvcounts is None:
+            return 0   # mpi4py allgathers the counts itself
+        try:
+            counts = [int(c) for c in recvcounts]
+        except (TypeError, ValueError):
+            return 0
+        if len(counts) != st.size or min(counts) < 0:
+            return 0
+    total = sum(counts)
+    if not inplace:
+        s = _simple(sendbuf, False, st.size if block else 0)
+        if s is None:
+            return 0
+        if s.mpitype is not r.mpitype and s.mpitype.handle != r.mpitype.handle:
+            return 0
+        if block:
+            if s.count != r.count:
+                raise ArgumentError("Reduce_scatter_block: send count %d per rank and receive count %d differ"
+                                    % (s.count, r.count))
+        else:
+            if s.count != total:
+                raise ArgumentError("Reduce_scatter: send count %d and sum(recvcounts) %d differ"
+                                    % (s.count, total))
+            if r.count != counts[st.rank]:
+                raise ArgumentError("Reduce_scatter: receive count %d and recvcounts[%d] %d differ"
+                                    % (r.count, st.rank, counts[st.rank]))
+        _need(s, total * s.esize, "sendbuf")
+        _need(r, counts[st.rank] * r.esize, "recvbuf")
+    else:
+        if not block and r.count != total:
+            raise ArgumentError("Reduce_scatter: receive count %d and sum(recvcounts) %d differ"
+                                % (r.count, total))
+        _need(r, total * r.esize, "recvbuf")
+    cdef int opc = _op_code(op, r)
+    if opc < 0:
+        return 0
+    cdef int opi = O_RSB if block else O_RS
+    if not st.hier:
+        st.core.reduce_scatter(None if inplace else s.obj, r.obj, counts, r.code, opc, block)
+        st.count(opi, P_ENGINE)
+        return 1
+    # hierarchy: allreduce the whole vector, keep my part
+    cdef Py_ssize_t esize = r.esize, start = sum(counts[:st.rank]) * esize, mine = counts[st.rank] * esize
+    tmp = np.empty(total * esize, np.uint8)
+    _hier_allreduce(st, r.obj if inplace else s.obj, tmp, total, esize, r.code, opc, r.mpitype, op)
+    _u8(r.obj)[:mine] = tmp[start:start + mine]
+    st.count(opi, P_HIER)
+    return 1
+
+
+cdef int _scan(_State st, object sendbuf, object recvbuf, object op, bint ex) except -1:
+    if st.hier:
+        return 0   # MPI's own Scan/Exscan (counted as 'mpi')
+    cdef _Msg r = _simple(recvbuf, True, 0)
+    if r is None:
+        return 0
+    cdef _Msg s = None
+    cdef bint inplace = _is_in_place(sendbuf)
+    if not inplace:
+        s = _simple(sendbuf, False, 0)
+        if s is None:
+            return 0
+        if s.mpitype is not r.mpitype and s.mpitype.handle != r.mpitype.handle:
+            return 0
+        if s.count != r.count:
+            raise ArgumentError("%s: send count %d and receive count %d differ"
+                                % ("Exscan" if ex else "Scan", s.count, r.count))
+    cdef int opc = _op_code(op, r)
+    if opc < 0:
+        return 0
+    cdef Py_ssize_t n = r.count * r.esize
+    _need(r, n, "recvbuf")
+    if s is not None:
+        _need(s, n, "sendbuf")
+    if ex:
+        st.core.exscan(None if inplace else s.obj, r.obj, r.count, r.code, opc)
+    else:
+        st.core.scan(None if inplace else s.obj, r.obj, r.count, r.code, opc)
+    st.count(O_EXSCAN if ex else O_SCAN, P_ENGINE)
+    return 1
+
+
+# ----------------------------------------------------------------- pickle-based methods through shm
+
+cdef Py_ssize_t _PICKLE_SHM_MIN = 4096
+cdef object _np_int64 = np.int64
+
+
+cdef object _shm_bcast(_State st, object obj, int root):
+    """bcast through the engine: a small header (pickle length, out-of-band
+    buffer lengths), then the pickle and each buffer. Single node only."""
+    core = st.core
+    buffers = []
+    hdr = np.zeros(2, np.int64)
+    if st.rank == root:
+        data = pickle.dumps(obj, protocol=5, buffer_callback=buffers.append)
+        raws = []
+        for b in buffers:
+            try:
+                raws.append(b.raw())
+            except BufferError:     # not contiguous: serialise in band
+                raws = None
+                break
+        if raws is None:
+            data = pickle.dumps(obj, protocol=5)
+            raws = []
+        hdr[0], hdr[1] = len(data), len(raws)
+    else:
+        data = raws = None
+    core.bcast(hdr, 16, root)
+    cdef Py_ssize_t nd = hdr[0], nb = hdr[1]
+    lens = np.zeros(nb, np.int64)
+    if st.rank == root:
+        for i, b in enumerate(raws):
+            lens[i] = b.nbytes
+    if nb:
+        core.bcast(lens, 8 * nb, root)
+    if st.rank == root:
+        core.bcast(data, nd, root)
+        for i, b in enumerate(raws):
+            core.bcast(b, lens[i], root)
+        return pickle.loads(data, buffers=raws)
+    dbuf = bytearray(nd)
+    core.bcast(dbuf, nd, root)
+    bufs = []
+    for i in range(nb):
+        a = bytearray(int(lens[i]))
+        core.bcast(a, len(a), root)
+        bufs.append(a)
+    return pickle.loads(dbuf, buffers=bufs)
+
+
+cdef object _shm_allgather(_State st, object obj):
+    """allgather through the engine: lengths (8 bytes each), then the pickles
+    (Allgatherv). In-band pickles (protocol 5)."""
+    core = st.core
+    data = pickle.dumps(obj, protocol=5)
+    mine = np.array([len(data)], np.int64)
+    lens = np.zeros(st.size, np.int64)
+    core.allgather(mine, 8, lens, st.blist(8), None, False)
+    counts = [int(x) for x in lens]
+    displs = []
+    cdef Py_ssize_t off = 0
+    for c in counts:
+        displs.append(off)
+        off += c
+    out = bytearray(off)
+    core.allgather(data, len(data), out, counts, displs, True)
+    mv = memoryview(out)
+    return [pickle.loads(mv[displs[i]:displs[i] + counts[i]]) for i in range(st.size)]
+
+
+# ----------------------------------------------------------------- the communicator
+
+cdef object _base = MPI.Intracomm
+
+
+def _wrap(newcomm):
+    """A pgascol.Comm over a new MPI communicator (collective over it)."""
+    if newcomm == MPI.COMM_NULL:
+        c = Comm.__new__(Comm, newcomm)
+        return c
+    if not isinstance(newcomm, MPI.Intracomm):
+        return newcomm      # intercommunicators stay plain mpi4py objects
+    c = Comm.__new__(Comm, newcomm)
+    c.__init__(newcomm)
+    return c
+
+
+class Comm(MPI.Intracomm):
+    """An mpi4py intracommunicator whose collectives run through pgascol.
+
+    ``Comm(comm)`` is collective over ``comm``: it builds the node team
+    (shared segment) and, with several nodes, the inter-node communicators.
+    The new object shares ``comm``'s MPI handle: point-to-point messages,
+    attributes and every method not overridden behave exactly as on comm.
+    Free() releases pgascol's resources and frees the handle."""
+
+    _pg = None
+
+    def __init__(self, comm=None):
+        if comm is None or comm == MPI.COMM_NULL:
+            return
+        if not isinstance(comm, MPI.Intracomm):
+            raise ArgumentError("pgascol.Comm needs an intracommunicator, not %r" % (comm,))
+        # The state talks MPI through a plain intracommunicator over the same
+        # handle (our overridden constructors would recurse).
+        self._pg = _State(MPI.Intracomm(self))
+
+    # --------------------------------------------------- constructors
+
+    def Dup(self, info=None):
+        return _wrap(_base.Dup(self, info) if info is not None else _base.Dup(self))
+
+    def Dup_with_info(self, info):
+        return _wrap(_base.Dup_with_info(self, info))
+
+    def Clone(self):
+        return _wrap(_base.Clone(self))
+
+    def Split(self, int color=0, int key=0):
+        return _wrap(_base.Split(self, color, key))
+
+    def Split_type(self, int split_type, int key=0, info=MPI.INFO_NULL):
+        return _wrap(_base.Split_type(self, split_type, key, info))
+
+    def Create(self, group):
+        return _wrap(_base.Create(self, group))
+
+    def Create_group(self, group, int tag=0):
+        return _wrap(_base.Create_group(self, group, tag))
+
+    def Free(self):
+        st = self._pg
+        if st is not None:
+            self._pg = None
+            st.free()
+        if self == MPI.COMM_WORLD or self == MPI.COMM_SELF:
+            return      # a wrapper of a predefined communicator: only pgascol's part goes
+        _base.Free(self)
+
+    # --------------------------------------------------- buffer collectives
+
+    def Barrier(self):
+        st = _st(self)
+        if st is None or not _barrier(st):
+            if st is not None:
+                st.count(O_BARRIER, P_MPI)
+            _base.Barrier(self)
+
+    def Bcast(self, buf, int root=0):
+        st = _st(self)
+        if st is None or not _bcast(st, buf, root):
+            _fallback(st, O_BCAST, "Bcast")
+            _base.Bcast(self, buf, root)
+
+    def Reduce(self, sendbuf, recvbuf, op=_SUM, int root=0):
+        st = _st(self)
+        if st is None or not _reduce(st, sendbuf, recvbuf, op, root):
+            _fallback(st, O_REDUCE, "Reduce")
+            _base.Reduce(self, sendbuf, recvbuf, op, root)
+
+    def Allreduce(self, sendbuf, recvbuf, op=_SUM):
+        st = _st(self)
+        if st is None or not _allreduce(st, sendbuf, recvbuf, op):
+            _fallback(st, O_ALLREDUCE, "Allreduce")
+            _base.Allreduce(self, sendbuf, recvbuf, op)
+
+    def Gather(self, sendbuf, recvbuf, int root=0):
+        st = _st(self)
+        if st is None or not _gather(st, sendbuf, recvbuf, root, False):
+            _fallback(st, O_GATHER, "Gather")
+            _base.Gather(self, sendbuf, recvbuf, root)
+
+    def Gatherv(self, sendbuf, recvbuf, int root=0):
+        st = _st(self)
+        if st is None or not _gather(st, sendbuf, recvbuf, root, True):
+            _fallback(st, O_GATHERV, "Gatherv")
+            _base.Gatherv(self, sendbuf, recvbuf, root)
+
+    def Scatter(self, sendbuf, recvbuf, int root=0):
+        st = _st(self)
+        if st is None or not _scatter(st, sendbuf, recvbuf, root, False):
+            _fallback(st, O_SCATTER, "Scatter")
+            _base.Scatter(self, sendbuf, recvbuf, root)
+
+    def Scatterv(self, sendbuf, recvbuf, int root=0):
+        st = _st(self)
+        if st is None or not _scatter(st, sendbuf, recvbuf, root, True):
+            _fallback(st, O_SCATTERV, "Scatterv")
+            _base.Scatterv(self, sendbuf, recvbuf, root)
+
+    def Allgather(self, sendbuf, recvbuf):
+        st = _st(self)
+        if st is None or not _allgather(st, sendbuf, recvbuf, False):
+            _fallback(st, O_ALLGATHER, "Allgather")
+            _base.Allgather(self, sendbuf, recvbuf)
+
+    def Allgatherv(self, sendbuf, recvbuf):
+        st = _st(self)
+        if st is None or not _allgather(st, sendbuf, recvbuf, True):
+            _fallback(st, O_ALLGATHERV, "Allgatherv")
+            _base.Allgatherv(self, sendbuf, recvbuf)
+
+    def Alltoall(self, sendbuf, recvbuf):
+        st = _st(self)
+        if st is None or not _alltoall(st, sendbuf, recvbuf, False):
+            _fallback(st, O_ALLTOALL, "Alltoall")
+            _base.Alltoall(self, sendbuf, recvbuf)
+
+    def Alltoallv(self, sendbuf, recvbuf):
+        st = _st(self)
+        if st is None or not _alltoall(st, sendbuf, recvbuf, True):
+            _fallback(st, O_ALLTOALLV, "Alltoallv")
+            _base.Alltoallv(self, sendbuf, recvbuf)
+
+    def Reduce_scatter_block(self, sendbuf, recvbuf, op=_SUM):
+        st = _st(self)
+        if st is None or not _reduce_scatter(st, sendbuf, recvbuf, None, op, True):
+            _fallback(st, O_RSB, "Reduce_scatter_block")
+            _base.Reduce_scatter_block(self, sendbuf, recvbuf, op)
+
+    def Reduce_scatter(self, sendbuf, recvbuf, recvcounts=None, op=_SUM):
+        st = _st(self)
+        if st is None or not _reduce_scatter(st, sendbuf, recvbuf, recvcounts, op, False):
+            _fallback(st, O_RS, "Reduce_scatter")
+            _base.Reduce_scatter(self, sendbuf, recvbuf, recvcounts, op)
+
+    def Scan(self, sendbuf, recvbuf, op=_SUM):
+        st = _st(self)
+        if st is None or not _scan(st, sendbuf, recvbuf, op, False):
+            _fallback(st, O_SCAN, "Scan")
+            _base.Scan(self, sendbuf, recvbuf, op)
+
+    def Exscan(self, sendbuf, recvbuf, op=_SUM):
+        st = _st(self)
+        if st is None or not _scan(st, sendbuf, recvbuf, op, True):
+            _fallback(st, O_EXSCAN, "Exscan")
+            _base.Exscan(self, sendbuf, recvbuf, op)
+
+    # --------------------------------------------------- pickle-based methods
+
+    def barrier(self):
+        st = _st(self)
+        if st is None:
+            return _base.barrier(self)
+        _barrier(st)
+        st.count(O_LBARRIER, P_HIER if st.hier else P_SHM)
+
+    def bcast(self, obj, int root=0):
+        st = _st(self)
+        if st is None or st.hier:
+            if st is not None:
+                st.count(O_LBCAST, P_MPI)
+            return _base.bcast(self, obj, root)
+        _check_root(st, root)
+        before = st.core.stats()
+        try:
+            return _shm_bcast(st, obj, root)
+        finally:
+            _note_internal(st, before)
+            st.count(O_LBCAST, P_SHM)
+
+    def allgather(self, sendobj):
+        st = _st(self)
+        if st is None or st.hier:
+            if st is not None:
+                st.count(O_LALLGATHER, P_MPI)
+            return _base.allgather(self, sendobj)
+        before = st.core.stats()
+        try:
+            return _shm_allgather(st, sendobj)
+        finally:
+            _note_internal(st, before)
+            st.count(O_LALLGATHER, P_SHM)
+
+    # --------------------------------------------------- pgascol extras
+
+    def pgascol_stats(self):
+        """{operation: {path: calls}} (see pgascol.stats)."""
+        return _stats(self)
+
+
+def _fallback(st, int op, str name):
+    if st is not None:
+        (<_State>st).count(op, P_MPI)
+
+
+def _note_internal(_State st, before):
+    after = st.core.stats()
+    for op, paths in after.items():
+        for p, n in paths.items():
+            d = n - before.get(op, {}).get(p, 0)
+            if d:
+                st.internal.setdefault(op, {}).setdefault(p, 0)
+                st.internal[op][p] += d
+
+
+def _stats(comm):
+    st = comm._pg if isinstance(comm, Comm) else None
+    if st is None or st.core is None:
+        return {}
+    out = {}
+    engine = st.core.stats()
+    for op, paths in engine.items():
+        for p, n in paths.items():
+            n -= st.internal.get(op, {}).get(p, 0)
+            if n > 0:
+                name = ("node:" + op) if st.hier else op
+                out.setdefault(name, {})[p] = n
+    for op, paths in st.counts().items():
+        for p, n in paths.items():
+            if p == "engine":
+                continue    # the engine's own counters say which method (inline/cico/cma)
+            out.setdefault(op, {})[p] = out.get(op, {}).get(p, 0) + n
+    return out

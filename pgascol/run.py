@@ -1,0 +1,39 @@
+"""Zero-code-change mode: ``mpiexec -n 4 python -m pgascol script.py [args]``.
+
+Runs an unmodified mpi4py program (a script, ``-m module``, ``-c command`` or
+``-`` for standard input, as ``python -m mpi4py`` does) with
+``MPI.COMM_WORLD`` replaced by a pgascol.Comm over the same communicator; an
+uncaught exception aborts the whole job (``MPI.COMM_WORLD.Abort``) instead of
+leaving the other ranks waiting."""
+import sys
+
+
+def install():
+    """Replace mpi4py.MPI.COMM_WORLD by a pgascol communicator (collective)."""
+    from mpi4py import MPI
+
+    from ._comm import Comm
+    if not isinstance(MPI.COMM_WORLD, Comm):
+        MPI.COMM_WORLD = Comm(MPI.COMM_WORLD)
+    return MPI.COMM_WORLD
+
+
+def main(args):
+    """Run `args` ([pyfile | -m mod | -c cmd | -] [arg] ...) under pgascol."""
+    from mpi4py.run import run_command_line, set_abort_status
+    if not args:
+        sys.stderr.write("usage: python -m pgascol [info | pyfile | -m mod | -c cmd | -] [arg] ...\n")
+        return 2
+    try:
+        install()
+        run_command_line(list(args))
+    except SystemExit as exc:
+        set_abort_status(exc)
+        raise
+    except KeyboardInterrupt as exc:
+        set_abort_status(exc)
+        raise
+    except BaseException:
+        set_abort_status(1)
+        raise
+    return 0

@@ -1,0 +1,358 @@
+"""pgascol.Comm under MPI: every buffer collective against the native
+communicator on the same data, constructors, fallbacks, misuse, pickle-based
+methods and statistics. Run by tests/test_comm.py with 1, 2, 3, 4, 8 ranks,
+on one node and on virtual nodes of 1, 2 and 3 ranks (PGASCOL_NODE_SIZE).
+
+Data are small integers, so sums are exact in every type and the results
+must be bitwise identical to MPI's."""
+import os
+
+import numpy as np
+from mpi4py import MPI
+
+import pgascol
+from pgascol.errors import ArgumentError
+
+WORLD = MPI.COMM_WORLD
+NATIVE = WORLD.Dup()
+PG = pgascol.Comm(WORLD)
+P, ME = PG.Get_size(), PG.Get_rank()
+HIER = int(os.environ.get("PGASCOL_NODE_SIZE", "0") or 0) not in (0,) and \
+    int(os.environ["PGASCOL_NODE_SIZE"]) < P
+# sizes (elements) around the engine's thresholds: inline (512 B), chunk (64 KiB),
+# staging (1 MiB) and the hierarchy's segment (1 MiB)
+SIZES = (0, 1, 7, 65, 1000, 9000, 40000, 300001)
+
+
+def data(rank, n, dtype=np.float64, salt=0):
+    return ((np.arange(n, dtype=np.int64) * 7 + rank * 3 + salt) % 5 + 1).astype(dtype)
+
+
+def both(fn):
+    """Run fn(comm) on pgascol and on native MPI; return both results."""
+    return fn(PG), fn(NATIVE)
+
+
+def same(a, b, what=""):
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.shape == b.shape and np.array_equal(a, b), (what, a[:8], b[:8])
+
+
+# ------------------------------------------------------------------ object model
+
+def test_is_an_intracomm_sharing_the_handle():
+    assert isinstance(PG, MPI.Intracomm) and isinstance(PG, pgascol.Comm)
+    assert PG == WORLD            # same MPI handle
+    assert PG.Get_group().Compare(WORLD.Get_group()) == MPI.IDENT
+    # point-to-point on the same handle matches WORLD's
+    if P > 1:
+        if ME == 0:
+            WORLD.send("hello", dest=1, tag=7)
+        elif ME == 1:
+            assert PG.recv(source=0, tag=7) == "hello"
+    assert PG.allreduce(ME) == P * (P - 1) // 2   # inherited lowercase method
+
+
+def test_constructors_return_pgascol_comms():
+    d = PG.Dup()
+    c = PG.Clone()
+    s = PG.Split(ME % 2, -ME)
+    t = PG.Split_type(MPI.COMM_TYPE_SHARED)
+    g = PG.Create(PG.Get_group())
+    h = PG.Create_group(PG.Get_group().Incl(list(range(0, P, 2)))) if ME % 2 == 0 else None
+    for c_ in (d, c, s, t, g) + ((h,) if h is not None else ()):
+        assert isinstance(c_, pgascol.Comm), type(c_)
+        x = np.full(3, c_.Get_rank() + 1.0)
+        y = np.empty(3)
+        c_.Allreduce(x, y)
+        n = c_.Get_size()
+        assert np.all(y == n * (n + 1) / 2)
+        assert pgascol.stats(c_)["Allreduce"]
+    assert s.Get_size() == len(range(ME % 2, P, 2))
+    assert s.Get_rank() == len(range(ME % 2, P, 2)) - 1 - ME // 2   # reversed key
+    u = PG.Split(MPI.UNDEFINED if ME == 0 else 0)
+    assert (u == MPI.COMM_NULL) == (ME == 0)
+    for c_ in (d, c, s, t, g) + ((h,) if h is not None else ()) + (() if ME == 0 else (u,)):
+        c_.Free()
+    assert d == MPI.COMM_NULL and pgascol.stats(d) == {}
+
+
+# ------------------------------------------------------------------ collectives vs native
+
+def test_barrier_and_bcast():
+    for _ in range(20):
+        PG.Barrier()
+    for n in SIZES:
+        for root in range(P):
+            def f(c):
+                b = data(root, n) if ME == root else np.full(n, -1.0)
+                c.Bcast(b, root=root)
+                return b
+            a, b = both(f)
+            same(a, b, ("Bcast", n, root))
+    # [buf, count, type] and a displacement ([buf, (count, displ), type])
+    buf = np.arange(10, dtype="i") if ME == 0 else np.zeros(10, "i")
+    PG.Bcast([buf, (4, 3), MPI.INT], root=0)
+    expect = np.arange(10, dtype="i") if ME == 0 else np.array([0, 0, 0, 3, 4, 5, 6, 0, 0, 0], "i")
+    same(buf, expect)
+
+
+def test_reduce_allreduce_every_type_and_op():
+    types = [(np.int8, MPI.SIGNED_CHAR), (np.int32, MPI.INT), (np.int64, MPI.LONG),
+             (np.uint16, MPI.UNSIGNED_SHORT), (np.float32, MPI.FLOAT), (np.float64, MPI.DOUBLE),
+             (np.complex128, MPI.C_DOUBLE_COMPLEX), (np.bool_, MPI.C_BOOL)]
+    for dtype, mt in types:
+        for op in (MPI.SUM, MPI.PROD, MPI.MIN, MPI.MAX, MPI.LAND, MPI.BOR):
+            if dtype == np.bool_ and op not in (MPI.LAND,):
+                continue
+            if np.dtype(dtype).kind in "fc" and op in (MPI.LAND, MPI.BOR):
+                continue
+            if np.dtype(dtype).kind == "c" and op in (MPI.MIN, MPI.MAX):
+                continue
+            for n in (1, 100, 5000):
+                def f(c, root=P - 1):
+                    x = data(ME, n, dtype)
+                    y = np.zeros(n, dtype)
+                    c.Allreduce([x, mt], [y, mt], op)
+                    z = np.zeros(n, dtype)
+                    c.Reduce([x, n, mt], [z, n, mt], op, root)
+                    return np.concatenate([y, z])
+                a, b = both(f)
+                same(a, b, ("reduce", dtype, op, n))
+
+
+def test_allreduce_sizes_in_place_and_implicit_types():
+    for n in SIZES:
+        def f(c):
+            x = data(ME, n, salt=n)
+            y = np.empty(n)
+            c.Allreduce(x, y, MPI.SUM)
+            c.Allreduce(MPI.IN_PLACE, x, MPI.MAX)
+            i = data(ME, n, np.int64)
+            c.Allreduce(MPI.IN_PLACE, [i, MPI.INT64_T], MPI.BXOR)
+            return np.concatenate([y, x, i.astype(np.float64)])
+        a, b = both(f)
+        same(a, b, ("Allreduce", n))
+
+
+def test_reduce_every_root_in_place():
+    for n in (0, 3, 5000, 300001):
+        for root in range(P):
+            def f(c):
+                x = data(ME, n, np.int32, salt=root)
+                y = np.full(n, -7, np.int32)
+                if ME == root:
+                    y[:] = x
+                    c.Reduce(MPI.IN_PLACE, y, MPI.SUM, root)
+                else:
+                    c.Reduce(x, None, MPI.SUM, root)
+                return y
+            a, b = both(f)
+            same(a, b, ("Reduce", n, root))
+
+
+def test_gather_scatter_every_root():
+    for n in (0, 1, 100, 20000):
+        for root in range(P):
+            def f(c):
+                s = data(ME, n, salt=root)
+                r = np.full((P, n), -1.0) if ME == root else None
+                c.Gather(s, r, root)
+                inplace = np.full((P, n), -1.0)
+                if ME == root:
+                    inplace[root] = s
+                    c.Gather(MPI.IN_PLACE, inplace, root)
+                else:
+                    c.Gather(s, None, root)
+                src = np.arange(P * n, dtype=np.float64).reshape(P, n) + root if ME == root else None
+                out = np.full(n, -1.0)
+                c.Scatter(src, out, root)
+                out2 = np.full(n, -1.0)
+                c.Scatter([src, n, MPI.DOUBLE] if ME == root else None, [out2, MPI.DOUBLE], root)
+                parts = [out, out2]
+                if ME == root:
+                    parts += [r.ravel(), inplace.ravel()]
+                return np.concatenate(parts)
+            a, b = both(f)
+            same(a, b, ("Gather/Scatter", n, root))
+
+
+def test_gatherv_scatterv_uneven_with_gaps():
+    for scale in (1, 3000):
+        counts = [((r * 5 + 1) % 4) * scale for r in range(P)]
+        displs = [sum(counts[:r]) + 2 * r for r in range(P)]
+        total = displs[-1] + counts[-1] + 3
+        for root in range(P):
+            def f(c):
+                s = data(ME, counts[ME], np.int16, salt=root)
+                r = np.full(total, -1, np.int16)
+                c.Gatherv(s, [r, (counts, displs), MPI.SHORT] if ME == root else None, root)
+                src = np.arange(total, dtype=np.int16) if ME == root else None
+                out = np.full(counts[ME] + 2, -1, np.int16)
+                c.Scatterv([src, counts, displs, MPI.SHORT] if ME == root else None,
+                           [out, counts[ME], MPI.SHORT], root)
+                return np.concatenate([r if ME == root else np.zeros(0, np.int16), out])
+            a, b = both(f)
+            same(a, b, ("Gatherv/Scatterv", scale, root))
+
+
+def test_allgather_alltoall_and_v():
+    for n in (0, 1, 100, 70000):
+        def f(c):
+            s = data(ME, n, np.uint8)
+            r = np.full((P, n), 255, np.uint8)
+            c.Allgather(s, r)
+            ip = np.full((P, n), 255, np.uint8)
+            ip[ME] = s
+            c.Allgather(MPI.IN_PLACE, ip)
+            a2a_s = np.stack([data(ME * P + j, n, np.uint8) for j in range(P)]) if n else np.zeros((P, 0), np.uint8)
+            a2a_r = np.full((P, n), 255, np.uint8)
+            c.Alltoall(a2a_s, a2a_r)
+            return np.concatenate([r.ravel(), ip.ravel(), a2a_r.ravel()])
+        a, b = both(f)
+        same(a, b, ("Allgather/Alltoall", n))
+    counts = [(r % 3) * 11 + 1 for r in range(P)]
+    displs = [sum(counts[:r]) + r for r in range(P)]
+    total = displs[-1] + counts[-1] + 1
+
+    def g(c):
+        r = np.full(total, -1.0)
+        c.Allgatherv(data(ME, counts[ME]), [r, (counts, displs), MPI.DOUBLE])
+        sc = [(ME + j) % 3 + 1 for j in range(P)]
+        rc = [(j + ME) % 3 + 1 for j in range(P)]
+        sd = [sum(sc[:j]) for j in range(P)]
+        rd = [sum(rc[:j]) + j for j in range(P)]
+        sbuf = np.arange(sum(sc), dtype=np.float64) + 100 * ME
+        rbuf = np.full(rd[-1] + rc[-1] + 1, -1.0)
+        c.Alltoallv([sbuf, (sc, sd), MPI.DOUBLE], [rbuf, (rc, rd), MPI.DOUBLE])
+        return np.concatenate([r, rbuf])
+    a, b = both(g)
+    same(a, b, "Allgatherv/Alltoallv")
+
+
+def test_reduce_scatter_scan_exscan():
+    for per in (0, 1, 33, 20000):
+        counts = [per + r % 2 for r in range(P)]
+        total = sum(counts)
+
+        def f(c):
+            x = data(ME, total, np.int64)
+            y = np.zeros(counts[ME], np.int64)
+            c.Reduce_scatter(x, y, counts, MPI.SUM)
+            ip = x.copy()
+            if c is PG:     # MPICH 5.0.2's own in-place Reduce_scatter asserts at np=4 (overlapping memcpy)
+                c.Reduce_scatter(MPI.IN_PLACE, ip, counts, MPI.SUM)
+            else:
+                ip[:counts[ME]] = y
+            b = np.zeros(per, np.int64)
+            c.Reduce_scatter_block(data(ME, per * P, np.int64), b, MPI.MAX)
+            sc = np.zeros(total, np.int64)
+            c.Scan(x, sc, MPI.SUM)
+            ex = np.full(total, -1, np.int64)
+            c.Exscan(x, ex, MPI.SUM)
+            if ME == 0:
+                ex[:] = -1          # undefined at rank 0
+            return np.concatenate([y, ip[:counts[ME]], b, sc, ex])
+        a, b = both(f)
+        same(a, b, ("Reduce_scatter/Scan", per))
+
+
+# ------------------------------------------------------------------ fallbacks to MPI
+
+def test_fallbacks_give_mpi_results():
+    before = pgascol.stats(PG)
+    vec = MPI.DOUBLE.Create_vector(3, 1, 2).Commit()
+    def add(inbuf, inoutbuf, datatype):
+        i = np.frombuffer(inbuf, dtype=np.float64)
+        o = np.frombuffer(inoutbuf, dtype=np.float64)
+        o += i
+    myop = MPI.Op.Create(add, commute=True)
+    try:
+        def f(c):
+            b = np.arange(6, dtype=np.float64) * (ME + 1)
+            c.Bcast([b, 1, vec], root=0)                       # derived datatype
+            x = data(ME, 10)
+            y = np.zeros(10)
+            c.Allreduce(x, y, myop)                            # user-defined operator
+            return np.concatenate([b, y])
+        a, b = both(f)
+        same(a, b, "fallbacks")
+    finally:
+        vec.Free()
+        myop.Free()
+    after = pgascol.stats(PG)
+    assert after["Bcast"].get("mpi", 0) > before.get("Bcast", {}).get("mpi", 0)
+    assert after["Allreduce"].get("mpi", 0) > before.get("Allreduce", {}).get("mpi", 0)
+
+
+# ------------------------------------------------------------------ misuse
+
+def _raises(exc, fn):
+    try:
+        fn()
+    except exc as e:
+        return e
+    raise AssertionError("%s not raised" % exc.__name__)
+
+
+def test_misuse_raises_and_comm_stays_usable():
+    x, y = np.zeros(4), np.zeros(3)
+    e = _raises(ValueError, lambda: PG.Allreduce([x, 4, MPI.DOUBLE], [y, 4, MPI.DOUBLE]))   # recv too small
+    assert "bytes" in str(e)
+    _raises(ValueError, lambda: PG.Allreduce([x, 4, MPI.DOUBLE], [np.zeros(8), 3, MPI.DOUBLE]))  # counts differ
+    _raises(ValueError, lambda: PG.Allreduce(np.zeros(2), np.zeros(2), MPI.BAND))          # op not for floats
+    _raises(ValueError, lambda: PG.Allreduce(np.zeros(2, "?"), np.zeros(2, "?"), MPI.SUM))  # nor for bool
+    _raises(ValueError, lambda: PG.Bcast(np.zeros(2), root=P))                             # root out of range
+    _raises(ValueError, lambda: PG.Reduce(np.zeros(2), np.zeros(2), MPI.SUM, root=-1))
+    ro = np.zeros(4)
+    ro.flags.writeable = False
+    e = _raises(ValueError, lambda: PG.Allreduce(np.zeros(4), ro))                          # read-only recv
+    assert "read-only" in str(e)
+    _raises(ValueError, lambda: PG.Allgather(np.zeros(2), np.zeros(2 * P + 2)))             # not size x count
+    _raises(ValueError, lambda: PG.Allgather([np.zeros(3), MPI.DOUBLE], [np.zeros(2 * P), 2, MPI.DOUBLE]))
+    _raises(TypeError, lambda: PG.Allreduce(object(), np.zeros(2)))                        # not a buffer
+    _raises(TypeError, lambda: PG.Bcast(12345))
+    # still usable
+    z = np.full(5, ME + 1.0)
+    PG.Allreduce(MPI.IN_PLACE, z)
+    assert np.all(z == P * (P + 1) / 2)
+
+
+# ------------------------------------------------------------------ pickle-based methods
+
+def test_pickle_methods():
+    for root in range(P):
+        obj = {"a": np.arange(300000, dtype=np.float64) + root, "b": [1, "two", (3,)], "r": root} \
+            if ME == root else None
+        got = PG.bcast(obj, root=root)
+        assert got["r"] == root and got["b"] == [1, "two", (3,)]
+        assert np.array_equal(got["a"], np.arange(300000, dtype=np.float64) + root)
+        got["a"][0] = -1       # writable, independent of the root's array
+    assert PG.bcast(None) is None
+    everyone = PG.allgather({"rank": ME, "arr": np.full(ME * 1000, ME, np.int32)})
+    assert [d["rank"] for d in everyone] == list(range(P))
+    assert all(np.all(d["arr"] == d["rank"]) and d["arr"].size == d["rank"] * 1000 for d in everyone)
+    assert PG.gather(ME, root=0) == (list(range(P)) if ME == 0 else None)
+    assert PG.scatter([i * i for i in range(P)] if ME == 0 else None, root=0) == ME * ME
+    assert PG.alltoall([(ME, j) for j in range(P)]) == [(j, ME) for j in range(P)]
+    assert PG.reduce(ME, op=MPI.SUM, root=0) == (P * (P - 1) // 2 if ME == 0 else None)
+
+
+def test_stats_paths():
+    s = pgascol.stats(PG)
+    if HIER:
+        assert s["Allreduce"].get("hier"), s
+        assert any(k.startswith("node:") for k in s), s
+    else:
+        engine = set(s["Allreduce"]) & {"inline", "cico", "cma"}
+        assert engine, s
+        assert s["bcast"] == {"shm": s["bcast"]["shm"]}
+    assert pgascol.stats(NATIVE) == {}
+
+
+def test_free_releases():
+    c = PG.Dup()
+    c.Barrier()
+    c.Free()
+    assert c == MPI.COMM_NULL
+    assert pgascol.stats(c) == {}

@@ -1,0 +1,38 @@
+"""pgascol.Comm robustness: partial errors become timeouts naming the
+operation (tests/mpi_programs/comm_errors.py); a rank killed mid-collective
+ends the job without leaving a /dev/shm segment behind."""
+import glob
+import os
+import subprocess
+import sys
+import time
+
+from tests.mpi_harness import REPO_ROOT, find_launcher, mpi_program_tests
+
+test_partial_errors = mpi_program_tests("comm_errors.py", nprocs=(2, 3, 4), env={"PGASCOL_TIMEOUT": "3"},
+                                        timeout=120)
+
+KILLER = """
+import os, signal, numpy as np
+from mpi4py import MPI
+import pgascol
+c = pgascol.Comm(MPI.COMM_WORLD)
+x = np.ones(1 << 16)
+for i in range(200):
+    if i == 50 and c.Get_rank() == 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    c.Allreduce(MPI.IN_PLACE, x)
+"""
+
+
+def test_killed_rank_leaves_no_segment_and_no_spinner():
+    before = set(glob.glob("/dev/shm/pgascol-*"))
+    launcher, _ = find_launcher()
+    env = {**os.environ, "PGASCOL_TIMEOUT": "10",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
+    start = time.monotonic()
+    proc = subprocess.run([*launcher, "-n", "3", sys.executable, "-c", KILLER], env=env,
+                          capture_output=True, text=True, timeout=120, cwd=REPO_ROOT)
+    assert proc.returncode != 0
+    assert time.monotonic() - start < 60
+    assert set(glob.glob("/dev/shm/pgascol-*")) <= before

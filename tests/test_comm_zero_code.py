@@ -1,0 +1,53 @@
+"""Zero-code-change mode: `mpiexec -n N python -m pgascol script.py [args]`
+runs an unmodified mpi4py script with MPI.COMM_WORLD replaced by a
+pgascol.Comm; an uncaught exception aborts the job; `python -m pgascol info`
+still works."""
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.mpi_harness import REPO_ROOT, find_launcher
+
+SCRIPT = REPO_ROOT / "tests" / "comm_scripts" / "plain_mpi4py.py"
+
+
+def _run(np_, *args, timeout=120, env=None):
+    launcher, _ = find_launcher()
+    full_env = {**os.environ, "PGASCOL_TIMEOUT": "20", **(env or {}),
+                "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
+    return subprocess.run([*launcher, "-n", str(np_), sys.executable, "-m", "pgascol", *args],
+                          env=full_env, capture_output=True, text=True, timeout=timeout, cwd=REPO_ROOT)
+
+
+@pytest.mark.parametrize("np_", [1, 2, 4])
+def test_unmodified_script_runs_on_pgascol(np_):
+    proc = _run(np_, str(SCRIPT), "hello")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "COMM_WORLD is pgascol._comm.Comm; argv=['hello']" in proc.stdout
+    assert "'Allreduce': {'inline'" in proc.stdout or "'Allreduce': {'cico'" in proc.stdout, proc.stdout
+
+
+def test_virtual_nodes_through_zero_code_mode():
+    proc = _run(4, str(SCRIPT), env={"PGASCOL_NODE_SIZE": "2"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "'Allreduce': {'hier': 1}" in proc.stdout, proc.stdout
+
+
+def test_uncaught_exception_aborts_the_job():
+    start = time.monotonic()
+    proc = _run(3, str(SCRIPT), "fail", timeout=60)
+    assert proc.returncode != 0
+    assert "deliberate failure on the last rank" in proc.stderr
+    assert time.monotonic() - start < 30     # aborted, not a timeout
+
+
+def test_command_and_info_still_work():
+    proc = _run(2, "-c", "from mpi4py import MPI; import pgascol; "
+                "assert isinstance(MPI.COMM_WORLD, pgascol.Comm); MPI.COMM_WORLD.Barrier()")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    info = subprocess.run([sys.executable, "-m", "pgascol", "info"], capture_output=True, text=True,
+                          cwd=REPO_ROOT, timeout=60)
+    assert info.returncode == 0 and "pgascol" in info.stdout, info.stdout + info.stderr
