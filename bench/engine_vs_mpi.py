@@ -1,11 +1,11 @@
 """Intra-node engine vs native MPI, side by side in one job.
 
     mpiexec -n 2 python bench/engine_vs_mpi.py [--ops bcast,allreduce] [--sizes 8,1M,16M]
-                                               [--rounds 7] [--json out.json]
+                                               [--rounds 7] [--via team|comm] [--json out.json]
 
-For each operation and size, rounds alternate pgascol (the node team's C
-engine, called from Python) and mpi4py's native collective on the same
-buffers, so machine noise hits both alike. A round times `iters` calls; the
+For each operation and size, rounds alternate pgascol and mpi4py's native
+collective on the same buffers (--via team: the node team's C engine called
+from Python; --via comm: the very same mpi4py calls made on a pgascol.Comm), so machine noise hits both alike. A round times `iters` calls; the
 time of a round is the slowest rank's per-call average; we report the best
 round (min) of each side and the ratio pgascol/MPI, plus the memory floor:
 one memcpy of the payload, timed in the same run (numpy copyto, pre-faulted).
@@ -38,9 +38,12 @@ def human(n):
     return str(n)
 
 
-def make_case(op, nbytes, comm, team):
+def make_case(op, nbytes, comm, team, pcomm=None):
     """Return (pgascol_call, mpi_call) closures for one op and payload size
-    (bytes per rank's contribution, as IMB/OSU count them)."""
+    (bytes per rank's contribution, as IMB/OSU count them). With pcomm, the
+    pgascol side makes the native calls on that pgascol.Comm."""
+    if pcomm is not None:
+        return make_case(op, nbytes, pcomm, team)[1], make_case(op, nbytes, comm, team)[1]
     P, me = comm.Get_size(), comm.Get_rank()
     n = max(nbytes // 8, 1)
     x = np.ones(n)
@@ -108,31 +111,34 @@ def main():
                                      "reduce_scatter_block,gather,scatter,scan")
     ap.add_argument("--sizes", default="8,1K,64K,1M,4M,16M")
     ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--via", choices=("team", "comm"), default="team")
     ap.add_argument("--json")
     args = ap.parse_args()
     comm = MPI.COMM_WORLD
     team = pgascol.NodeTeam(comm)
+    pcomm = pgascol.Comm(comm) if args.via == "comm" else None
     P, me = comm.Get_size(), comm.Get_rank()
     results = []
     if me == 0:
-        print("# np=%d, %s; best of %d rounds; time = slowest rank's mean per call"
-              % (P, MPI.Get_library_version().splitlines()[0].strip(), args.rounds))
+        print("# np=%d, %s; pgascol via %s; best of %d rounds; time = slowest rank's mean per call"
+              % (P, MPI.Get_library_version().splitlines()[0].strip(), args.via, args.rounds))
         print("%-22s %8s %12s %12s %8s %12s  %s" % ("op", "bytes", "pgascol_us", "mpi_us", "ratio",
                                                     "memcpy_us", "path"))
     for op in args.ops.split(","):
         sizes = [0] if op == "barrier" else [parse_size(s) for s in args.sizes.split(",")]
         for nbytes in sizes:
-            ours, theirs = make_case(op, nbytes, comm, team)
+            ours, theirs = make_case(op, nbytes, comm, team, pcomm)
             iters = max(3, min(2000, (256 << 20) // max(nbytes * P, 1) // 4))
             name = {"reduce_scatter_block": "Reduce_scatter_block"}.get(op, op.capitalize())
-            before = dict(team.core.stats().get(name, {}))
+            counters = (lambda: pgascol.stats(pcomm)) if pcomm is not None else team.core.stats
+            before = dict(counters().get(name, {}))
             ours(); theirs()  # warm up, fault pages in
             best_p = best_m = float("inf")
             for _ in range(args.rounds):
                 best_p = min(best_p, time_calls(ours, iters, comm))
                 best_m = min(best_m, time_calls(theirs, iters, comm))
             floor = memcpy_floor(nbytes, 3) if nbytes else 0.0
-            after = team.core.stats().get(name, {})
+            after = counters().get(name, {})
             paths = {k: v - before.get(k, 0) for k, v in after.items() if v > before.get(k, 0)}
             path = max(paths, key=paths.get) if paths else "-"
             row = {"op": op, "bytes": nbytes, "np": P, "pgascol_us": best_p * 1e6, "mpi_us": best_m * 1e6,
@@ -146,6 +152,8 @@ def main():
         with open(args.json, "w") as f:
             json.dump({"np": P, "mpi": MPI.Get_library_version().splitlines()[0].strip(),
                        "results": results}, f, indent=1)
+    if pcomm is not None:
+        pcomm.Free()
     team.free()
 
 
