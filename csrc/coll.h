@@ -37,17 +37,19 @@ static inline int pgc_coll_end(pgc_team *t, int rc)
 
 /* Wait until every peer is done with the op `back` ops before this one
  * (back = 1: the previous op). Needed before overwriting a shared area that
- * peers may still read: staging (back = 1), an inline slot (back = 2). */
+ * peers may still read: staging (back = 1), an inline slot or a descriptor
+ * (back = PGC_RUNAHEAD). */
 int pgc_wait_peers_done(pgc_team *t, uint32_t back);
 
 /* The word where member r publishes its descriptor for the current op (size,
- * path: whatever readers must check before they read). Descriptors alternate
- * by op parity, shared by every family, so a slow reader of op k-1 still
- * finds its own: write it only after pgc_wait_peers_done(t, 2), when every
- * reader of op k-2 (the previous user of the word) is done. */
+ * path: whatever readers must check before they read). Descriptors rotate
+ * with the op number, shared by every family, so a slow reader of an earlier
+ * op still finds its own: write it only after
+ * pgc_wait_peers_done(t, PGC_RUNAHEAD), when every reader of the previous
+ * user of the word is done. */
 static inline _Atomic uint64_t *pgc_desc_of(const pgc_team *t, int r)
 {
-    return &pgc_ctl_of(t, r)->aux[t->op & 1];
+    return &pgc_desc_line_of(t, r)->word[t->op & (PGC_RUNAHEAD - 1)];
 }
 
 /* The one place where the transfer method is chosen: by size, the team's

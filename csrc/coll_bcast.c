@@ -34,12 +34,12 @@ static inline uint64_t descriptor(size_t bytes, pgc_path path)
 static int root_start(pgc_team *t, const void *buf, size_t bytes, pgc_path path)
 {
     pgc_ctl *me = pgc_ctl_of(t, t->rank);
-    int rc = pgc_wait_peers_done(t, 2);
+    int rc = pgc_wait_peers_done(t, PGC_RUNAHEAD);
     if (rc)
         return rc;
     /* Published by the first post below (release). addr is read only by
      * single-copy readers, and the root returns from such an op only after
-     * every reader is done: no parity needed. */
+     * every reader is done: no rotation needed. */
     atomic_store_explicit(pgc_desc_of(t, t->rank), descriptor(bytes, path), memory_order_relaxed);
     atomic_store_explicit(&me->addr, (uint64_t)(uintptr_t)buf, memory_order_relaxed);
     switch (path) {

@@ -58,9 +58,9 @@
  *
  * Cross-op safety of the published words:
  *   - the descriptor (path << 56 | length) lives in pgc_desc_of (coll.h):
- *     double-buffered by op parity like the inline slots, because publishers
+ *     rotating with the op number like the inline slots, because publishers
  *     on the inline and cico paths return without waiting for their readers;
- *     it is written only after pgc_wait_peers_done(t, >= 2);
+ *     it is written only after pgc_wait_peers_done(t, 1 or PGC_RUNAHEAD);
  *   - ctl addr is read only on the cma path, whose owner waits for its
  *     readers (FIN, or the pushers' DESC for Gather) before returning;
  *   - the table and the ring (staging) are written only after
@@ -143,7 +143,8 @@ int pgc_xchg_ring(pgc_team *t, pgc_ring *g, uint32_t nwin)
 
 /* Publish this member's descriptor with seq DESC (release: also publishes
  * the inline payload, table and address written before). Call after
- * pgc_wait_peers_done(t, 1 or 2): the word was last read in op - 2. */
+ * pgc_wait_peers_done(t, 1 or PGC_RUNAHEAD): the word was last read in
+ * op - PGC_RUNAHEAD. */
 void pgc_xchg_publish(pgc_team *t, pgc_path path, size_t len)
 {
     atomic_store_explicit(pgc_desc_of(t, t->rank), ((uint64_t)path << 56) | (len & DESC_LEN_MASK),
@@ -338,14 +339,14 @@ static int gather_send(pgc_team *t, pgc_coll coll, const void *sendbuf, size_t n
     pgc_count(t, coll, path);
     switch (path) {
     case PGC_PATH_INLINE:
-        if ((rc = pgc_wait_peers_done(t, 2)))
+        if ((rc = pgc_wait_peers_done(t, PGC_RUNAHEAD)))
             return rc;
         if (n)
             memcpy(pgc_inline_of(t, t->rank, t->op), sendbuf, n);
         pgc_xchg_publish(t, path, n);
         return PGC_OK;
     case PGC_PATH_CMA: {
-        if ((rc = pgc_wait_peers_done(t, 2)) || (rc = pgc_wait_seq(t, root, PGC_XCHG_STEP_DESC)))
+        if ((rc = pgc_wait_peers_done(t, PGC_RUNAHEAD)) || (rc = pgc_wait_seq(t, root, PGC_XCHG_STEP_DESC)))
             return rc;
         /* The push writes into the root's memory: check its expectation first. */
         pgc_blk b = pgc_xchg_table(t, root)[t->rank];
@@ -533,7 +534,7 @@ int pgc_allgather(pgc_team *t, pgc_coll coll, const void *sendbuf, size_t sendby
     pgc_count(t, coll, path);
     size_t n = recvbytes[me];
     const char *src = sendbuf ? (const char *)sendbuf : (const char *)recvbuf + displs[me];
-    if ((rc = pgc_wait_peers_done(t, path == PGC_PATH_CICO ? 1 : 2)))
+    if ((rc = pgc_wait_peers_done(t, path == PGC_PATH_CICO ? 1 : PGC_RUNAHEAD)))
         return pgc_coll_end(t, rc);
     if (path == PGC_PATH_INLINE && n)
         memcpy(pgc_inline_of(t, me, t->op), src, n);

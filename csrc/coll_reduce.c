@@ -7,7 +7,7 @@
  * across runs, even for floating point.
  *
  *   inline  (whole vector <= inline_max and fits an inline slot) every member
- *           copies its input into its inline slot of this op's parity and
+ *           copies its input into its inline slot of this op and
  *           posts step 1; each member that has a result waits for the
  *           members it needs and folds their slots in rank order into its
  *           receive buffer (Reduce: only the root; Reduce_scatter: its own
@@ -58,7 +58,7 @@
  * A member returns as soon as its own result is complete: peers read only
  * shared memory (never our private buffers), and the shared areas are
  * protected by the next op's wait for the peers' DONE of this one (staging:
- * previous op; inline slots: the op before, by parity). */
+ * previous op; inline slots: op - PGC_RUNAHEAD, their previous user). */
 #include <string.h>
 
 #include "coll.h"
@@ -162,9 +162,9 @@ static int fold(pgc_team *t, const rplan *p, char *dst, size_t n, int last, uint
 static int run_inline(pgc_team *t, const rplan *p)
 {
     int me = t->rank, P = t->nranks;
-    /* Our slot of this parity was last used by op-2: its readers must be
-     * done before we overwrite it. */
-    int rc = pgc_wait_peers_done(t, 2);
+    /* Our inline slot was last used by op - PGC_RUNAHEAD: its readers must
+     * be done before we overwrite it. */
+    int rc = pgc_wait_peers_done(t, PGC_RUNAHEAD);
     if (rc)
         return rc;
     memcpy(pgc_inline_of(t, me, t->op), p->in, p->total * p->esz);

@@ -29,7 +29,8 @@ static void compute_layout(pgc_header *h, int nranks, const pgc_config *cfg)
     h->nranks = (uint32_t)nranks;
     h->inline_slot = inline_slot_size(cfg);
     h->members_offset = PGC_ALIGN_UP(sizeof(pgc_header), PGC_CACHELINE);
-    h->member_stride = sizeof(pgc_ctl) + sizeof(pgc_member) + 2 * h->inline_slot;
+    h->member_stride = sizeof(pgc_ctl) + sizeof(pgc_member) + sizeof(pgc_desc) +
+                       PGC_RUNAHEAD * h->inline_slot;
     h->staging_offset = PGC_ALIGN_UP(h->members_offset + (size_t)nranks * h->member_stride, page);
     h->staging_stride = PGC_ALIGN_UP(cfg->staging_bytes, PGC_PAGE);
     h->size = PGC_ALIGN_UP(h->staging_offset + (size_t)nranks * h->staging_stride, page);

@@ -4,7 +4,8 @@
  *
  *   header page   pgc_header: geometry, team-wide parameters, abort line
  *   members       per rank: pgc_ctl (hot progress line, written by its owner),
- *                 pgc_member (identity, written once), two inline slots
+ *                 pgc_member (identity, written once), pgc_desc (descriptor
+ *                 words), PGC_RUNAHEAD inline slots
  *   staging       per rank: staging_bytes for copy-in/copy-out pipelines
  *
  * Every control word is written by exactly one rank (its owner), except the
@@ -21,13 +22,20 @@
 #include "segment.h"
 
 #define PGC_MAGIC 0x316c6f6373616770ull /* "pgascol1" */
-#define PGC_LAYOUT_VERSION 1
+#define PGC_LAYOUT_VERSION 2
 #define PGC_INLINE_SLOT_MAX 1024
 
 /* The last step of every op: "this member is done with op k". A member that
  * has posted (k, DONE) no longer reads anyone's staging, inline slots or
  * buffers of op k. A new member starts as done with op 0. */
 #define PGC_STEP_DONE 0xffffffffu
+
+/* How far a member may run ahead of its slowest reader: the inline slots and
+ * the descriptor words of op k are reused by op k + PGC_RUNAHEAD, so a member
+ * writes them only once every peer is done with op k - PGC_RUNAHEAD (a root
+ * of back-to-back small Bcasts/Reduces keeps going while readers catch up).
+ * A power of two. */
+#define PGC_RUNAHEAD 16
 
 /* Collectives, for statistics and per-collective thresholds. */
 typedef enum {
@@ -64,7 +72,6 @@ typedef struct pgc_ctl {
     _Atomic uint32_t sleepers;  /* members asleep on doorbell (written by the sleepers) */
     _Atomic uint64_t addr;      /* published user-buffer address (single copy) */
     _Atomic uint64_t len;       /* published length or count */
-    _Atomic uint64_t aux[3];    /* collective-specific published words */
 } __attribute__((aligned(PGC_CACHELINE))) pgc_ctl;
 
 /* A member's identity, written once when it attaches. */
@@ -74,6 +81,12 @@ typedef struct pgc_member {
     uint64_t starttime;     /* /proc/<pid>/stat field 22: tells a reused pid apart */
     uint64_t probe_addr;    /* address of a word in private memory, for the CMA probe */
 } __attribute__((aligned(PGC_CACHELINE))) pgc_member;
+
+/* A member's descriptors (size, path: what readers check before reading),
+ * one word per op modulo PGC_RUNAHEAD; see pgc_desc_of in coll.h. */
+typedef struct pgc_desc {
+    _Atomic uint64_t word[PGC_RUNAHEAD];
+} __attribute__((aligned(PGC_CACHELINE))) pgc_desc;
 
 typedef struct pgc_header {
     uint64_t magic;
@@ -140,11 +153,16 @@ static inline pgc_member *pgc_member_of(const pgc_team *t, int r)
 {
     return (pgc_member *)((char *)pgc_ctl_of(t, r) + sizeof(pgc_ctl));
 }
-/* Inline slots alternate by op parity, so a member may write op k's slot while
- * slow peers still read op k-1's. */
+static inline pgc_desc *pgc_desc_line_of(const pgc_team *t, int r)
+{
+    return (pgc_desc *)((char *)pgc_member_of(t, r) + sizeof(pgc_member));
+}
+/* Inline slots rotate with the op number (PGC_RUNAHEAD of them), so a member
+ * may write op k's slot while slow peers still read earlier ops' slots. */
 static inline void *pgc_inline_of(const pgc_team *t, int r, uint32_t op)
 {
-    return (char *)pgc_member_of(t, r) + sizeof(pgc_member) + (size_t)(op & 1) * t->hdr->inline_slot;
+    return (char *)pgc_desc_line_of(t, r) + sizeof(pgc_desc) +
+           (size_t)(op & (PGC_RUNAHEAD - 1)) * t->hdr->inline_slot;
 }
 static inline void *pgc_staging_of(const pgc_team *t, int r)
 {
