@@ -1,0 +1,626 @@
+"""pgascol-bench: pgascol against native MPI, side by side in one job.
+
+    pgascol-bench run [--np N] [--ops bcast,allreduce,...] [--sizes 8,1K,1M | 8:64M]
+                      [--rounds R] [--virtual-node-size K] [--mpi-launcher CMD]
+                      [--json FILE] [--quick]
+    pgascol-bench compare BASE.json NEW.json [--threshold 0.10]
+
+`run` starts the MPI job itself; every rank runs the worker of this module
+(``python -m pgascol.bench worker ...``, also what bench/engine_vs_mpi.py
+calls under your own ``mpiexec``). For each operation and size, rounds
+alternate pgascol and the native collective on the same buffers (--via comm:
+the same mpi4py calls made on a pgascol.Comm; --via team: the node team's C
+engine called directly), so machine noise hits both alike. A round times
+`iters` calls; the time of a round is the slowest rank's mean per call
+(IMB's t_max). Over the rounds we keep min/avg/max of that time per side; the
+table shows the best round (min), the ratio pgascol/MPI and the memory floor:
+one memcpy of the payload (numpy copyto, pre-faulted) timed in the same run.
+
+The JSON written by --json (schema "pgascol-bench/1") is documented in
+docs/PERFORMANCE.md, as is the regression rule of `compare`.
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+SCHEMA = "pgascol-bench/1"
+
+OPS = ("barrier", "bcast", "reduce", "allreduce", "gather", "scatter", "allgather", "alltoall",
+       "reduce_scatter_block", "scan", "exscan", "gatherv", "scatterv", "allgatherv", "alltoallv")
+DEFAULT_SIZES = "8,1K,64K,1M,16M"
+QUICK_SIZES = "8,1K,64K,1M"
+DEFAULT_ROUNDS = 5
+QUICK_ROUNDS = 5
+DEFAULT_TARGET_MS = 20.0     # wall time of one round of one side (iters chosen for it)
+QUICK_TARGET_MS = 10.0
+MAX_ITERS = 10000
+
+
+class BenchError(Exception):
+    """A bad argument or an unusable environment: reported in one line."""
+
+
+# ---------------------------------------------------------------------------
+# Sizes and operations
+# ---------------------------------------------------------------------------
+
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+def parse_size(s):
+    """'8', '1K', '16M', '1G' (binary units) -> bytes."""
+    m = re.fullmatch(r"\s*(\d+)\s*([KMG]?)(?:I?B)?\s*", s.upper())
+    if not m:
+        raise BenchError("bad size %r: expected a number of bytes with an optional K, M or G "
+                         "suffix, e.g. 8, 1K, 16M" % s)
+    n = int(m.group(1)) * _UNITS[m.group(2)]
+    if n <= 0:
+        raise BenchError("bad size %r: must be at least 1 byte" % s)
+    return n
+
+
+def parse_sizes(spec):
+    """'8,1K,1M' and ranges 'LO:HI' (LO, 4*LO, 16*LO, ... up to HI) or
+    'LO:HI:F' (factor F) -> sorted list of distinct byte counts."""
+    out = []
+    for tok in spec.split(","):
+        tok = tok.strip()
+        if not tok:
+            raise BenchError("bad --sizes %r: empty entry" % spec)
+        if ":" in tok:
+            parts = tok.split(":")
+            if len(parts) not in (2, 3):
+                raise BenchError("bad size range %r: expected LO:HI or LO:HI:FACTOR" % tok)
+            lo, hi = parse_size(parts[0]), parse_size(parts[1])
+            try:
+                f = int(parts[2]) if len(parts) == 3 else 4
+            except ValueError:
+                raise BenchError("bad size range %r: FACTOR must be an integer" % tok) from None
+            if f < 2 or lo > hi:
+                raise BenchError("bad size range %r: need LO <= HI and FACTOR >= 2" % tok)
+            n = lo
+            while n <= hi:
+                out.append(n)
+                n *= f
+        else:
+            out.append(parse_size(tok))
+    return sorted(set(out))
+
+
+def parse_ops(spec):
+    ops = [o.strip().lower() for o in spec.split(",") if o.strip()]
+    if not ops:
+        raise BenchError("--ops is empty; choose from: %s" % ",".join(OPS))
+    bad = [o for o in ops if o not in OPS]
+    if bad:
+        raise BenchError("unknown op(s) %s; choose from: %s" % (",".join(bad), ",".join(OPS)))
+    return list(dict.fromkeys(ops))
+
+
+def human(n):
+    for unit, size in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if n >= size and n % size == 0:
+            return "%d%s" % (n // size, unit)
+    return str(n)
+
+
+# ---------------------------------------------------------------------------
+# Rank side: the worker
+# ---------------------------------------------------------------------------
+
+def make_case(op, nbytes, comm, team, pcomm=None):
+    """Return (pgascol_call, mpi_call) closures for one op and payload size
+    (bytes per rank's contribution, as IMB/OSU count them; Alltoall(v): the
+    total a rank sends). With pcomm, the pgascol side makes the native calls
+    on that pgascol.Comm; otherwise it calls the team's engine directly."""
+    import numpy as np
+    from mpi4py import MPI
+    from . import _core
+
+    if pcomm is not None:
+        return make_case(op, nbytes, pcomm, team)[1], make_case(op, nbytes, comm, team)[1]
+    F64, SUM = _core.DTYPES["float64"], _core.OPS["SUM"]
+    P = comm.Get_size()
+    n = max(nbytes // 8, 1)
+    x = np.ones(n)
+    y = np.zeros(n)
+    t = team.core
+    if op == "barrier":
+        return t.barrier, comm.Barrier
+    if op == "bcast":
+        buf = np.ones(n)
+        return (lambda: t.bcast(buf, buf.nbytes, 0)), (lambda: comm.Bcast(buf, 0))
+    if op == "allreduce":
+        return (lambda: t.allreduce(x, y, n, F64, SUM)), (lambda: comm.Allreduce(x, y, MPI.SUM))
+    if op == "reduce":
+        return (lambda: t.reduce(x, y, n, F64, SUM, 0)), (lambda: comm.Reduce(x, y, MPI.SUM, 0))
+    if op == "scan":
+        return (lambda: t.scan(x, y, n, F64, SUM)), (lambda: comm.Scan(x, y, MPI.SUM))
+    if op == "exscan":
+        return (lambda: t.exscan(x, y, n, F64, SUM)), (lambda: comm.Exscan(x, y, MPI.SUM))
+    if op == "reduce_scatter_block":
+        big = np.ones(n * P)
+        return ((lambda: t.reduce_scatter(big, y, [n] * P, F64, SUM, block=True)),
+                (lambda: comm.Reduce_scatter_block(big, y, MPI.SUM)))
+    b = n * 8
+    small = np.ones(n)
+    big = np.zeros(n * P)
+    counts = [b] * P                         # bytes, for the engine
+    displs = [i * b for i in range(P)]
+    ecounts = [n] * P                        # elements, for MPI (v-variants: equal counts)
+    edispls = [i * n for i in range(P)]
+    if op == "allgather":
+        return (lambda: t.allgather(small, b, big, counts, None)), (lambda: comm.Allgather(small, big))
+    if op == "allgatherv":
+        vbig = [big, ecounts, edispls, MPI.DOUBLE]
+        return ((lambda: t.allgather(small, b, big, counts, displs, v=True)),
+                (lambda: comm.Allgatherv(small, vbig)))
+    if op == "gather":
+        return (lambda: t.gather(small, b, big, counts, None, 0)), (lambda: comm.Gather(small, big, 0))
+    if op == "gatherv":
+        vbig = [big, ecounts, edispls, MPI.DOUBLE]
+        return ((lambda: t.gather(small, b, big, counts, displs, 0, v=True)),
+                (lambda: comm.Gatherv(small, vbig, 0)))
+    if op == "scatter":
+        return (lambda: t.scatter(big, counts, None, small, b, 0)), (lambda: comm.Scatter(big, small, 0))
+    if op == "scatterv":
+        vbig = [big, ecounts, edispls, MPI.DOUBLE]
+        return ((lambda: t.scatter(big, counts, displs, small, b, 0, v=True)),
+                (lambda: comm.Scatterv(vbig, small, 0)))
+    if op in ("alltoall", "alltoallv"):
+        per = max(nbytes // P // 8, 1)
+        s2, r2 = np.ones(per * P), np.zeros(per * P)
+        c2 = [per * 8] * P
+        d2 = [i * per * 8 for i in range(P)]
+        if op == "alltoall":
+            return ((lambda: t.alltoall(s2, c2, None, r2, c2, None)), (lambda: comm.Alltoall(s2, r2)))
+        ec, ed = [per] * P, [i * per for i in range(P)]
+        vs, vr = [s2, ec, ed, MPI.DOUBLE], [r2, ec, ed, MPI.DOUBLE]
+        return ((lambda: t.alltoall(s2, c2, d2, r2, c2, d2, v=True)),
+                (lambda: comm.Alltoallv(vs, vr)))
+    raise BenchError("unknown op %r" % op)
+
+
+def time_calls(fn, iters, comm):
+    """The slowest rank's mean time per call over `iters` calls."""
+    from mpi4py import MPI
+    comm.Barrier()
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        fn()
+    dt = (time.perf_counter() - t0) / iters
+    return comm.allreduce(dt, op=MPI.MAX)
+
+
+def memcpy_floor(nbytes, rounds=3):
+    """Best time of one numpy copyto of nbytes (pre-faulted buffers)."""
+    import numpy as np
+    src = np.ones(max(nbytes // 8, 1))
+    dst = np.zeros_like(src)
+    best = float("inf")
+    for _ in range(rounds):
+        iters = max(1, min(1000, (64 << 20) // max(nbytes, 1)))
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            np.copyto(dst, src)
+        best = min(best, (time.perf_counter() - t0) / iters)
+    return best
+
+
+def _stats_row(impl, op, nbytes, P, times, iters, path, floor):
+    return {"op": op, "bytes": nbytes, "np": P, "impl": impl,
+            "t_min_us": min(times) * 1e6, "t_avg_us": sum(times) / len(times) * 1e6,
+            "t_max_us": max(times) * 1e6, "path": path, "memcpy_us": floor * 1e6,
+            "iters": iters, "rounds": len(times)}
+
+
+def worker_main(argv=None):
+    """Run under MPI on every rank; rank 0 prints one line per case (flushed)
+    and, with --json, writes {"np", "mpi_library", "via", "results"}."""
+    ap = argparse.ArgumentParser(prog="python -m pgascol.bench worker",
+                                 description="pgascol vs native MPI, one MPI job (run under mpiexec)")
+    ap.add_argument("--ops", default=",".join(OPS))
+    ap.add_argument("--sizes", default=DEFAULT_SIZES)
+    ap.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS)
+    ap.add_argument("--via", choices=("team", "comm"), default="team")
+    ap.add_argument("--target-ms", type=float, default=DEFAULT_TARGET_MS,
+                    help="wall time of one round of one side (sets iters)")
+    ap.add_argument("--json")
+    args = ap.parse_args(argv)
+    try:
+        ops, sizes = parse_ops(args.ops), parse_sizes(args.sizes)
+    except BenchError as e:
+        ap.error(str(e))
+    if args.rounds < 1:
+        ap.error("--rounds must be >= 1")
+
+    from mpi4py import MPI
+    import pgascol
+
+    comm = MPI.COMM_WORLD
+    team = pgascol.NodeTeam(comm)
+    pcomm = pgascol.Comm(comm) if args.via == "comm" else None
+    P, me = comm.Get_size(), comm.Get_rank()
+    lib = MPI.Get_library_version().strip().splitlines()[0].strip()
+    cases = [(op, 0 if op == "barrier" else s) for op in ops for s in ([0] if op == "barrier" else sizes)]
+    results = []
+    out = sys.stdout
+    if me == 0:
+        out.write("# np=%d, %s; pgascol via %s; %d rounds per case; time = slowest rank's mean "
+                  "per call, best round\n" % (P, lib, args.via, args.rounds))
+        out.flush()
+    counters = (lambda: pgascol.stats(pcomm)) if pcomm is not None else team.core.stats
+    for k, (op, nbytes) in enumerate(cases, 1):
+        ours, theirs = make_case(op, nbytes, comm, team, pcomm)
+        name = op.capitalize()
+        before = dict(counters().get(name, {}))
+        ours(); theirs()  # warm up, fault pages in
+        one = max(time_calls(ours, 1, comm), time_calls(theirs, 1, comm), 1e-7)
+        iters = comm.bcast(int(max(1, min(MAX_ITERS, args.target_ms * 1e-3 / one))), 0)
+        tp, tm = [], []
+        for _ in range(args.rounds):
+            tp.append(time_calls(ours, iters, comm))
+            tm.append(time_calls(theirs, iters, comm))
+        floor = memcpy_floor(nbytes) if nbytes else 0.0
+        floor = comm.bcast(floor, 0)
+        after = counters().get(name, {})
+        paths = {p: v - before.get(p, 0) for p, v in after.items() if v > before.get(p, 0)}
+        path = max(paths, key=paths.get) if paths else "-"
+        results.append(_stats_row("pgascol", op, nbytes, P, tp, iters, path, floor))
+        results.append(_stats_row("mpi", op, nbytes, P, tm, iters, None, floor))
+        if me == 0:
+            out.write("[%d/%d] %-20s %6s  pgascol %10.2f us  mpi %10.2f us  ratio %5.2f  "
+                      "memcpy %9.2f us  %s\n" % (k, len(cases), op, human(nbytes) if nbytes else "-",
+                                                 min(tp) * 1e6, min(tm) * 1e6, min(tp) / min(tm),
+                                                 floor * 1e6, path))
+            out.flush()
+    if me == 0 and args.json:
+        with open(args.json, "w") as f:
+            json.dump({"np": P, "mpi_library": lib, "via": args.via, "rounds": args.rounds,
+                       "results": results}, f, indent=1)
+    if pcomm is not None:
+        pcomm.Free()
+    team.free()
+    return 0
+
+
+# ---------------------------------------------------------------------------
+# Host side: launching the job
+# ---------------------------------------------------------------------------
+
+def find_launcher(override=None):
+    """(argv prefix, impl) for starting MPI jobs; impl is "mpich", "openmpi"
+    or "unknown". `override` (a command line, split like a shell would) wins;
+    otherwise the mpiexec next to this interpreter (the MPI wheels put it
+    there), then mpiexec/mpirun on PATH. Open MPI gets --oversubscribe (and
+    --allow-run-as-root as root)."""
+    if override:
+        command, *extra = shlex.split(override)
+        path = shutil.which(command)
+        if path is None:
+            raise BenchError("--mpi-launcher %r: %r not found" % (override, command))
+    else:
+        extra = []
+        beside = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+        path = beside if os.access(beside, os.X_OK) else shutil.which("mpiexec") or shutil.which("mpirun")
+        if path is None:
+            raise BenchError("no mpiexec/mpirun found next to %s or on PATH "
+                             "(use --mpi-launcher)" % sys.executable)
+    try:
+        v = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60)
+        text = v.stdout + v.stderr
+    except (OSError, subprocess.TimeoutExpired):
+        text = ""
+    if re.search(r"Open MPI|OpenRTE|PRRTE", text, re.IGNORECASE):
+        impl = "openmpi"
+        extra = ["--oversubscribe", *extra]
+        if os.geteuid() == 0:
+            extra = ["--allow-run-as-root", *extra]
+    elif re.search(r"HYDRA|MPICH|Intel", text, re.IGNORECASE):
+        impl = "mpich"
+    else:
+        impl = "unknown"
+    return [path, *extra], impl
+
+
+def _cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.lower().startswith(("model name", "hardware", "cpu model")):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or None
+
+
+def _git_revision():
+    """The commit of the source tree pgascol is imported from, read from the
+    .git directory (no git process); None when not in a checkout."""
+    d = os.path.dirname(os.path.abspath(__file__))
+    while True:
+        g = os.path.join(d, ".git")
+        if os.path.exists(g):
+            break
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
+    try:
+        if os.path.isfile(g):  # worktree: "gitdir: PATH"
+            with open(g) as f:
+                g = os.path.join(d, f.read().split(":", 1)[1].strip())
+        with open(os.path.join(g, "HEAD")) as f:
+            head = f.read().strip()
+        if not head.startswith("ref:"):
+            return head or None
+        ref = head.split(":", 1)[1].strip()
+        common = g
+        cd = os.path.join(g, "commondir")
+        if os.path.isfile(cd):
+            with open(cd) as f:
+                common = os.path.join(g, f.read().strip())
+        for base in (g, common):
+            p = os.path.join(base, ref)
+            if os.path.isfile(p):
+                with open(p) as f:
+                    return f.read().strip() or None
+        with open(os.path.join(common, "packed-refs")) as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) == 2 and parts[1] == ref:
+                    return parts[0]
+    except (OSError, IndexError):
+        pass
+    return None
+
+
+def collect_meta(command, np_, vns, mpi_library, launcher, impl):
+    import numpy
+    try:
+        import psutil
+        physical = psutil.cpu_count(logical=False)
+    except Exception:
+        physical = None
+    try:
+        import mpi4py
+        mpi4py_version = mpi4py.__version__
+    except Exception:
+        mpi4py_version = None
+    from . import __version__
+    return {"machine": platform.node(), "cpu_model": _cpu_model(),
+            "cores": {"logical": os.cpu_count(), "physical": physical},
+            "os": "%s %s" % (platform.system(), platform.release()),
+            "mpi_library": mpi_library, "mpi_launcher": launcher, "mpi_impl": impl,
+            "mpi4py": mpi4py_version, "pgascol": __version__, "git_revision": _git_revision(),
+            "python": platform.python_version(), "numpy": numpy.__version__,
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "command": command, "np": np_, "virtual_node_size": vns}
+
+
+def format_table(results):
+    """The readable table: one line per (op, bytes) with both sides."""
+    pg = {(r["op"], r["bytes"]): r for r in results if r["impl"] == "pgascol"}
+    mp = {(r["op"], r["bytes"]): r for r in results if r["impl"] == "mpi"}
+    lines = ["times in us: the slowest rank's mean per call; min = best round, avg over rounds; "
+             "ratio = pgascol min / mpi min (below 1: pgascol faster)",
+             "%-20s %7s %11s %11s %11s %11s %7s %11s %9s  %s" % (
+                 "op", "bytes", "pgascol min", "pgascol avg", "mpi min", "mpi avg", "ratio",
+                 "memcpy", "GB/s", "path")]
+    for key, p in pg.items():
+        m = mp.get(key)
+        ratio = p["t_min_us"] / m["t_min_us"] if m and m["t_min_us"] > 0 else float("nan")
+        bw = key[1] / (p["t_min_us"] * 1e3) if key[1] and p["t_min_us"] > 0 else 0.0
+        lines.append("%-20s %7s %11.2f %11.2f %11s %11s %7.2f %11s %9s  %s" % (
+            key[0], human(key[1]) if key[1] else "-", p["t_min_us"], p["t_avg_us"],
+            "%.2f" % m["t_min_us"] if m else "-", "%.2f" % m["t_avg_us"] if m else "-", ratio,
+            "%.2f" % p["memcpy_us"] if key[1] else "-", "%.2f" % bw if key[1] else "-", p["path"]))
+    return "\n".join(lines)
+
+
+def _kill_job(proc):
+    import signal
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=3)
+            return
+        except subprocess.TimeoutExpired:
+            pass
+
+
+def cmd_run(args, argv):
+    def pick(value, default):
+        return default if value is None else value
+
+    if args.quick:
+        np_ = pick(args.np, 2)
+        sizes = pick(args.sizes, QUICK_SIZES)
+        rounds = pick(args.rounds, QUICK_ROUNDS)
+        target = QUICK_TARGET_MS
+    else:
+        np_ = pick(args.np, max(2, min(4, os.cpu_count() or 2)))
+        sizes = pick(args.sizes, DEFAULT_SIZES)
+        rounds = pick(args.rounds, DEFAULT_ROUNDS)
+        target = DEFAULT_TARGET_MS
+    ops = parse_ops(pick(args.ops, ",".join(OPS)))
+    parse_sizes(sizes)  # validate before launching
+    if np_ < 1:
+        raise BenchError("--np must be >= 1")
+    if rounds < 1:
+        raise BenchError("--rounds must be >= 1")
+    if args.virtual_node_size is not None and args.virtual_node_size < 1:
+        raise BenchError("--virtual-node-size must be >= 1")
+    prefix, impl = find_launcher(args.mpi_launcher)
+    env = dict(os.environ)
+    env["PYTHONUNBUFFERED"] = "1"
+    if args.virtual_node_size:
+        env["PGASCOL_NODE_SIZE"] = str(args.virtual_node_size)
+    with tempfile.TemporaryDirectory(prefix="pgascol-bench-") as tmp:
+        raw = os.path.join(tmp, "raw.json")
+        command = [*prefix, "-n", str(np_), sys.executable, "-m", "pgascol.bench", "worker",
+                   "--via", "comm", "--ops", ",".join(ops), "--sizes", sizes,
+                   "--rounds", str(rounds), "--target-ms", str(target), "--json", raw]
+        print("# launching: %s" % shlex.join(command), flush=True)
+        proc = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                text=True, errors="replace", start_new_session=True)
+        try:
+            for line in proc.stdout:
+                sys.stdout.write(line)
+                sys.stdout.flush()
+            rc = proc.wait()
+        except BaseException:
+            _kill_job(proc)
+            raise
+        if rc != 0 or not os.path.exists(raw):
+            raise BenchError("the MPI job failed (exit status %s); see its output above" % rc)
+        with open(raw) as f:
+            job = json.load(f)
+    meta = collect_meta(shlex.join(["pgascol-bench", *argv]), job["np"], args.virtual_node_size,
+                        job["mpi_library"], shlex.join(prefix), impl)
+    meta["rounds"] = rounds
+    meta["via"] = job["via"]
+    doc = {"schema": SCHEMA, "meta": meta, "results": job["results"]}
+    print()
+    print("# pgascol-bench: np=%d, %s, %s, %d rounds%s" % (
+        job["np"], job["mpi_library"], meta["machine"], rounds,
+        ", virtual nodes of %d" % args.virtual_node_size if args.virtual_node_size else ""))
+    print(format_table(job["results"]))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(doc, f, indent=1)
+            f.write("\n")
+        print("# wrote %s" % args.json)
+    return 0
+
+
+# ---------------------------------------------------------------------------
+# compare
+# ---------------------------------------------------------------------------
+
+def load_results(path):
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except (OSError, ValueError) as e:
+        raise BenchError("cannot read %s: %s" % (path, e)) from None
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        raise BenchError("%s is not a %s file (schema %r)" % (
+            path, SCHEMA, doc.get("schema") if isinstance(doc, dict) else None))
+    out = {}
+    for r in doc.get("results", []):
+        out[(r["op"], r["bytes"], r["np"], r["impl"])] = r
+    return out
+
+
+def is_regression(base, new, threshold):
+    """The rule of `compare`: slower than the threshold AND beyond the
+    spread of the base run (its slowest round)."""
+    return (new["t_min_us"] > base["t_min_us"] * (1 + threshold)
+            and new["t_min_us"] > base["t_max_us"])
+
+
+def cmd_compare(args):
+    if args.threshold < 0:
+        raise BenchError("--threshold must be >= 0")
+    base, new = load_results(args.base), load_results(args.new)
+    keys = sorted(set(base) & set(new), key=lambda k: (k[0], k[1], k[2], k[3] != "pgascol"))
+    print("change of the best round (t_min); regression: pgascol new t_min > base t_min * (1 + %.2f) "
+          "and > base t_max" % args.threshold)
+    print("%-20s %7s %4s %-8s %11s %11s %11s %8s  %s" % (
+        "op", "bytes", "np", "impl", "base min", "base max", "new min", "change", ""))
+    regressions = []
+    for k in keys:
+        b, n = base[k], new[k]
+        change = n["t_min_us"] / b["t_min_us"] - 1 if b["t_min_us"] > 0 else float("nan")
+        flag = ""
+        if k[3] == "pgascol":
+            if is_regression(b, n, args.threshold):
+                flag = "REGRESSION"
+                regressions.append(k)
+            elif n["t_min_us"] > b["t_min_us"] * (1 + args.threshold):
+                flag = "slower, within the base run's spread"
+        else:
+            flag = "(native, for context)"
+        print("%-20s %7s %4d %-8s %11.2f %11.2f %11.2f %+7.1f%%  %s" % (
+            k[0], human(k[1]) if k[1] else "-", k[2], k[3], b["t_min_us"], b["t_max_us"],
+            n["t_min_us"], change * 100, flag))
+    for label, only in (("only in base", set(base) - set(new)), ("only in new", set(new) - set(base))):
+        for k in sorted(only):
+            print("missing case (%s): %s %s np=%d %s" % (label, k[0], human(k[1]) if k[1] else "-",
+                                                        k[2], k[3]))
+    if not keys:
+        print("no case in common")
+    if regressions:
+        print("%d regression(s): %s" % (len(regressions), ", ".join(
+            "%s %s np=%d" % (k[0], human(k[1]) if k[1] else "-", k[2]) for k in regressions)))
+        return 1
+    print("no regression (%d pgascol case(s) compared)" % sum(1 for k in keys if k[3] == "pgascol"))
+    return 0
+
+
+# ---------------------------------------------------------------------------
+# Command line
+# ---------------------------------------------------------------------------
+
+def _parser():
+    ap = argparse.ArgumentParser(prog="pgascol-bench",
+                                 description="pgascol.Comm against native MPI collectives; "
+                                             "no arguments: `run` with the default sweep")
+    sub = ap.add_subparsers(dest="command")
+    r = sub.add_parser("run", help="launch an MPI job and time pgascol vs native MPI")
+    r.add_argument("--np", type=int, help="ranks (default: 2-4 by the CPU count; --quick: 2)")
+    r.add_argument("--ops", help="comma-separated, from: %s (default: all)" % ",".join(OPS))
+    r.add_argument("--sizes", help="bytes per rank, e.g. 8,1K,1M or a range LO:HI[:FACTOR] "
+                                   "(default %s; --quick %s)" % (DEFAULT_SIZES, QUICK_SIZES))
+    r.add_argument("--rounds", type=int, help="rounds per case (default %d; --quick %d)"
+                   % (DEFAULT_ROUNDS, QUICK_ROUNDS))
+    r.add_argument("--virtual-node-size", type=int, metavar="K",
+                   help="split the node into virtual nodes of K ranks (PGASCOL_NODE_SIZE)")
+    r.add_argument("--mpi-launcher", metavar="CMD",
+                   help="launcher command line, e.g. 'mpirun --bind-to none' (default: detected)")
+    r.add_argument("--json", metavar="FILE", help="write the results (schema %s)" % SCHEMA)
+    r.add_argument("--quick", action="store_true", help="a small sweep (np=2, under 2 minutes)")
+    c = sub.add_parser("compare", help="compare two JSON results; exit 1 on a pgascol regression")
+    c.add_argument("base")
+    c.add_argument("new")
+    c.add_argument("--threshold", type=float, default=0.10,
+                   help="relative slowdown tolerated (default 0.10)")
+    return ap
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["worker"]:
+        return worker_main(argv[1:])
+    if not argv:
+        argv = ["run"]
+    ap = _parser()
+    args = ap.parse_args(argv)
+    if args.command is None:
+        ap.error("choose a command: run or compare")
+    try:
+        if args.command == "run":
+            return cmd_run(args, argv)
+        return cmd_compare(args)
+    except BenchError as e:
+        print("pgascol-bench: error: %s" % e, file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
