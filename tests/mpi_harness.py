@@ -63,6 +63,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import faulthandler
 import functools
 import importlib.util
@@ -356,7 +357,7 @@ def run_mpi(program: str | os.PathLike, np: int, args=(), env=None,
     # Unbuffered, so output printed right before a hang or crash is not lost.
     rank_env["PYTHONUNBUFFERED"] = "1"
 
-    with tempfile.TemporaryDirectory(prefix="pgascol-mpi-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="pgascol-mpi-") as tmp, cleaned_mpi_shm():
         result_dir = Path(tmp)
         command = [*prefix, "-n", str(np), sys.executable, "-m", "tests.mpi_harness",
                    *selection, str(program), str(result_dir), "--", *map(str, args)]
@@ -382,6 +383,52 @@ def run_mpi(program: str | os.PathLike, np: int, args=(), env=None,
     return MPIRunResult(program=program, np=np, command=command, functions=functions,
                         returncode=proc.returncode, timed_out=timed_out,
                         timeout=timeout, stdout=stdout, stderr=stderr, ranks=ranks)
+
+
+# The MPI libraries' own shared-memory files: MPICH and Open MPI remove them
+# in MPI_Finalize only, so a job whose ranks are killed (as the failure tests
+# do on purpose) or time out leaves them in /dev/shm.
+MPI_SHM_PATTERNS = ("mpich_shm_*", "sm_segment.*")
+
+
+def mpi_shm_entries() -> set[Path]:
+    return {p for pattern in MPI_SHM_PATTERNS for p in Path("/dev/shm").glob(pattern)}
+
+
+@contextlib.contextmanager
+def cleaned_mpi_shm():
+    """Around any launch of an MPI job: afterwards, remove the MPI segments
+    it left behind (see remove_orphaned_mpi_segments)."""
+    before = mpi_shm_entries()
+    try:
+        yield
+    finally:
+        remove_orphaned_mpi_segments(before)
+
+
+def remove_orphaned_mpi_segments(before: set[Path]) -> None:
+    """Unlink the MPI segments created during a job that no live process
+    maps any more: what a killed job left behind. Ranks of an aborted job may
+    still be exiting when the launcher returns, so mapped ones are looked at
+    again for up to a second."""
+    pending = mpi_shm_entries() - before
+    for _ in range(10):
+        if not pending:
+            return
+        mapped = set()
+        for maps in Path("/proc").glob("[0-9]*/maps"):
+            try:
+                mapped.update(line.split(None, 5)[-1].strip().removesuffix(" (deleted)")
+                              for line in maps.read_text().splitlines() if "/dev/shm/" in line)
+            except OSError:
+                continue
+        for path in [p for p in pending if str(p) not in mapped]:
+            try:
+                path.unlink()
+            except OSError:
+                pass
+        pending = {p for p in pending if p.exists()}
+        time.sleep(0.1)
 
 
 def _dump_rank_stacks(proc: subprocess.Popen, result_dir: Path, np: int) -> None:

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from tests.mpi_harness import REPO_ROOT, find_launcher
+from tests.mpi_harness import REPO_ROOT, cleaned_mpi_shm, find_launcher
 
 RUNNER = REPO_ROOT / "tests" / "mpi4py_suite" / "run_suite.py"
 CASES = [(1, 0), (2, 0), (3, 0), (4, 0), (2, 1), (3, 1), (3, 2), (4, 2), (4, 3)]
@@ -21,8 +21,9 @@ def test_mpi4py_cco_suite(np_, node_size):
     launcher, _ = find_launcher()
     env = {**os.environ, "PGASCOL_TIMEOUT": "30", "PGASCOL_NODE_SIZE": str(node_size),
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
-    proc = subprocess.run([*launcher, "-n", str(np_), sys.executable, str(RUNNER)], env=env,
-                          capture_output=True, text=True, timeout=400, cwd=REPO_ROOT)
+    with cleaned_mpi_shm():  # a failing run may end before MPI_Finalize
+        proc = subprocess.run([*launcher, "-n", str(np_), sys.executable, str(RUNNER)], env=env,
+                              capture_output=True, text=True, timeout=400, cwd=REPO_ROOT)
     tail = (proc.stdout[-3000:] + "\n" + proc.stderr[-5000:])
     assert proc.returncode == 0, tail
     summary = json.loads(proc.stdout.strip().splitlines()[-1])

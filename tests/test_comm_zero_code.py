@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from tests.mpi_harness import REPO_ROOT, find_launcher
+from tests.mpi_harness import REPO_ROOT, cleaned_mpi_shm, find_launcher
 
 SCRIPT = REPO_ROOT / "tests" / "comm_scripts" / "plain_mpi4py.py"
 
@@ -18,8 +18,10 @@ def _run(np_, *args, timeout=120, env=None):
     launcher, _ = find_launcher()
     full_env = {**os.environ, "PGASCOL_TIMEOUT": "20", **(env or {}),
                 "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
-    return subprocess.run([*launcher, "-n", str(np_), sys.executable, "-m", "pgascol", *args],
-                          env=full_env, capture_output=True, text=True, timeout=timeout, cwd=REPO_ROOT)
+    with cleaned_mpi_shm():  # a script that fails aborts the job before MPI_Finalize
+        return subprocess.run([*launcher, "-n", str(np_), sys.executable, "-m", "pgascol", *args],
+                              env=full_env, capture_output=True, text=True, timeout=timeout,
+                              cwd=REPO_ROOT)
 
 
 @pytest.mark.parametrize("np_", [1, 2, 4])
