@@ -322,6 +322,17 @@ cdef int _need(_Msg m, Py_ssize_t nbytes, str what) except -1:
     return 0
 
 
+cdef tuple _byte_layout(_State st, _Msg m, bint v, str what):
+    """(counts, displs) in bytes of a buffer laid out per rank (displs None:
+    packed, the fixed-size forms), after checking the buffer holds it."""
+    cdef Py_ssize_t esize = m.esize
+    if v:
+        _need(m, _vec_extent(m), what)
+        return [c * esize for c in m.counts], [d * esize for d in m.displs]
+    _need(m, m.count * esize * st.size, what)
+    return st.blist(m.count * esize), None
+
+
 cdef object _last_op = None
 cdef int _last_opc = -1
 
@@ -689,7 +700,7 @@ cdef int _gather(_State st, object sendbuf, object recvbuf, int root, bint v) ex
     cdef bint at_root = st.rank == root
     cdef bint inplace = at_root and _is_in_place(sendbuf)
     cdef _Msg s = None, r = None
-    cdef Py_ssize_t sb = 0, esize
+    cdef Py_ssize_t sb = 0
     bcounts = bdispls = None
     if not inplace:
         s = _simple(sendbuf, False, 0)
@@ -701,15 +712,7 @@ cdef int _gather(_State st, object sendbuf, object recvbuf, int root, bint v) ex
         r = _vector(recvbuf, True, st.size) if v else _simple(recvbuf, True, st.size)
         if r is None:
             return 0
-        esize = r.esize
-        if v:
-            bcounts = [c * esize for c in r.counts]
-            bdispls = [d * esize for d in r.displs]
-            _need(r, _vec_extent(r), "recvbuf")
-        else:
-            bcounts = st.blist(r.count * esize)
-            bdispls = None
-            _need(r, r.count * esize * st.size, "recvbuf")
+        bcounts, bdispls = _byte_layout(st, r, v, "recvbuf")
         if inplace:
             sb = bcounts[root]
         elif bcounts[root] != sb:
@@ -787,7 +790,7 @@ cdef int _scatter(_State st, object sendbuf, object recvbuf, int root, bint v) e
     cdef bint at_root = st.rank == root
     cdef bint inplace = at_root and _is_in_place(recvbuf)
     cdef _Msg s = None, r = None
-    cdef Py_ssize_t rb = 0, esize
+    cdef Py_ssize_t rb = 0
     bcounts = bdispls = None
     if not inplace:
         r = _simple(recvbuf, True, 0)
@@ -799,15 +802,7 @@ cdef int _scatter(_State st, object sendbuf, object recvbuf, int root, bint v) e
         s = _vector(sendbuf, False, st.size) if v else _simple(sendbuf, False, st.size)
         if s is None:
             return 0
-        esize = s.esize
-        if v:
-            bcounts = [c * esize for c in s.counts]
-            bdispls = [d * esize for d in s.displs]
-            _need(s, _vec_extent(s), "sendbuf")
-        else:
-            bcounts = st.blist(s.count * esize)
-            bdispls = None
-            _need(s, s.count * esize * st.size, "sendbuf")
+        bcounts, bdispls = _byte_layout(st, s, v, "sendbuf")
         if inplace:
             rb = bcounts[root]
         elif bcounts[root] != rb:
@@ -869,15 +864,8 @@ cdef int _allgather(_State st, object sendbuf, object recvbuf, bint v) except -1
     cdef _Msg r = _vector(recvbuf, True, st.size) if v else _simple(recvbuf, True, st.size)
     if r is None:
         return 0
-    cdef Py_ssize_t sb, esize = r.esize
-    if v:
-        bcounts = [c * esize for c in r.counts]
-        bdispls = [d * esize for d in r.displs]
-        _need(r, _vec_extent(r), "recvbuf")
-    else:
-        bcounts = st.blist(r.count * esize)
-        bdispls = None
-        _need(r, r.count * esize * st.size, "recvbuf")
+    cdef Py_ssize_t sb
+    bcounts, bdispls = _byte_layout(st, r, v, "recvbuf")
     if inplace:
         sb = bcounts[st.rank]
     else:
@@ -944,27 +932,13 @@ cdef int _alltoall(_State st, object sendbuf, object recvbuf, bint v) except -1:
     cdef _Msg r = _vector(recvbuf, True, st.size) if v else _simple(recvbuf, True, st.size)
     if r is None:
         return 0
-    cdef Py_ssize_t esize = r.esize
-    if v:
-        rcounts = [c * esize for c in r.counts]
-        rdispls = [d * esize for d in r.displs]
-        _need(r, _vec_extent(r), "recvbuf")
-    else:
-        rcounts = st.blist(r.count * esize)
-        rdispls = None
-        _need(r, r.count * esize * st.size, "recvbuf")
+    rcounts, rdispls = _byte_layout(st, r, v, "recvbuf")
     scounts = sdispls = None
     if not inplace:
         s = _vector(sendbuf, False, st.size) if v else _simple(sendbuf, False, st.size)
         if s is None:
             return 0
-        if v:
-            scounts = [c * s.esize for c in s.counts]
-            sdispls = [d * s.esize for d in s.displs]
-            _need(s, _vec_extent(s), "sendbuf")
-        else:
-            scounts = st.blist(s.count * s.esize)
-            _need(s, s.count * s.esize * st.size, "sendbuf")
+        scounts, sdispls = _byte_layout(st, s, v, "sendbuf")
         if scounts[st.rank] != rcounts[st.rank]:
             raise ArgumentError("Alltoall%s: this rank sends %d bytes to itself but receives %d"
                                 % ("v" if v else "", scounts[st.rank], rcounts[st.rank]))

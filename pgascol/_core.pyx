@@ -54,6 +54,17 @@ def dtype_of_format(str fmt):
     return _FORMAT_DTYPE.get(fmt, -1)
 
 
+def check_config(dict config):
+    """Refuse a team configuration the core cannot work with (ArgumentError)."""
+    chunk, staging = config["chunk_bytes"], config["staging_bytes"]
+    if chunk < 64 or chunk % 64 or staging < 2 * chunk:
+        raise ArgumentError("chunk_bytes (PGASCOL_CHUNK_BYTES) must be a positive multiple of 64 "
+                            "and staging_bytes (PGASCOL_STAGING_BYTES) at least two chunks "
+                            "(got %d and %d)" % (chunk, staging))
+    if config["timeout_s"] <= 0:
+        raise ArgumentError("the timeout (PGASCOL_TIMEOUT) must be positive (got %r)" % config["timeout_s"])
+
+
 def cma_probe_fork():
     """Probe single copy on this machine with a forked child.
     Returns (True, "") or (False, reason)."""
@@ -190,11 +201,7 @@ cdef class Team:
         for i, name in enumerate(COLLECTIVES):
             v = cma_min.get(name)
             cfg.cma_min[i] = UINT64_MAX if v is None else v
-        if cfg.chunk_bytes < 64 or cfg.chunk_bytes % 64 or cfg.staging_bytes < 2 * cfg.chunk_bytes:
-            raise ArgumentError("chunk_bytes must be a positive multiple of 64 and staging_bytes "
-                                "at least two chunks (got %d and %d)" % (cfg.chunk_bytes, cfg.staging_bytes))
-        if cfg.timeout_s <= 0:
-            raise ArgumentError("timeout must be positive (got %r)" % cfg.timeout_s)
+        check_config(config)
         cdef pgc_team *t
         with nogil:
             t = pgc_team_create(rank, size, &cfg, &err)

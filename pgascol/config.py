@@ -82,24 +82,19 @@ def cma_min(env=os.environ):
 
 def team_config(oversubscribed, env=os.environ):
     """The parameters of a new team, as the C core takes them."""
-    timeout = _get(env, "PGASCOL_TIMEOUT")
-    if timeout <= 0:
-        raise ArgumentError("PGASCOL_TIMEOUT must be positive")
-    chunk = _get(env, "PGASCOL_CHUNK_BYTES")
-    staging = _get(env, "PGASCOL_STAGING_BYTES")
-    if chunk < 64 or chunk % 64 or staging < 2 * chunk:
-        raise ArgumentError("PGASCOL_CHUNK_BYTES must be a multiple of 64 and PGASCOL_STAGING_BYTES "
-                            "at least two chunks (got %d and %d)" % (chunk, staging))
-    return {
-        "timeout_s": timeout,
+    cfg = {
+        "timeout_s": _get(env, "PGASCOL_TIMEOUT"),
         # Spinning only pays when every rank has a CPU: with more ranks than
         # CPUs the rank we wait for may need our core (shared/FACTS.md).
         "spin_ns": 0 if oversubscribed else int(_get(env, "PGASCOL_SPIN_US") * 1000),
         "yield_ns": int(_get(env, "PGASCOL_YIELD_US") * 1000),
         "inline_max": min(_get(env, "PGASCOL_INLINE_MAX"), 1024),
-        "staging_bytes": staging,
-        "chunk_bytes": chunk,
+        "staging_bytes": _get(env, "PGASCOL_STAGING_BYTES"),
+        "chunk_bytes": _get(env, "PGASCOL_CHUNK_BYTES"),
         "hugepages": 1 if _get(env, "PGASCOL_HUGEPAGES") else 0,
         "cma_enable": 1 if _get(env, "PGASCOL_CMA") else 0,
         "cma_min": cma_min(env),
     }
+    from ._core import check_config  # the one check, also made by _core.Team.create
+    check_config(cfg)
+    return cfg
