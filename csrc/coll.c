@@ -1,5 +1,6 @@
 /* coll.c - what the collectives share: method choice and op completion
  * (see coll.h). */
+#include "cma.h"
 #include "coll.h"
 
 pgc_path pgc_choose_path(const pgc_team *t, pgc_coll coll, size_t bytes)
@@ -9,6 +10,14 @@ pgc_path pgc_choose_path(const pgc_team *t, pgc_coll coll, size_t bytes)
     if (t->cma_ok && bytes >= t->cfg.cma_min[coll])
         return PGC_PATH_CMA;
     return PGC_PATH_CICO;
+}
+
+int pgc_bcast_radix(const pgc_team *t, pgc_path path)
+{
+    if (path == PGC_PATH_INLINE || t->cfg.bcast_tree_min == 0 ||
+        (uint32_t)t->nranks < t->cfg.bcast_tree_min)
+        return 0;
+    return t->cfg.bcast_radix < 2 ? 2 : (int)t->cfg.bcast_radix;
 }
 
 int pgc_wait_peers_done(pgc_team *t, uint32_t back)
@@ -21,4 +30,22 @@ int pgc_wait_peers_done(pgc_team *t, uint32_t back)
                 return rc;
         }
     return PGC_OK;
+}
+
+int pgc_coll_cma(pgc_team *t, int peer, int write, void *local, uint64_t remote, size_t len)
+{
+    int rc = pgc_check_aborted(t);
+    if (rc || len == 0)
+        return rc;
+    pid_t pid = pgc_member_of(t, peer)->pid;
+    rc = write ? pgc_cma_write(pid, local, remote, len, &t->err)
+               : pgc_cma_read(pid, local, remote, len, &t->err);
+    if (rc) {
+        int arc = pgc_check_aborted(t);
+        if (arc)
+            return arc;
+        t->err.peer = peer;
+        pgc_team_abort(t, rc, t->err.msg);
+    }
+    return rc;
 }

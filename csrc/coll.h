@@ -57,6 +57,18 @@ static inline _Atomic uint64_t *pgc_desc_of(const pgc_team *t, int r)
  * that agree across the team (e.g. the total size of a Bcast). */
 pgc_path pgc_choose_path(const pgc_team *t, pgc_coll coll, size_t bytes);
 
+/* Bcast's shape, chosen with the path: 0 for a flat pull from the root, or
+ * the radix k of a pipelined k-nomial tree (teams of at least
+ * cfg.bcast_tree_min members, copy-in/copy-out and single copy; inline
+ * payloads always go flat: one cache line). Same on every member. */
+int pgc_bcast_radix(const pgc_team *t, pgc_path path);
+
+/* Single copy with `peer` (write: push local to remote), failing cleanly:
+ * nothing moves once the team is aborted; a failure after the peer gave up
+ * reports the abort, the cause; any other failure aborts the team, since the
+ * peer would wait for us until the timeout. */
+int pgc_coll_cma(pgc_team *t, int peer, int write, void *local, uint64_t remote, size_t len);
+
 static inline void pgc_count(pgc_team *t, pgc_coll coll, pgc_path path)
 {
     t->stats[coll][path]++;

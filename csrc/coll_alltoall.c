@@ -110,7 +110,7 @@ static int a2a_work(pgc_team *t, pgc_path path, const char *src, const size_t *s
             memcpy(dst, (const char *)pgc_inline_of(t, p, t->op) + b.off, b.len);
         else if (pp == PGC_PATH_CMA) {
             uint64_t addr = atomic_load_explicit(&pgc_ctl_of(t, p)->addr, memory_order_relaxed);
-            if ((rc = pgc_xchg_cma(t, p, 0, dst, addr + b.off, b.len)))
+            if ((rc = pgc_coll_cma(t, p, 0, dst, addr + b.off, b.len)))
                 return rc;
         }
     }

@@ -11,12 +11,19 @@
  *           (process_vm_writev), so the root's core copies too; the root
  *           returns after every reader is done (its buffer may be reused)
  *
- * Root steps: seq = chunks staged (inline/cma: 1); cma: ack = readers whose
- * tail was pushed, in rotated order. Reader steps: ack = chunks copied out;
- * cma: seq 1 = buffer exposed. Both end with DONE. */
+ * Those are flat: every reader takes the data from the root. From
+ * cfg.bcast_tree_min members on (pgc_bcast_radix), cico and cma go down a
+ * pipelined k-nomial tree instead (seed 000's PGASCol trees, XHC's
+ * hierarchy): each member takes each chunk from its parent as soon as the
+ * parent has it, so no buffer has more than k - 1 readers per level and
+ * levels overlap.
+ *
+ * Flat steps. Root: seq = chunks staged (inline/cma: 1); cma: ack = readers
+ * whose tail was pushed, in rotated order. Reader: ack = chunks copied out;
+ * cma: seq 1 = buffer exposed. Tree steps: seq = chunks this member holds
+ * for its children, ack = chunks taken from its parent. All end with DONE. */
 #include <string.h>
 
-#include "cma.h"
 #include "coll.h"
 
 /* cma: how much of each reader's message the root pushes (the tail). */
@@ -55,11 +62,8 @@ static int root_start(pgc_team *t, const void *buf, size_t bytes, pgc_path path)
             if ((rc = pgc_wait_seq(t, r, 1))) /* reader r exposed its buffer */
                 return rc;
             uint64_t dst = atomic_load_explicit(&pgc_ctl_of(t, r)->addr, memory_order_relaxed);
-            if ((rc = pgc_cma_write(pgc_member_of(t, r)->pid, (const char *)buf + head, dst + head,
-                                    share, &t->err))) {
-                pgc_team_abort(t, rc, t->err.msg); /* reader r waits for its tail */
+            if ((rc = pgc_coll_cma(t, r, 1, (char *)buf + head, dst + head, share)))
                 return rc;
-            }
             pgc_post_ack(t, (uint32_t)i);
         }
         /* readers are done with our buffer once they posted DONE */
@@ -87,6 +91,23 @@ static int root_start(pgc_team *t, const void *buf, size_t bytes, pgc_path path)
     }
 }
 
+/* A reader's check of the root's descriptor, once it saw a post that
+ * follows it (the root's, or in a tree its parent's: release/acquire
+ * chains carry it down). A size mismatch aborts the team: the root and the
+ * other readers would wait for data that never comes. */
+static int check_root_desc(pgc_team *t, int root, size_t bytes, uint64_t *desc)
+{
+    *desc = atomic_load_explicit(pgc_desc_of(t, root), memory_order_relaxed);
+    size_t root_bytes = (size_t)(*desc >> 2);
+    if (root_bytes == bytes)
+        return PGC_OK;
+    pgc_set_error(&t->err, PGC_EINVAL, root, 0,
+                  "Bcast: the root (local rank %d) sends %zu bytes but this rank receives %zu",
+                  root, root_bytes, bytes);
+    pgc_team_abort(t, PGC_EINVAL, t->err.msg);
+    return PGC_EINVAL;
+}
+
 static int reader_work(pgc_team *t, void *buf, size_t bytes, int root)
 {
     pgc_ctl *rc_ = pgc_ctl_of(t, root);
@@ -96,26 +117,17 @@ static int reader_work(pgc_team *t, void *buf, size_t bytes, int root)
         atomic_store_explicit(&pgc_ctl_of(t, t->rank)->addr, (uint64_t)(uintptr_t)buf, memory_order_relaxed);
         pgc_post_seq(t, 1);
     }
+    uint64_t desc;
     int rc = pgc_wait_seq(t, root, 1);
-    if (rc)
+    if (rc || (rc = check_root_desc(t, root, bytes, &desc)))
         return rc;
-    uint64_t desc = atomic_load_explicit(pgc_desc_of(t, root), memory_order_relaxed);
-    size_t root_bytes = (size_t)(desc >> 2);
-    if (root_bytes != bytes) {
-        pgc_set_error(&t->err, PGC_EINVAL, root, 0,
-                      "Bcast: the root (local rank %d) sends %zu bytes but this rank receives %zu",
-                      root, root_bytes, bytes);
-        pgc_team_abort(t, PGC_EINVAL, t->err.msg);
-        return PGC_EINVAL;
-    }
     switch ((pgc_path)(desc & 3)) {
     case PGC_PATH_INLINE:
         memcpy(buf, pgc_inline_of(t, root, t->op), bytes);
         return PGC_OK;
     case PGC_PATH_CMA: {
         size_t head = bytes - push_share(t, bytes);
-        if ((rc = pgc_cma_read(pgc_member_of(t, root)->pid, buf,
-                               atomic_load_explicit(&rc_->addr, memory_order_relaxed), head, &t->err)))
+        if ((rc = pgc_coll_cma(t, root, 0, buf, atomic_load_explicit(&rc_->addr, memory_order_relaxed), head)))
             return rc;
         return pgc_wait_ack(t, root, (uint32_t)((t->rank - root + t->nranks) % t->nranks));
     }
@@ -136,6 +148,130 @@ static int reader_work(pgc_team *t, void *buf, size_t bytes, int root)
     }
 }
 
+/* ---- pipelined k-nomial tree ----
+ * Ranks are renumbered from the root (v = 0). A member's parent is v with
+ * its lowest non-zero base-k digit cleared; its children are v + j*m for
+ * every place m below that digit (below P at the root), j = 1 .. k-1. */
+#define TREE_MAX_CHILDREN 64  /* (k-1) * ceil(log_k P): radix <= 16 keeps P <= 65536 within it */
+#define TREE_CMA_CHUNK (256 * 1024) /* single-copy pipeline chunk: a few process_vm_readv calls' worth */
+
+typedef struct {
+    int parent;     /* team rank; -1 at the root */
+    int nchildren;
+    int children[TREE_MAX_CHILDREN]; /* team ranks, largest subtree first */
+} tree_links;
+
+static void tree_links_of(const pgc_team *t, int root, int k, tree_links *n)
+{
+    int P = t->nranks, v = (t->rank - root + P) % P;
+    long place = 1; /* of v's lowest non-zero digit */
+    while (v != 0 && (v / place) % k == 0)
+        place *= k;
+    n->parent = v == 0 ? -1 : (int)((v - ((v / place) % k) * place + root) % P);
+    n->nchildren = 0;
+    long top = v == 0 ? P : place;
+    long m = 1;
+    while (m * k < top)
+        m *= k;
+    for (; m >= 1; m /= k)
+        for (int j = k - 1; j >= 1; j--)
+            if (m * j < top && v + m * j < P && n->nchildren < TREE_MAX_CHILDREN)
+                n->children[n->nchildren++] = (int)((v + m * j + root) % P);
+}
+
+/* Chunk c's ring slot of member r is free again once r's children all
+ * acknowledged chunk c - slots. */
+static int wait_slot_free(pgc_team *t, const tree_links *n, uint32_t c, uint32_t slots)
+{
+    if (c < slots)
+        return PGC_OK;
+    for (int i = 0; i < n->nchildren; i++) {
+        int rc = pgc_wait_ack(t, n->children[i], c - slots + 1);
+        if (rc)
+            return rc;
+    }
+    return PGC_OK;
+}
+
+static int tree_work(pgc_team *t, void *buf, size_t bytes, int root, pgc_path path, int k)
+{
+    tree_links n;
+    tree_links_of(t, root, k, &n);
+    int cma = path == PGC_PATH_CMA, rc;
+    size_t chunk = cma ? TREE_CMA_CHUNK : pgc_chunk_bytes(t);
+    uint32_t slots = pgc_ring_slots(t);
+    uint32_t nchunks = (uint32_t)((bytes + chunk - 1) / chunk);
+    char *ring = pgc_staging_of(t, t->rank);
+    pgc_ctl *me = pgc_ctl_of(t, t->rank);
+
+    /* Before writing shared state. cico: our staging, which the previous
+     * op's readers must be done with. The root: its descriptor word, free
+     * once everyone finished the op PGC_RUNAHEAD back (implied by the
+     * former). */
+    if (n.nchildren && !cma)
+        rc = pgc_wait_peers_done(t, 1);
+    else if (n.parent < 0)
+        rc = pgc_wait_peers_done(t, PGC_RUNAHEAD);
+    else
+        rc = PGC_OK;
+    if (rc)
+        return rc;
+    /* Published by our first post below (release); children read addr only
+     * while we are in this op, which we leave after their DONE (cma). */
+    if (cma)
+        atomic_store_explicit(&me->addr, (uint64_t)(uintptr_t)buf, memory_order_relaxed);
+
+    if (n.parent < 0) { /* the root */
+        atomic_store_explicit(pgc_desc_of(t, t->rank), descriptor(bytes, path), memory_order_relaxed);
+        if (cma)
+            pgc_post_seq(t, nchunks); /* all of it is in our buffer */
+        else
+            for (uint32_t c = 0; c < nchunks; c++) {
+                if ((rc = wait_slot_free(t, &n, c, slots)))
+                    return rc;
+                size_t off = (size_t)c * chunk, len = bytes - off < chunk ? bytes - off : chunk;
+                memcpy(ring + (size_t)(c % slots) * chunk, (const char *)buf + off, len);
+                pgc_post_seq(t, c + 1);
+            }
+    } else {
+        uint64_t desc;
+        if ((rc = pgc_wait_seq(t, n.parent, 1)) || (rc = check_root_desc(t, root, bytes, &desc)))
+            return rc;
+        pgc_ctl *parent = pgc_ctl_of(t, n.parent);
+        const char *parent_ring = pgc_staging_of(t, n.parent);
+        for (uint32_t c = 0; c < nchunks; c++) {
+            size_t off = (size_t)c * chunk, len = bytes - off < chunk ? bytes - off : chunk;
+            char *slot = ring + (size_t)(c % slots) * chunk;
+            if ((rc = pgc_wait_seq(t, n.parent, c + 1)))
+                return rc;
+            if (cma) {
+                uint64_t src = atomic_load_explicit(&parent->addr, memory_order_relaxed) + off;
+                if ((rc = pgc_coll_cma(t, n.parent, 0, (char *)buf + off, src, len)))
+                    return rc;
+                if (n.nchildren)
+                    pgc_post_seq(t, c + 1);
+                pgc_post_ack(t, c + 1);
+            } else if (n.nchildren) {
+                /* into our ring first, so our children start at once */
+                if ((rc = wait_slot_free(t, &n, c, slots)))
+                    return rc;
+                memcpy(slot, parent_ring + (size_t)(c % slots) * chunk, len);
+                pgc_post_ack(t, c + 1);
+                pgc_post_seq(t, c + 1);
+                memcpy((char *)buf + off, slot, len);
+            } else {
+                memcpy((char *)buf + off, parent_ring + (size_t)(c % slots) * chunk, len);
+                pgc_post_ack(t, c + 1);
+            }
+        }
+    }
+    if (cma) /* our buffer is read until our children are done */
+        for (int i = 0; i < n.nchildren; i++)
+            if ((rc = pgc_wait_seq(t, n.children[i], PGC_STEP_DONE)))
+                return rc;
+    return PGC_OK;
+}
+
 int pgc_bcast(pgc_team *t, void *buf, size_t bytes, int root)
 {
     if (root < 0 || root >= t->nranks)
@@ -145,7 +281,12 @@ int pgc_bcast(pgc_team *t, void *buf, size_t bytes, int root)
         return rc;
     pgc_path path = pgc_choose_path(t, PGC_COLL_BCAST, bytes);
     pgc_count(t, PGC_COLL_BCAST, path);
-    if (t->nranks > 1)
+    int radix = pgc_bcast_radix(t, path);
+    if (t->nranks == 1)
+        ;
+    else if (radix)
+        rc = tree_work(t, buf, bytes, root, path, radix);
+    else
         rc = t->rank == root ? root_start(t, buf, bytes, path) : reader_work(t, buf, bytes, root);
     return pgc_coll_end(t, rc);
 }

@@ -164,28 +164,6 @@ int pgc_xchg_desc(pgc_team *t, int peer, pgc_path *path, size_t *len)
     return PGC_OK;
 }
 
-/* Single copy with `peer`. Nothing moves once the team is aborted: the
- * owner of the remote buffer may have returned. On failure: if the team was
- * aborted meanwhile (the peer gave up and left), report that, the cause;
- * otherwise abort it, since the peer would wait for us until the timeout. */
-int pgc_xchg_cma(pgc_team *t, int peer, int write, void *local, uint64_t remote, size_t len)
-{
-    int rc = pgc_check_aborted(t);
-    if (rc || len == 0)
-        return rc;
-    pid_t pid = pgc_member_of(t, peer)->pid;
-    rc = write ? pgc_cma_write(pid, local, remote, len, &t->err)
-               : pgc_cma_read(pid, local, remote, len, &t->err);
-    if (rc) {
-        int arc = pgc_check_aborted(t);
-        if (arc)
-            return arc;
-        t->err.peer = peer;
-        pgc_team_abort(t, rc, t->err.msg);
-    }
-    return rc;
-}
-
 static inline char *slot_of(const pgc_team *t, const pgc_ring *g, int r, uint32_t win, uint32_t k)
 {
     return (char *)pgc_staging_of(t, r) + g->off + (size_t)win * g->win_bytes +
@@ -354,7 +332,7 @@ static int gather_send(pgc_team *t, pgc_coll coll, const void *sendbuf, size_t n
             return pgc_xchg_fail(t, PGC_EINVAL, root, "%s: this rank sends %zu bytes but the root (local rank %d) expects %" PRIu64,
                                  t->opname, n, root, b.len);
         uint64_t addr = atomic_load_explicit(&pgc_ctl_of(t, root)->addr, memory_order_relaxed);
-        if ((rc = pgc_xchg_cma(t, root, 1, (void *)sendbuf, addr + b.off, n)))
+        if ((rc = pgc_coll_cma(t, root, 1, (void *)sendbuf, addr + b.off, n)))
             return rc;
         /* DESC after the push: the root may return once it sees it. */
         pgc_xchg_publish(t, path, n);
@@ -469,7 +447,7 @@ static int scatter_recv(pgc_team *t, pgc_coll coll, void *recvbuf, size_t n, int
         return PGC_OK;
     case PGC_PATH_CMA: {
         uint64_t addr = atomic_load_explicit(&pgc_ctl_of(t, root)->addr, memory_order_relaxed);
-        if ((rc = pgc_xchg_cma(t, root, 0, recvbuf, addr + b.off, n)))
+        if ((rc = pgc_coll_cma(t, root, 0, recvbuf, addr + b.off, n)))
             return rc;
         return pgc_xchg_finish(t, 0);
     }
@@ -563,7 +541,7 @@ int pgc_allgather(pgc_team *t, pgc_coll coll, const void *sendbuf, size_t sendby
         if (pp == PGC_PATH_INLINE && len)
             memcpy(dst, pgc_inline_of(t, p, t->op), len);
         else if (pp == PGC_PATH_CMA)
-            rc = pgc_xchg_cma(t, p, 0, dst, atomic_load_explicit(&pgc_ctl_of(t, p)->addr, memory_order_relaxed), len);
+            rc = pgc_coll_cma(t, p, 0, dst, atomic_load_explicit(&pgc_ctl_of(t, p)->addr, memory_order_relaxed), len);
         else if (pp == PGC_PATH_CICO)
             in[nin++] = (pgc_stream){p, 0, NULL, dst, len};
     }

@@ -22,7 +22,7 @@
 #include "segment.h"
 
 #define PGC_MAGIC 0x316c6f6373616770ull /* "pgascol1" */
-#define PGC_LAYOUT_VERSION 2
+#define PGC_LAYOUT_VERSION 3
 #define PGC_INLINE_SLOT_MAX 1024
 
 /* The last step of every op: "this member is done with op k". A member that
@@ -62,6 +62,8 @@ typedef struct pgc_config {
     uint64_t cma_min[PGC_NCOLL]; /* single copy from this many bytes on (UINT64_MAX: never) */
     uint32_t hugepages;       /* advise huge pages for the segment */
     uint32_t cma_enable;      /* 0 forces single copy off */
+    uint32_t bcast_tree_min;  /* Bcast uses a k-nomial tree from this team size on (0: never) */
+    uint32_t bcast_radix;     /* k of that tree (>= 2) */
 } pgc_config;
 
 /* A member's hot line: written by its owner only (sleepers excepted). */

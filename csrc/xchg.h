@@ -40,7 +40,6 @@ int pgc_xchg_fail(pgc_team *t, int code, int peer, const char *fmt, ...)
 int pgc_xchg_ring(pgc_team *t, pgc_ring *g, uint32_t nwin);
 void pgc_xchg_publish(pgc_team *t, pgc_path path, size_t len);
 int pgc_xchg_desc(pgc_team *t, int peer, pgc_path *path, size_t *len);
-int pgc_xchg_cma(pgc_team *t, int peer, int write, void *local, uint64_t remote, size_t len);
 int pgc_xchg_run(pgc_team *t, const pgc_ring *g, const pgc_stream *out, int nout,
                  const pgc_stream *in, int nin, const pgc_stream *self);
 int pgc_xchg_finish(pgc_team *t, int owner);

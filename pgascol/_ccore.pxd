@@ -43,6 +43,8 @@ cdef extern from "team.h" nogil:
         uint64_t cma_min[16]
         uint32_t hugepages
         uint32_t cma_enable
+        uint32_t bcast_tree_min
+        uint32_t bcast_radix
 
     ctypedef struct pgc_segment:
         void *base
@@ -80,6 +82,7 @@ cdef extern from "team.h" nogil:
 
 cdef extern from "sync.h" nogil:
     int pgc_check_peers(pgc_team *t)
+    int pgc_check_aborted(pgc_team *t)
 
 
 cdef extern from "cma.h" nogil:

@@ -63,6 +63,9 @@ def check_config(dict config):
                             "(got %d and %d)" % (chunk, staging))
     if config["timeout_s"] <= 0:
         raise ArgumentError("the timeout (PGASCOL_TIMEOUT) must be positive (got %r)" % config["timeout_s"])
+    radix = config.get("bcast_radix", 4)
+    if not 2 <= radix <= 16:
+        raise ArgumentError("the Bcast tree radix (PGASCOL_BCAST_RADIX) must be 2 to 16 (got %r)" % radix)
 
 
 def cma_probe_fork():
@@ -197,6 +200,8 @@ cdef class Team:
         cfg.chunk_bytes = config["chunk_bytes"]
         cfg.hugepages = config["hugepages"]
         cfg.cma_enable = config["cma_enable"]
+        cfg.bcast_tree_min = config.get("bcast_tree_min", 0)
+        cfg.bcast_radix = config.get("bcast_radix", 4)
         cma_min = config["cma_min"]
         for i, name in enumerate(COLLECTIVES):
             v = cma_min.get(name)
@@ -283,6 +288,7 @@ cdef class Team:
                 "spin_iters": t.spin_iters, "inline_max": t.cfg.inline_max,
                 "staging_bytes": t.cfg.staging_bytes, "chunk_bytes": t.cfg.chunk_bytes,
                 "hugepages": t.cfg.hugepages, "cma_enable": t.cfg.cma_enable,
+                "bcast_tree_min": t.cfg.bcast_tree_min, "bcast_radix": t.cfg.bcast_radix,
                 "cma_min": {name: (None if t.cfg.cma_min[i] == UINT64_MAX else t.cfg.cma_min[i])
                             for i, name in enumerate(COLLECTIVES)}}
 
@@ -307,6 +313,13 @@ cdef class Team:
     def check_peers(self):
         """Raise PeerDeadError if a member died."""
         self._check(pgc_check_peers(self._use()))
+
+    def check_alive(self):
+        """Raise TeamAbortedError if a member gave up on the team,
+        PeerDeadError if one died."""
+        cdef pgc_team *t = self._use()
+        self._check(pgc_check_aborted(t))
+        self._check(pgc_check_peers(t))
 
     def abort(self, str message):
         """Give up on the team: every member's current or next wait fails."""

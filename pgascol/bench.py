@@ -1,9 +1,10 @@
 """pgascol-bench: pgascol against native MPI, side by side in one job.
 
     pgascol-bench run [--np N] [--ops bcast,allreduce,...] [--sizes 8,1K,1M | 8:64M]
-                      [--rounds R] [--virtual-node-size K] [--mpi-launcher CMD]
-                      [--json FILE] [--quick]
+                      [--rounds R] [--iters N] [--off-cache] [--virtual-node-size K]
+                      [--mpi-launcher CMD] [--json FILE] [--plot FILE.png | DIR/] [--quick]
     pgascol-bench compare BASE.json NEW.json [--threshold 0.10]
+    pgascol-bench plot RESULTS.json --plot FILE.png | DIR/
 
 `run` starts the MPI job itself; every rank runs the worker of this module
 (``python -m pgascol.bench worker ...``, also what bench/engine_vs_mpi.py
@@ -11,16 +12,30 @@ calls under your own ``mpiexec``). For each operation and size, rounds
 alternate pgascol and the native collective on the same buffers (--via comm:
 the same mpi4py calls made on a pgascol.Comm; --via team: the node team's C
 engine called directly), so machine noise hits both alike. A round times
-`iters` calls; the time of a round is the slowest rank's mean per call
-(IMB's t_max). Over the rounds we keep min/avg/max of that time per side; the
-table shows the best round (min), the ratio pgascol/MPI and the memory floor:
-one memcpy of the payload (numpy copyto, pre-faulted) timed in the same run.
+`iters` calls (--iters N; by default chosen per case so that a round lasts
+about 20 ms, 10 ms with --quick); the time of a round is the slowest rank's
+mean per call (IMB's t_max). Over the rounds we keep min/avg/max of that time
+per side; the table shows the best round (min), the ratio pgascol/MPI and the
+memory floor: one memcpy of the payload (numpy copyto, pre-faulted) timed in
+the same run.
+
+--off-cache: each side rotates, call after call, through distinct buffer sets
+that together cover twice the last-level cache (read from sysfs, else 32 MiB;
+at most MAX_BUFFER_SETS sets, so the smallest sizes cover less), so a call
+finds its data cold, as IMB's -off_cache does; the memcpy floor rotates the
+same way. --plot writes one PNG per operation, time against size (log-log)
+for pgascol, native MPI and the memcpy floor (needs matplotlib: the "plot"
+extra): --plot out.png writes out-bcast.png, out-allreduce.png, ...; --plot
+DIR/ (or an existing directory) writes DIR/bcast.png, ... `plot` draws the
+same figures from a JSON written earlier.
 
 The JSON written by --json (schema "pgascol-bench/1") is documented in
 docs/PERFORMANCE.md, as is the regression rule of `compare`.
 """
 import argparse
 import datetime
+import glob
+import itertools
 import json
 import os
 import platform
@@ -42,7 +57,10 @@ DEFAULT_ROUNDS = 5
 QUICK_ROUNDS = 5
 DEFAULT_TARGET_MS = 20.0     # wall time of one round of one side (iters chosen for it)
 QUICK_TARGET_MS = 10.0
-MAX_ITERS = 10000
+MAX_ITERS = 10000            # cap on iters chosen from the time target (not on --iters)
+LLC_FALLBACK = 32 << 20      # last-level cache assumed when sysfs does not tell
+OFF_CACHE_FACTOR = 2         # --off-cache: each side's buffer sets cover 2 x the LLC...
+MAX_BUFFER_SETS = 4096       # ...with at most this many sets (the smallest sizes cover less)
 
 
 class BenchError(Exception):
@@ -131,26 +149,36 @@ def make_case(op, nbytes, comm, team, pcomm=None):
     F64, SUM = _core.DTYPES["float64"], _core.OPS["SUM"]
     P = comm.Get_size()
     n = max(nbytes // 8, 1)
-    x = np.ones(n)
-    y = np.zeros(n)
     t = team.core
     if op == "barrier":
         return t.barrier, comm.Barrier
     if op == "bcast":
         buf = np.ones(n)
         return (lambda: t.bcast(buf, buf.nbytes, 0)), (lambda: comm.Bcast(buf, 0))
-    if op == "allreduce":
-        return (lambda: t.allreduce(x, y, n, F64, SUM)), (lambda: comm.Allreduce(x, y, MPI.SUM))
-    if op == "reduce":
-        return (lambda: t.reduce(x, y, n, F64, SUM, 0)), (lambda: comm.Reduce(x, y, MPI.SUM, 0))
-    if op == "scan":
-        return (lambda: t.scan(x, y, n, F64, SUM)), (lambda: comm.Scan(x, y, MPI.SUM))
-    if op == "exscan":
-        return (lambda: t.exscan(x, y, n, F64, SUM)), (lambda: comm.Exscan(x, y, MPI.SUM))
     if op == "reduce_scatter_block":
-        big = np.ones(n * P)
+        big, y = np.ones(n * P), np.zeros(n)
         return ((lambda: t.reduce_scatter(big, y, [n] * P, F64, SUM, block=True)),
                 (lambda: comm.Reduce_scatter_block(big, y, MPI.SUM)))
+    if op in ("allreduce", "reduce", "scan", "exscan"):
+        x, y = np.ones(n), np.zeros(n)
+        if op == "allreduce":
+            return (lambda: t.allreduce(x, y, n, F64, SUM)), (lambda: comm.Allreduce(x, y, MPI.SUM))
+        if op == "reduce":
+            return (lambda: t.reduce(x, y, n, F64, SUM, 0)), (lambda: comm.Reduce(x, y, MPI.SUM, 0))
+        if op == "scan":
+            return (lambda: t.scan(x, y, n, F64, SUM)), (lambda: comm.Scan(x, y, MPI.SUM))
+        return (lambda: t.exscan(x, y, n, F64, SUM)), (lambda: comm.Exscan(x, y, MPI.SUM))
+    if op in ("alltoall", "alltoallv"):
+        per = max(nbytes // P // 8, 1)
+        s2, r2 = np.ones(per * P), np.zeros(per * P)
+        c2 = [per * 8] * P
+        d2 = [i * per * 8 for i in range(P)]
+        if op == "alltoall":
+            return ((lambda: t.alltoall(s2, c2, None, r2, c2, None)), (lambda: comm.Alltoall(s2, r2)))
+        ec, ed = [per] * P, [i * per for i in range(P)]
+        vs, vr = [s2, ec, ed, MPI.DOUBLE], [r2, ec, ed, MPI.DOUBLE]
+        return ((lambda: t.alltoall(s2, c2, d2, r2, c2, d2, v=True)),
+                (lambda: comm.Alltoallv(vs, vr)))
     b = n * 8
     small = np.ones(n)
     big = np.zeros(n * P)
@@ -176,64 +204,124 @@ def make_case(op, nbytes, comm, team, pcomm=None):
         vbig = [big, ecounts, edispls, MPI.DOUBLE]
         return ((lambda: t.scatter(big, counts, displs, small, b, 0, v=True)),
                 (lambda: comm.Scatterv(vbig, small, 0)))
-    if op in ("alltoall", "alltoallv"):
-        per = max(nbytes // P // 8, 1)
-        s2, r2 = np.ones(per * P), np.zeros(per * P)
-        c2 = [per * 8] * P
-        d2 = [i * per * 8 for i in range(P)]
-        if op == "alltoall":
-            return ((lambda: t.alltoall(s2, c2, None, r2, c2, None)), (lambda: comm.Alltoall(s2, r2)))
-        ec, ed = [per] * P, [i * per for i in range(P)]
-        vs, vr = [s2, ec, ed, MPI.DOUBLE], [r2, ec, ed, MPI.DOUBLE]
-        return ((lambda: t.alltoall(s2, c2, d2, r2, c2, d2, v=True)),
-                (lambda: comm.Alltoallv(vs, vr)))
     raise BenchError("unknown op %r" % op)
 
 
-def time_calls(fn, iters, comm):
-    """The slowest rank's mean time per call over `iters` calls."""
+def case_bytes(op, nbytes, P):
+    """Bytes one side of make_case(op, nbytes) touches per call on a rank
+    (its buffer set; keep in step with make_case)."""
+    n = max(nbytes // 8, 1) * 8
+    if op == "barrier":
+        return 0
+    if op == "bcast":
+        return n
+    if op == "reduce_scatter_block":
+        return n * P + n
+    if op in ("allreduce", "reduce", "scan", "exscan"):
+        return 2 * n
+    if op in ("alltoall", "alltoallv"):
+        return 2 * max(nbytes // P // 8, 1) * 8 * P
+    return n + n * P                         # (all)gather(v), scatter(v)
+
+
+def llc_size(root="/sys/devices/system/cpu/cpu0/cache"):
+    """(bytes, source) of the last-level cache: cpu0's level-3 data/unified
+    cache in sysfs, else its highest level; (LLC_FALLBACK, "fallback") when
+    sysfs says nothing."""
+    found = {}
+    for d in glob.glob(os.path.join(root, "index*")):
+        try:
+            with open(os.path.join(d, "level")) as f:
+                level = int(f.read())
+            with open(os.path.join(d, "size")) as f:
+                size = parse_size(f.read())
+            ctype = ""
+            if os.path.exists(os.path.join(d, "type")):
+                with open(os.path.join(d, "type")) as f:
+                    ctype = f.read().strip()
+        except (OSError, ValueError, BenchError):
+            continue
+        if ctype != "Instruction":
+            found[level] = max(size, found.get(level, 0))
+    if not found:
+        return LLC_FALLBACK, "fallback"
+    return found.get(3) or found[max(found)], "sysfs"
+
+
+def buffer_sets(footprint, llc):
+    """How many buffer sets of `footprint` bytes an --off-cache case rotates
+    through: enough to cover OFF_CACHE_FACTOR x llc, at most MAX_BUFFER_SETS."""
+    if footprint <= 0:
+        return 1
+    return max(1, min(MAX_BUFFER_SETS, -(-OFF_CACHE_FACTOR * llc // footprint)))
+
+
+def time_calls(calls, iters, comm):
+    """The slowest rank's mean time per call over the next `iters` calls of
+    the iterator `calls` (a cycle over one closure, or over one per buffer
+    set with --off-cache)."""
     from mpi4py import MPI
     comm.Barrier()
     t0 = time.perf_counter()
-    for _ in range(iters):
+    for fn in itertools.islice(calls, iters):
         fn()
     dt = (time.perf_counter() - t0) / iters
     return comm.allreduce(dt, op=MPI.MAX)
 
 
-def memcpy_floor(nbytes, rounds=3):
-    """Best time of one numpy copyto of nbytes (pre-faulted buffers)."""
+def memcpy_floor(nbytes, rounds=3, sets=1):
+    """Best time of one numpy copyto of nbytes (pre-faulted buffers),
+    rotating through `sets` source/destination pairs (--off-cache)."""
     import numpy as np
-    src = np.ones(max(nbytes // 8, 1))
-    dst = np.zeros_like(src)
+    n = max(nbytes // 8, 1)
+    src, dst = np.ones(n * sets), np.ones(n * sets)      # both pre-faulted
+    pairs = itertools.cycle([(dst[i * n:(i + 1) * n], src[i * n:(i + 1) * n]) for i in range(sets)])
+    iters = max(1, min(1000, (64 << 20) // max(nbytes, 1)))
     best = float("inf")
     for _ in range(rounds):
-        iters = max(1, min(1000, (64 << 20) // max(nbytes, 1)))
         t0 = time.perf_counter()
-        for _ in range(iters):
-            np.copyto(dst, src)
+        for d, s in itertools.islice(pairs, iters):
+            np.copyto(d, s)
         best = min(best, (time.perf_counter() - t0) / iters)
     return best
 
 
-def _stats_row(impl, op, nbytes, P, times, iters, path, floor):
+def _stats_row(impl, op, nbytes, P, times, iters, path, floor, sets):
     return {"op": op, "bytes": nbytes, "np": P, "impl": impl,
             "t_min_us": min(times) * 1e6, "t_avg_us": sum(times) / len(times) * 1e6,
             "t_max_us": max(times) * 1e6, "path": path, "memcpy_us": floor * 1e6,
-            "iters": iters, "rounds": len(times)}
+            "iters": iters, "rounds": len(times), "buffer_sets": sets}
+
+
+def iters_text(iters, target_ms):
+    return ("%d calls per round" % iters if iters
+            else "calls per round chosen per case for ~%g ms" % target_ms)
+
+
+def cache_text(off_cache, llc, llc_source):
+    llc_text = "LLC %s%s" % (human(llc), "" if llc_source == "sysfs" else " assumed")
+    if off_cache:
+        return "off-cache (each side rotates buffer sets covering %d x %s)" % (OFF_CACHE_FACTOR,
+                                                                            llc_text)
+    return "in cache (same buffers every call; %s)" % llc_text
 
 
 def worker_main(argv=None):
     """Run under MPI on every rank; rank 0 prints one line per case (flushed)
-    and, with --json, writes {"np", "mpi_library", "via", "results"}."""
+    and, with --json, writes {"np", "mpi_library", "via", "rounds", "iters",
+    "target_ms", "off_cache", "llc_bytes", "llc_source", "results"}."""
     ap = argparse.ArgumentParser(prog="python -m pgascol.bench worker",
                                  description="pgascol vs native MPI, one MPI job (run under mpiexec)")
     ap.add_argument("--ops", default=",".join(OPS))
     ap.add_argument("--sizes", default=DEFAULT_SIZES)
     ap.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS)
+    ap.add_argument("--iters", type=int, help="calls per round (default: from --target-ms)")
     ap.add_argument("--via", choices=("team", "comm"), default="team")
     ap.add_argument("--target-ms", type=float, default=DEFAULT_TARGET_MS,
-                    help="wall time of one round of one side (sets iters)")
+                    help="wall time of one round of one side (sets iters unless --iters)")
+    ap.add_argument("--off-cache", action="store_true",
+                    help="rotate through buffer sets covering %d x the last-level cache"
+                         % OFF_CACHE_FACTOR)
     ap.add_argument("--json")
     args = ap.parse_args(argv)
     try:
@@ -242,6 +330,10 @@ def worker_main(argv=None):
         ap.error(str(e))
     if args.rounds < 1:
         ap.error("--rounds must be >= 1")
+    if args.iters is not None and args.iters < 1:
+        ap.error("--iters must be >= 1")
+    if not args.target_ms > 0:
+        ap.error("--target-ms must be > 0")
 
     from mpi4py import MPI
     import pgascol
@@ -251,41 +343,63 @@ def worker_main(argv=None):
     pcomm = pgascol.Comm(comm) if args.via == "comm" else None
     P, me = comm.Get_size(), comm.Get_rank()
     lib = MPI.Get_library_version().strip().splitlines()[0].strip()
+    llc, llc_source = comm.bcast(llc_size() if me == 0 else None, 0)  # same sets on every rank
     cases = [(op, 0 if op == "barrier" else s) for op in ops for s in ([0] if op == "barrier" else sizes)]
     results = []
     out = sys.stdout
     if me == 0:
-        out.write("# np=%d, %s; pgascol via %s; %d rounds per case; time = slowest rank's mean "
-                  "per call, best round\n" % (P, lib, args.via, args.rounds))
+        out.write("# np=%d, %s; pgascol via %s; %d rounds per case, %s; %s; time = slowest "
+                  "rank's mean per call, best round\n" % (
+                      P, lib, args.via, args.rounds, iters_text(args.iters, args.target_ms),
+                      cache_text(args.off_cache, llc, llc_source)))
         out.flush()
     counters = (lambda: pgascol.stats(pcomm)) if pcomm is not None else team.core.stats
     for k, (op, nbytes) in enumerate(cases, 1):
-        ours, theirs = make_case(op, nbytes, comm, team, pcomm)
+        nsets = buffer_sets(case_bytes(op, nbytes, P), llc) if args.off_cache else 1
+        if nsets > 1 and pcomm is None:
+            # --via team: make_case's two closures share buffers; cold data
+            # needs a set of its own for each side
+            sets = [(make_case(op, nbytes, comm, team)[0], make_case(op, nbytes, comm, team)[1])
+                    for _ in range(nsets)]
+        else:
+            sets = [make_case(op, nbytes, comm, team, pcomm) for _ in range(nsets)]
         name = op.capitalize()
         before = dict(counters().get(name, {}))
-        ours(); theirs()  # warm up, fault pages in
-        one = max(time_calls(ours, 1, comm), time_calls(theirs, 1, comm), 1e-7)
-        iters = comm.bcast(int(max(1, min(MAX_ITERS, args.target_ms * 1e-3 / one))), 0)
+        for ours, theirs in sets:  # warm up, fault pages in
+            ours()
+            theirs()
+        ours, theirs = (itertools.cycle([s[side] for s in sets]) for side in (0, 1))
+        del sets
+        if args.iters:
+            iters = args.iters
+        else:
+            one = max(time_calls(ours, 1, comm), time_calls(theirs, 1, comm), 1e-7)
+            iters = comm.bcast(int(max(1, min(MAX_ITERS, args.target_ms * 1e-3 / one))), 0)
         tp, tm = [], []
         for _ in range(args.rounds):
             tp.append(time_calls(ours, iters, comm))
             tm.append(time_calls(theirs, iters, comm))
-        floor = memcpy_floor(nbytes) if nbytes else 0.0
+        del ours, theirs  # free the buffers before the memcpy floor allocates its own
+        floor = memcpy_floor(nbytes, sets=buffer_sets(2 * nbytes, llc) if args.off_cache else 1) \
+            if nbytes else 0.0
         floor = comm.bcast(floor, 0)
         after = counters().get(name, {})
         paths = {p: v - before.get(p, 0) for p, v in after.items() if v > before.get(p, 0)}
         path = max(paths, key=paths.get) if paths else "-"
-        results.append(_stats_row("pgascol", op, nbytes, P, tp, iters, path, floor))
-        results.append(_stats_row("mpi", op, nbytes, P, tm, iters, None, floor))
+        results.append(_stats_row("pgascol", op, nbytes, P, tp, iters, path, floor, nsets))
+        results.append(_stats_row("mpi", op, nbytes, P, tm, iters, None, floor, nsets))
         if me == 0:
             out.write("[%d/%d] %-20s %6s  pgascol %10.2f us  mpi %10.2f us  ratio %5.2f  "
-                      "memcpy %9.2f us  %s\n" % (k, len(cases), op, human(nbytes) if nbytes else "-",
-                                                 min(tp) * 1e6, min(tm) * 1e6, min(tp) / min(tm),
-                                                 floor * 1e6, path))
+                      "memcpy %9.2f us  %s%s\n" % (
+                          k, len(cases), op, human(nbytes) if nbytes else "-", min(tp) * 1e6,
+                          min(tm) * 1e6, min(tp) / min(tm), floor * 1e6, path,
+                          "  (%d buffer sets)" % nsets if args.off_cache else ""))
             out.flush()
     if me == 0 and args.json:
         with open(args.json, "w") as f:
             json.dump({"np": P, "mpi_library": lib, "via": args.via, "rounds": args.rounds,
+                       "iters": args.iters, "target_ms": None if args.iters else args.target_ms,
+                       "off_cache": args.off_cache, "llc_bytes": llc, "llc_source": llc_source,
                        "results": results}, f, indent=1)
     if pcomm is not None:
         pcomm.Free()
@@ -461,8 +575,13 @@ def cmd_run(args, argv):
         raise BenchError("--np must be >= 1")
     if rounds < 1:
         raise BenchError("--rounds must be >= 1")
+    if args.iters is not None and args.iters < 1:
+        raise BenchError("--iters must be >= 1 (got %d)" % args.iters)
     if args.virtual_node_size is not None and args.virtual_node_size < 1:
         raise BenchError("--virtual-node-size must be >= 1")
+    if args.plot:  # fail now, not after the measurements
+        plot_destination(args.plot)
+        _matplotlib()
     prefix, impl = find_launcher(args.mpi_launcher)
     env = dict(os.environ)
     env["PYTHONUNBUFFERED"] = "1"
@@ -473,6 +592,10 @@ def cmd_run(args, argv):
         command = [*prefix, "-n", str(np_), sys.executable, "-m", "pgascol.bench", "worker",
                    "--via", "comm", "--ops", ",".join(ops), "--sizes", sizes,
                    "--rounds", str(rounds), "--target-ms", str(target), "--json", raw]
+        if args.iters:
+            command += ["--iters", str(args.iters)]
+        if args.off_cache:
+            command.append("--off-cache")
         print("# launching: %s" % shlex.join(command), flush=True)
         proc = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 text=True, errors="replace", start_new_session=True)
@@ -492,17 +615,135 @@ def cmd_run(args, argv):
                         job["mpi_library"], shlex.join(prefix), impl)
     meta["rounds"] = rounds
     meta["via"] = job["via"]
+    for key in ("iters", "target_ms", "off_cache", "llc_bytes", "llc_source"):
+        meta[key] = job[key]
     doc = {"schema": SCHEMA, "meta": meta, "results": job["results"]}
     print()
-    print("# pgascol-bench: np=%d, %s, %s, %d rounds%s" % (
-        job["np"], job["mpi_library"], meta["machine"], rounds,
-        ", virtual nodes of %d" % args.virtual_node_size if args.virtual_node_size else ""))
+    print("# pgascol-bench: " + describe_run(meta))
     print(format_table(job["results"]))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(doc, f, indent=1)
             f.write("\n")
         print("# wrote %s" % args.json)
+    if args.plot:
+        for path in plot_results(doc, args.plot):
+            print("# wrote %s" % path)
+    return 0
+
+
+def describe_run(meta):
+    """One line saying how a run measured (the table's and the plots' header)."""
+    parts = []
+    if meta.get("np") is not None:
+        parts.append("np=%d" % meta["np"])
+    if meta.get("mpi_library"):
+        parts.append(" ".join(meta["mpi_library"].split()))
+    if meta.get("machine"):
+        parts.append(meta["machine"])
+    if meta.get("rounds") is not None:
+        parts.append("%d rounds" % meta["rounds"])
+    if meta.get("virtual_node_size"):
+        parts.append("virtual nodes of %d" % meta["virtual_node_size"])
+    if "iters" in meta or "target_ms" in meta:
+        parts.append(iters_text(meta.get("iters"), meta.get("target_ms")))
+    if "off_cache" in meta:
+        parts.append(cache_text(meta["off_cache"], meta.get("llc_bytes") or LLC_FALLBACK,
+                                meta.get("llc_source")))
+    return ", ".join(parts)
+
+
+# ---------------------------------------------------------------------------
+# plot
+# ---------------------------------------------------------------------------
+
+def _matplotlib():
+    """matplotlib's Figure, Agg canvas and FuncFormatter, imported only when
+    plotting (no pyplot: the global backend is left alone)."""
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+        from matplotlib.ticker import FuncFormatter
+    except ImportError as e:
+        raise BenchError('--plot needs matplotlib (%s): pip install "pgascol[plot]"' % e) from None
+    return Figure, FigureCanvasAgg, FuncFormatter
+
+
+def plot_destination(dest):
+    """--plot DEST -> a function op -> PNG path. DEST an existing directory or
+    ending in "/": DEST/OP.png (the directory is created); otherwise
+    DEST without a trailing ".png", then "-OP.png" (out.png -> out-bcast.png)."""
+    if dest.endswith(("/", os.sep)) or os.path.isdir(dest):
+        try:
+            os.makedirs(dest, exist_ok=True)
+        except OSError as e:
+            raise BenchError("--plot %s: cannot create the directory: %s" % (dest, e)) from None
+        return lambda op: os.path.join(dest, "%s.png" % op)
+    stem = dest[:-4] if dest.lower().endswith(".png") else dest
+    parent = os.path.dirname(stem) or "."
+    if not os.path.isdir(parent):
+        raise BenchError("--plot %s: directory %s does not exist" % (dest, parent))
+    return lambda op: "%s-%s.png" % (stem, op)
+
+
+def plot_results(doc, dest):
+    """One PNG per operation: best-round time against bytes (log-log) for
+    pgascol and native MPI, with their min-max band over the rounds, and the
+    memcpy floor. Barrier (no size) is not plotted. Returns the paths written."""
+    Figure, FigureCanvasAgg, FuncFormatter = _matplotlib()
+    name_of = plot_destination(dest)
+    meta = doc.get("meta", {})
+    by_op = {}
+    for r in doc["results"]:
+        if r["bytes"] > 0:
+            by_op.setdefault(r["op"], []).append(r)
+    written = []
+    for op in [o for o in OPS if o in by_op] + sorted(set(by_op) - set(OPS)):
+        rows = by_op[op]
+        nps = sorted({r["np"] for r in rows})
+        fig = Figure(figsize=(8, 5), dpi=100)
+        FigureCanvasAgg(fig)
+        ax = fig.add_subplot()
+        for np_ in nps:
+            suffix = " np=%d" % np_ if len(nps) > 1 else ""
+            for impl, label, style in (("pgascol", "pgascol", "o-"), ("mpi", "native MPI", "s-")):
+                pts = sorted((r["bytes"], r["t_min_us"], r["t_max_us"]) for r in rows
+                             if r["impl"] == impl and r["np"] == np_)
+                if not pts:
+                    continue
+                xs, lo, hi = zip(*pts)
+                line, = ax.plot(xs, lo, style, label=label + suffix, markersize=4)
+                ax.fill_between(xs, lo, hi, color=line.get_color(), alpha=0.15, linewidth=0)
+            floor = sorted({(r["bytes"], r["memcpy_us"]) for r in rows
+                            if r["np"] == np_ and r.get("memcpy_us", 0) > 0})
+            if floor:
+                ax.plot(*zip(*floor), "--", color="gray", label="memcpy floor" + suffix)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _pos: human(int(x)) if x >= 1 else ""))
+        ax.set_xlabel("bytes per rank")
+        ax.set_ylabel("time per call (\u00b5s)")
+        ax.set_title(op, fontsize=12, loc="left")
+        ax.set_title("lines: best round; bands: min-max over the rounds", fontsize=8, loc="right")
+        if describe_run(meta):
+            fig.suptitle(describe_run(meta), fontsize=7, wrap=True, x=0.01, ha="left")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+        path = name_of(op)
+        try:
+            fig.savefig(path, format="png")
+        except OSError as e:
+            raise BenchError("cannot write %s: %s" % (path, e)) from None
+        written.append(path)
+    return written
+
+
+def cmd_plot(args):
+    paths = plot_results(load_doc(args.results), args.plot)
+    for path in paths:
+        print("# wrote %s" % path)
+    if not paths:
+        print("# nothing to plot (only barrier, or no results) in %s" % args.results)
     return 0
 
 
@@ -510,7 +751,8 @@ def cmd_run(args, argv):
 # compare
 # ---------------------------------------------------------------------------
 
-def load_results(path):
+def load_doc(path):
+    """A pgascol-bench/1 document, schema checked."""
     try:
         with open(path) as f:
             doc = json.load(f)
@@ -519,10 +761,15 @@ def load_results(path):
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         raise BenchError("%s is not a %s file (schema %r)" % (
             path, SCHEMA, doc.get("schema") if isinstance(doc, dict) else None))
-    out = {}
-    for r in doc.get("results", []):
-        out[(r["op"], r["bytes"], r["np"], r["impl"])] = r
-    return out
+    return doc
+
+
+def results_by_case(doc):
+    return {(r["op"], r["bytes"], r["np"], r["impl"]): r for r in doc.get("results", [])}
+
+
+def load_results(path):
+    return results_by_case(load_doc(path))
 
 
 def is_regression(base, new, threshold):
@@ -535,7 +782,13 @@ def is_regression(base, new, threshold):
 def cmd_compare(args):
     if args.threshold < 0:
         raise BenchError("--threshold must be >= 0")
-    base, new = load_results(args.base), load_results(args.new)
+    base_doc, new_doc = load_doc(args.base), load_doc(args.new)
+    base, new = results_by_case(base_doc), results_by_case(new_doc)
+    bm, nm = base_doc.get("meta", {}), new_doc.get("meta", {})
+    for key, default in (("off_cache", False), ("cpu_model", None), ("mpi_library", None)):
+        if bm.get(key, default) != nm.get(key, default):
+            print("note: %s differs: base %r, new %r (the times may not be comparable)"
+                  % (key, bm.get(key, default), nm.get(key, default)))
     keys = sorted(set(base) & set(new), key=lambda k: (k[0], k[1], k[2], k[3] != "pgascol"))
     print("change of the best round (t_min); regression: pgascol new t_min > base t_min * (1 + %.2f) "
           "and > base t_max" % args.threshold)
@@ -587,17 +840,31 @@ def _parser():
                                    "(default %s; --quick %s)" % (DEFAULT_SIZES, QUICK_SIZES))
     r.add_argument("--rounds", type=int, help="rounds per case (default %d; --quick %d)"
                    % (DEFAULT_ROUNDS, QUICK_ROUNDS))
+    r.add_argument("--iters", type=int, metavar="N",
+                   help="calls per round, the same for every case (default: chosen per case "
+                        "so a round lasts ~%g ms; --quick ~%g ms)" % (DEFAULT_TARGET_MS,
+                                                                        QUICK_TARGET_MS))
+    r.add_argument("--off-cache", action="store_true",
+                   help="rotate through buffer sets covering %d x the last-level cache, so "
+                        "calls find their data cold (both sides)" % OFF_CACHE_FACTOR)
     r.add_argument("--virtual-node-size", type=int, metavar="K",
                    help="split the node into virtual nodes of K ranks (PGASCOL_NODE_SIZE)")
     r.add_argument("--mpi-launcher", metavar="CMD",
                    help="launcher command line, e.g. 'mpirun --bind-to none' (default: detected)")
     r.add_argument("--json", metavar="FILE", help="write the results (schema %s)" % SCHEMA)
+    r.add_argument("--plot", metavar="FILE.png|DIR/",
+                   help="one PNG per op, time against size: out.png -> out-bcast.png, ...; "
+                        "DIR/ -> DIR/bcast.png, ... (needs matplotlib)")
     r.add_argument("--quick", action="store_true", help="a small sweep (np=2, under 2 minutes)")
     c = sub.add_parser("compare", help="compare two JSON results; exit 1 on a pgascol regression")
     c.add_argument("base")
     c.add_argument("new")
     c.add_argument("--threshold", type=float, default=0.10,
                    help="relative slowdown tolerated (default 0.10)")
+    p = sub.add_parser("plot", help="plot a JSON written by `run --json`, one PNG per op")
+    p.add_argument("results", metavar="RESULTS.json")
+    p.add_argument("--plot", metavar="FILE.png|DIR/", required=True,
+                   help="out.png -> out-bcast.png, ...; DIR/ -> DIR/bcast.png, ...")
     return ap
 
 
@@ -610,10 +877,12 @@ def main(argv=None):
     ap = _parser()
     args = ap.parse_args(argv)
     if args.command is None:
-        ap.error("choose a command: run or compare")
+        ap.error("choose a command: run, compare or plot")
     try:
         if args.command == "run":
             return cmd_run(args, argv)
+        if args.command == "plot":
+            return cmd_plot(args)
         return cmd_compare(args)
     except BenchError as e:
         print("pgascol-bench: error: %s" % e, file=sys.stderr)

@@ -37,7 +37,12 @@ VARIABLES = {
     "PGASCOL_CHUNK_BYTES": (str(64 * KiB), int, "pipeline chunk of copy-in/copy-out"),
     "PGASCOL_CMA": ("1", int, "0 forces single copy off"),
     "PGASCOL_HUGEPAGES": ("0", int, "1 advises transparent huge pages for the segment"),
-    "PGASCOL_NODE_SIZE": ("0", int, "k > 0: consecutive ranks form virtual nodes of k"),
+    "PGASCOL_BCAST_TREE_MIN": ("0", int, "Bcast goes down a pipelined k-nomial tree in node teams "
+                               "of this many ranks or more (0: always flat)"),
+    "PGASCOL_BCAST_RADIX": ("4", int, "k of that tree (2 to 16)"),
+    "PGASCOL_NODE_SIZE": ("0", int, "k > 0: virtual nodes of k ranks (placement: PGASCOL_NODE_MAP)"),
+    "PGASCOL_NODE_MAP": ("block", str, "ranks -> virtual nodes: block (consecutive) or "
+                         "roundrobin (rank r -> node r % nodes)"),
     "PGASCOL_CALIBRATION": ("", str, "calibration file (default ~/.cache/pgascol/calibration-<host>.json)"),
 }
 
@@ -57,6 +62,21 @@ def _get(env, name):
 def node_size(env=os.environ):
     """PGASCOL_NODE_SIZE: ranks per virtual node (0: real nodes)."""
     return _get(env, "PGASCOL_NODE_SIZE")
+
+
+NODE_MAPS = ("block", "roundrobin")
+
+
+def node_map(env=os.environ):
+    """PGASCOL_NODE_MAP: how the ranks of a real node are dealt to virtual
+    nodes of PGASCOL_NODE_SIZE (ignored without virtual nodes): 'block'
+    (k consecutive ranks per node) or 'roundrobin' (ceil(n/k) nodes, rank r
+    of the real node on node r % nodes)."""
+    value = _get(env, "PGASCOL_NODE_MAP").strip().lower() or "block"
+    if value not in NODE_MAPS:
+        raise ArgumentError("PGASCOL_NODE_MAP=%r: expected one of %s"
+                            % (env.get("PGASCOL_NODE_MAP"), ", ".join(NODE_MAPS)))
+    return value
 
 
 def cma_min(env=os.environ):
@@ -93,6 +113,8 @@ def team_config(oversubscribed, env=os.environ):
         "chunk_bytes": _get(env, "PGASCOL_CHUNK_BYTES"),
         "hugepages": 1 if _get(env, "PGASCOL_HUGEPAGES") else 0,
         "cma_enable": 1 if _get(env, "PGASCOL_CMA") else 0,
+        "bcast_tree_min": _get(env, "PGASCOL_BCAST_TREE_MIN"),
+        "bcast_radix": _get(env, "PGASCOL_BCAST_RADIX"),
         "cma_min": cma_min(env),
     }
     from ._core import check_config  # the one check, also made by _core.Team.create

@@ -1,6 +1,7 @@
 """The intra-node engine, every collective, under MPI with 1, 2, 3, 4 and 8
-ranks, in three configurations so every size lands on both sides of every
-threshold and each transfer method runs (tests/mpi_programs/engine.py)."""
+ranks, in four configurations so every size lands on both sides of every
+threshold and each transfer method and Bcast shape runs
+(tests/mpi_programs/engine.py)."""
 from pgascol._core import COLLECTIVES
 from tests.mpi_harness import mpi_program_tests
 
@@ -12,3 +13,9 @@ test_engine_small_no_cma = mpi_program_tests("engine.py", env={**SMALL, "PGASCOL
                                              exclude=("test_large_messages",), timeout=600)
 test_engine_small_cma = mpi_program_tests("engine.py", env={**SMALL, **CMA_EVERYWHERE},
                                           exclude=("test_large_messages",), timeout=600)
+# Bcast down a binary tree (every team of 2 or more), both copy methods.
+test_engine_small_tree = mpi_program_tests("engine.py", env={**SMALL, **CMA_EVERYWHERE,
+                                                            "PGASCOL_BCAST_TREE_MIN": "2",
+                                                            "PGASCOL_BCAST_RADIX": "2",
+                                                            "PGASCOL_CMA_MIN_BCAST": "20000"},
+                                           exclude=("test_large_messages",), timeout=600)

@@ -2,7 +2,8 @@
 raises at once; the others, already in the engine, raise a timeout naming the
 operation within PGASCOL_TIMEOUT (or the team's abort by the first of them
 that timed out, naming the operation too) (tests/test_comm_robustness.py sets it to
-3 s). One node only: in a hierarchy the others may be blocked in MPI."""
+3 s). Also with virtual nodes, where the others wait in an inter-node MPI
+phase: those waits are bounded the same way."""
 import time
 
 import numpy as np

@@ -1,0 +1,143 @@
+/* test_coll_bcast.c - Bcast, flat and as a pipelined k-nomial tree, on teams
+ * of 1..8 forked processes (no MPI, no Python).
+ *
+ * For every team size, shape (flat; tree of radix 2, 3, 4) and path family
+ * (cico: cma_min = never; cma: cma_min = 0), every root broadcasts sizes 0,
+ * 1, around inline_max, around the chunk, over the staging ring and around
+ * the tree's single-copy chunk; every reader checks every byte and that the
+ * bytes after the message keep their sentinel. Then 100 back-to-back calls
+ * with rotating roots and sizes, the root scribbling over its buffer right
+ * after return (a late reader would see it). Then a size mismatch: the
+ * member that sees it fails with EINVAL, the others fail or finish, and
+ * nobody hangs. Prints "N passed, M failed"; exits 1 on failure. */
+#include <stdatomic.h>
+#include <sys/mman.h>
+
+#include "team_fork.h"
+
+#define MAXP 8
+#define CAP (3u << 20)
+#define SENT 0xA5
+
+typedef struct {
+    _Atomic int pass, fail;
+} shared_t;
+static shared_t *sh;
+
+#define CHECK(t, cond, ...) do {                                              \
+    if (cond) atomic_fetch_add(&sh->pass, 1);                                 \
+    else {                                                                    \
+        if (atomic_fetch_add(&sh->fail, 1) < 30) {                            \
+            fprintf(stderr, "FAIL rank %d/%d line %d: ", (t)->rank, (t)->nranks, __LINE__); \
+            fprintf(stderr, __VA_ARGS__); fprintf(stderr, "\n"); }             \
+    } } while (0)
+
+static inline uint8_t pat(unsigned seed, int root, size_t i)
+{
+    return (uint8_t)(seed * 131u + (unsigned)root * 29u + i * 7u + (i >> 11) * 5u + 1u);
+}
+
+static const size_t SIZES[] = {0, 1, 255, 256, 257, 16383, 16384, 16385, 100000,
+                               256 * 1024 - 1, 256 * 1024 + 1, 1000000, 2u << 20};
+#define NSIZES (sizeof SIZES / sizeof SIZES[0])
+
+/* Every size from every root, checked byte for byte. */
+static int sweep(pgc_team *t, void *arg)
+{
+    (void)arg;
+    uint8_t *buf = malloc(CAP + 64);
+    unsigned seed = 1;
+    for (int root = 0; root < t->nranks; root++)
+        for (size_t s = 0; s < NSIZES; s++, seed++) {
+            size_t n = SIZES[s];
+            memset(buf, SENT, CAP + 64);
+            if (t->rank == root)
+                for (size_t i = 0; i < n; i++)
+                    buf[i] = pat(seed, root, i);
+            int rc = pgc_bcast(t, buf, n, root);
+            CHECK(t, rc == 0, "bcast %zu bytes from %d: %d %s", n, root, rc, t->err.msg);
+            if (rc)
+                return 1;
+            size_t bad = n;
+            for (size_t i = 0; i < n && bad == n; i++)
+                if (buf[i] != pat(seed, root, i))
+                    bad = i;
+            CHECK(t, bad == n, "bcast %zu bytes from %d: byte %zu wrong", n, root, bad);
+            CHECK(t, buf[n] == SENT && buf[n + 63] == SENT, "bcast %zu bytes: wrote past the end", n);
+        }
+    free(buf);
+    return 0;
+}
+
+/* Back-to-back calls; the root overwrites its buffer as soon as it returns. */
+static int back_to_back(pgc_team *t, void *arg)
+{
+    (void)arg;
+    uint8_t *buf = malloc(CAP);
+    for (unsigned k = 0; k < 100; k++) {
+        int root = (int)(k % (unsigned)t->nranks);
+        size_t n = SIZES[(k * 7) % NSIZES];
+        if (n > 300000)
+            n = 300000;
+        if (t->rank == root)
+            for (size_t i = 0; i < n; i++)
+                buf[i] = pat(k, root, i);
+        int rc = pgc_bcast(t, buf, n, root);
+        CHECK(t, rc == 0, "call %u: %d %s", k, rc, t->err.msg);
+        if (rc)
+            return 1;
+        if (t->rank == root)
+            memset(buf, 0x5A, n);
+        else {
+            size_t bad = n;
+            for (size_t i = 0; i < n && bad == n; i++)
+                if (buf[i] != pat(k, root, i))
+                    bad = i;
+            CHECK(t, bad == n, "call %u (%zu bytes from %d): byte %zu wrong", k, n, root, bad);
+        }
+    }
+    free(buf);
+    return 0;
+}
+
+/* The last member expects more bytes than the root sends. */
+static int mismatch(pgc_team *t, void *arg)
+{
+    (void)arg;
+    uint8_t *buf = calloc(1, 200000);
+    size_t n = t->rank == t->nranks - 1 ? 200000 : 100000;
+    int rc = pgc_bcast(t, buf, n, 0);
+    /* members that got all of the root's bytes before the abort may succeed */
+    if (t->rank == t->nranks - 1)
+        CHECK(t, rc == PGC_EINVAL, "mismatch returned %d (%s)", rc, t->err.msg);
+    else
+        CHECK(t, rc == PGC_OK || rc == PGC_EINVAL || rc == PGC_EABORTED, "mismatch returned %d (%s)", rc, t->err.msg);
+    free(buf);
+    return 0;
+}
+
+int main(void)
+{
+    sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    int failed_runs = 0;
+    static const int radices[] = {0, 2, 3, 4};
+    for (int P = 1; P <= MAXP; P++)
+        for (int ri = 0; ri < 4; ri++)
+            for (int cma = 0; cma < 2; cma++) {
+                pgc_config cfg = pgc_test_config();
+                cfg.bcast_tree_min = radices[ri] ? 2 : 0;
+                cfg.bcast_radix = (uint32_t)(radices[ri] ? radices[ri] : 4);
+                cfg.cma_min[PGC_COLL_BCAST] = cma ? 0 : UINT64_MAX;
+                int f = pgc_test_fork(P, &cfg, sweep, NULL) + pgc_test_fork(P, &cfg, back_to_back, NULL);
+                if (f)
+                    fprintf(stderr, "P=%d radix=%d cma=%d: %d members failed\n", P, radices[ri], cma, f);
+                failed_runs += f;
+                if (P > 1 && (P == 3 || P == 8)) {
+                    cfg.timeout_s = 10;
+                    failed_runs += pgc_test_fork(P, &cfg, mismatch, NULL);
+                }
+            }
+    int pass = atomic_load(&sh->pass), fail = atomic_load(&sh->fail) + failed_runs;
+    printf("%d passed, %d failed\n", pass, fail);
+    return fail ? 1 : 0;
+}
