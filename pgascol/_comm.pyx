@@ -15,8 +15,8 @@ rank <-> (node, local rank) map, counters) lives in a _State object in the
 communicator constructors (Dup, Split, ...), and released by Free().
 """
 import os
-import pickle
 import sys
+from time import monotonic as _monotonic, sleep as _sleep
 
 from cpython.buffer cimport (PyBUF_ANY_CONTIGUOUS, PyBUF_FORMAT, PyBUF_WRITABLE,
                              PyBuffer_Release, PyObject_CheckBuffer, PyObject_GetBuffer)
@@ -27,7 +27,7 @@ import numpy as np
 from mpi4py import MPI
 
 from . import _core
-from .errors import ArgumentError, PgascolError
+from .errors import ArgumentError, PgascolError, PgascolTimeoutError
 from .team import NodeTeam
 
 # ----------------------------------------------------------------- datatypes
@@ -394,7 +394,7 @@ cdef enum:
     TAG_SCATTER = 12
     TAG_REDUCE = 13
 
-cdef Py_ssize_t _SEGMENT = 1 << 20     # pipeline segment of the inter-node legs
+cdef Py_ssize_t _SEGMENT = 1 << 20     # pipeline segment of the inter-node legs (measured: 1 MiB beats 256 KiB-16 MiB for a 16 MiB Allreduce on 2 virtual nodes)
 
 
 def _u8(obj):
@@ -408,10 +408,12 @@ def _u8(obj):
 cdef class _State:
     """pgascol's side of one communicator."""
     cdef public object team, core, xcomm, pcomm, ncomm
+    cdef public double timeout
     cdef public int rank, size, lrank, lsize, nnodes, nidx
     cdef public bint hier, equal, debug
     cdef public list node_of, local_of, members, node_total_cache
     cdef dict bytelists
+    cdef list scratch_bufs      # pre-faulted work areas of the hierarchical legs
     cdef long long counters[NOPS_][NPATHS_]
     cdef public dict internal   # engine calls made by pickle-based methods (subtracted in stats)
 
@@ -420,12 +422,14 @@ cdef class _State:
         self.team = NodeTeam(comm, env)
         t = self.team
         self.core = t.core
+        self.timeout = t.core.config["timeout_s"]
         self.rank, self.size = comm.Get_rank(), comm.Get_size()
         self.lrank, self.lsize = t.local_rank, t.local_size
         self.nidx, self.nnodes = t.node_index, t.num_nodes
         self.ncomm = t.node_comm
         self.hier = self.nnodes > 1
         self.bytelists = {}
+        self.scratch_bufs = [None, None]
         self.internal = {}
         self.xcomm = self.pcomm = None
         if self.hier:
@@ -466,6 +470,17 @@ cdef class _State:
             self.bytelists[nbytes] = lst
         return lst
 
+    cdef object scratch(self, int which, Py_ssize_t nbytes):
+        """Work area `which` (0 or 1) of at least nbytes, kept between calls:
+        a fresh np.empty of megabytes costs a page fault per 4 KiB on every
+        call."""
+        buf = self.scratch_bufs[which]
+        if buf is None or buf.size < nbytes:
+            buf = np.empty(max(nbytes, 4096), np.uint8)
+            buf.fill(0)
+            self.scratch_bufs[which] = buf
+        return buf[:nbytes]
+
     def counts(self):
         out = {}
         for o in range(NOPS_):
@@ -482,6 +497,53 @@ cdef class _State:
         if self.team is not None:
             self.team.free()
         self.team = self.core = None
+
+
+cdef object _Testall = MPI.Request.Testall
+
+
+cdef int _mpi_wait(_State st, object reqs, str what) except -1:
+    """Complete the requests of an inter-node leg, bounded as the engine's
+    waits are: PGASCOL_TIMEOUT, and the node team's health (a local member
+    that gave up or died ends the wait too). Otherwise a rank whose peers on
+    other nodes failed before their MPI call would block forever. Testall
+    drives MPI's progress; after a short spin, yield, then 100 us sleeps so an
+    oversubscribed node keeps its CPUs for the ranks that do the work. On
+    timeout the node team is aborted: the pending MPI operation can never be
+    matched reliably, so the communicator is not used again."""
+    if _Testall(reqs):
+        return 0
+    cdef double start = _monotonic(), now, check = start + 0.1
+    cdef int polls = 0
+    while not _Testall(reqs):
+        polls += 1
+        if polls < 256:
+            continue
+        now = _monotonic()
+        if now >= check:
+            st.core.check_alive()
+            if now - start > st.timeout:
+                msg = ("%s: the inter-node MPI phase did not complete within PGASCOL_TIMEOUT=%gs "
+                       "(a rank on another node failed or is not calling %s)" % (what, st.timeout, what))
+                st.core.abort(msg)
+                raise PgascolTimeoutError(msg)
+            check = now + 0.1
+        if now - start < 0.001:
+            os.sched_yield()
+        else:
+            _sleep(100e-6)
+    return 0
+
+
+cdef int _in_hierarchy(object exc, int op) except -1:
+    """Re-raise an error of a hierarchical collective under the name of the
+    collective the user called (the engine names its own step, e.g. the
+    Reduce_scatter inside a hierarchical Allreduce)."""
+    name = _OPNAMES[op]
+    msg = str(exc)
+    if not msg.startswith(name):
+        exc.args = ("%s (hierarchical): %s" % (name, msg),) + tuple(exc.args[1:])
+    raise exc
 
 
 cdef inline _State _st(object comm):
@@ -508,7 +570,7 @@ cdef int _barrier(_State st) except -1:
         return 1
     st.core.barrier()
     if st.lrank == 0:
-        st.xcomm.Barrier()
+        _mpi_wait(st, [st.xcomm.Ibarrier()], "Barrier")
     st.core.barrier()
     st.count(O_BARRIER, P_HIER)
     return 1
@@ -525,7 +587,10 @@ cdef int _bcast(_State st, object buf, int root) except -1:
         st.core.bcast(m.obj, n, root)
         st.count(O_BCAST, P_ENGINE)
         return 1
-    _hier_bcast(st, m.obj, n, root)
+    try:
+        _hier_bcast(st, m.obj, n, root)
+    except PgascolError as exc:
+        _in_hierarchy(exc, O_BCAST)
     st.count(O_BCAST, P_HIER)
     return 1
 
@@ -541,7 +606,7 @@ cdef int _hier_bcast(_State st, object obj, Py_ssize_t n, int root) except -1:
     cdef bint node_phase = st.nidx != rn or rl == 0
     if n <= _SEGMENT:      # the same choice on every leader: it depends on n only
         if st.lrank == 0:
-            st.xcomm.Bcast([obj, n, _BYTE], root=rn)
+            _mpi_wait(st, [st.xcomm.Ibcast([obj, n, _BYTE], root=rn)], "Bcast")
         if node_phase:
             core.bcast(obj, n, 0)
         return 0
@@ -551,11 +616,11 @@ cdef int _hier_bcast(_State st, object obj, Py_ssize_t n, int root) except -1:
     while off < n or prev >= 0:
         seg = min(_SEGMENT, n - off) if off < n else 0
         if st.lrank == 0 and seg:
-            req = st.xcomm.Ibcast([mv[off:off + seg], seg, _BYTE], root=rn)
+            req = [st.xcomm.Ibcast([mv[off:off + seg], seg, _BYTE], root=rn)]
         if prev >= 0 and node_phase:
             core.bcast(mv[prev:prev + plen], plen, 0)
         if req is not None:
-            req.Wait()
+            _mpi_wait(st, req, "Bcast")
             req = None
         if seg:
             prev, plen = off, seg
@@ -590,37 +655,61 @@ cdef int _allreduce(_State st, object sendbuf, object recvbuf, object op) except
         st.core.allreduce(None if inplace else s.obj, r.obj, r.count, r.code, opc)
         st.count(O_ALLREDUCE, P_ENGINE)
         return 1
-    _hier_allreduce(st, None if inplace else s.obj, r.obj, r.count, r.esize, r.code, opc,
-                    r.mpitype, op)
+    try:
+        _hier_allreduce(st, None if inplace else s.obj, r.obj, r.count, r.esize, r.code, opc,
+                        r.mpitype, op)
+    except PgascolError as exc:
+        _in_hierarchy(exc, O_ALLREDUCE)
     st.count(O_ALLREDUCE, P_HIER)
     return 1
 
 
 cdef int _hier_allreduce(_State st, object sobj, object robj, Py_ssize_t count, Py_ssize_t esize,
                          int code, int opc, object mpitype, object op) except -1:
-    """Equal nodes: node reduce-scatter, every local rank allreduces its slice
-    across nodes on its own communicator, node allgather. Unequal nodes:
-    node reduce to the leader, leaders' allreduce, node broadcast."""
+    """Equal nodes (HierKNEM's and PGASCol's scheme), segment by segment:
+    node reduce-scatter on the engine, then every local rank allreduces its
+    own block across nodes on its own inter-node communicator (all local
+    ranks share the network work), then node allgather. The inter-node
+    allreduce of segment i is in flight while the node reduce-scatters
+    segment i+1, and segments keep the working set in cache. Results land
+    straight in recvbuf (in place: blocks go through two scratch areas).
+    Unequal nodes: node reduce to the leader, leaders' allreduce, node
+    broadcast."""
     core = st.core
-    cdef Py_ssize_t L = st.lsize, i, mine, off
+    cdef Py_ssize_t L = st.lsize, l = st.lrank, seg, first = 0, n, mine, off, i, k = 0
+    cdef bint inplace = sobj is None
     if st.equal:
-        counts = [count // L + (1 if count % L > i else 0) for i in range(L)]
-        mine = counts[st.lrank]
-        tmp = np.empty(mine * esize, np.uint8)
-        core.reduce_scatter(robj if sobj is None else sobj, tmp, counts, code, opc)
-        if mine:
-            st.xcomm.Allreduce(_IN_PLACE, [tmp, mine, mpitype], op)
-        bcounts = [c * esize for c in counts]
-        displs = []
-        off = 0
-        for c in bcounts:
-            displs.append(off)
-            off += c
-        core.allgather(tmp, mine * esize, robj, bcounts, displs, True)
+        out = _u8(robj)
+        src = out if inplace else _u8(sobj)
+        seg = max(L, _SEGMENT // esize)
+        pending = None          # the previous segment: (request, allgather arguments)
+        while first < count or pending is not None:
+            nxt = None
+            if first < count:
+                n = min(seg, count - first)
+                counts = [n // L + (1 if n % L > i else 0) for i in range(L)]
+                bcounts = [c * esize for c in counts]
+                displs = [0] * L
+                for i in range(1, L):
+                    displs[i] = displs[i - 1] + bcounts[i - 1]
+                mine = counts[l]
+                block = first * esize + displs[l]
+                seg_out = out[first * esize:(first + n) * esize]
+                blk = (st.scratch(k & 1, mine * esize) if inplace
+                       else out[block:block + mine * esize])
+                core.reduce_scatter(src[first * esize:(first + n) * esize], blk, counts, code, opc)
+                req = [st.xcomm.Iallreduce(_IN_PLACE, [blk, mine, mpitype], op)] if mine else []
+                nxt = (req, blk if inplace else None, mine * esize, seg_out, bcounts, displs)
+                first += n
+                k += 1
+            if pending is not None:
+                _mpi_wait(st, pending[0], "Allreduce")
+                core.allgather(pending[1], pending[2], pending[3], pending[4], pending[5], True)
+            pending = nxt
         return 0
     if st.lrank == 0:
         core.reduce(sobj, robj, count, code, opc, 0)
-        st.xcomm.Allreduce(_IN_PLACE, [robj, count, mpitype], op)
+        _mpi_wait(st, [st.xcomm.Iallreduce(_IN_PLACE, [robj, count, mpitype], op)], "Allreduce")
     else:
         core.reduce(robj if sobj is None else sobj, None, count, code, opc, 0)
     core.bcast(robj, count * esize, 0)
@@ -666,7 +755,10 @@ cdef int _reduce(_State st, object sendbuf, object recvbuf, object op, int root)
         st.core.reduce(sobj, robj, t.count, t.code, opc, root)
         st.count(O_REDUCE, P_ENGINE)
         return 1
-    _hier_reduce(st, sobj, robj, t.count, t.esize, t.code, opc, t.mpitype, op, root)
+    try:
+        _hier_reduce(st, sobj, robj, t.count, t.esize, t.code, opc, t.mpitype, op, root)
+    except PgascolError as exc:
+        _in_hierarchy(exc, O_REDUCE)
     st.count(O_REDUCE, P_HIER)
     return 1
 
@@ -683,15 +775,16 @@ cdef int _hier_reduce(_State st, object sobj, object robj, Py_ssize_t count, Py_
         # in place at a root that leads its node: the data is already in robj
         core.reduce(sobj, acc, count, code, opc, 0)
         if st.nidx == rn:
-            st.xcomm.Reduce(_IN_PLACE, [acc, count, mpitype], op, root=rn)
+            req = st.xcomm.Ireduce(_IN_PLACE, [acc, count, mpitype], op, root=rn)
         else:
-            st.xcomm.Reduce([acc, count, mpitype], None, op, root=rn)
+            req = st.xcomm.Ireduce([acc, count, mpitype], None, op, root=rn)
+        _mpi_wait(st, [req], "Reduce")
         if st.nidx == rn and rl != 0:
-            st.ncomm.Send([acc, n, _BYTE], dest=rl, tag=TAG_REDUCE)
+            _mpi_wait(st, [st.ncomm.Isend([acc, n, _BYTE], dest=rl, tag=TAG_REDUCE)], "Reduce")
     else:
         core.reduce(robj if sobj is None else sobj, None, count, code, opc, 0)
         if at_root:
-            st.ncomm.Recv([robj, n, _BYTE], source=0, tag=TAG_REDUCE)
+            _mpi_wait(st, [st.ncomm.Irecv([robj, n, _BYTE], source=0, tag=TAG_REDUCE)], "Reduce")
     return 0
 
 
@@ -730,7 +823,10 @@ cdef int _gather(_State st, object sendbuf, object recvbuf, int root, bint v) ex
         return 1
     if at_root and bdispls is None:
         bdispls = [i * bcounts[0] for i in range(st.size)]
-    _hier_gather(st, sobj, sb, robj, bcounts if at_root else None, bdispls if at_root else None, root, v)
+    try:
+        _hier_gather(st, sobj, sb, robj, bcounts if at_root else None, bdispls if at_root else None, root, v)
+    except PgascolError as exc:
+        _in_hierarchy(exc, opi)
     st.count(opi, P_HIER)
     return 1
 
@@ -763,7 +859,7 @@ cdef int _hier_gather(_State st, object sobj, Py_ssize_t sb, object robj, list b
                 b = np.empty(tot, np.uint8)
                 bufs.append((n, b))
                 reqs.append(st.pcomm.Irecv([b, tot, _BYTE], source=st.members[n][0], tag=TAG_GATHER))
-            MPI.Request.Waitall(reqs)
+            _mpi_wait(st, reqs, "Gather")
             dst = _u8(robj)
             for n, b in bufs:
                 off = 0
@@ -779,7 +875,7 @@ cdef int _hier_gather(_State st, object sobj, Py_ssize_t sb, object robj, list b
         tot = sum(sizes)
         b = np.empty(tot, np.uint8)
         core.gather(sobj, sb, b, sizes, None, 0, True)
-        st.pcomm.Send([b, tot, _BYTE], dest=root, tag=TAG_GATHER)
+        _mpi_wait(st, [st.pcomm.Isend([b, tot, _BYTE], dest=root, tag=TAG_GATHER)], "Gather")
     else:
         core.gather(sobj, sb, None, None, None, 0, True)
     return 0
@@ -820,7 +916,10 @@ cdef int _scatter(_State st, object sendbuf, object recvbuf, int root, bint v) e
         return 1
     if at_root and bdispls is None:
         bdispls = [i * bcounts[0] for i in range(st.size)]
-    _hier_scatter(st, sobj, bcounts if at_root else None, bdispls if at_root else None, robj, rb, root, v)
+    try:
+        _hier_scatter(st, sobj, bcounts if at_root else None, bdispls if at_root else None, robj, rb, root, v)
+    except PgascolError as exc:
+        _in_hierarchy(exc, opi)
     st.count(opi, P_HIER)
     return 1
 
@@ -843,7 +942,7 @@ cdef int _hier_scatter(_State st, object sobj, list bcounts, list bdispls, objec
                 keep.append(b)
                 reqs.append(st.pcomm.Isend([b, b.size, _BYTE], dest=st.members[n][0], tag=TAG_SCATTER))
             core.scatter(sobj, [bcounts[r] for r in mem], [bdispls[r] for r in mem], robj, rb, rl, True)
-            MPI.Request.Waitall(reqs)
+            _mpi_wait(st, reqs, "Scatter")
         else:
             core.scatter(None, None, None, robj, rb, rl, True)
         return 0
@@ -851,7 +950,7 @@ cdef int _hier_scatter(_State st, object sobj, list bcounts, list bdispls, objec
     if st.lrank == 0:
         tot = sum(sizes)
         b = np.empty(tot, np.uint8)
-        st.pcomm.Recv([b, tot, _BYTE], source=root, tag=TAG_SCATTER)
+        _mpi_wait(st, [st.pcomm.Irecv([b, tot, _BYTE], source=root, tag=TAG_SCATTER)], "Scatter")
         core.scatter(b, sizes, None, robj, rb, 0, True)
     else:
         core.scatter(None, None, None, robj, rb, 0, True)
@@ -888,7 +987,10 @@ cdef int _allgather(_State st, object sendbuf, object recvbuf, bint v) except -1
         sobj = _u8(r.obj)[bdispls[st.rank]:bdispls[st.rank] + sb]
     else:
         sobj = s.obj
-    _hier_allgather(st, sobj, sb, r.obj, bcounts, bdispls)
+    try:
+        _hier_allgather(st, sobj, sb, r.obj, bcounts, bdispls)
+    except PgascolError as exc:
+        _in_hierarchy(exc, opi)
     st.count(opi, P_HIER)
     return 1
 
@@ -911,7 +1013,7 @@ cdef int _hier_allgather(_State st, object sobj, Py_ssize_t sb, object robj, lis
     mine = full[offs[st.nidx]:offs[st.nidx] + node_tot[st.nidx]]
     core.gather(sobj, sb, mine if st.lrank == 0 else None, sizes if st.lrank == 0 else None, None, 0, True)
     if st.lrank == 0:
-        st.xcomm.Allgatherv(_IN_PLACE, [full, (node_tot, offs), _BYTE])
+        _mpi_wait(st, [st.xcomm.Iallgatherv(_IN_PLACE, [full, (node_tot, offs), _BYTE])], "Allgather")
     core.bcast(full, total, 0)
     dst = _u8(robj)
     for n in range(st.nnodes):
@@ -925,8 +1027,6 @@ cdef int _hier_allgather(_State st, object sobj, Py_ssize_t sb, object robj, lis
 
 
 cdef int _alltoall(_State st, object sendbuf, object recvbuf, bint v) except -1:
-    if st.hier:
-        return 0     # MPI's own Alltoall(v) (counted as 'mpi')
     cdef bint inplace = _is_in_place(sendbuf)
     cdef _Msg s = None
     cdef _Msg r = _vector(recvbuf, True, st.size) if v else _simple(recvbuf, True, st.size)
@@ -942,9 +1042,82 @@ cdef int _alltoall(_State st, object sendbuf, object recvbuf, bint v) except -1:
         if scounts[st.rank] != rcounts[st.rank]:
             raise ArgumentError("Alltoall%s: this rank sends %d bytes to itself but receives %d"
                                 % ("v" if v else "", scounts[st.rank], rcounts[st.rank]))
-    st.core.alltoall(None if inplace else s.obj, scounts, sdispls, r.obj, rcounts, rdispls, v)
-    st.count(O_ALLTOALLV if v else O_ALLTOALL, P_ENGINE)
+    cdef int opi = O_ALLTOALLV if v else O_ALLTOALL
+    if not st.hier:
+        st.core.alltoall(None if inplace else s.obj, scounts, sdispls, r.obj, rcounts, rdispls, v)
+        st.count(opi, P_ENGINE)
+        return 1
+    if rdispls is None:
+        rdispls = [i * rcounts[0] for i in range(st.size)]
+    if not inplace and sdispls is None:
+        sdispls = [i * scounts[0] for i in range(st.size)]
+    try:
+        _hier_alltoall(st, None if inplace else s.obj, scounts, sdispls, r.obj, rcounts, rdispls, v)
+    except PgascolError as exc:
+        _in_hierarchy(exc, O_ALLTOALLV if v else O_ALLTOALL)
+    st.count(opi, P_HIER)
     return 1
+
+
+# Tag of the hierarchical Alltoall(v)'s messages on the private pcomm.
+cdef int _TAG_ALLTOALL = 21
+
+
+cdef int _hier_alltoall(_State st, object sobj, list scounts, list sdispls, object robj, list rcounts,
+                        list rdispls, bint v) except -1:
+    """Blocks between members of my node through the engine (an Alltoallv
+    over the node restricted to the members' counts and displacements), the
+    blocks to and from every other rank by MPI point-to-point on pcomm, posted
+    before the engine part and completed after it. Every block goes straight
+    between the two ranks' buffers at their own offsets, so rank order holds
+    whatever the placement of ranks on nodes. In place (sobj None) the blocks
+    for remote ranks are copied out of recvbuf before anything is received."""
+    core = st.core
+    pcomm = st.pcomm
+    node_of = st.node_of
+    mem = st.members[st.nidx]
+    cdef int P = st.size, me = st.rank, nid = st.nidx, i, q
+    cdef Py_ssize_t c, d, off
+    dst = _u8(robj)
+    reqs = []
+    # (peer, offset in src, bytes) of the remote blocks, peers in rotated
+    # order me+1, me+2, ... so that the ranks do not all start on rank 0
+    sends = []
+    if sobj is None:
+        # in place: the outgoing remote blocks (receive layout) are copied out
+        # of recvbuf first, as the incoming ones land on them
+        off = 0
+        for i in range(1, P):
+            q = (me + i) % P
+            if node_of[q] != nid and rcounts[q]:
+                sends.append((q, off, rcounts[q]))
+                off += rcounts[q]
+        src = np.empty(off, np.uint8)
+        for q, off, c in sends:
+            d = rdispls[q]
+            src[off:off + c] = dst[d:d + c]
+    else:
+        src = _u8(sobj)
+        for i in range(1, P):
+            q = (me + i) % P
+            if node_of[q] != nid and scounts[q]:
+                sends.append((q, sdispls[q], scounts[q]))
+    for q in range(P):
+        if node_of[q] != nid:
+            c = rcounts[q]
+            if c:
+                d = rdispls[q]
+                reqs.append(pcomm.Irecv([dst[d:d + c], c, _BYTE], source=q, tag=_TAG_ALLTOALL))
+    for q, off, c in sends:
+        reqs.append(pcomm.Isend([src[off:off + c], c, _BYTE], dest=q, tag=_TAG_ALLTOALL))
+    if sobj is None:
+        core.alltoall(None, None, None, robj, [rcounts[q] for q in mem], [rdispls[q] for q in mem], v)
+    else:
+        core.alltoall(sobj, [scounts[q] for q in mem], [sdispls[q] for q in mem],
+                      robj, [rcounts[q] for q in mem], [rdispls[q] for q in mem], v)
+    if reqs:
+        _mpi_wait(st, reqs, "Alltoallv" if v else "Alltoall")
+    return 0
 
 
 cdef int _reduce_scatter(_State st, object sendbuf, object recvbuf, object recvcounts, object op,
@@ -1002,15 +1175,18 @@ cdef int _reduce_scatter(_State st, object sendbuf, object recvbuf, object recvc
     # hierarchy: allreduce the whole vector, keep my part
     cdef Py_ssize_t esize = r.esize, start = sum(counts[:st.rank]) * esize, mine = counts[st.rank] * esize
     tmp = np.empty(total * esize, np.uint8)
-    _hier_allreduce(st, r.obj if inplace else s.obj, tmp, total, esize, r.code, opc, r.mpitype, op)
+    try:
+        _hier_allreduce(st, r.obj if inplace else s.obj, tmp, total, esize, r.code, opc, r.mpitype, op)
+    except PgascolError as exc:
+        _in_hierarchy(exc, opi)
     _u8(r.obj)[:mine] = tmp[start:start + mine]
     st.count(opi, P_HIER)
     return 1
 
 
 cdef int _scan(_State st, object sendbuf, object recvbuf, object op, bint ex) except -1:
-    if st.hier:
-        return 0   # MPI's own Scan/Exscan (counted as 'mpi')
+    if st.hier and not _block_placement(st):
+        return 0   # nodes interleave in rank order: MPI's own Scan/Exscan (counted as 'mpi')
     cdef _Msg r = _simple(recvbuf, True, 0)
     if r is None:
         return 0
@@ -1032,6 +1208,14 @@ cdef int _scan(_State st, object sendbuf, object recvbuf, object op, bint ex) ex
     _need(r, n, "recvbuf")
     if s is not None:
         _need(s, n, "sendbuf")
+    if st.hier:
+        try:
+            _hier_scan(st, None if inplace else s.obj, r.obj, r.count, r.esize, r.code, opc,
+                       r.mpitype, op, ex)
+        except PgascolError as exc:
+            _in_hierarchy(exc, O_EXSCAN if ex else O_SCAN)
+        st.count(O_EXSCAN if ex else O_SCAN, P_HIER)
+        return 1
     if ex:
         st.core.exscan(None if inplace else s.obj, r.obj, r.count, r.code, opc)
     else:
@@ -1040,74 +1224,96 @@ cdef int _scan(_State st, object sendbuf, object recvbuf, object op, bint ex) ex
     return 1
 
 
+cdef dict _BLOCK_PLACEMENT = {}   # id(_State) -> (its members list, verdict)
+
+
+cdef bint _block_placement(_State st) except -1:
+    """True if every node holds consecutive ranks and the nodes follow one
+    another in rank order (node index order = rank order), the condition of
+    the hierarchical Scan/Exscan. Cached per state (keyed by id, checked
+    against the members list the entry keeps alive)."""
+    hit = _BLOCK_PLACEMENT.get(id(st))
+    if hit is not None and hit[0] is st.members:
+        return hit[1]
+    cdef bint ok = True
+    cdef int expect = 0
+    for m in st.members:
+        for q in m:
+            if q != expect:
+                ok = False
+            expect += 1
+    if len(_BLOCK_PLACEMENT) > 64:
+        _BLOCK_PLACEMENT.clear()
+    _BLOCK_PLACEMENT[id(st)] = (st.members, ok)
+    return ok
+
+
+cdef int _hier_scan(_State st, object sobj, object robj, Py_ssize_t count, Py_ssize_t esize, int code,
+                    int opc, object mpitype, object op, bint ex) except -1:
+    """Scan/Exscan over nodes of consecutive ranks in rank order (see
+    _block_placement): the node's own (ex)scan on the engine; the Exscan of
+    the node totals across nodes (MPI, on an xcomm, whose rank is the node
+    index) by the holder of the total: with equal nodes the last local rank
+    of every node, otherwise the leaders after a node broadcast of the total;
+    the node broadcast of that prefix from the holder; locally prefix op own
+    part (lower ranks on the left). Exscan leaves rank 0's buffer untouched."""
+    core = st.core
+    cdef Py_ssize_t n = count * esize
+    cdef int last = st.lsize - 1
+    cdef int holder = last if st.equal else 0
+    tot = np.empty(n, np.uint8)
+    pre = np.empty(n, np.uint8)
+    if not ex:
+        core.scan(sobj, robj, count, code, opc)        # robj: my node's members up to me
+        if st.lrank == last:
+            tot[:] = _u8(robj)[:n]
+        part = robj
+    else:
+        x = robj if sobj is None else sobj
+        part = np.empty(n, np.uint8)
+        core.exscan(x, part, count, code, opc)          # my node's members before me (not at lrank 0)
+        if st.lrank == last:
+            tot[:] = _u8(x)[:n]
+            if last > 0:
+                op.Reduce_local([part, count, mpitype], [tot, count, mpitype])
+    if holder != last:
+        core.bcast(tot, n, last)
+    if st.lrank == holder:
+        _mpi_wait(st, [st.xcomm.Iexscan([tot, count, mpitype], [pre, count, mpitype], op)],
+                  "Exscan" if ex else "Scan")
+    if st.nidx > 0:
+        core.bcast(pre, n, holder)
+    if not ex:
+        if st.nidx > 0:
+            op.Reduce_local([pre, count, mpitype], [robj, count, mpitype])
+        return 0
+    if st.nidx > 0:
+        if st.lrank > 0:
+            op.Reduce_local([pre, count, mpitype], [part, count, mpitype])
+        else:
+            part = pre
+    elif st.lrank == 0:
+        return 0        # rank 0: undefined in MPI, the buffer stays as it was
+    _u8(robj)[:n] = part
+    return 0
+
+
 # ----------------------------------------------------------------- pickle-based methods through shm
 
-cdef Py_ssize_t _PICKLE_SHM_MIN = 4096
-cdef object _np_int64 = np.int64
+# The lowercase methods on one node (pickle protocol 5, out-of-band buffers
+# moved by the engine's byte collectives): pure Python, see _pickle.py.
+from . import _pickle
 
 
-cdef object _shm_bcast(_State st, object obj, int root):
-    """bcast through the engine: a small header (pickle length, out-of-band
-    buffer lengths), then the pickle and each buffer. Single node only."""
-    core = st.core
-    buffers = []
-    hdr = np.zeros(2, np.int64)
-    if st.rank == root:
-        data = pickle.dumps(obj, protocol=5, buffer_callback=buffers.append)
-        raws = []
-        for b in buffers:
-            try:
-                raws.append(b.raw())
-            except BufferError:     # not contiguous: serialise in band
-                raws = None
-                break
-        if raws is None:
-            data = pickle.dumps(obj, protocol=5)
-            raws = []
-        hdr[0], hdr[1] = len(data), len(raws)
-    else:
-        data = raws = None
-    core.bcast(hdr, 16, root)
-    cdef Py_ssize_t nd = hdr[0], nb = hdr[1]
-    lens = np.zeros(nb, np.int64)
-    if st.rank == root:
-        for i, b in enumerate(raws):
-            lens[i] = b.nbytes
-    if nb:
-        core.bcast(lens, 8 * nb, root)
-    if st.rank == root:
-        core.bcast(data, nd, root)
-        for i, b in enumerate(raws):
-            core.bcast(b, lens[i], root)
-        return pickle.loads(data, buffers=raws)
-    dbuf = bytearray(nd)
-    core.bcast(dbuf, nd, root)
-    bufs = []
-    for i in range(nb):
-        a = bytearray(int(lens[i]))
-        core.bcast(a, len(a), root)
-        bufs.append(a)
-    return pickle.loads(dbuf, buffers=bufs)
-
-
-cdef object _shm_allgather(_State st, object obj):
-    """allgather through the engine: lengths (8 bytes each), then the pickles
-    (Allgatherv). In-band pickles (protocol 5)."""
-    core = st.core
-    data = pickle.dumps(obj, protocol=5)
-    mine = np.array([len(data)], np.int64)
-    lens = np.zeros(st.size, np.int64)
-    core.allgather(mine, 8, lens, st.blist(8), None, False)
-    counts = [int(x) for x in lens]
-    displs = []
-    cdef Py_ssize_t off = 0
-    for c in counts:
-        displs.append(off)
-        off += c
-    out = bytearray(off)
-    core.allgather(data, len(data), out, counts, displs, True)
-    mv = memoryview(out)
-    return [pickle.loads(mv[displs[i]:displs[i] + counts[i]]) for i in range(st.size)]
+cdef object _shm_call(_State st, int op, object fn, tuple args):
+    """fn(st.core, *args) counted as `op` on path shm; the engine calls it
+    makes are internal (subtracted from the engine's counts in stats)."""
+    before = st.core.stats()
+    try:
+        return fn(st.core, *args)
+    finally:
+        _note_internal(st, before)
+        st.count(op, P_SHM)
 
 
 # ----------------------------------------------------------------- the communicator
@@ -1287,32 +1493,71 @@ class Comm(MPI.Intracomm):
         _barrier(st)
         st.count(O_LBARRIER, P_HIER if st.hier else P_SHM)
 
+    # bcast, reduce, allreduce, gather, scatter, allgather, alltoall keep
+    # mpi4py's semantics. On one node the pickles (protocol 5, large buffers
+    # out of band) move through the node's shared memory: pgascol/_pickle.py,
+    # path "shm" in pgascol.stats. With several nodes (real, or virtual with
+    # PGASCOL_NODE_SIZE) they are mpi4py's own methods over MPI (path "mpi").
+
     def bcast(self, obj, int root=0):
+        """Broadcast (mpi4py's bcast; shared memory on one node, MPI across nodes)."""
+        st = _st(self)
+        if st is None or st.hier or not 0 <= root < st.size:    # (a bad root: MPI's error)
+            _fallback(st, O_LBCAST, "bcast")
+            return _base.bcast(self, obj, root)
+        return _shm_call(st, O_LBCAST, _pickle.bcast, (obj, root))
+
+    def reduce(self, sendobj, op=_SUM, int root=0):
+        """Reduce to root (mpi4py's reduce: op(a, b) in mpi4py's order, None on the
+        other ranks; shared memory on one node, MPI across nodes)."""
+        st = _st(self)
+        if st is None or st.hier or not 0 <= root < st.size:    # (a bad root: MPI's error)
+            _fallback(st, O_LREDUCE, "reduce")
+            return _base.reduce(self, sendobj, op, root)
+        return _shm_call(st, O_LREDUCE, _pickle.reduce, (sendobj, op, root))
+
+    def allreduce(self, sendobj, op=_SUM):
+        """Reduce to all (mpi4py's allreduce; shared memory on one node, MPI across nodes)."""
         st = _st(self)
         if st is None or st.hier:
-            if st is not None:
-                st.count(O_LBCAST, P_MPI)
-            return _base.bcast(self, obj, root)
-        _check_root(st, root)
-        before = st.core.stats()
-        try:
-            return _shm_bcast(st, obj, root)
-        finally:
-            _note_internal(st, before)
-            st.count(O_LBCAST, P_SHM)
+            _fallback(st, O_LALLREDUCE, "allreduce")
+            return _base.allreduce(self, sendobj, op)
+        return _shm_call(st, O_LALLREDUCE, _pickle.allreduce, (sendobj, op))
+
+    def gather(self, sendobj, int root=0):
+        """Gather (mpi4py's gather: a list at root, None elsewhere; shared memory on
+        one node, MPI across nodes)."""
+        st = _st(self)
+        if st is None or st.hier or not 0 <= root < st.size:    # (a bad root: MPI's error)
+            _fallback(st, O_LGATHER, "gather")
+            return _base.gather(self, sendobj, root)
+        return _shm_call(st, O_LGATHER, _pickle.gather, (sendobj, root))
+
+    def scatter(self, sendobj, int root=0):
+        """Scatter (mpi4py's scatter: root's sequence of size items, or None;
+        shared memory on one node, MPI across nodes)."""
+        st = _st(self)
+        if st is None or st.hier or not 0 <= root < st.size:    # (a bad root: MPI's error)
+            _fallback(st, O_LSCATTER, "scatter")
+            return _base.scatter(self, sendobj, root)
+        return _shm_call(st, O_LSCATTER, _pickle.scatter, (sendobj, root))
 
     def allgather(self, sendobj):
+        """Gather to all (mpi4py's allgather; shared memory on one node, MPI across nodes)."""
         st = _st(self)
         if st is None or st.hier:
-            if st is not None:
-                st.count(O_LALLGATHER, P_MPI)
+            _fallback(st, O_LALLGATHER, "allgather")
             return _base.allgather(self, sendobj)
-        before = st.core.stats()
-        try:
-            return _shm_allgather(st, sendobj)
-        finally:
-            _note_internal(st, before)
-            st.count(O_LALLGATHER, P_SHM)
+        return _shm_call(st, O_LALLGATHER, _pickle.allgather, (sendobj,))
+
+    def alltoall(self, sendobj):
+        """All to all (mpi4py's alltoall: a sequence of size items, or None;
+        shared memory on one node, MPI across nodes)."""
+        st = _st(self)
+        if st is None or st.hier:
+            _fallback(st, O_LALLTOALL, "alltoall")
+            return _base.alltoall(self, sendobj)
+        return _shm_call(st, O_LALLTOALL, _pickle.alltoall, (sendobj,))
 
     # --------------------------------------------------- pgascol extras
 

@@ -37,7 +37,9 @@ VARIABLES = {
     "PGASCOL_CHUNK_BYTES": (str(64 * KiB), int, "pipeline chunk of copy-in/copy-out"),
     "PGASCOL_CMA": ("1", int, "0 forces single copy off"),
     "PGASCOL_HUGEPAGES": ("0", int, "1 advises transparent huge pages for the segment"),
-    "PGASCOL_BCAST_TREE_MIN": ("0", int, "Bcast goes down a pipelined k-nomial tree in node teams "
+    # Flat measured as fast or faster up to 8 ranks on 2 cores (docs/PERFORMANCE.md);
+    # the tree is for wide nodes, where one root buffer has too many readers.
+    "PGASCOL_BCAST_TREE_MIN": ("16", int, "Bcast goes down a pipelined k-nomial tree in node teams "
                                "of this many ranks or more (0: always flat)"),
     "PGASCOL_BCAST_RADIX": ("4", int, "k of that tree (2 to 16)"),
     "PGASCOL_NODE_SIZE": ("0", int, "k > 0: virtual nodes of k ranks (placement: PGASCOL_NODE_MAP)"),

@@ -1,7 +1,8 @@
 """Node teams: the ranks of an mpi4py communicator that share a node.
 
 A NodeTeam splits a communicator into its nodes (MPI COMM_TYPE_SHARED, or
-virtual nodes of PGASCOL_NODE_SIZE consecutive ranks), builds the leader
+virtual nodes of PGASCOL_NODE_SIZE ranks: consecutive ones, or dealt round
+robin with PGASCOL_NODE_MAP=roundrobin), builds the leader
 communicator (local rank 0 of every node), creates the node's shared segment
 and probes single copy. Setting up is collective over the communicator; MPI
 carries only the set-up messages (segment name, affinities, probe results)."""
@@ -24,7 +25,7 @@ class NodeTeam:
         if not isinstance(comm, MPI.Intracomm) or comm == MPI.COMM_NULL:
             raise ArgumentError("a node team needs an mpi4py intracommunicator, not %r" % (comm,))
         self.comm = comm
-        self.node_comm = self._split_nodes(comm, config.node_size(env))
+        self.node_comm = self._split_nodes(comm, config.node_size(env), config.node_map(env))
         self.local_rank = self.node_comm.Get_rank()
         self.local_size = self.node_comm.Get_size()
         self.leader_comm = comm.Split(0 if self.local_rank == 0 else MPI.UNDEFINED, comm.Get_rank())
@@ -45,12 +46,20 @@ class NodeTeam:
             raise
 
     @staticmethod
-    def _split_nodes(comm, virtual_size):
+    def _split_nodes(comm, virtual_size, node_map="block"):
+        """The node communicator of this rank: its real node, or a virtual
+        node of it. Members keep the order of their ranks in comm."""
         node = comm.Split_type(MPI.COMM_TYPE_SHARED, key=comm.Get_rank())
         if virtual_size <= 0:
             return node
-        # Virtual nodes: consecutive ranks of a real node, k at a time.
-        vnode = node.Split(node.Get_rank() // virtual_size, node.Get_rank())
+        r, n = node.Get_rank(), node.Get_size()
+        if node_map == "roundrobin":
+            # ceil(n/k) virtual nodes; the real node's rank r goes to node r % nodes
+            color = r % -(-n // virtual_size)
+        else:
+            # consecutive ranks of the real node, k at a time
+            color = r // virtual_size
+        vnode = node.Split(color, r)
         node.Free()
         return vnode
 

@@ -18,8 +18,19 @@ CASES = [(1, 0), (2, 0), (3, 0), (4, 0), (2, 1), (3, 1), (3, 2), (4, 2), (4, 3)]
 @pytest.mark.parametrize(("np_", "node_size"), CASES,
                          ids=["np%d-%s" % (n, "vnodes%d" % k if k else "node") for n, k in CASES])
 def test_mpi4py_cco_suite(np_, node_size):
+    _run_suite(np_, node_size, "block")
+
+
+def test_mpi4py_cco_suite_roundrobin():
+    """Virtual nodes of 2 dealt round robin (nodes {0, 2} and {1, 3}; the
+    suite's Split reverses and halves them): non-consecutive placement."""
+    _run_suite(4, 2, "roundrobin")
+
+
+def _run_suite(np_, node_size, node_map):
     launcher, _ = find_launcher()
     env = {**os.environ, "PGASCOL_TIMEOUT": "30", "PGASCOL_NODE_SIZE": str(node_size),
+           "PGASCOL_NODE_MAP": node_map,
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
     with cleaned_mpi_shm():  # a failing run may end before MPI_Finalize
         proc = subprocess.run([*launcher, "-n", str(np_), sys.executable, str(RUNNER)], env=env,
@@ -37,6 +48,12 @@ def test_mpi4py_cco_suite(np_, node_size):
         for op in ("Barrier", "Bcast", "Reduce", "Allreduce", "Gather", "Gatherv", "Scatter",
                    "Scatterv", "Allgather", "Allgatherv", "Reduce_scatter", "Reduce_scatter_block"):
             assert accelerated & set(stats.get(op, {})), (op, stats)
-        if not node_size or node_size >= np_:
-            for op in ("Alltoall", "Alltoallv", "Scan", "Exscan"):
+        for op in ("Alltoall", "Alltoallv"):      # hierarchical on any placement
+            assert accelerated & set(stats.get(op, {})), (op, stats)
+        hier = node_size and node_size < np_
+        for op in ("Scan", "Exscan"):
+            # hierarchical on consecutive nodes only; MPI's own with interleaved ones
+            if hier and node_map == "roundrobin" and node_size > 1:
+                assert set(stats.get(op, {})) == {"mpi"}, (op, stats)
+            else:
                 assert accelerated & set(stats.get(op, {})), (op, stats)

@@ -26,6 +26,14 @@ test_team_setup_node_size_2 = mpi_program_tests(
     PROGRAM, (3, 4, 8), env={"PGASCOL_NODE_SIZE": "2"}, timeout=60, exclude=SCENARIOS)
 test_team_setup_node_size_3 = mpi_program_tests(
     PROGRAM, (4, 8), env={"PGASCOL_NODE_SIZE": "3"}, timeout=60, exclude=SCENARIOS)
+# Round-robin virtual nodes (PGASCOL_NODE_MAP): k=2: np=3 -> {0,2} {1}, 4 -> {0,2} {1,3},
+# 8 -> {0,4} {1,5} {2,6} {3,7}; k=3: np=4 -> {0,2} {1,3}, 8 -> {0,3,6} {1,4,7} {2,5}.
+test_team_setup_roundrobin_2 = mpi_program_tests(
+    PROGRAM, (3, 4, 8), env={"PGASCOL_NODE_SIZE": "2", "PGASCOL_NODE_MAP": "roundrobin"},
+    timeout=60, exclude=SCENARIOS)
+test_team_setup_roundrobin_3 = mpi_program_tests(
+    PROGRAM, (4, 8), env={"PGASCOL_NODE_SIZE": "3", "PGASCOL_NODE_MAP": "roundrobin"},
+    timeout=60, exclude=SCENARIOS)
 
 
 # ---------------------------------------------------------------- leaks

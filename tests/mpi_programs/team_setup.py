@@ -1,7 +1,8 @@
 """NodeTeam set-up under MPI (run by tests/test_team.py through the harness).
 
 The test_* functions check the geometry of the node split (real node, or
-virtual nodes of PGASCOL_NODE_SIZE consecutive ranks), the leader
+virtual nodes of PGASCOL_NODE_SIZE ranks, consecutive or round robin by
+PGASCOL_NODE_MAP), the leader
 communicator, single copy, describe(), the team's own barrier and bcast,
 free(), and that the segment's name is gone as soon as NodeTeam() returns.
 
@@ -29,17 +30,29 @@ DESCRIBE_KEYS = {"ranks", "nodes", "local_size", "node_index", "oversubscribed",
                  "cpus_available", "home_cpus", "segment_bytes", "cma", "cma_reason", "config"}
 
 
-def expected_geometry(comm):
+def expected_geometry(comm, env=os.environ):
     """What the node split must be: one real node here (a single machine),
-    or consecutive groups of k = PGASCOL_NODE_SIZE ranks."""
-    k = int(os.environ.get("PGASCOL_NODE_SIZE", "0") or 0)
+    or virtual nodes of k = PGASCOL_NODE_SIZE ranks: consecutive groups of k
+    (PGASCOL_NODE_MAP=block, the default), or ceil(size/k) nodes with rank r
+    on node r % nodes (roundrobin). Members are listed in rank order."""
+    k = int(env.get("PGASCOL_NODE_SIZE", "0") or 0)
     size, rank = comm.Get_size(), comm.Get_rank()
     if k <= 0:
         return {"local_size": size, "local_rank": rank, "node_index": 0, "num_nodes": 1,
-                "first": 0, "k": size}
+                "first": 0, "k": size, "members": list(range(size)), "leaders": [0]}
+    if (env.get("PGASCOL_NODE_MAP", "") or "block").strip().lower() == "roundrobin":
+        nodes = -(-size // k)
+        node = rank % nodes
+        members = list(range(node, size, nodes))
+        return {"local_size": len(members), "local_rank": rank // nodes, "node_index": node,
+                "num_nodes": nodes, "first": node, "k": k, "members": members,
+                "leaders": list(range(nodes))}
     node = rank // k
+    nodes = -(-size // k)
     return {"local_size": min(k, size - node * k), "local_rank": rank % k, "node_index": node,
-            "num_nodes": -(-size // k), "first": node * k, "k": k}
+            "num_nodes": nodes, "first": node * k, "k": k,
+            "members": list(range(node * k, min(size, node * k + k))),
+            "leaders": [i * k for i in range(nodes)]}
 
 
 def make_team(comm, env=None):
@@ -76,8 +89,8 @@ def test_geometry(comm):
     assert team.local_rank == want["local_rank"]
     assert team.node_index == want["node_index"]
     assert team.num_nodes == want["num_nodes"]
-    # node_comm holds exactly the consecutive group, in order
-    assert members == list(range(want["first"], want["first"] + want["local_size"])), members
+    # node_comm holds exactly the node's ranks, in rank order
+    assert members == want["members"], members
     # one segment per node: same name within a node, different across nodes
     by_node = {}
     for node, n in names:
@@ -113,7 +126,57 @@ def test_leader_comm(comm):
         size, rank, leaders = leader_info
         assert size == want["num_nodes"]
         assert rank == team.node_index
-        assert leaders == [i * want["k"] for i in range(want["num_nodes"])], leaders
+        assert leaders == want["leaders"], leaders
+
+
+def _check_placement(comm, env):
+    """NodeTeam(comm, env) places every rank as expected_geometry(comm, env) says."""
+    want = expected_geometry(comm, env)
+    team, _ = make_team(comm, env=env)
+    try:
+        members = team.node_comm.allgather(comm.Get_rank())
+        placement = comm.allgather((team.node_index, team.local_rank))
+        buf = bytearray(b"%08d" % comm.Get_rank()) if team.local_rank == 0 else bytearray(8)
+        team.core.bcast(buf, 8, 0)
+    finally:
+        team.free()
+    assert (team.node_index, team.local_rank, team.local_size, team.num_nodes) == (
+        want["node_index"], want["local_rank"], want["local_size"], want["num_nodes"])
+    assert members == want["members"], members
+    assert bytes(buf) == b"%08d" % want["members"][0]    # the node's first rank leads it
+    return placement
+
+
+def test_roundrobin_node_map(comm):
+    """PGASCOL_NODE_MAP=roundrobin with virtual nodes of k: ceil(n/k) nodes,
+    rank r on node r % nodes, local ranks in rank order (whatever this job's
+    own environment says)."""
+    size = comm.Get_size()
+    for k in (1, 2, 3):
+        env = {**os.environ, "PGASCOL_NODE_SIZE": str(k), "PGASCOL_NODE_MAP": "roundrobin"}
+        placement = _check_placement(comm, env)
+        nodes = -(-size // k)
+        assert placement == [(r % nodes, r // nodes) for r in range(size)], (k, placement)
+    # block stays the default, and is what "block" names
+    for env_map in ("", "block", "BLOCK"):
+        env = {**os.environ, "PGASCOL_NODE_SIZE": "2", "PGASCOL_NODE_MAP": env_map}
+        placement = _check_placement(comm, env)
+        assert placement == [(r // 2, r % 2) for r in range(size)], (env_map, placement)
+
+
+def test_node_map_invalid(comm):
+    from pgascol import config
+
+    env = {**os.environ, "PGASCOL_NODE_SIZE": "2", "PGASCOL_NODE_MAP": "cyclic"}
+    try:
+        NodeTeam(comm, env=env)
+    except pgascol.ArgumentError as exc:
+        assert "PGASCOL_NODE_MAP" in str(exc) and "roundrobin" in str(exc), str(exc)
+    else:
+        raise AssertionError("PGASCOL_NODE_MAP=cyclic was accepted")
+    assert config.node_map({}) == "block"
+    assert config.node_map({"PGASCOL_NODE_MAP": " RoundRobin "}) == "roundrobin"
+    assert "PGASCOL_NODE_MAP" in config.VARIABLES
 
 
 def test_cma_and_describe(comm):
