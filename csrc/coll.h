@@ -71,7 +71,8 @@ int pgc_coll_cma(pgc_team *t, int peer, int write, void *local, uint64_t remote,
 
 static inline void pgc_count(pgc_team *t, pgc_coll coll, pgc_path path)
 {
-    t->stats[coll][path]++;
+    if (!t->stats_paused)
+        t->stats[coll][path]++;
 }
 
 /* Copy-in/copy-out chunking: a member's staging area is a ring of `slots`

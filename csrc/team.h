@@ -118,6 +118,7 @@ typedef struct pgc_team {
     char cma_reason[320];       /* why not, when it does not */
     pgc_error err;              /* last error of this process on this team */
     uint64_t stats[PGC_NCOLL][PGC_NPATH];
+    int stats_paused;           /* calls made on behalf of a caller's own operation are not counted */
 } pgc_team;
 
 /* Create the team's segment (rank 0 of the node) or attach to it (the

@@ -68,6 +68,7 @@ cdef extern from "team.h" nogil:
         char cma_reason[320]
         pgc_error err
         uint64_t stats[16][3]
+        int stats_paused
 
     pgc_team *pgc_team_create(int rank, int nranks, const pgc_config *cfg, pgc_error *err)
     pgc_team *pgc_team_attach(int rank, int nranks, const char *name, pgc_error *err)

@@ -415,7 +415,6 @@ cdef class _State:
     cdef dict bytelists
     cdef list scratch_bufs      # pre-faulted work areas of the hierarchical legs
     cdef long long counters[NOPS_][NPATHS_]
-    cdef public dict internal   # engine calls made by pickle-based methods (subtracted in stats)
 
     def __init__(self, comm, env=os.environ):
         self.debug = env.get("PGASCOL_DEBUG", "0") not in ("", "0")
@@ -430,7 +429,6 @@ cdef class _State:
         self.hier = self.nnodes > 1
         self.bytelists = {}
         self.scratch_bufs = [None, None]
-        self.internal = {}
         self.xcomm = self.pcomm = None
         if self.hier:
             placement = comm.allgather((self.nidx, self.lrank))
@@ -1307,12 +1305,13 @@ from . import _pickle
 
 cdef object _shm_call(_State st, int op, object fn, tuple args):
     """fn(st.core, *args) counted as `op` on path shm; the engine calls it
-    makes are internal (subtracted from the engine's counts in stats)."""
-    before = st.core.stats()
+    makes are not counted."""
+    core = st.core
+    core.stats_paused = True
     try:
-        return fn(st.core, *args)
+        return fn(core, *args)
     finally:
-        _note_internal(st, before)
+        core.stats_paused = False
         st.count(op, P_SHM)
 
 
@@ -1571,16 +1570,6 @@ def _fallback(st, int op, str name):
         (<_State>st).count(op, P_MPI)
 
 
-def _note_internal(_State st, before):
-    after = st.core.stats()
-    for op, paths in after.items():
-        for p, n in paths.items():
-            d = n - before.get(op, {}).get(p, 0)
-            if d:
-                st.internal.setdefault(op, {}).setdefault(p, 0)
-                st.internal[op][p] += d
-
-
 def _stats(comm):
     st = comm._pg if isinstance(comm, Comm) else None
     if st is None or st.core is None:
@@ -1589,7 +1578,6 @@ def _stats(comm):
     engine = st.core.stats()
     for op, paths in engine.items():
         for p, n in paths.items():
-            n -= st.internal.get(op, {}).get(p, 0)
             if n > 0:
                 name = ("node:" + op) if st.hier else op
                 out.setdefault(name, {})[p] = n

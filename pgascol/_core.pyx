@@ -325,6 +325,16 @@ cdef class Team:
         """Give up on the team: every member's current or next wait fails."""
         pgc_team_abort(self._use(), PGC_EABORTED, message.encode()[:250])
 
+    @property
+    def stats_paused(self):
+        """True while calls are not counted in stats() (a caller's own
+        operation built from engine calls counts itself)."""
+        return bool(self._use().stats_paused)
+
+    @stats_paused.setter
+    def stats_paused(self, bint paused):
+        self._use().stats_paused = paused
+
     def stats(self):
         """{collective: {path: calls}} for the calls this process made."""
         cdef pgc_team *t = self._use()

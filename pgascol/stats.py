@@ -9,8 +9,9 @@ Returns ``{operation: {path: calls}}`` for the calls this process made on
   the engine's own counts for those phases appear as ``node:<Operation>``;
 * ``mpi``: not accelerated (derived datatype, user-defined operator, MPI.BOTTOM,
   a non-buffer object, ...) or not composed hierarchically: the MPI method ran;
-* ``shm``: a pickle-based method (``bcast``, ``allgather``) moved its pickle
-  and out-of-band buffers through the node's shared memory.
+* ``shm``: a pickle-based method (``bcast``, ``reduce``, ``allreduce``,
+  ``gather``, ``scatter``, ``allgather``, ``alltoall``; one node) moved its
+  pickles and out-of-band buffers through the node's shared memory.
 
 PGASCOL_DEBUG=1 in the environment logs every decision on stderr.
 """

@@ -12,6 +12,7 @@ from mpi4py import MPI
 
 import pgascol
 from pgascol.errors import ArgumentError
+from tests.mpi_programs import raises as _raises
 
 WORLD = MPI.COMM_WORLD
 NATIVE = WORLD.Dup()
@@ -286,14 +287,6 @@ def test_fallbacks_give_mpi_results():
 
 
 # ------------------------------------------------------------------ misuse
-
-def _raises(exc, fn):
-    try:
-        fn()
-    except exc as e:
-        return e
-    raise AssertionError("%s not raised" % exc.__name__)
-
 
 def test_misuse_raises_and_comm_stays_usable():
     x, y = np.zeros(4), np.zeros(3)

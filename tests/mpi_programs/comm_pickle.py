@@ -15,6 +15,7 @@ from mpi4py import MPI
 
 import pgascol
 from pgascol.errors import ArgumentError
+from tests.mpi_programs import raises as _raises
 
 WORLD = MPI.COMM_WORLD
 NATIVE = WORLD.Dup()
@@ -347,14 +348,6 @@ def test_custom_pickler_and_threshold():
 
 
 # ------------------------------------------------------------------ misuse
-
-def _raises(exc, fn):
-    try:
-        fn()
-    except exc as e:
-        return e
-    raise AssertionError("%s not raised" % exc.__name__)
-
 
 def test_misuse_alone_like_mpi4py():
     """On one rank (COMM_SELF, so mpi4py does not hang): the same exceptions."""
