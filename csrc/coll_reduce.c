@@ -367,7 +367,9 @@ static int plan_path(pgc_team *t, rplan *p)
     size_t unit = PGC_CACHELINE / gcd(PGC_CACHELINE, p->esz) * p->esz; /* lcm(64, esz) */
     /* The largest slot the staging area allows (2 windows x 2P slots): on
      * the development machine 128 KiB slots (P = 2, 1 MiB staging) beat
-     * 64 KiB ones by a quarter for a 16 MiB Allreduce. */
+     * 64 KiB ones by a quarter for a 16 MiB Allreduce, and 256 KiB slots
+     * (2 MiB staging) beat 128 KiB ones for Reduce_scatter_block of 1-4 MiB
+     * (fewer windows, fewer synchronisations). */
     size_t slot = t->hdr->staging_stride / (4 * (size_t)P);
     slot = slot / unit * unit;
     if (slot < p->esz)

@@ -11,6 +11,7 @@
 #define PGC_XCHG_STEP_DESC 1u
 #define PGC_XCHG_STEP_ROUND 2u
 #define PGC_XCHG_STEP_FIN 0xfffffff0u
+#define PGC_XCHG_MAX_SLOTS 16u /* ring depth per window (see pgc_xchg_ring) */
 
 typedef struct pgc_blk {
     uint64_t len, off; /* a member's block: length and offset (slot, buffer) */

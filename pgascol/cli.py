@@ -53,6 +53,11 @@ def info(args):
               % (wait, cfg["timeout_s"]))
     out.write("thresholds: inline <= %d B; copy-in/copy-out chunks of %d KiB through %d KiB per rank\n"
               % (cfg["inline_max"], cfg["chunk_bytes"] // 1024, cfg["staging_bytes"] // 1024))
+    tree = cfg["bcast_tree_min"]
+    out.write("bcast:      %s\n" % ("flat pull at every team size" if not tree else
+                                     "flat pull below %d ranks, pipelined %d-nomial tree from %d (this team: %s)"
+                                     % (tree, cfg["bcast_radix"], tree,
+                                        "tree" if d["local_size"] >= tree else "flat")))
     cma_min = ", ".join("%s >= %s" % (k, _human(v)) for k, v in cfg["cma_min"].items() if v is not None)
     cal = calibrate.default_path()
     source = ("calibrated: " + cal) if calibrate.load() else "defaults (no calibration file; run `mpiexec -n 2 pgascol calibrate`)"

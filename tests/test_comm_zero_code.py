@@ -53,3 +53,13 @@ def test_command_and_info_still_work():
     info = subprocess.run([sys.executable, "-m", "pgascol", "info"], capture_output=True, text=True,
                           cwd=REPO_ROOT, timeout=60)
     assert info.returncode == 0 and "pgascol" in info.stdout, info.stdout + info.stderr
+
+
+def test_info_shows_the_bcast_shape():
+    def info(**env):
+        return subprocess.run([sys.executable, "-m", "pgascol", "info"], capture_output=True, text=True,
+                              cwd=REPO_ROOT, timeout=60, env={**os.environ, **env}).stdout
+    assert "flat pull below 16 ranks, pipelined 4-nomial tree from 16 (this team: flat)" in info()
+    assert "flat pull at every team size" in info(PGASCOL_BCAST_TREE_MIN="0")
+    assert "pipelined 2-nomial tree from 1 (this team: tree)" in info(PGASCOL_BCAST_TREE_MIN="1",
+                                                                       PGASCOL_BCAST_RADIX="2")

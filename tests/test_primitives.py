@@ -744,6 +744,9 @@ def test_config_refuses_bad_values():
         make_cfg(2, {"PGASCOL_CHUNK_BYTES": "100"})
     with pytest.raises(pgascol.ArgumentError):
         make_cfg(2, {"PGASCOL_TIMEOUT": "0"})
+    for radix in ("1", "17"):
+        with pytest.raises(pgascol.ArgumentError, match="PGASCOL_BCAST_RADIX"):
+            make_cfg(2, {"PGASCOL_BCAST_RADIX": radix})
     cfg = make_cfg(2)
     cfg["timeout_s"] = -1.0
     with pytest.raises(pgascol.ArgumentError, match="timeout"):
