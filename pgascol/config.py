@@ -36,7 +36,9 @@ VARIABLES = {
     # 2 MiB: reductions get 256 KiB slots at np=2 (Reduce_scatter_block of
     # 1-4 MiB: 0.39-0.54 of MPICH, against 0.63-0.89 with 1 MiB).
     "PGASCOL_STAGING_BYTES": (str(2 * MiB), int, "per-rank copy-in/copy-out staging area"),
-    "PGASCOL_CHUNK_BYTES": (str(64 * KiB), int, "pipeline chunk of copy-in/copy-out"),
+    # 128 KiB: 1 MiB Allgather/Alltoall at np=2 0.61-0.68/0.77-0.82 of MPICH,
+    # against 0.73-0.80/0.83-0.86 with 64 KiB (three jobs each); np=8 alike.
+    "PGASCOL_CHUNK_BYTES": (str(128 * KiB), int, "pipeline chunk of copy-in/copy-out"),
     "PGASCOL_CMA": ("1", int, "0 forces single copy off"),
     "PGASCOL_HUGEPAGES": ("0", int, "1 advises transparent huge pages for the segment"),
     # Flat measured as fast or faster up to 8 ranks on 2 cores (docs/PERFORMANCE.md);
