@@ -130,6 +130,41 @@ cdef inline tuple _type_info(object t):
     return None
 
 
+cdef tuple _contiguous_info(object t):
+    """A derived datatype that is a contiguous run of a predefined one
+    (Create_contiguous or Dup, nested): (the predefined type's info, how many
+    of it one element holds), or None. Ranks may describe the same buffer
+    with such a type or with its base type (same type signature); both run
+    on pgascol, so neither falls back alone (reductions excepted: MPI
+    defines its operations on predefined types only, so they go to MPI).
+    Not cached: the handle of a freed derived type may be reused for
+    another one."""
+    cdef Py_ssize_t k = 1
+    cur = t
+    decoded = []
+    try:
+        while True:
+            if cur.is_predefined:
+                info = _DT.get(cur.handle)
+                return None if info is None else (info, k)
+            base, combiner, params = cur.decode()
+            if not base.is_predefined:
+                decoded.append(base)
+            if combiner == "CONTIGUOUS":
+                k *= params["count"]
+            elif combiner != "DUP":
+                return None
+            cur = base
+    except Exception:
+        return None
+    finally:
+        for d in decoded:
+            try:
+                d.Free()
+            except Exception:
+                pass
+
+
 cdef inline bint _is_in_place(object x):
     return x is None or x is _IN_PLACE
 
@@ -144,6 +179,7 @@ cdef class _Msg:
     cdef Py_ssize_t esize
     cdef Py_ssize_t count    # elements per block (simple)
     cdef int code, opclass
+    cdef bint derived        # a contiguous derived datatype (not for reductions)
     cdef object counts, displs   # vector: lists of element counts / displacements
 
 
@@ -194,7 +230,7 @@ cdef int _parse(object msg, bint writable, int blocks, bint vector, _Msg m) exce
     """Fill m from a buffer specification; 1 if pgascol can run it, 0 to
     leave it to MPI (which then behaves, or fails, exactly as natively)."""
     cdef object o_buf, o_count = None, o_displ = None, o_type = None
-    cdef Py_ssize_t nargs, displ = 0, csize, i, c
+    cdef Py_ssize_t nargs, displ = 0, csize, i, c, k = 1
     if PyObject_CheckBuffer(msg):
         o_buf = msg
     elif PyList_Check(msg) or PyTuple_Check(msg):
@@ -220,7 +256,13 @@ cdef int _parse(object msg, bint writable, int blocks, bint vector, _Msg m) exce
     if o_type is not None:
         info = _type_info(o_type)
         if info is None:
-            return 0
+            cinfo = _contiguous_info(o_type) if isinstance(o_type, _Datatype) else None
+            if cinfo is None or cinfo[1] < 1:
+                return 0
+            # parse in elements of the derived type, then count base elements
+            info, k = cinfo
+            m.derived = True
+            info = (info[0], info[1], info[2], info[3] * k)
         m.mpitype, m.code, m.opclass, m.esize = info
         if not _getbuf(o_buf, writable, False, m):
             return 0
@@ -257,6 +299,9 @@ cdef int _parse(object msg, bint writable, int blocks, bint vector, _Msg m) exce
                     return 0
                 c //= blocks
             m.count = c
+        if k > 1:
+            m.count *= k
+            m.esize //= k
         return 1
     # vector
     if o_count is None:
@@ -291,6 +336,10 @@ cdef int _parse(object msg, bint writable, int blocks, bint vector, _Msg m) exce
     for i in range(blocks):
         if m.counts[i] < 0 or m.displs[i] < 0:
             return 0
+    if k > 1:
+        m.counts = [x * k for x in m.counts]
+        m.displs = [x * k for x in m.displs]
+        m.esize //= k
     return 1
 
 
@@ -347,8 +396,8 @@ cdef int _op_code(object op, _Msg m) except -2:
         code = _OP.get(op.handle) if op is not None else None
         c = -1 if code is None else code
         _last_op, _last_opc = op, c
-    if c < 0:
-        return -1
+    if c < 0 or m.derived:
+        return -1      # MPI's predefined operations are defined on predefined types only
     if m.opclass == OPC_FULL:
         if _VALID[c][m.code]:
             return c

@@ -286,6 +286,64 @@ def test_fallbacks_give_mpi_results():
     assert after["Allreduce"].get("mpi", 0) > before.get("Allreduce", {}).get("mpi", 0)
 
 
+def test_contiguous_derived_types_mixed_with_predefined():
+    """A contiguous derived type (nested, and a Dup) describes the same data
+    as its base type: odd ranks use it, even ranks the base type. MPI allows
+    the mix (same type signature) and every rank must run on pgascol, or
+    the two halves would wait for each other."""
+    t4 = MPI.DOUBLE.Create_contiguous(2).Create_contiguous(2).Commit()
+    c3 = MPI.DOUBLE.Dup().Commit()
+    derived = ME % 2 == 1
+    before = pgascol.stats(PG)
+    try:
+        def f(c):
+            out = []
+            b = data(0, 4 * 300, salt=1) if ME == 0 else np.zeros(4 * 300)
+            c.Bcast([b, t4] if derived else [b, MPI.DOUBLE], root=0)
+            out.append(b)
+            r = np.zeros(4 * 5 * P)
+            c.Allgatherv([data(ME, 4 * 5), 5, t4] if derived else data(ME, 4 * 5),
+                         [r, [5] * P, [5 * i for i in range(P)], t4] if derived
+                         else [r, [20] * P, [20 * i for i in range(P)], MPI.DOUBLE])
+            out.append(r)
+            s, q = data(ME, 4 * 3 * P, salt=2), np.zeros(4 * 3 * P)
+            c.Alltoall([s, t4] if derived else s, [q, t4] if derived else q)
+            out.append(q)
+            g = np.zeros(9 * P) if ME == 0 else None
+            c.Gather([data(ME, 9), c3] if derived else data(ME, 9), [g, c3] if ME == 0 else None, root=0)
+            out.append(g if ME == 0 else np.zeros(0))
+            return np.concatenate(out)
+        a, b = both(f)
+        same(a, b, "contiguous derived types")
+    finally:
+        t4.Free()
+        c3.Free()
+    after = pgascol.stats(PG)
+    for op in ("Bcast", "Allgatherv", "Alltoall", "Gather"):
+        assert after.get(op, {}).get("mpi", 0) == before.get(op, {}).get("mpi", 0), (op, after)
+
+
+def test_reductions_on_derived_types_are_mpis():
+    """MPI defines its reduction operations on predefined types only: a
+    derived type on every rank goes to MPI, which then answers as natively
+    (MPICH refuses it, others may run it)."""
+    t2 = MPI.DOUBLE.Create_contiguous(2).Commit()
+    before = pgascol.stats(PG).get("Allreduce", {}).get("mpi", 0)
+    try:
+        def f(c):
+            x, y = data(ME, 8), np.zeros(8)
+            try:
+                c.Allreduce([x, 4, t2], [y, 4, t2], MPI.SUM)
+            except MPI.Exception as exc:
+                return ("error", exc.Get_error_class())
+            return ("ok", y.tolist())
+        a, b = both(f)
+        assert a == b, (a, b)
+    finally:
+        t2.Free()
+    assert pgascol.stats(PG)["Allreduce"]["mpi"] == before + 1
+
+
 # ------------------------------------------------------------------ misuse
 
 def test_misuse_raises_and_comm_stays_usable():
