@@ -14,10 +14,13 @@ pgc_path pgc_choose_path(const pgc_team *t, pgc_coll coll, size_t bytes)
 
 int pgc_bcast_radix(const pgc_team *t, pgc_path path)
 {
+    /* A member has at most (k-1) * ceil(log_k P) children: radix 2..16 and
+     * P <= 65536 keep that within PGC_TREE_MAX_CHILDREN. */
     if (path == PGC_PATH_INLINE || t->cfg.bcast_tree_min == 0 ||
-        (uint32_t)t->nranks < t->cfg.bcast_tree_min)
+        (uint32_t)t->nranks < t->cfg.bcast_tree_min || t->nranks > 65536)
         return 0;
-    return t->cfg.bcast_radix < 2 ? 2 : (int)t->cfg.bcast_radix;
+    uint32_t k = t->cfg.bcast_radix;
+    return k < 2 ? 2 : k > 16 ? 16 : (int)k;
 }
 
 int pgc_wait_peers_done(pgc_team *t, uint32_t back)

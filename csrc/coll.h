@@ -62,6 +62,7 @@ pgc_path pgc_choose_path(const pgc_team *t, pgc_coll coll, size_t bytes);
  * cfg.bcast_tree_min members, copy-in/copy-out and single copy; inline
  * payloads always go flat: one cache line). Same on every member. */
 int pgc_bcast_radix(const pgc_team *t, pgc_path path);
+#define PGC_TREE_MAX_CHILDREN 64
 
 /* Single copy with `peer` (write: push local to remote), failing cleanly:
  * nothing moves once the team is aborted; a failure after the peer gave up

@@ -152,13 +152,12 @@ static int reader_work(pgc_team *t, void *buf, size_t bytes, int root)
  * Ranks are renumbered from the root (v = 0). A member's parent is v with
  * its lowest non-zero base-k digit cleared; its children are v + j*m for
  * every place m below that digit (below P at the root), j = 1 .. k-1. */
-#define TREE_MAX_CHILDREN 64  /* (k-1) * ceil(log_k P): radix <= 16 keeps P <= 65536 within it */
 #define TREE_CMA_CHUNK (256 * 1024) /* single-copy pipeline chunk: a few process_vm_readv calls' worth */
 
 typedef struct {
     int parent;     /* team rank; -1 at the root */
     int nchildren;
-    int children[TREE_MAX_CHILDREN]; /* team ranks, largest subtree first */
+    int children[PGC_TREE_MAX_CHILDREN]; /* team ranks, largest subtree first (bound: pgc_bcast_radix) */
 } tree_links;
 
 static void tree_links_of(const pgc_team *t, int root, int k, tree_links *n)
@@ -175,7 +174,7 @@ static void tree_links_of(const pgc_team *t, int root, int k, tree_links *n)
         m *= k;
     for (; m >= 1; m /= k)
         for (int j = k - 1; j >= 1; j--)
-            if (m * j < top && v + m * j < P && n->nchildren < TREE_MAX_CHILDREN)
+            if (m * j < top && v + m * j < P)
                 n->children[n->nchildren++] = (int)((v + m * j + root) % P);
 }
 
