@@ -20,8 +20,8 @@ PG = pgascol.Comm(WORLD)
 P, ME = PG.Get_size(), PG.Get_rank()
 HIER = int(os.environ.get("PGASCOL_NODE_SIZE", "0") or 0) not in (0,) and \
     int(os.environ["PGASCOL_NODE_SIZE"]) < P
-# sizes (elements) around the engine's thresholds: inline (512 B), chunk (64 KiB),
-# staging (1 MiB) and the hierarchy's segment (1 MiB)
+# sizes (elements) around the engine's default thresholds: inline (512 B), chunk (128 KiB),
+# staging (2 MiB) and the hierarchy's segment (1 MiB)
 SIZES = (0, 1, 7, 65, 1000, 9000, 40000, 300001)
 
 
