@@ -13,7 +13,9 @@ core = Extension(
 )
 
 # The communicator layer (pgascol.Comm): pure Cython over mpi4py's Python API,
-# no mpi.h, so one build serves MPICH and Open MPI alike.
-comm = Extension("pgascol._comm", sources=["pgascol/_comm.pyx"], extra_compile_args=["-O2"])
+# no mpi.h, so one build serves MPICH and Open MPI alike. It calls the node
+# team's hot collectives at C level (pgascol/_core.pxd; csrc/ headers only).
+comm = Extension("pgascol._comm", sources=["pgascol/_comm.pyx"], include_dirs=["csrc"],
+                 extra_compile_args=["-O2"])
 
 setup(ext_modules=cythonize([core, comm], language_level=3, compiler_directives={"embedsignature": True}))

@@ -18,6 +18,7 @@ import os
 import sys
 from time import monotonic as _monotonic, sleep as _sleep
 
+cimport cython
 from cpython.buffer cimport (PyBUF_ANY_CONTIGUOUS, PyBUF_FORMAT, PyBUF_WRITABLE,
                              PyBuffer_Release, PyObject_CheckBuffer, PyObject_GetBuffer)
 from cpython.list cimport PyList_Check
@@ -27,6 +28,7 @@ import numpy as np
 from mpi4py import MPI
 
 from . import _core
+from ._core cimport Team
 from .errors import ArgumentError, PgascolError, PgascolTimeoutError
 from .team import NodeTeam
 
@@ -91,6 +93,8 @@ for _o in range(len(_core.OPS)):
 
 cdef object _SUM = MPI.SUM
 cdef object _IN_PLACE = MPI.IN_PLACE
+cdef object _BOTTOM = MPI.BOTTOM
+cdef object _PACKED = MPI.PACKED
 cdef object _BYTE = MPI.BYTE
 cdef object _Datatype = MPI.Datatype
 cdef object _typedict = MPI._typedict
@@ -171,16 +175,25 @@ cdef inline bint _is_in_place(object x):
 
 # ----------------------------------------------------------------- buffer specs
 
+@cython.freelist(8)   # several per call: reuse instead of allocating
 cdef class _Msg:
     """One parsed buffer specification (mpi4py's message_simple/_vector)."""
-    cdef object obj          # what the engine gets (the buffer, or a byte view at the displacement)
+    cdef object obj          # what the engine gets (the buffer, a byte view at the displacement, or packed bytes)
     cdef object mpitype      # the MPI datatype (for the inter-node legs)
     cdef Py_ssize_t nbytes   # bytes available from obj's start
     cdef Py_ssize_t esize
     cdef Py_ssize_t count    # elements per block (simple)
+    cdef Py_ssize_t displ    # simple: mpi4py's displacement, in elements
     cdef int code, opclass
-    cdef bint derived        # a contiguous derived datatype (not for reductions)
+    cdef bint derived        # a derived datatype (not for reductions)
+    cdef bint writable       # a receive buffer
     cdef object counts, displs   # vector: lists of element counts / displacements
+    # A packed message (_packed): obj is a uint8 temporary holding the blocks
+    # one after another, esize 1, counts and displacements in bytes.
+    cdef bint packed
+    cdef object user, utype      # the user's buffer (or MPI.BOTTOM) and datatype
+    cdef list ucounts, udispls   # the user's blocks, in elements of utype (simple: one block)
+    cdef Py_ssize_t usize        # packed bytes per element of utype (MPI_Type_size)
 
 
 cdef list _FMT1 = [None] * 256         # single-character format -> info (cache)
@@ -226,88 +239,54 @@ cdef int _getbuf(object buf, bint writable, bint fmt, _Msg m) except -1:
     return 1
 
 
-cdef int _parse(object msg, bint writable, int blocks, bint vector, _Msg m) except -1:
-    """Fill m from a buffer specification; 1 if pgascol can run it, 0 to
-    leave it to MPI (which then behaves, or fails, exactly as natively)."""
-    cdef object o_buf, o_count = None, o_displ = None, o_type = None
-    cdef Py_ssize_t nargs, displ = 0, csize, i, c, k = 1
-    if PyObject_CheckBuffer(msg):
-        o_buf = msg
-    elif PyList_Check(msg) or PyTuple_Check(msg):
-        nargs = len(msg)
-        if nargs == 2:
-            o_buf, o_count = msg
-            if isinstance(o_count, (_Datatype, str)):
-                o_count, o_type = None, o_count
-            elif PyTuple_Check(o_count) or (not vector and PyList_Check(o_count)):
-                o_count, o_displ = o_count
-        elif nargs == 3:
-            o_buf, o_count, o_type = msg
-            if PyTuple_Check(o_count) or (not vector and PyList_Check(o_count)):
-                o_count, o_displ = o_count
-        elif nargs == 4:
-            o_buf, o_count, o_displ, o_type = msg
-        else:
+cdef int _simple_layout(object o_count, object o_displ, Py_ssize_t length, Py_ssize_t extent,
+                        int blocks, _Msg m) except -1:
+    """mpi4py's count (per block) and displacement of a simple message, in
+    elements `extent` bytes apart, in a buffer of `length` bytes: m.count,
+    m.displ. 0 where mpi4py raises."""
+    cdef Py_ssize_t c
+    m.displ = 0
+    if o_displ is not None:
+        try:
+            m.displ = o_displ
+        except (TypeError, OverflowError):
             return 0
-        if not PyObject_CheckBuffer(o_buf):
+        if m.displ < 0:
             return 0
-    else:
-        return 0
-    if o_type is not None:
-        info = _type_info(o_type)
-        if info is None:
-            cinfo = _contiguous_info(o_type) if isinstance(o_type, _Datatype) else None
-            if cinfo is None or cinfo[1] < 1:
+        if m.displ:
+            if extent <= 0 or m.displ * extent > length:
                 return 0
-            # parse in elements of the derived type, then count base elements
-            info, k = cinfo
-            m.derived = True
-            info = (info[0], info[1], info[2], info[3] * k)
-        m.mpitype, m.code, m.opclass, m.esize = info
-        if not _getbuf(o_buf, writable, False, m):
+            length -= m.displ * extent
+    if o_count is not None:
+        try:
+            m.count = o_count
+        except (TypeError, OverflowError):
             return 0
-    elif not _getbuf(o_buf, writable, True, m):
-        return 0
-    m.obj = o_buf
-    if not vector:
-        if o_displ is not None:
-            try:
-                displ = o_displ
-            except (TypeError, OverflowError):
+        return m.count >= 0
+    m.count = 0
+    if length > 0:
+        if extent <= 0 or length % extent:
+            return 0
+        c = length // extent
+        if blocks >= 2:
+            if c % blocks:
                 return 0
-            if displ < 0 or displ * m.esize > m.nbytes:
-                return 0
-            if displ:
-                try:
-                    m.obj = memoryview(o_buf).cast("B")[displ * m.esize:]
-                except (TypeError, ValueError):
-                    return 0
-                m.nbytes -= displ * m.esize
-        if o_count is not None:
-            try:
-                m.count = o_count
-            except (TypeError, OverflowError):
-                return 0
-            if m.count < 0:
-                return 0
-        else:
-            if m.nbytes % m.esize:
-                return 0
-            c = m.nbytes // m.esize
-            if blocks >= 2:
-                if c % blocks:
-                    return 0
-                c //= blocks
-            m.count = c
-        if k > 1:
-            m.count *= k
-            m.esize //= k
-        return 1
-    # vector
+            c //= blocks
+        m.count = c
+    return 1
+
+
+cdef int _vector_layout(object o_count, object o_displ, Py_ssize_t length, Py_ssize_t extent,
+                        int blocks, _Msg m) except -1:
+    """mpi4py's counts and displacements of a vector message, in elements
+    `extent` bytes apart, in a buffer of `length` bytes: m.counts, m.displs.
+    0 where mpi4py raises, and for negative values."""
+    cdef Py_ssize_t csize = 0, c, i
     if o_count is None:
-        if m.nbytes % m.esize:
-            return 0
-        csize = m.nbytes // m.esize
+        if length > 0:
+            if extent <= 0 or length % extent:
+                return 0
+            csize = length // extent
         m.counts = [csize // blocks + (1 if csize % blocks > i else 0) for i in range(blocks)]
     elif isinstance(o_count, int):
         m.counts = [o_count] * blocks
@@ -336,6 +315,74 @@ cdef int _parse(object msg, bint writable, int blocks, bint vector, _Msg m) exce
     for i in range(blocks):
         if m.counts[i] < 0 or m.displs[i] < 0:
             return 0
+    return 1
+
+
+cdef int _parse(object msg, bint writable, int blocks, bint vector, bint pack, _Msg m) except -1:
+    """Fill m from a buffer specification; 1 if pgascol can run it, 0 to
+    leave it to MPI (which then behaves, or fails, exactly as natively).
+    pack (data-movement collectives only): a datatype the engine does not
+    take as it is, or MPI.BOTTOM, makes a packed message (_packed)."""
+    cdef object o_buf, o_count = None, o_displ = None, o_type = None
+    cdef Py_ssize_t nargs, k = 1
+    m.writable = writable
+    if PyObject_CheckBuffer(msg):
+        o_buf = msg
+    elif PyList_Check(msg) or PyTuple_Check(msg):
+        nargs = len(msg)
+        if nargs == 2:
+            o_buf, o_count = msg
+            if isinstance(o_count, (_Datatype, str)):
+                o_count, o_type = None, o_count
+            elif PyTuple_Check(o_count) or (not vector and PyList_Check(o_count)):
+                o_count, o_displ = o_count
+        elif nargs == 3:
+            o_buf, o_count, o_type = msg
+            if PyTuple_Check(o_count) or (not vector and PyList_Check(o_count)):
+                o_count, o_displ = o_count
+        elif nargs == 4:
+            o_buf, o_count, o_displ, o_type = msg
+        else:
+            return 0
+        if pack and o_type is not None and (o_buf is None or o_buf is _BOTTOM):
+            # absolute addresses (mpi4py reads None as BOTTOM; to Python,
+            # BOTTOM is a buffer of no bytes)
+            return _packed(o_buf, o_count, o_displ, o_type, blocks, vector, m)
+        if not PyObject_CheckBuffer(o_buf):
+            return 0
+    else:
+        return 0
+    if o_type is not None:
+        info = _type_info(o_type)
+        if info is None:
+            cinfo = _contiguous_info(o_type) if isinstance(o_type, _Datatype) else None
+            if cinfo is None or cinfo[1] < 1:
+                return _packed(o_buf, o_count, o_displ, o_type, blocks, vector, m) if pack else 0
+            # parse in elements of the derived type, then count base elements
+            info, k = cinfo
+            m.derived = True
+            info = (info[0], info[1], info[2], info[3] * k)
+        m.mpitype, m.code, m.opclass, m.esize = info
+        if not _getbuf(o_buf, writable, False, m):
+            return 0
+    elif not _getbuf(o_buf, writable, True, m):
+        return 0
+    m.obj = o_buf
+    if not vector:
+        if not _simple_layout(o_count, o_displ, m.nbytes, m.esize, blocks, m):
+            return 0
+        if m.displ:
+            try:
+                m.obj = memoryview(o_buf).cast("B")[m.displ * m.esize:]
+            except (TypeError, ValueError):
+                return 0
+            m.nbytes -= m.displ * m.esize
+        if k > 1:
+            m.count *= k
+            m.esize //= k
+        return 1
+    if not _vector_layout(o_count, o_displ, m.nbytes, m.esize, blocks, m):
+        return 0
     if k > 1:
         m.counts = [x * k for x in m.counts]
         m.displs = [x * k for x in m.displs]
@@ -343,18 +390,177 @@ cdef int _parse(object msg, bint writable, int blocks, bint vector, _Msg m) exce
     return 1
 
 
-cdef inline _Msg _simple(object msg, bint writable, int blocks):
+cdef inline _Msg _simple(object msg, bint writable, int blocks, bint pack):
     cdef _Msg m = _Msg.__new__(_Msg)
-    if _parse(msg, writable, blocks, False, m):
+    if _parse(msg, writable, blocks, False, pack, m):
         return m
     return None
 
 
-cdef inline _Msg _vector(object msg, bint writable, int blocks):
+cdef inline _Msg _vector(object msg, bint writable, int blocks, bint pack):
     cdef _Msg m = _Msg.__new__(_Msg)
-    if _parse(msg, writable, blocks, True, m):
+    if _parse(msg, writable, blocks, True, pack, m):
         return m
     return None
+
+
+# ----------------------------------------------------------------- packed messages
+
+# A buffer described by a datatype the engine cannot take as it is (vector,
+# indexed, struct, resized, subarray, ..., or a predefined type outside the
+# table such as DOUBLE_INT), or addressed from MPI.BOTTOM, takes part in a
+# data-movement collective as packed bytes. MPI requires only the type
+# signatures to match there, so the other ranks may describe the same data
+# with a predefined type: everyone meets in the engine's byte collectives,
+# whose methods (inline/cico/cma) follow byte counts that are equal on both
+# sides, and no rank falls back to MPI alone while the others wait in the
+# engine. MPI packs and unpacks, by a message to self: MPI_PACKED matches any
+# type signature.
+
+cdef int _BYTE_CODE = _DT[MPI.BYTE.handle][1]
+cdef int _TAG_PACK = 1
+cdef object _SELF = None    # a private Dup of COMM_SELF: pgascol's messages to self never
+                            # match the user's own on COMM_SELF
+cdef int _raw = -1          # MPI packs to the native bytes: -1 not probed yet, 0 no, 1 yes
+
+
+cdef bint _packs_raw() except -1:
+    """Whether MPI's packed form is the data's native bytes, probed once: the
+    engine hands packed bytes to ranks that may read them as a predefined
+    type. True of MPICH and Open MPI within a machine; an MPI that packs
+    differently (external32, a header) keeps such buffers on MPI as before
+    (and every rank of the job runs the same MPI, so all decide alike)."""
+    global _SELF, _raw
+    if _raw >= 0:
+        return _raw
+    _raw = 0
+    x = np.arange(6, dtype=np.float64) + 0.25
+    out = np.zeros(24, np.uint8)
+    back = np.zeros(6)
+    vec = None
+    try:
+        _SELF = MPI.COMM_SELF.Dup()
+        vec = MPI.DOUBLE.Create_vector(3, 1, 2).Commit()
+        _SELF.Sendrecv([x, 1, vec], 0, _TAG_PACK, [out, 24, _PACKED], 0, _TAG_PACK)
+        _SELF.Sendrecv([out, 24, _PACKED], 0, _TAG_PACK, [back, 1, vec], 0, _TAG_PACK)
+        _raw = (out.tobytes() == x[::2].tobytes() and back[::2].tobytes() == x[::2].tobytes()
+                and not back[1::2].any())
+    except MPI.Exception:
+        pass
+    finally:
+        if vec is not None:
+            vec.Free()
+    return _raw
+
+
+cdef int _packed(object o_buf, object o_count, object o_displ, object o_type, int blocks, bint vector,
+                 _Msg m) except -1:
+    """Fill m as a packed message: MPI_Type_size bytes per element, the
+    blocks one after another in block order. A send buffer is packed here;
+    a receive buffer gets a temporary, unpacked by _done once the collective
+    succeeded. Raises ArgumentError when the layout does not fit the buffer;
+    0: leave it to MPI."""
+    cdef bint bottom = o_buf is None or o_buf is _BOTTOM    # absolute addresses
+    cdef Py_ssize_t size, extent, tlb, textent, length = 0, nbytes, i, c, d, lo, hi
+    dt = _typedict.get(o_type) if isinstance(o_type, str) else o_type
+    if not isinstance(dt, _Datatype) or not _packs_raw():
+        return 0
+    try:
+        size = dt.Get_size()
+        extent = dt.Get_extent()[1]
+        tlb, textent = dt.Get_true_extent()
+    except MPI.Exception:
+        return 0        # e.g. DATATYPE_NULL: MPI's own error
+    if not bottom and not _getbuf(o_buf, m.writable, False, m):   # (a read-only receive buffer raises)
+        return 0
+    if not bottom:
+        length = m.nbytes
+    if vector:
+        if not _vector_layout(o_count, o_displ, length, extent, blocks, m):
+            return 0
+        m.ucounts, m.udispls = m.counts, m.displs
+        m.counts, m.displs = [], []
+        nbytes = 0
+        for c in m.ucounts:
+            m.counts.append(c * size)
+            m.displs.append(nbytes)
+            nbytes += c * size
+    else:
+        if not _simple_layout(o_count, o_displ, length, extent, blocks, m):
+            return 0
+        if o_buf is None and m.count:
+            return 0    # mpi4py: "buffer is None but count is ..."
+        m.ucounts, m.udispls = [m.count * max(blocks, 1)], [m.displ]
+        nbytes = m.ucounts[0] * size
+        m.count *= size
+    if not bottom and size:
+        # every block must lie inside the buffer (MPI would read or write past it)
+        for i in range(len(m.ucounts)):
+            c, d = m.ucounts[i], m.udispls[i]
+            if c:
+                lo = min(d * extent, (d + c - 1) * extent) + tlb
+                hi = max(d * extent, (d + c - 1) * extent) + tlb + textent
+                if lo < 0 or hi > length:
+                    raise ArgumentError("the %s buffer holds %d bytes but its datatype's layout spans bytes "
+                                        "%d to %d" % ("receive" if m.writable else "send", length, lo, hi))
+    m.packed = m.derived = True
+    m.user = _BOTTOM if bottom else o_buf
+    m.utype, m.usize = dt, size
+    m.mpitype, m.code, m.opclass, m.esize = _BYTE, _BYTE_CODE, OPC_NONE, 1
+    m.obj = np.empty(nbytes, np.uint8)
+    m.nbytes = nbytes
+    if not m.writable:
+        try:
+            _pack(m, -1)
+        except MPI.Exception:
+            return 0    # e.g. a datatype not committed: MPI reports it
+    return 1
+
+
+cdef int _move(_Msg m, int block, bint unpack) except -1:
+    """Pack block `block` (-1: all blocks) of the user's buffer into its
+    place in m.obj, or unpack m.obj into the user's buffer: one message to
+    self through a datatype covering the blocks."""
+    cdef Py_ssize_t off = 0, nb = m.nbytes, c
+    counts, displs = m.ucounts, m.udispls
+    if block >= 0:
+        if m.counts is not None:    # vector
+            counts, displs = [m.ucounts[block]], [m.udispls[block]]
+            off, nb = m.displs[block], m.counts[block]
+        else:                       # simple: equal blocks, consecutive in the buffer
+            off, nb = block * m.count, m.count
+            if nb:
+                c = m.count // m.usize
+                counts, displs = [c], [m.udispls[0] + block * c]
+    if nb == 0:
+        return 0
+    dt = m.utype
+    layout = None
+    if len(counts) > 1 or displs[0]:
+        layout = dt = dt.Create_indexed(counts, displs).Commit()
+    usr = [m.user, 1 if layout is not None else counts[0], dt]
+    tmp = [m.obj[off:off + nb], nb, _PACKED]
+    try:
+        if unpack:
+            _SELF.Sendrecv(tmp, 0, _TAG_PACK, usr, 0, _TAG_PACK)
+        else:
+            _SELF.Sendrecv(usr, 0, _TAG_PACK, tmp, 0, _TAG_PACK)
+    finally:
+        if layout is not None:
+            layout.Free()
+    return 0
+
+
+cdef inline int _pack(_Msg m, int block) except -1:
+    return _move(m, block, False)
+
+
+cdef inline int _unpack(_Msg m) except -1:
+    """Into the user's buffer, what the collective left in a packed receive
+    message's temporary."""
+    if m is not None and m.packed and m.writable:
+        _move(m, -1, True)
+    return 0
 
 
 cdef Py_ssize_t _vec_extent(_Msg m) except -1:
@@ -458,7 +664,8 @@ def _u8(obj):
 
 cdef class _State:
     """pgascol's side of one communicator."""
-    cdef public object team, core, xcomm, pcomm, ncomm
+    cdef public object team, xcomm, pcomm, ncomm
+    cdef public Team core       # typed: the hot collectives are C-level calls (Team.c_*)
     cdef public double timeout
     cdef public int rank, size, lrank, lsize, nnodes, nidx
     cdef public bint hier, equal, debug
@@ -610,37 +817,49 @@ cdef int _check_root(_State st, int root) except -1:
     return 0
 
 
+cdef int _done(_State st, int op, int path, _Msg a, _Msg b) except -1:
+    """The end of a data-movement collective that succeeded: a packed
+    receive message is unpacked into the user's buffer; the call counted."""
+    if (a is not None and a.packed) or (b is not None and b.packed):
+        _unpack(a)
+        _unpack(b)
+        if st.debug:
+            st.log("%s: derived datatype or MPI.BOTTOM as packed bytes" % _OPNAMES[op])
+    st.count(op, path)
+    return 0
+
+
 # ----------------------------------------------------------------- collectives (1 = done, 0 = use MPI)
 
 cdef int _barrier(_State st) except -1:
     if not st.hier:
-        st.core.barrier()
+        st.core.c_barrier()
         st.count(O_BARRIER, P_ENGINE)
         return 1
-    st.core.barrier()
+    st.core.c_barrier()
     if st.lrank == 0:
         _mpi_wait(st, [st.xcomm.Ibarrier()], "Barrier")
-    st.core.barrier()
+    st.core.c_barrier()
     st.count(O_BARRIER, P_HIER)
     return 1
 
 
 cdef int _bcast(_State st, object buf, int root) except -1:
     _check_root(st, root)
-    cdef _Msg m = _simple(buf, st.rank != root, 0)
+    cdef _Msg m = _simple(buf, st.rank != root, 0, True)
     if m is None:
         return 0
     cdef Py_ssize_t n = m.count * m.esize
     _need(m, n, "buffer")
     if not st.hier:
-        st.core.bcast(m.obj, n, root)
-        st.count(O_BCAST, P_ENGINE)
+        st.core.c_bcast(m.obj, n, root)
+        _done(st, O_BCAST, P_ENGINE, m, None)
         return 1
     try:
         _hier_bcast(st, m.obj, n, root)
     except PgascolError as exc:
         _in_hierarchy(exc, O_BCAST)
-    st.count(O_BCAST, P_HIER)
+    _done(st, O_BCAST, P_HIER, m, None)
     return 1
 
 
@@ -680,13 +899,13 @@ cdef int _hier_bcast(_State st, object obj, Py_ssize_t n, int root) except -1:
 
 
 cdef int _allreduce(_State st, object sendbuf, object recvbuf, object op) except -1:
-    cdef _Msg r = _simple(recvbuf, True, 0)
+    cdef _Msg r = _simple(recvbuf, True, 0, False)
     if r is None:
         return 0
     cdef _Msg s = None
     cdef bint inplace = _is_in_place(sendbuf)
     if not inplace:
-        s = _simple(sendbuf, False, 0)
+        s = _simple(sendbuf, False, 0, False)
         if s is None:
             return 0
         if s.mpitype is not r.mpitype and s.mpitype.handle != r.mpitype.handle:
@@ -701,7 +920,7 @@ cdef int _allreduce(_State st, object sendbuf, object recvbuf, object op) except
     if s is not None:
         _need(s, n, "sendbuf")
     if not st.hier:
-        st.core.allreduce(None if inplace else s.obj, r.obj, r.count, r.code, opc)
+        st.core.c_elementwise(0, None if inplace else s.obj, r.obj, r.count, r.code, opc)
         st.count(O_ALLREDUCE, P_ENGINE)
         return 1
     try:
@@ -774,11 +993,11 @@ cdef int _reduce(_State st, object sendbuf, object recvbuf, object op, int root)
     cdef bint inplace = _is_in_place(sendbuf)
     cdef _Msg s = None, r = None, t
     if at_root:
-        r = _simple(recvbuf, True, 0)
+        r = _simple(recvbuf, True, 0, False)
         if r is None:
             return 0
         if not inplace:
-            s = _simple(sendbuf, False, 0)
+            s = _simple(sendbuf, False, 0, False)
             if s is None:
                 return 0
             if s.mpitype is not r.mpitype and s.mpitype.handle != r.mpitype.handle:
@@ -789,7 +1008,7 @@ cdef int _reduce(_State st, object sendbuf, object recvbuf, object op, int root)
     else:
         if inplace:
             return 0   # erroneous in MPI: let MPI report it
-        s = _simple(sendbuf, False, 0)
+        s = _simple(sendbuf, False, 0, False)
         if s is None:
             return 0
         t = s
@@ -848,13 +1067,13 @@ cdef int _gather(_State st, object sendbuf, object recvbuf, int root, bint v) ex
     cdef Py_ssize_t sb = 0
     bcounts = bdispls = None
     if not inplace:
-        s = _simple(sendbuf, False, 0)
+        s = _simple(sendbuf, False, 0, True)
         if s is None:
             return 0
         sb = s.count * s.esize
         _need(s, sb, "sendbuf")
     if at_root:
-        r = _vector(recvbuf, True, st.size) if v else _simple(recvbuf, True, st.size)
+        r = _vector(recvbuf, True, st.size, True) if v else _simple(recvbuf, True, st.size, True)
         if r is None:
             return 0
         bcounts, bdispls = _byte_layout(st, r, v, "recvbuf")
@@ -863,6 +1082,8 @@ cdef int _gather(_State st, object sendbuf, object recvbuf, int root, bint v) ex
         elif bcounts[root] != sb:
             raise ArgumentError("Gather%s: the root sends %d bytes but expects %d from itself"
                                 % ("v" if v else "", sb, bcounts[root]))
+        if inplace and r.packed:
+            _pack(r, root)      # the root's own block, where the engine leaves it
     cdef object sobj = None if s is None else s.obj
     cdef object robj = None if r is None else r.obj
     cdef int opi = O_GATHERV if v else O_GATHER
@@ -871,7 +1092,7 @@ cdef int _gather(_State st, object sendbuf, object recvbuf, int root, bint v) ex
             st.core.gather(sobj, sb, robj, bcounts, bdispls, root, v)
         else:
             st.core.gather(sobj, sb, None, None, None, root, v)
-        st.count(opi, P_ENGINE)
+        _done(st, opi, P_ENGINE, s, r)
         return 1
     if at_root and bdispls is None:
         bdispls = [i * bcounts[0] for i in range(st.size)]
@@ -879,7 +1100,7 @@ cdef int _gather(_State st, object sendbuf, object recvbuf, int root, bint v) ex
         _hier_gather(st, sobj, sb, robj, bcounts if at_root else None, bdispls if at_root else None, root, v)
     except PgascolError as exc:
         _in_hierarchy(exc, opi)
-    st.count(opi, P_HIER)
+    _done(st, opi, P_HIER, s, r)
     return 1
 
 
@@ -941,13 +1162,13 @@ cdef int _scatter(_State st, object sendbuf, object recvbuf, int root, bint v) e
     cdef Py_ssize_t rb = 0
     bcounts = bdispls = None
     if not inplace:
-        r = _simple(recvbuf, True, 0)
+        r = _simple(recvbuf, True, 0, True)
         if r is None:
             return 0
         rb = r.count * r.esize
         _need(r, rb, "recvbuf")
     if at_root:
-        s = _vector(sendbuf, False, st.size) if v else _simple(sendbuf, False, st.size)
+        s = _vector(sendbuf, False, st.size, True) if v else _simple(sendbuf, False, st.size, True)
         if s is None:
             return 0
         bcounts, bdispls = _byte_layout(st, s, v, "sendbuf")
@@ -964,7 +1185,7 @@ cdef int _scatter(_State st, object sendbuf, object recvbuf, int root, bint v) e
             st.core.scatter(sobj, bcounts, bdispls, robj, rb, root, v)
         else:
             st.core.scatter(None, None, None, robj, rb, root, v)
-        st.count(opi, P_ENGINE)
+        _done(st, opi, P_ENGINE, s, r)
         return 1
     if at_root and bdispls is None:
         bdispls = [i * bcounts[0] for i in range(st.size)]
@@ -972,7 +1193,7 @@ cdef int _scatter(_State st, object sendbuf, object recvbuf, int root, bint v) e
         _hier_scatter(st, sobj, bcounts if at_root else None, bdispls if at_root else None, robj, rb, root, v)
     except PgascolError as exc:
         _in_hierarchy(exc, opi)
-    st.count(opi, P_HIER)
+    _done(st, opi, P_HIER, s, r)
     return 1
 
 
@@ -1012,15 +1233,17 @@ cdef int _hier_scatter(_State st, object sobj, list bcounts, list bdispls, objec
 cdef int _allgather(_State st, object sendbuf, object recvbuf, bint v) except -1:
     cdef bint inplace = _is_in_place(sendbuf)
     cdef _Msg s = None
-    cdef _Msg r = _vector(recvbuf, True, st.size) if v else _simple(recvbuf, True, st.size)
+    cdef _Msg r = _vector(recvbuf, True, st.size, True) if v else _simple(recvbuf, True, st.size, True)
     if r is None:
         return 0
     cdef Py_ssize_t sb
     bcounts, bdispls = _byte_layout(st, r, v, "recvbuf")
     if inplace:
         sb = bcounts[st.rank]
+        if r.packed:
+            _pack(r, st.rank)   # my own block, which the engine reads in place
     else:
-        s = _simple(sendbuf, False, 0)
+        s = _simple(sendbuf, False, 0, True)
         if s is None:
             return 0
         sb = s.count * s.esize
@@ -1031,7 +1254,7 @@ cdef int _allgather(_State st, object sendbuf, object recvbuf, bint v) except -1
     cdef int opi = O_ALLGATHERV if v else O_ALLGATHER
     if not st.hier:
         st.core.allgather(None if inplace else s.obj, sb, r.obj, bcounts, bdispls, v)
-        st.count(opi, P_ENGINE)
+        _done(st, opi, P_ENGINE, s, r)
         return 1
     if bdispls is None:
         bdispls = [i * bcounts[0] for i in range(st.size)]
@@ -1043,7 +1266,7 @@ cdef int _allgather(_State st, object sendbuf, object recvbuf, bint v) except -1
         _hier_allgather(st, sobj, sb, r.obj, bcounts, bdispls)
     except PgascolError as exc:
         _in_hierarchy(exc, opi)
-    st.count(opi, P_HIER)
+    _done(st, opi, P_HIER, s, r)
     return 1
 
 
@@ -1081,23 +1304,25 @@ cdef int _hier_allgather(_State st, object sobj, Py_ssize_t sb, object robj, lis
 cdef int _alltoall(_State st, object sendbuf, object recvbuf, bint v) except -1:
     cdef bint inplace = _is_in_place(sendbuf)
     cdef _Msg s = None
-    cdef _Msg r = _vector(recvbuf, True, st.size) if v else _simple(recvbuf, True, st.size)
+    cdef _Msg r = _vector(recvbuf, True, st.size, True) if v else _simple(recvbuf, True, st.size, True)
     if r is None:
         return 0
     rcounts, rdispls = _byte_layout(st, r, v, "recvbuf")
     scounts = sdispls = None
     if not inplace:
-        s = _vector(sendbuf, False, st.size) if v else _simple(sendbuf, False, st.size)
+        s = _vector(sendbuf, False, st.size, True) if v else _simple(sendbuf, False, st.size, True)
         if s is None:
             return 0
         scounts, sdispls = _byte_layout(st, s, v, "sendbuf")
         if scounts[st.rank] != rcounts[st.rank]:
             raise ArgumentError("Alltoall%s: this rank sends %d bytes to itself but receives %d"
                                 % ("v" if v else "", scounts[st.rank], rcounts[st.rank]))
+    if inplace and r.packed:
+        _pack(r, -1)        # in place, every block is read from the receive buffer
     cdef int opi = O_ALLTOALLV if v else O_ALLTOALL
     if not st.hier:
         st.core.alltoall(None if inplace else s.obj, scounts, sdispls, r.obj, rcounts, rdispls, v)
-        st.count(opi, P_ENGINE)
+        _done(st, opi, P_ENGINE, s, r)
         return 1
     if rdispls is None:
         rdispls = [i * rcounts[0] for i in range(st.size)]
@@ -1107,7 +1332,7 @@ cdef int _alltoall(_State st, object sendbuf, object recvbuf, bint v) except -1:
         _hier_alltoall(st, None if inplace else s.obj, scounts, sdispls, r.obj, rcounts, rdispls, v)
     except PgascolError as exc:
         _in_hierarchy(exc, O_ALLTOALLV if v else O_ALLTOALL)
-    st.count(opi, P_HIER)
+    _done(st, opi, P_HIER, s, r)
     return 1
 
 
@@ -1177,7 +1402,7 @@ cdef int _reduce_scatter(_State st, object sendbuf, object recvbuf, object recvc
     cdef bint inplace = _is_in_place(sendbuf)
     cdef _Msg s = None, r
     cdef Py_ssize_t total, i
-    r = _simple(recvbuf, True, st.size if (inplace and block) else 0)
+    r = _simple(recvbuf, True, st.size if (inplace and block) else 0, False)
     if r is None:
         return 0
     if block:
@@ -1193,7 +1418,7 @@ cdef int _reduce_scatter(_State st, object sendbuf, object recvbuf, object recvc
             return 0
     total = sum(counts)
     if not inplace:
-        s = _simple(sendbuf, False, st.size if block else 0)
+        s = _simple(sendbuf, False, st.size if block else 0, False)
         if s is None:
             return 0
         if s.mpitype is not r.mpitype and s.mpitype.handle != r.mpitype.handle:
@@ -1239,13 +1464,13 @@ cdef int _reduce_scatter(_State st, object sendbuf, object recvbuf, object recvc
 cdef int _scan(_State st, object sendbuf, object recvbuf, object op, bint ex) except -1:
     if st.hier and not _block_placement(st):
         return 0   # nodes interleave in rank order: MPI's own Scan/Exscan (counted as 'mpi')
-    cdef _Msg r = _simple(recvbuf, True, 0)
+    cdef _Msg r = _simple(recvbuf, True, 0, False)
     if r is None:
         return 0
     cdef _Msg s = None
     cdef bint inplace = _is_in_place(sendbuf)
     if not inplace:
-        s = _simple(sendbuf, False, 0)
+        s = _simple(sendbuf, False, 0, False)
         if s is None:
             return 0
         if s.mpitype is not r.mpitype and s.mpitype.handle != r.mpitype.handle:
@@ -1269,9 +1494,9 @@ cdef int _scan(_State st, object sendbuf, object recvbuf, object op, bint ex) ex
         st.count(O_EXSCAN if ex else O_SCAN, P_HIER)
         return 1
     if ex:
-        st.core.exscan(None if inplace else s.obj, r.obj, r.count, r.code, opc)
+        st.core.c_elementwise(2, None if inplace else s.obj, r.obj, r.count, r.code, opc)
     else:
-        st.core.scan(None if inplace else s.obj, r.obj, r.count, r.code, opc)
+        st.core.c_elementwise(1, None if inplace else s.obj, r.obj, r.count, r.code, opc)
     st.count(O_EXSCAN if ex else O_SCAN, P_ENGINE)
     return 1
 

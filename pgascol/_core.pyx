@@ -8,6 +8,7 @@ Counts and displacements of the byte-moving collectives are in bytes; the
 reductions take an element count, a dtype code and an op code (see DTYPES,
 OPS). A sendbuf of None means MPI_IN_PLACE.
 """
+cimport cython
 from cpython.buffer cimport (PyBUF_ANY_CONTIGUOUS, PyBUF_FORMAT, PyBUF_WRITABLE,
                              PyBuffer_Release, PyObject_GetBuffer)
 from libc.stdint cimport uint64_t, UINT64_MAX
@@ -94,6 +95,7 @@ cdef int _raise(int code, pgc_error *err) except -1:
 
 # ---------------------------------------------------------------- buffers
 
+@cython.freelist(8)   # one per call: reuse the object instead of allocating it
 cdef class _Buffers:
     """The buffers of one call: acquired with their checks, released together."""
     cdef Py_buffer views[2]
@@ -182,9 +184,8 @@ cdef class Team:
     """One process's handle on a node team (see csrc/team.h).
 
     Create with Team.create (the first member) / Team.attach (the others,
-    with the creator's name), then unlink() once everyone attached."""
-    cdef pgc_team *t
-    cdef int busy
+    with the creator's name), then unlink() once everyone attached.
+    Attributes and the C-level methods are declared in _core.pxd."""
 
     @staticmethod
     def create(int rank, int size, dict config):
@@ -347,17 +348,22 @@ cdef class Team:
 
     # ------------------------------------------------------------ collectives
 
-    def barrier(self):
+    # The c_ methods are what pgascol.Comm calls (no Python call in between);
+    # the def methods are the same for Python callers.
+
+    cdef int c_barrier(self) except -1:
         cdef pgc_team *t = self._use()
         cdef int rc
         self.busy = 1
         with nogil:
             rc = pgc_barrier(t)
         self.busy = 0
-        self._check(rc)
+        return self._check(rc)
 
-    def bcast(self, buf, size_t nbytes, int root):
-        """Broadcast nbytes of buf from member root."""
+    def barrier(self):
+        self.c_barrier()
+
+    cdef int c_bcast(self, object buf, size_t nbytes, int root) except -1:
         cdef pgc_team *t = self._use()
         self._root(root)
         cdef _Buffers b = _Buffers()
@@ -367,7 +373,11 @@ cdef class Team:
         with nogil:
             rc = pgc_bcast(t, p, nbytes, root)
         self.busy = 0
-        self._check(rc)
+        return self._check(rc)
+
+    def bcast(self, buf, size_t nbytes, int root):
+        """Broadcast nbytes of buf from member root."""
+        self.c_bcast(buf, nbytes, root)
 
     cdef int _root(self, int root) except -1:
         if root < 0 or root >= self.t.nranks:
@@ -406,7 +416,9 @@ cdef class Team:
         self.busy = 0
         self._check(rc)
 
-    cdef _elementwise(self, int which, sendbuf, recvbuf, size_t count, int dtype, int op):
+    cdef int c_elementwise(self, int which, object sendbuf, object recvbuf, size_t count,
+                           int dtype, int op) except -1:
+        """Allreduce (which 0), Scan (1), Exscan (2)."""
         cdef pgc_team *t = self._use()
         cdef size_t n = self._vector_bytes(count, dtype, op)
         cdef _Buffers b = _Buffers()
@@ -422,16 +434,16 @@ cdef class Team:
             else:
                 rc = pgc_exscan(t, s, r, count, <pgc_dtype>dtype, <pgc_op>op)
         self.busy = 0
-        self._check(rc)
+        return self._check(rc)
 
     def allreduce(self, sendbuf, recvbuf, size_t count, int dtype, int op):
-        self._elementwise(0, sendbuf, recvbuf, count, dtype, op)
+        self.c_elementwise(0, sendbuf, recvbuf, count, dtype, op)
 
     def scan(self, sendbuf, recvbuf, size_t count, int dtype, int op):
-        self._elementwise(1, sendbuf, recvbuf, count, dtype, op)
+        self.c_elementwise(1, sendbuf, recvbuf, count, dtype, op)
 
     def exscan(self, sendbuf, recvbuf, size_t count, int dtype, int op):
-        self._elementwise(2, sendbuf, recvbuf, count, dtype, op)
+        self.c_elementwise(2, sendbuf, recvbuf, count, dtype, op)
 
     def reduce_scatter(self, sendbuf, recvbuf, recvcounts, int dtype, int op, bint block=False):
         """recvcounts: elements per member; in place (sendbuf None): the input is in recvbuf."""

@@ -41,8 +41,9 @@ VARIABLES = {
     "PGASCOL_CHUNK_BYTES": (str(128 * KiB), int, "pipeline chunk of copy-in/copy-out"),
     "PGASCOL_CMA": ("1", int, "0 forces single copy off"),
     "PGASCOL_HUGEPAGES": ("0", int, "1 advises transparent huge pages for the segment"),
-    # Flat measured as fast or faster up to 8 ranks on 2 cores (docs/PERFORMANCE.md);
-    # the tree is for wide nodes, where one root buffer has too many readers.
+    # The tree is for wide nodes, where one root buffer has too many readers
+    # (no wide node measured yet); oversubscribed teams use it from 4 ranks
+    # (OVERSUBSCRIBED_BCAST_TREE_MIN).
     "PGASCOL_BCAST_TREE_MIN": ("16", int, "Bcast goes down a pipelined k-nomial tree in node teams "
                                "of this many ranks or more (0: always flat)"),
     "PGASCOL_BCAST_RADIX": ("4", int, "k of that tree (2 to 16)"),
@@ -106,6 +107,26 @@ def cma_min(env=os.environ):
     return out
 
 
+#: Bcast when ranks outnumber CPUs, unless PGASCOL_BCAST_TREE_MIN or
+#: PGASCOL_CMA_MIN_BCAST say otherwise. Flat single copy makes every reader
+#: do a kernel copy (~10 GB/s) of the root's whole buffer on the few CPUs;
+#: down a tree through the staging rings each member copies from its parent's
+#: ring at memcpy speed, and a payload that fits the ring is staged without
+#: waiting for a descheduled child. np=8 on 2 cores, Open MPI 5: 1 MiB 0.50-0.51
+#: of native against 0.85-0.91 flat, 256 KiB 0.65-0.67 against 0.83-0.99; np=4
+#: 0.27-0.56 against 0.30-0.63 (docs/PERFORMANCE.md). Beyond the ring, waits
+#: on descheduled ranks dominate and flat single copy is faster again.
+OVERSUBSCRIBED_BCAST_TREE_MIN = 4
+
+
+def _oversubscribed_bcast(cfg, env):
+    if "PGASCOL_BCAST_TREE_MIN" not in env:
+        cfg["bcast_tree_min"] = OVERSUBSCRIBED_BCAST_TREE_MIN
+    bcast = cfg["cma_min"]["Bcast"]
+    if "PGASCOL_CMA_MIN_BCAST" not in env and bcast is not None:
+        cfg["cma_min"]["Bcast"] = max(bcast, cfg["staging_bytes"])
+
+
 def team_config(oversubscribed, env=os.environ):
     """The parameters of a new team, as the C core takes them."""
     cfg = {
@@ -123,6 +144,8 @@ def team_config(oversubscribed, env=os.environ):
         "bcast_radix": _get(env, "PGASCOL_BCAST_RADIX"),
         "cma_min": cma_min(env),
     }
+    if oversubscribed:
+        _oversubscribed_bcast(cfg, env)
     from ._core import check_config  # the one check, also made by _core.Team.create
     check_config(cfg)
     return cfg

@@ -751,3 +751,21 @@ def test_config_refuses_bad_values():
     cfg["timeout_s"] = -1.0
     with pytest.raises(pgascol.ArgumentError, match="timeout"):
         _core.Team.create(0, 2, cfg)
+
+
+def test_oversubscribed_bcast_policy():
+    """With more ranks than CPUs, Bcast takes the tree from 4 ranks and
+    stages payloads that fit the ring; explicit settings win."""
+    env = {"PGASCOL_STAGING_BYTES": str(2 << 20), "PGASCOL_CALIBRATION": "/nonexistent"}
+    fits = config.team_config(False, env)
+    over = config.team_config(True, env)
+    assert fits["bcast_tree_min"] == int(config.VARIABLES["PGASCOL_BCAST_TREE_MIN"][0])
+    assert over["bcast_tree_min"] == config.OVERSUBSCRIBED_BCAST_TREE_MIN
+    assert fits["cma_min"]["Bcast"] < 2 << 20
+    assert over["cma_min"]["Bcast"] == 2 << 20
+    assert over["cma_min"]["Scatter"] == fits["cma_min"]["Scatter"]
+    mine = config.team_config(True, {**env, "PGASCOL_BCAST_TREE_MIN": "0",
+                                     "PGASCOL_CMA_MIN_BCAST": "4096"})
+    assert mine["bcast_tree_min"] == 0 and mine["cma_min"]["Bcast"] == 4096
+    never = config.team_config(True, {**env, "PGASCOL_CMA_MIN_BCAST": "never"})
+    assert never["cma_min"]["Bcast"] is None

@@ -9,13 +9,13 @@ order (not against MPI), on data of small integers so that every sum is
 exact; and pgascol.stats says which path each collective took: 'hier' for
 Alltoall(v) on any placement, for Scan/Exscan only on consecutive nodes in
 rank order ('mpi' otherwise)."""
-import functools
 import os
 
 import numpy as np
 from mpi4py import MPI
 
 import pgascol
+from tests.mpi_programs import collective_test, same
 
 WORLD = MPI.COMM_WORLD
 PG = pgascol.Comm(WORLD)
@@ -49,28 +49,6 @@ ENGINE_PATHS = {"inline", "cico", "cma"}
 
 def data(rank, n, dtype=np.float64, salt=0):
     return ((np.arange(n, dtype=np.int64) * 7 + rank * 3 + salt) % 5 + 1).astype(dtype)
-
-
-_FAILED = []
-
-
-def same(got, want, what=""):
-    """Record a mismatch; raised at the end of the test (collective_test),
-    so that a wrong result on one rank cannot strand the others in the
-    collectives that follow."""
-    got, want = np.asarray(got), np.asarray(want)
-    if not (got.shape == want.shape and np.array_equal(got, want)):
-        _FAILED.append((what, "got", got.ravel()[:12], "want", want.ravel()[:12]))
-
-
-def collective_test(fn):
-    @functools.wraps(fn)
-    def run():
-        del _FAILED[:]
-        fn()
-        if _FAILED:
-            raise AssertionError("%d wrong result(s), the first ones: %r" % (len(_FAILED), _FAILED[:4]))
-    return run
 
 
 def path_of(comm, op):

@@ -1,0 +1,17 @@
+# The node team as other Cython modules see it (pgascol/_comm.pyx calls the
+# hot collectives through these C-level methods, without a Python call).
+from ._ccore cimport pgc_team
+
+
+cdef class Team:
+    cdef pgc_team *t
+    cdef int busy
+
+    cdef pgc_team *_use(self) except NULL
+    cdef int _check(self, int rc) except -1
+    cdef int _root(self, int root) except -1
+    cdef size_t _vector_bytes(self, size_t count, int dtype, int op) except? 0
+    cdef int c_barrier(self) except -1
+    cdef int c_bcast(self, object buf, size_t nbytes, int root) except -1
+    cdef int c_elementwise(self, int which, object sendbuf, object recvbuf, size_t count,
+                           int dtype, int op) except -1
