@@ -22,7 +22,7 @@
 #include "segment.h"
 
 #define PGC_MAGIC 0x316c6f6373616770ull /* "pgascol1" */
-#define PGC_LAYOUT_VERSION 3
+#define PGC_LAYOUT_VERSION 4
 #define PGC_INLINE_SLOT_MAX 1024
 
 /* The last step of every op: "this member is done with op k". A member that
@@ -35,7 +35,7 @@
  * writes them only once every peer is done with op k - PGC_RUNAHEAD (a root
  * of back-to-back small Bcasts/Reduces keeps going while readers catch up).
  * A power of two. */
-#define PGC_RUNAHEAD 16
+#define PGC_RUNAHEAD 64
 
 /* Collectives, for statistics and per-collective thresholds. */
 typedef enum {

@@ -14,8 +14,10 @@ rank <-> (node, local rank) map, counters) lives in a _State object in the
 `_pg` attribute. It is created eagerly (collectively) by Comm(comm) and by the
 communicator constructors (Dup, Split, ...), and released by Free().
 """
+import operator
 import os
 import sys
+import threading
 from time import monotonic as _monotonic, sleep as _sleep
 
 cimport cython
@@ -39,6 +41,8 @@ cdef enum:
     OPC_NONE = 0     # movement only (CHAR, WCHAR, PACKED)
     OPC_BITWISE = 1  # MPI_BYTE: BAND, BOR, BXOR only
     OPC_FULL = 2     # the engine's (op, dtype) table, which follows MPI's
+    OPC_MPI = 3      # a contiguous predefined type outside the table (e.g. float16):
+                     # moved as bytes, its reductions left to MPI
 
 cdef dict _DT = {}      # datatype handle -> (Datatype, code, opclass, size)
 cdef dict _FMT = {}     # PEP 3118 format -> same tuple, or None (not accelerated)
@@ -120,17 +124,39 @@ cdef tuple _fmt_info(str fmt):
             key = key[1:]
         dt = _typedict.get(key)
     if dt is not None:
-        info = _DT.get(dt.handle)
+        info = _predefined_info(dt)
     _FMT[fmt] = info
+    return info
+
+
+cdef tuple _predefined_info(object dt):
+    """The table's entry for a predefined datatype. A contiguous predefined
+    type outside the table (float16, Fortran types, ...) gets one on first
+    use, as bytes (OPC_MPI): every rank passing such a buffer moves it on
+    pgascol like those describing the same bytes with a table type, instead
+    of going to MPI alone."""
+    info = _DT.get(dt.handle)
+    if info is not None:
+        return info
+    try:
+        if not dt.is_predefined:
+            return None
+        size = dt.Get_size()
+        lb, extent = dt.Get_extent()
+    except Exception:
+        return None
+    if size <= 0 or lb != 0 or extent != size:
+        return None     # gaps (DOUBLE_INT, ...): packed (_packed)
+    info = _DT[dt.handle] = (dt, _DT[_BYTE.handle][1], OPC_MPI, size)
     return info
 
 
 cdef inline tuple _type_info(object t):
     if isinstance(t, _Datatype):
-        return _DT.get(t.handle)
+        return _predefined_info(t)
     if isinstance(t, str):
         dt = _typedict.get(t)
-        return None if dt is None else _DT.get(dt.handle)
+        return None if dt is None else _predefined_info(dt)
     return None
 
 
@@ -149,7 +175,7 @@ cdef tuple _contiguous_info(object t):
     try:
         while True:
             if cur.is_predefined:
-                info = _DT.get(cur.handle)
+                info = _predefined_info(cur)
                 return None if info is None else (info, k)
             base, combiner, params = cur.decode()
             if not base.is_predefined:
@@ -239,6 +265,27 @@ cdef int _getbuf(object buf, bint writable, bint fmt, _Msg m) except -1:
     return 1
 
 
+cdef bint _index(object x, Py_ssize_t *value) except -1:
+    """x is one integer (int, numpy integer, anything with __index__ but a
+    sequence): *value. 0 for a sequence of them."""
+    if PyList_Check(x) or PyTuple_Check(x):
+        return 0
+    try:
+        value[0] = operator.index(x)
+    except TypeError:
+        return 0        # e.g. a numpy array of counts
+    return 1
+
+
+cdef int _not_negative(Py_ssize_t value, str what) except -1:
+    """Negative counts and displacements are refused on every rank alike
+    (MPI would read or write before the buffer's start; handing them to MPI
+    on this rank alone would strand the others)."""
+    if value < 0:
+        raise ArgumentError("negative %s %d in a buffer specification" % (what, value))
+    return 0
+
+
 cdef int _simple_layout(object o_count, object o_displ, Py_ssize_t length, Py_ssize_t extent,
                         int blocks, _Msg m) except -1:
     """mpi4py's count (per block) and displacement of a simple message, in
@@ -251,8 +298,7 @@ cdef int _simple_layout(object o_count, object o_displ, Py_ssize_t length, Py_ss
             m.displ = o_displ
         except (TypeError, OverflowError):
             return 0
-        if m.displ < 0:
-            return 0
+        _not_negative(m.displ, "displacement")
         if m.displ:
             if extent <= 0 or m.displ * extent > length:
                 return 0
@@ -262,7 +308,8 @@ cdef int _simple_layout(object o_count, object o_displ, Py_ssize_t length, Py_ss
             m.count = o_count
         except (TypeError, OverflowError):
             return 0
-        return m.count >= 0
+        _not_negative(m.count, "count")
+        return 1
     m.count = 0
     if length > 0:
         if extent <= 0 or length % extent:
@@ -288,8 +335,8 @@ cdef int _vector_layout(object o_count, object o_displ, Py_ssize_t length, Py_ss
                 return 0
             csize = length // extent
         m.counts = [csize // blocks + (1 if csize % blocks > i else 0) for i in range(blocks)]
-    elif isinstance(o_count, int):
-        m.counts = [o_count] * blocks
+    elif _index(o_count, &c):
+        m.counts = [c] * blocks
     else:
         try:
             m.counts = [int(x) for x in o_count]
@@ -303,8 +350,8 @@ cdef int _vector_layout(object o_count, object o_displ, Py_ssize_t length, Py_ss
         for x in m.counts:
             m.displs.append(c)
             c += x
-    elif isinstance(o_displ, int):
-        m.displs = [o_displ * i for i in range(blocks)]
+    elif _index(o_displ, &c):
+        m.displs = [c * i for i in range(blocks)]
     else:
         try:
             m.displs = [int(x) for x in o_displ]
@@ -313,8 +360,8 @@ cdef int _vector_layout(object o_count, object o_displ, Py_ssize_t length, Py_ss
         if len(m.displs) != blocks:
             return 0
     for i in range(blocks):
-        if m.counts[i] < 0 or m.displs[i] < 0:
-            return 0
+        _not_negative(m.counts[i], "count")
+        _not_negative(m.displs[i], "displacement")
     return 1
 
 
@@ -418,10 +465,11 @@ cdef inline _Msg _vector(object msg, bint writable, int blocks, bint pack):
 # type signature.
 
 cdef int _BYTE_CODE = _DT[MPI.BYTE.handle][1]
-cdef int _TAG_PACK = 1
+cdef int _pack_tag = 0       # the last tag of a message to self (_move)
 cdef object _SELF = None    # a private Dup of COMM_SELF: pgascol's messages to self never
                             # match the user's own on COMM_SELF
 cdef int _raw = -1          # MPI packs to the native bytes: -1 not probed yet, 0 no, 1 yes
+_probe_lock = threading.Lock()
 
 
 cdef bint _packs_raw() except -1:
@@ -430,10 +478,16 @@ cdef bint _packs_raw() except -1:
     type. True of MPICH and Open MPI within a machine; an MPI that packs
     differently (external32, a header) keeps such buffers on MPI as before
     (and every rank of the job runs the same MPI, so all decide alike)."""
+    if _raw < 0:
+        with _probe_lock:   # threads: one probes, the others wait for its answer
+            if _raw < 0:
+                _probe_packing()
+    return _raw
+
+
+cdef int _probe_packing() except -1:
     global _SELF, _raw
-    if _raw >= 0:
-        return _raw
-    _raw = 0
+    cdef int raw = 0
     x = np.arange(6, dtype=np.float64) + 0.25
     out = np.zeros(24, np.uint8)
     back = np.zeros(6)
@@ -441,16 +495,17 @@ cdef bint _packs_raw() except -1:
     try:
         _SELF = MPI.COMM_SELF.Dup()
         vec = MPI.DOUBLE.Create_vector(3, 1, 2).Commit()
-        _SELF.Sendrecv([x, 1, vec], 0, _TAG_PACK, [out, 24, _PACKED], 0, _TAG_PACK)
-        _SELF.Sendrecv([out, 24, _PACKED], 0, _TAG_PACK, [back, 1, vec], 0, _TAG_PACK)
-        _raw = (out.tobytes() == x[::2].tobytes() and back[::2].tobytes() == x[::2].tobytes()
-                and not back[1::2].any())
+        _SELF.Sendrecv([x, 1, vec], 0, 0, [out, 24, _PACKED], 0, 0)
+        _SELF.Sendrecv([out, 24, _PACKED], 0, 0, [back, 1, vec], 0, 0)
+        raw = (out.tobytes() == x[::2].tobytes() and back[::2].tobytes() == x[::2].tobytes()
+               and not back[1::2].any())
     except MPI.Exception:
         pass
     finally:
         if vec is not None:
             vec.Free()
-    return _raw
+    _raw = raw      # last: a thread that sees it finds _SELF set
+    return 0
 
 
 cdef int _packed(object o_buf, object o_count, object o_displ, object o_type, int blocks, bint vector,
@@ -540,11 +595,17 @@ cdef int _move(_Msg m, int block, bint unpack) except -1:
         layout = dt = dt.Create_indexed(counts, displs).Commit()
     usr = [m.user, 1 if layout is not None else counts[0], dt]
     tmp = [m.obj[off:off + nb], nb, _PACKED]
+    # A tag of its own: threads running collectives on different
+    # communicators share _SELF, and MPI releases the GIL in Sendrecv, so
+    # two packings may be in flight at once (taken under the GIL).
+    global _pack_tag
+    _pack_tag = _pack_tag % 32767 + 1       # MPI guarantees tags up to 32767
+    tag = _pack_tag
     try:
         if unpack:
-            _SELF.Sendrecv(tmp, 0, _TAG_PACK, usr, 0, _TAG_PACK)
+            _SELF.Sendrecv(tmp, 0, tag, usr, 0, tag)
         else:
-            _SELF.Sendrecv(usr, 0, _TAG_PACK, tmp, 0, _TAG_PACK)
+            _SELF.Sendrecv(usr, 0, tag, tmp, 0, tag)
     finally:
         if layout is not None:
             layout.Free()
@@ -602,8 +663,9 @@ cdef int _op_code(object op, _Msg m) except -2:
         code = _OP.get(op.handle) if op is not None else None
         c = -1 if code is None else code
         _last_op, _last_opc = op, c
-    if c < 0 or m.derived:
-        return -1      # MPI's predefined operations are defined on predefined types only
+    if c < 0 or m.derived or m.opclass == OPC_MPI:
+        return -1      # MPI's predefined operations are defined on predefined types only;
+                       # the engine's kernels, on the types of its table
     if m.opclass == OPC_FULL:
         if _VALID[c][m.code]:
             return c
