@@ -42,8 +42,8 @@ VARIABLES = {
     "PGASCOL_CMA": ("1", int, "0 forces single copy off"),
     "PGASCOL_HUGEPAGES": ("0", int, "1 advises transparent huge pages for the segment"),
     # The tree is for wide nodes, where one root buffer has too many readers
-    # (no wide node measured yet); oversubscribed teams use it from 4 ranks
-    # (OVERSUBSCRIBED_BCAST_TREE_MIN).
+    # (no wide node measured yet); oversubscribed teams count CPUs, not
+    # ranks (_oversubscribed_bcast).
     "PGASCOL_BCAST_TREE_MIN": ("16", int, "Bcast goes down a pipelined k-nomial tree in node teams "
                                "of this many ranks or more (0: always flat)"),
     "PGASCOL_BCAST_RADIX": ("4", int, "k of that tree (2 to 16)"),
@@ -107,28 +107,33 @@ def cma_min(env=os.environ):
     return out
 
 
-#: Bcast when ranks outnumber CPUs, unless PGASCOL_BCAST_TREE_MIN or
-#: PGASCOL_CMA_MIN_BCAST say otherwise. Flat single copy makes every reader
-#: do a kernel copy (~10 GB/s) of the root's whole buffer on the few CPUs;
-#: down a tree through the staging rings each member copies from its parent's
-#: ring at memcpy speed, and a payload that fits the ring is staged without
-#: waiting for a descheduled child. np=8 on 2 cores, Open MPI 5: 1 MiB 0.50-0.51
-#: of native against 0.85-0.91 flat, 256 KiB 0.65-0.67 against 0.83-0.99; np=4
-#: 0.27-0.56 against 0.30-0.63 (docs/PERFORMANCE.md). Beyond the ring, waits
-#: on descheduled ranks dominate and flat single copy is faster again.
-OVERSUBSCRIBED_BCAST_TREE_MIN = 4
+def _oversubscribed_bcast(cfg, env, cpus):
+    """Bcast when ranks outnumber CPUs, unless PGASCOL_BCAST_TREE_MIN or
+    PGASCOL_CMA_MIN_BCAST say otherwise.
 
+    Flat, not a tree, until the CPUs alone reach the tree's threshold: no
+    more readers than CPUs run at once, so the root's buffer never has more
+    readers at a time, while a tree makes each member wait for its parent
+    to be scheduled, copy and post. np=8 on 2 cores, Open MPI 5, medians of
+    5 alternating jobs: flat 0.50/0.55/0.60/0.97 of native at
+    64K/256K/1M/4M against 0.77/0.75/0.89/1.11 for the 4-nomial tree.
 
-def _oversubscribed_bcast(cfg, env):
-    if "PGASCOL_BCAST_TREE_MIN" not in env:
-        cfg["bcast_tree_min"] = OVERSUBSCRIBED_BCAST_TREE_MIN
+    Payloads that fit the staging ring are staged, not single-copied: flat
+    single copy makes every reader do a kernel copy (~10 GB/s) of the
+    root's buffer on the few CPUs, whereas staging costs the root one
+    memcpy and lets each reader copy at memcpy speed whenever it runs
+    (1 MiB: 0.85-0.91 of native single copy, 0.47-0.60 staged).
+    docs/PERFORMANCE.md has the runs."""
+    if "PGASCOL_BCAST_TREE_MIN" not in env and cpus < cfg["bcast_tree_min"]:
+        cfg["bcast_tree_min"] = 0
     bcast = cfg["cma_min"]["Bcast"]
     if "PGASCOL_CMA_MIN_BCAST" not in env and bcast is not None:
         cfg["cma_min"]["Bcast"] = max(bcast, cfg["staging_bytes"])
 
 
-def team_config(oversubscribed, env=os.environ):
-    """The parameters of a new team, as the C core takes them."""
+def team_config(oversubscribed, env=os.environ, cpus=0):
+    """The parameters of a new team, as the C core takes them; cpus: how
+    many CPUs its ranks may run on (0: unknown)."""
     cfg = {
         "timeout_s": _get(env, "PGASCOL_TIMEOUT"),
         # Spinning only pays when every rank has a CPU: with more ranks than
@@ -145,7 +150,7 @@ def team_config(oversubscribed, env=os.environ):
         "cma_min": cma_min(env),
     }
     if oversubscribed:
-        _oversubscribed_bcast(cfg, env)
+        _oversubscribed_bcast(cfg, env, cpus)
     from ._core import check_config  # the one check, also made by _core.Team.create
     check_config(cfg)
     return cfg

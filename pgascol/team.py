@@ -71,7 +71,7 @@ class NodeTeam:
         if me == 0:
             try:
                 _core.sweep_stale_segments()
-                cfg = config.team_config(self.layout.oversubscribed, env)
+                cfg = config.team_config(self.layout.oversubscribed, env, self.layout.n_cpus_available)
                 core = _core.Team.create(0, n, cfg)
             except Exception as exc:  # every member must learn of it, or they would wait forever
                 error = exc

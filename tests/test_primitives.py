@@ -40,7 +40,7 @@ BASE_ENV = {
 
 def make_cfg(P, cfg_env=None):
     """The team_config of a P-member team, with BASE_ENV overridden by cfg_env."""
-    return config.team_config(P > NCPUS, {**BASE_ENV, **(cfg_env or {})})
+    return config.team_config(P > NCPUS, {**BASE_ENV, **(cfg_env or {})}, NCPUS)
 
 
 # ---------------------------------------------------------------- fork_team
@@ -754,18 +754,22 @@ def test_config_refuses_bad_values():
 
 
 def test_oversubscribed_bcast_policy():
-    """With more ranks than CPUs, Bcast takes the tree from 4 ranks and
-    stages payloads that fit the ring; explicit settings win."""
+    """With more ranks than CPUs, Bcast stays flat until the CPUs alone
+    reach the tree's threshold, and stages payloads that fit the ring;
+    explicit settings win."""
     env = {"PGASCOL_STAGING_BYTES": str(2 << 20), "PGASCOL_CALIBRATION": "/nonexistent"}
-    fits = config.team_config(False, env)
-    over = config.team_config(True, env)
-    assert fits["bcast_tree_min"] == int(config.VARIABLES["PGASCOL_BCAST_TREE_MIN"][0])
-    assert over["bcast_tree_min"] == config.OVERSUBSCRIBED_BCAST_TREE_MIN
+    tree_min = int(config.VARIABLES["PGASCOL_BCAST_TREE_MIN"][0])
+    fits = config.team_config(False, env, 2)
+    over = config.team_config(True, env, 2)
+    wide = config.team_config(True, env, tree_min)
+    assert fits["bcast_tree_min"] == tree_min
+    assert over["bcast_tree_min"] == 0 and config.team_config(True, env)["bcast_tree_min"] == 0
+    assert wide["bcast_tree_min"] == tree_min
     assert fits["cma_min"]["Bcast"] < 2 << 20
     assert over["cma_min"]["Bcast"] == 2 << 20
     assert over["cma_min"]["Scatter"] == fits["cma_min"]["Scatter"]
-    mine = config.team_config(True, {**env, "PGASCOL_BCAST_TREE_MIN": "0",
-                                     "PGASCOL_CMA_MIN_BCAST": "4096"})
-    assert mine["bcast_tree_min"] == 0 and mine["cma_min"]["Bcast"] == 4096
+    mine = config.team_config(True, {**env, "PGASCOL_BCAST_TREE_MIN": "4",
+                                     "PGASCOL_CMA_MIN_BCAST": "4096"}, 2)
+    assert mine["bcast_tree_min"] == 4 and mine["cma_min"]["Bcast"] == 4096
     never = config.team_config(True, {**env, "PGASCOL_CMA_MIN_BCAST": "never"})
     assert never["cma_min"]["Bcast"] is None
