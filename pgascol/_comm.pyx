@@ -24,6 +24,7 @@ cimport cython
 from cpython.buffer cimport (PyBUF_ANY_CONTIGUOUS, PyBUF_FORMAT, PyBUF_WRITABLE,
                              PyBuffer_Release, PyObject_CheckBuffer, PyObject_GetBuffer)
 from cpython.list cimport PyList_Check
+from cpython.sequence cimport PySequence_Check
 from cpython.tuple cimport PyTuple_Check
 
 import numpy as np
@@ -266,15 +267,26 @@ cdef int _getbuf(object buf, bint writable, bint fmt, _Msg m) except -1:
 
 
 cdef bint _index(object x, Py_ssize_t *value) except -1:
-    """x is one integer (int, numpy integer, anything with __index__ but a
-    sequence): *value. 0 for a sequence of them."""
-    if PyList_Check(x) or PyTuple_Check(x):
+    """x is one integer (int, numpy integer, anything with __index__ that
+    is not a sequence): *value. 0 otherwise (e.g. a list or an array of
+    counts), without raising."""
+    if PySequence_Check(x):
         return 0
     try:
         value[0] = operator.index(x)
     except TypeError:
-        return 0        # e.g. a numpy array of counts
+        return 0
     return 1
+
+
+cdef list _index_list(object xs, int blocks):
+    """A sequence of `blocks` integers as a list of ints (numpy arrays
+    too), or None where mpi4py raises (not integers, wrong length)."""
+    try:
+        out = [operator.index(x) for x in xs]
+    except TypeError:
+        return None
+    return out if len(out) == blocks else None
 
 
 cdef int _not_negative(Py_ssize_t value, str what) except -1:
@@ -290,7 +302,7 @@ cdef int _simple_layout(object o_count, object o_displ, Py_ssize_t length, Py_ss
                         int blocks, _Msg m) except -1:
     """mpi4py's count (per block) and displacement of a simple message, in
     elements `extent` bytes apart, in a buffer of `length` bytes: m.count,
-    m.displ. 0 where mpi4py raises."""
+    m.displ. 0 where mpi4py raises; ArgumentError for negative values."""
     cdef Py_ssize_t c
     m.displ = 0
     if o_displ is not None:
@@ -327,7 +339,7 @@ cdef int _vector_layout(object o_count, object o_displ, Py_ssize_t length, Py_ss
                         int blocks, _Msg m) except -1:
     """mpi4py's counts and displacements of a vector message, in elements
     `extent` bytes apart, in a buffer of `length` bytes: m.counts, m.displs.
-    0 where mpi4py raises, and for negative values."""
+    0 where mpi4py raises; ArgumentError for negative values."""
     cdef Py_ssize_t csize = 0, c, i
     if o_count is None:
         if length > 0:
@@ -338,11 +350,8 @@ cdef int _vector_layout(object o_count, object o_displ, Py_ssize_t length, Py_ss
     elif _index(o_count, &c):
         m.counts = [c] * blocks
     else:
-        try:
-            m.counts = [int(x) for x in o_count]
-        except (TypeError, ValueError):
-            return 0
-        if len(m.counts) != blocks:
+        m.counts = _index_list(o_count, blocks)
+        if m.counts is None:
             return 0
     if o_displ is None:
         m.displs = []
@@ -353,11 +362,8 @@ cdef int _vector_layout(object o_count, object o_displ, Py_ssize_t length, Py_ss
     elif _index(o_displ, &c):
         m.displs = [c * i for i in range(blocks)]
     else:
-        try:
-            m.displs = [int(x) for x in o_displ]
-        except (TypeError, ValueError):
-            return 0
-        if len(m.displs) != blocks:
+        m.displs = _index_list(o_displ, blocks)
+        if m.displs is None:
             return 0
     for i in range(blocks):
         _not_negative(m.counts[i], "count")
@@ -576,6 +582,7 @@ cdef int _move(_Msg m, int block, bint unpack) except -1:
     """Pack block `block` (-1: all blocks) of the user's buffer into its
     place in m.obj, or unpack m.obj into the user's buffer: one message to
     self through a datatype covering the blocks."""
+    global _pack_tag
     cdef Py_ssize_t off = 0, nb = m.nbytes, c
     counts, displs = m.ucounts, m.udispls
     if block >= 0:
@@ -598,7 +605,6 @@ cdef int _move(_Msg m, int block, bint unpack) except -1:
     # A tag of its own: threads running collectives on different
     # communicators share _SELF, and MPI releases the GIL in Sendrecv, so
     # two packings may be in flight at once (taken under the GIL).
-    global _pack_tag
     _pack_tag = _pack_tag % 32767 + 1       # MPI guarantees tags up to 32767
     tag = _pack_tag
     try:

@@ -12,6 +12,7 @@ user buffers (the gaps of a layout stay untouched), and pgascol.stats must
 show the engine or the hierarchy, never 'mpi', for these calls. Reductions
 on derived types stay MPI's (same answer as the native communicator)."""
 import os
+import threading
 
 import numpy as np
 from mpi4py import MPI
@@ -671,7 +672,6 @@ def test_packing_from_two_threads():
     """Packed messages go through MPI messages to self on one shared private
     communicator; two threads running collectives on two communicators at
     once must not receive each other's packed bytes."""
-    import threading
     if MPI.Query_thread() < MPI.THREAD_MULTIPLE:
         return
     comms = [pgascol.Comm(WORLD.Dup()) for _ in range(2)]
