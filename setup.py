@@ -1,6 +1,7 @@
 """Build of pgascol's C core (csrc/) through its Cython wrapper (pgascol/_core.pyx)."""
 from glob import glob
 
+import numpy
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
@@ -15,7 +16,11 @@ core = Extension(
 # The communicator layer (pgascol.Comm): pure Cython over mpi4py's Python API,
 # no mpi.h, so one build serves MPICH and Open MPI alike. It calls the node
 # team's hot collectives at C level (pgascol/_core.pxd; csrc/ headers only).
-comm = Extension("pgascol._comm", sources=["pgascol/_comm.pyx"], include_dirs=["csrc"],
+# numpy's C API: numpy arrays are read without the buffer protocol on the hot
+# path (pgascol/_comm.pyx, _numpy_direct).
+comm = Extension("pgascol._comm", sources=["pgascol/_comm.pyx"],
+                 include_dirs=["csrc", numpy.get_include()],
+                 define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
                  extra_compile_args=["-O2"])
 
 setup(ext_modules=cythonize([core, comm], language_level=3, compiler_directives={"embedsignature": True}))

@@ -135,6 +135,11 @@ int pgc_check_aborted(pgc_team *t)
 
 int pgc_wait_slow(pgc_team *t, int peer, _Atomic uint64_t *word, uint64_t target)
 {
+    if (PGC_UNLIKELY(t->before_wait != NULL)) {
+        void (*hook)(pgc_team *) = t->before_wait;
+        t->before_wait = NULL;
+        hook(t);
+    }
     /* 1. Spin: only worth it when the peer has a core of its own
      *    (spin_iters is ~0 when members outnumber CPUs). */
     for (uint64_t i = 0; i < t->spin_iters; i++) {

@@ -119,6 +119,11 @@ typedef struct pgc_team {
     pgc_error err;              /* last error of this process on this team */
     uint64_t stats[PGC_NCOLL][PGC_NPATH];
     int stats_paused;           /* calls made on behalf of a caller's own operation are not counted */
+    /* Called once, by the first wait of a call that may block, then cleared:
+     * a caller may enter a short call holding a lock others need (the
+     * Python GIL, pgascol/_core.pyx) and give it up only if it must wait. */
+    void (*before_wait)(struct pgc_team *t);
+    void *before_wait_state;    /* the hook's (the released thread state) */
 } pgc_team;
 
 /* Create the team's segment (rank 0 of the node) or attach to it (the

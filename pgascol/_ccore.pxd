@@ -69,6 +69,8 @@ cdef extern from "team.h" nogil:
         pgc_error err
         uint64_t stats[16][3]
         int stats_paused
+        void (*before_wait)(pgc_team *t) noexcept nogil
+        void *before_wait_state
 
     pgc_team *pgc_team_create(int rank, int nranks, const pgc_config *cfg, pgc_error *err)
     pgc_team *pgc_team_attach(int rank, int nranks, const char *name, pgc_error *err)

@@ -26,6 +26,7 @@ from cpython.buffer cimport (PyBUF_ANY_CONTIGUOUS, PyBUF_FORMAT, PyBUF_WRITABLE,
 from cpython.list cimport PyList_Check
 from cpython.sequence cimport PySequence_Check
 from cpython.tuple cimport PyTuple_Check
+cimport numpy as cnp
 
 import numpy as np
 from mpi4py import MPI
@@ -221,18 +222,69 @@ cdef class _Msg:
     cdef object user, utype      # the user's buffer (or MPI.BOTTOM) and datatype
     cdef list ucounts, udispls   # the user's blocks, in elements of utype (simple: one block)
     cdef Py_ssize_t usize        # packed bytes per element of utype (MPI_Type_size)
+    # The buffer the engine works on, acquired once and held for the call
+    # (released with the message): ptr is where the engine starts
+    # (the displacement included; packed: the temporary).
+    cdef Py_buffer view
+    cdef bint held
+    cdef char *ptr
+
+    def __dealloc__(self):
+        if self.held:
+            PyBuffer_Release(&self.view)
 
 
 cdef list _FMT1 = [None] * 256         # single-character format -> info (cache)
 cdef unsigned char _FMT1_SET[256]
+# numpy type number -> info, learnt from the buffer path, native byte order only
+cdef list _NPY_INFO = [None] * 256
+cdef int _NPY_CONTIGUOUS = cnp.NPY_ARRAY_C_CONTIGUOUS | cnp.NPY_ARRAY_F_CONTIGUOUS
+# NumPy's internal "warn on write" flag (numpy/ndarraytypes.h): such arrays
+# take the buffer protocol, which warns
+cdef int _NPY_WARN_ON_WRITE = <int>(1u << 31)
+cnp.import_array()
+
+
+cdef inline bint _numpy_direct(object buf, bint writable, bint fmt, _Msg m):
+    """A numpy array read in place, without the buffer protocol (whose
+    format string costs NumPy more than a small collective): contiguous,
+    writable for a receive buffer, a type the buffer path has seen. m.obj
+    (set by the caller) keeps the array alive; an array referenced from
+    outside cannot be resized."""
+    if type(buf) is not cnp.ndarray:
+        return False
+    cdef cnp.ndarray a = <cnp.ndarray>buf
+    cdef int flags = cnp.PyArray_FLAGS(a)
+    if not flags & _NPY_CONTIGUOUS or (writable and (not flags & cnp.NPY_ARRAY_WRITEABLE
+                                                      or flags & _NPY_WARN_ON_WRITE)):
+        return False
+    cdef int tn = cnp.PyArray_TYPE(a)
+    if fmt:
+        if tn < 0 or tn >= 256 or not cnp.PyArray_ISNOTSWAPPED(a):
+            return False
+        info = _NPY_INFO[tn]
+        if info is None:
+            return False
+        m.mpitype, m.code, m.opclass, m.esize = info
+    if m.held:
+        m.held = False
+        PyBuffer_Release(&m.view)
+    m.ptr = <char *>cnp.PyArray_DATA(a)
+    m.nbytes = cnp.PyArray_NBYTES(a)
+    return True
 
 
 cdef int _getbuf(object buf, bint writable, bint fmt, _Msg m) except -1:
-    """Acquire and release at once: length, format. 1 ok, 0 not accelerated."""
-    cdef Py_buffer view
+    """Acquire buf for the call (m holds it): length, format, m.ptr.
+    1 ok, 0 not accelerated."""
+    if _numpy_direct(buf, writable, fmt, m):
+        return 1
     cdef int flags = PyBUF_ANY_CONTIGUOUS | (PyBUF_FORMAT if fmt else 0) | (PyBUF_WRITABLE if writable else 0)
+    if m.held:
+        m.held = False
+        PyBuffer_Release(&m.view)
     try:
-        PyObject_GetBuffer(buf, &view, flags)
+        PyObject_GetBuffer(buf, &m.view, flags)
     except BaseException:
         if writable:
             try:
@@ -242,27 +294,30 @@ cdef int _getbuf(object buf, bint writable, bint fmt, _Msg m) except -1:
             if ro:
                 raise ArgumentError("the receive buffer is read-only (%s)" % type(buf).__name__)
         return 0
-    m.nbytes = view.len
-    info = None
-    cdef const char *f
-    cdef unsigned char ch
-    if fmt:
-        f = view.format
-        if f == NULL:
-            f = b"B"
-        ch = <unsigned char>f[0]
-        if f[0] != 0 and f[1] == 0 and _FMT1_SET[ch]:
-            info = _FMT1[ch]
-        else:
-            info = _fmt_info((<bytes>view.format).decode() if view.format != NULL else "B")
-            if f[0] != 0 and f[1] == 0:
-                _FMT1[ch] = info
-                _FMT1_SET[ch] = 1
-    PyBuffer_Release(&view)
-    if fmt:
-        if info is None:
-            return 0
-        m.mpitype, m.code, m.opclass, m.esize = info
+    m.held = True
+    m.ptr = <char *>m.view.buf
+    m.nbytes = m.view.len
+    if not fmt:
+        return 1
+    cdef const char *f = m.view.format
+    if f == NULL:
+        f = b"B"
+    cdef unsigned char ch = <unsigned char>f[0]
+    if f[0] != 0 and f[1] == 0 and _FMT1_SET[ch]:
+        info = _FMT1[ch]
+    else:
+        info = _fmt_info((<bytes>f).decode())
+        if f[0] != 0 and f[1] == 0:
+            _FMT1[ch] = info
+            _FMT1_SET[ch] = 1
+    if info is None:
+        return 0
+    m.mpitype, m.code, m.opclass, m.esize = info
+    cdef int tn
+    if type(buf) is cnp.ndarray and cnp.PyArray_ISNOTSWAPPED(<cnp.ndarray>buf):
+        tn = cnp.PyArray_TYPE(<cnp.ndarray>buf)
+        if 0 <= tn < 256:
+            _NPY_INFO[tn] = info
     return 1
 
 
@@ -430,6 +485,7 @@ cdef int _parse(object msg, bint writable, int blocks, bint vector, bint pack, _
             except (TypeError, ValueError):
                 return 0
             m.nbytes -= m.displ * m.esize
+            m.ptr += m.displ * m.esize
         if k > 1:
             m.count *= k
             m.esize //= k
@@ -569,7 +625,7 @@ cdef int _packed(object o_buf, object o_count, object o_displ, object o_type, in
     m.utype, m.usize = dt, size
     m.mpitype, m.code, m.opclass, m.esize = _BYTE, _BYTE_CODE, OPC_NONE, 1
     m.obj = np.empty(nbytes, np.uint8)
-    m.nbytes = nbytes
+    _getbuf(m.obj, True, False, m)     # the engine's buffer from now on
     if not m.writable:
         try:
             _pack(m, -1)
@@ -920,7 +976,7 @@ cdef int _bcast(_State st, object buf, int root) except -1:
     cdef Py_ssize_t n = m.count * m.esize
     _need(m, n, "buffer")
     if not st.hier:
-        st.core.c_bcast(m.obj, n, root)
+        st.core.c_bcast(m.ptr, n, root)
         _done(st, O_BCAST, P_ENGINE, m, None)
         return 1
     try:
@@ -988,7 +1044,7 @@ cdef int _allreduce(_State st, object sendbuf, object recvbuf, object op) except
     if s is not None:
         _need(s, n, "sendbuf")
     if not st.hier:
-        st.core.c_elementwise(0, None if inplace else s.obj, r.obj, r.count, r.code, opc)
+        st.core.c_elementwise(0, NULL if inplace else s.ptr, r.ptr, r.count, r.code, opc)
         st.count(O_ALLREDUCE, P_ENGINE)
         return 1
     try:
@@ -1562,9 +1618,9 @@ cdef int _scan(_State st, object sendbuf, object recvbuf, object op, bint ex) ex
         st.count(O_EXSCAN if ex else O_SCAN, P_HIER)
         return 1
     if ex:
-        st.core.c_elementwise(2, None if inplace else s.obj, r.obj, r.count, r.code, opc)
+        st.core.c_elementwise(2, NULL if inplace else s.ptr, r.ptr, r.count, r.code, opc)
     else:
-        st.core.c_elementwise(1, None if inplace else s.obj, r.obj, r.count, r.code, opc)
+        st.core.c_elementwise(1, NULL if inplace else s.ptr, r.ptr, r.count, r.code, opc)
     st.count(O_EXSCAN if ex else O_SCAN, P_ENGINE)
     return 1
 

@@ -93,6 +93,44 @@ cdef int _raise(int code, pgc_error *err) except -1:
     raise cls(msg, err.peer, err.sys_errno)
 
 
+# ---------------------------------------------------------------- the GIL
+
+cdef extern from "Python.h":
+    ctypedef struct PyThreadState:
+        pass
+    PyThreadState *PyEval_SaveThread() nogil
+    void PyEval_RestoreThread(PyThreadState *) nogil
+
+
+cdef void _release_gil(pgc_team *t) noexcept nogil:
+    # the engine's first wait of a short call: the GIL is held until here
+    t.before_wait_state = <void *>PyEval_SaveThread()
+
+
+cdef inline void _hold_gil_until_wait(pgc_team *t) noexcept:
+    """Short calls (a payload that fits a control line) keep the GIL
+    unless they must wait for a peer: releasing and taking it costs more
+    than the whole call when the data is already there."""
+    t.before_wait = _release_gil
+    t.before_wait_state = NULL
+
+
+cdef inline void _end_short_call(pgc_team *t) noexcept:
+    t.before_wait = NULL
+    if t.before_wait_state != NULL:
+        PyEval_RestoreThread(<PyThreadState *>t.before_wait_state)
+        t.before_wait_state = NULL
+
+
+cdef int _elementwise(pgc_team *t, int which, const char *s, char *r, size_t count,
+                      int dtype, int op) noexcept nogil:
+    if which == 0:
+        return pgc_allreduce(t, s, r, count, <pgc_dtype>dtype, <pgc_op>op)
+    if which == 1:
+        return pgc_scan(t, s, r, count, <pgc_dtype>dtype, <pgc_op>op)
+    return pgc_exscan(t, s, r, count, <pgc_dtype>dtype, <pgc_op>op)
+
+
 # ---------------------------------------------------------------- buffers
 
 @cython.freelist(8)   # one per call: reuse the object instead of allocating it
@@ -353,31 +391,36 @@ cdef class Team:
 
     cdef int c_barrier(self) except -1:
         cdef pgc_team *t = self._use()
-        cdef int rc
         self.busy = 1
-        with nogil:
-            rc = pgc_barrier(t)
+        _hold_gil_until_wait(t)
+        cdef int rc = pgc_barrier(t)
+        _end_short_call(t)
         self.busy = 0
         return self._check(rc)
 
     def barrier(self):
         self.c_barrier()
 
-    cdef int c_bcast(self, object buf, size_t nbytes, int root) except -1:
+    cdef int c_bcast(self, char *buf, size_t nbytes, int root) except -1:
         cdef pgc_team *t = self._use()
         self._root(root)
-        cdef _Buffers b = _Buffers()
-        cdef char *p = b.get(0, buf, t.rank != root, nbytes, "buffer")
         cdef int rc
         self.busy = 1
-        with nogil:
-            rc = pgc_bcast(t, p, nbytes, root)
+        if nbytes <= t.cfg.inline_max:
+            _hold_gil_until_wait(t)
+            rc = pgc_bcast(t, buf, nbytes, root)
+            _end_short_call(t)
+        else:
+            with nogil:
+                rc = pgc_bcast(t, buf, nbytes, root)
         self.busy = 0
         return self._check(rc)
 
     def bcast(self, buf, size_t nbytes, int root):
         """Broadcast nbytes of buf from member root."""
-        self.c_bcast(buf, nbytes, root)
+        cdef pgc_team *t = self._use()
+        cdef _Buffers b = _Buffers()
+        self.c_bcast(b.get(0, buf, t.rank != root, nbytes, "buffer"), nbytes, root)
 
     cdef int _root(self, int root) except -1:
         if root < 0 or root >= self.t.nranks:
@@ -416,34 +459,37 @@ cdef class Team:
         self.busy = 0
         self._check(rc)
 
-    cdef int c_elementwise(self, int which, object sendbuf, object recvbuf, size_t count,
+    cdef int c_elementwise(self, int which, const char *sendbuf, char *recvbuf, size_t count,
                            int dtype, int op) except -1:
-        """Allreduce (which 0), Scan (1), Exscan (2)."""
+        """Allreduce (which 0), Scan (1), Exscan (2); sendbuf NULL: in place."""
         cdef pgc_team *t = self._use()
         cdef size_t n = self._vector_bytes(count, dtype, op)
-        cdef _Buffers b = _Buffers()
-        cdef const char *s = NULL if sendbuf is None else b.get(0, sendbuf, False, n, "sendbuf")
-        cdef char *r = b.get(1, recvbuf, True, n, "recvbuf")
         cdef int rc
         self.busy = 1
-        with nogil:
-            if which == 0:
-                rc = pgc_allreduce(t, s, r, count, <pgc_dtype>dtype, <pgc_op>op)
-            elif which == 1:
-                rc = pgc_scan(t, s, r, count, <pgc_dtype>dtype, <pgc_op>op)
-            else:
-                rc = pgc_exscan(t, s, r, count, <pgc_dtype>dtype, <pgc_op>op)
+        if n <= t.cfg.inline_max:
+            _hold_gil_until_wait(t)
+            rc = _elementwise(t, which, sendbuf, recvbuf, count, dtype, op)
+            _end_short_call(t)
+        else:
+            with nogil:
+                rc = _elementwise(t, which, sendbuf, recvbuf, count, dtype, op)
         self.busy = 0
         return self._check(rc)
 
+    cdef int _elementwise_obj(self, int which, sendbuf, recvbuf, size_t count, int dtype, int op) except -1:
+        cdef size_t n = self._vector_bytes(count, dtype, op)
+        cdef _Buffers b = _Buffers()
+        cdef const char *s = NULL if sendbuf is None else b.get(0, sendbuf, False, n, "sendbuf")
+        return self.c_elementwise(which, s, b.get(1, recvbuf, True, n, "recvbuf"), count, dtype, op)
+
     def allreduce(self, sendbuf, recvbuf, size_t count, int dtype, int op):
-        self.c_elementwise(0, sendbuf, recvbuf, count, dtype, op)
+        self._elementwise_obj(0, sendbuf, recvbuf, count, dtype, op)
 
     def scan(self, sendbuf, recvbuf, size_t count, int dtype, int op):
-        self.c_elementwise(1, sendbuf, recvbuf, count, dtype, op)
+        self._elementwise_obj(1, sendbuf, recvbuf, count, dtype, op)
 
     def exscan(self, sendbuf, recvbuf, size_t count, int dtype, int op):
-        self.c_elementwise(2, sendbuf, recvbuf, count, dtype, op)
+        self._elementwise_obj(2, sendbuf, recvbuf, count, dtype, op)
 
     def reduce_scatter(self, sendbuf, recvbuf, recvcounts, int dtype, int op, bint block=False):
         """recvcounts: elements per member; in place (sendbuf None): the input is in recvbuf."""

@@ -136,6 +136,78 @@ def test_allreduce_sizes_in_place_and_implicit_types():
         same(a, b, ("Allreduce", n))
 
 
+def test_numpy_arrays_of_every_layout():
+    """numpy arrays are read in place (not through the buffer protocol) on
+    the hot path: views at an offset, Fortran order, 0-d, byte-swapped,
+    read-only sends and non-contiguous views must behave as natively."""
+    for n in (1, 64, 5000):
+        def f(c):
+            base = data(ME, n + 8)
+            view = base[3:3 + n]                       # contiguous view at an offset
+            c.Allreduce(MPI.IN_PLACE, view, MPI.SUM)
+            fort = np.asfortranarray(data(ME, 2 * n).reshape(2, n))
+            out = np.zeros((2, n), order="F")
+            c.Allreduce(fort, out, MPI.MAX)
+            ro = data(ME, n)
+            ro.flags.writeable = False                 # a read-only send buffer is fine
+            got = np.zeros(n)
+            c.Allreduce(ro, got, MPI.MIN)
+            return np.concatenate([base, out.ravel(order="F"), got])
+        a, b = both(f)
+        same(a, b, ("numpy layouts", n))
+    zero_d = np.array(float(ME + 1))
+    PG.Allreduce(MPI.IN_PLACE, zero_d, MPI.SUM)
+    assert zero_d == P * (P + 1) / 2
+    root = P - 1
+    b = np.array(7.0) if ME == root else np.array(0.0)
+    PG.Bcast(b, root=root)
+    assert b == 7.0
+    # a non-contiguous view and a non-native byte order are MPI's to refuse,
+    # as natively (mpi4py: BufferError)
+    strided = np.zeros(10)[::2]
+    swapped = np.ones(5, ">f8")
+    for c in (NATIVE, PG):
+        _raises(Exception, lambda: c.Allreduce(np.ones(5), strided))
+        _raises(Exception, lambda: c.Allreduce(swapped, np.zeros(5, ">f8")))
+
+
+def test_short_calls_release_the_gil_while_they_wait():
+    """8-byte calls keep the GIL unless they must wait: a rank that waits
+    for a late peer lets its other Python threads run."""
+    import threading
+    import time
+    if P == 1:
+        return
+    for call in (lambda: PG.Barrier(), lambda: PG.Bcast(np.zeros(1), root=P - 1),
+                 lambda: PG.Allreduce(MPI.IN_PLACE, np.zeros(1))):
+        stamps = []
+        stop = threading.Event()
+
+        def tick():
+            i = 0
+            while not stop.is_set():
+                i += 1
+                if i % 1000 == 0:
+                    stamps.append(time.monotonic())
+        PG.Barrier()
+        if ME == P - 1:
+            time.sleep(0.5)                     # everyone else waits for this rank
+            call()
+        else:
+            th = threading.Thread(target=tick)
+            th.start()
+            time.sleep(0.01)
+            start = time.monotonic()
+            call()
+            end = time.monotonic()
+            stop.set()
+            th.join()
+            # With the GIL held the thread could run only before the call or
+            # after it returned (one switch interval, 5 ms).
+            inside = [x for x in stamps if start + 0.05 < x < end - 0.05]
+            assert end - start > 0.2 and inside, ("the waiting call held the GIL", end - start)
+
+
 def test_reduce_every_root_in_place():
     for n in (0, 3, 5000, 300001):
         for root in range(P):
