@@ -773,3 +773,8 @@ def test_oversubscribed_bcast_policy():
     assert mine["bcast_tree_min"] == 4 and mine["cma_min"]["Bcast"] == 4096
     never = config.team_config(True, {**env, "PGASCOL_CMA_MIN_BCAST": "never"})
     assert never["cma_min"]["Bcast"] is None
+    # Allgather(v): single copy for large totals only when ranks fit the CPUs
+    for name in ("Allgather", "Allgatherv"):
+        assert fits["cma_min"][name] == 8 << 20 and over["cma_min"][name] is None
+    forced = config.team_config(True, {**env, "PGASCOL_CMA_MIN_ALLGATHER": "65536"}, 2)
+    assert forced["cma_min"]["Allgather"] == 65536 and forced["cma_min"]["Allgatherv"] is None
