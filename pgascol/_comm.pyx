@@ -229,9 +229,13 @@ cdef class _Msg:
     cdef bint held
     cdef char *ptr
 
-    def __dealloc__(self):
+    cdef inline void release(self):
         if self.held:
+            self.held = False
             PyBuffer_Release(&self.view)
+
+    def __dealloc__(self):
+        self.release()
 
 
 cdef list _FMT1 = [None] * 256         # single-character format -> info (cache)
@@ -266,9 +270,7 @@ cdef inline bint _numpy_direct(object buf, bint writable, bint fmt, _Msg m):
         if info is None:
             return False
         m.mpitype, m.code, m.opclass, m.esize = info
-    if m.held:
-        m.held = False
-        PyBuffer_Release(&m.view)
+    m.release()
     m.ptr = <char *>cnp.PyArray_DATA(a)
     m.nbytes = cnp.PyArray_NBYTES(a)
     return True
@@ -280,9 +282,7 @@ cdef int _getbuf(object buf, bint writable, bint fmt, _Msg m) except -1:
     if _numpy_direct(buf, writable, fmt, m):
         return 1
     cdef int flags = PyBUF_ANY_CONTIGUOUS | (PyBUF_FORMAT if fmt else 0) | (PyBUF_WRITABLE if writable else 0)
-    if m.held:
-        m.held = False
-        PyBuffer_Release(&m.view)
+    m.release()
     try:
         PyObject_GetBuffer(buf, &m.view, flags)
     except BaseException:
@@ -353,6 +353,17 @@ cdef int _not_negative(Py_ssize_t value, str what) except -1:
     return 0
 
 
+cdef bint _size_arg(object x, str what, Py_ssize_t *value) except -1:
+    """A count or displacement of a simple message: 1 with *value, 0 where
+    mpi4py raises (not an integer); ArgumentError if negative."""
+    try:
+        value[0] = x
+    except (TypeError, OverflowError):
+        return 0
+    _not_negative(value[0], what)
+    return 1
+
+
 cdef int _simple_layout(object o_count, object o_displ, Py_ssize_t length, Py_ssize_t extent,
                         int blocks, _Msg m) except -1:
     """mpi4py's count (per block) and displacement of a simple message, in
@@ -361,22 +372,14 @@ cdef int _simple_layout(object o_count, object o_displ, Py_ssize_t length, Py_ss
     cdef Py_ssize_t c
     m.displ = 0
     if o_displ is not None:
-        try:
-            m.displ = o_displ
-        except (TypeError, OverflowError):
+        if not _size_arg(o_displ, "displacement", &m.displ):
             return 0
-        _not_negative(m.displ, "displacement")
         if m.displ:
             if extent <= 0 or m.displ * extent > length:
                 return 0
             length -= m.displ * extent
     if o_count is not None:
-        try:
-            m.count = o_count
-        except (TypeError, OverflowError):
-            return 0
-        _not_negative(m.count, "count")
-        return 1
+        return _size_arg(o_count, "count", &m.count)
     m.count = 0
     if length > 0:
         if extent <= 0 or length % extent:

@@ -103,19 +103,24 @@ cdef extern from "Python.h":
 
 
 cdef void _release_gil(pgc_team *t) noexcept nogil:
-    # the engine's first wait of a short call: the GIL is held until here
+    # called with the GIL held: by _enter, or by the engine's first wait
     t.before_wait_state = <void *>PyEval_SaveThread()
 
 
-cdef inline void _hold_gil_until_wait(pgc_team *t) noexcept:
-    """Short calls (a payload that fits a control line) keep the GIL
-    unless they must wait for a peer: releasing and taking it costs more
-    than the whole call when the data is already there."""
-    t.before_wait = _release_gil
+cdef inline void _enter(pgc_team *t, size_t nbytes) noexcept:
+    """Before an engine call that _leave ends, with nothing but that call
+    in between: payloads that fit a control line keep the GIL until their
+    first wait for a peer (releasing and taking it costs more than the
+    whole call when the data is already there); larger ones give it up now."""
     t.before_wait_state = NULL
+    if nbytes <= t.cfg.inline_max:
+        t.before_wait = _release_gil
+    else:
+        t.before_wait = NULL
+        _release_gil(t)
 
 
-cdef inline void _end_short_call(pgc_team *t) noexcept:
+cdef inline void _leave(pgc_team *t) noexcept:
     t.before_wait = NULL
     if t.before_wait_state != NULL:
         PyEval_RestoreThread(<PyThreadState *>t.before_wait_state)
@@ -392,9 +397,9 @@ cdef class Team:
     cdef int c_barrier(self) except -1:
         cdef pgc_team *t = self._use()
         self.busy = 1
-        _hold_gil_until_wait(t)
+        _enter(t, 0)
         cdef int rc = pgc_barrier(t)
-        _end_short_call(t)
+        _leave(t)
         self.busy = 0
         return self._check(rc)
 
@@ -406,13 +411,9 @@ cdef class Team:
         self._root(root)
         cdef int rc
         self.busy = 1
-        if nbytes <= t.cfg.inline_max:
-            _hold_gil_until_wait(t)
-            rc = pgc_bcast(t, buf, nbytes, root)
-            _end_short_call(t)
-        else:
-            with nogil:
-                rc = pgc_bcast(t, buf, nbytes, root)
+        _enter(t, nbytes)
+        rc = pgc_bcast(t, buf, nbytes, root)
+        _leave(t)
         self.busy = 0
         return self._check(rc)
 
@@ -466,13 +467,9 @@ cdef class Team:
         cdef size_t n = self._vector_bytes(count, dtype, op)
         cdef int rc
         self.busy = 1
-        if n <= t.cfg.inline_max:
-            _hold_gil_until_wait(t)
-            rc = _elementwise(t, which, sendbuf, recvbuf, count, dtype, op)
-            _end_short_call(t)
-        else:
-            with nogil:
-                rc = _elementwise(t, which, sendbuf, recvbuf, count, dtype, op)
+        _enter(t, n)
+        rc = _elementwise(t, which, sendbuf, recvbuf, count, dtype, op)
+        _leave(t)
         self.busy = 0
         return self._check(rc)
 
