@@ -1,7 +1,62 @@
-/* coll.c - what the collectives share: method choice and op completion
- * (see coll.h). */
+/* coll.c - what the collectives share: method choice, op completion,
+ * signatures (see coll.h). */
+#include <stdio.h>
+
 #include "cma.h"
 #include "coll.h"
+
+/* "Bcast (root 2)", "Allreduce (float64, SUM)", "Barrier": what a signature
+ * says, for messages. */
+static void describe_sig(uint32_t sig, char *out, size_t size)
+{
+    pgc_coll coll = (pgc_coll)(pgc_sig_kind(sig) & 0xfu);
+    uint32_t arg = pgc_sig_arg(sig);
+    const char *name = pgc_coll_name(coll);
+    switch (coll) {
+    case PGC_COLL_BCAST: case PGC_COLL_REDUCE: case PGC_COLL_GATHER: case PGC_COLL_GATHERV:
+    case PGC_COLL_SCATTER: case PGC_COLL_SCATTERV:
+        snprintf(out, size, "%s (root %u)", name, arg);
+        break;
+    case PGC_COLL_ALLREDUCE: case PGC_COLL_REDUCE_SCATTER: case PGC_COLL_REDUCE_SCATTER_BLOCK:
+    case PGC_COLL_SCAN: case PGC_COLL_EXSCAN:
+        snprintf(out, size, "%s (%s, %s)", name, pgc_dtype_name((pgc_dtype)(arg >> 8)),
+                 pgc_op_name((pgc_op)(arg & 0xffu)));
+        break;
+    default:
+        snprintf(out, size, "%s", name);
+    }
+}
+
+int pgc_signature_mismatch(pgc_team *t, int peer, uint32_t theirs)
+{
+    char mine[96], other[96];
+    describe_sig(t->sig, mine, sizeof mine);
+    describe_sig(theirs, other, sizeof other);
+    const char *opname = pgc_opname(t);
+    if (pgc_sig_kind(theirs) & PGC_SIG_REFUSED)
+        pgc_set_error(&t->err, PGC_EMISMATCH, peer, 0,
+                      "%s: local rank %d refused its arguments to %s (see the error it raised), "
+                      "so this rank's %s cannot complete",
+                      opname, peer, pgc_coll_name((pgc_coll)(pgc_sig_kind(theirs) & 0xfu)), mine);
+    else
+        pgc_set_error(&t->err, PGC_EMISMATCH, peer, 0,
+                      "%s: collectives out of step: local rank %d is in %s where this rank (local rank %d) "
+                      "is in %s; every rank must call the same collectives in the same order "
+                      "(did a rank skip one after an error?)", opname, peer, other, t->rank, mine);
+    pgc_team_abort(t, PGC_EMISMATCH, t->err.msg);
+    return PGC_EMISMATCH;
+}
+
+int pgc_coll_refuse(pgc_team *t, pgc_coll coll)
+{
+    if (pgc_check_aborted(t))
+        return PGC_OK; /* the op numbers no longer matter */
+    pgc_coll_sign(t, PGC_SIG_REFUSED | coll, 0);
+    /* both words: a peer may wait on either (release: after the signature) */
+    pgc_post_ack(t, PGC_STEP_DONE);
+    pgc_post_seq(t, PGC_STEP_DONE);
+    return PGC_OK;
+}
 
 pgc_path pgc_choose_path(const pgc_team *t, pgc_coll coll, size_t bytes)
 {

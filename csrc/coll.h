@@ -20,13 +20,34 @@
 #include "reduce_ops.h"
 #include "sync.h"
 
-static inline int pgc_coll_begin(pgc_team *t, pgc_coll coll, const char *name)
+/* Begin an op: a new op number, and its signature (sync.h) in our hot line,
+ * where every peer checks it at its first wait on us in this op. `arg` is
+ * what must agree besides the collective: the root of a rooted collective,
+ * PGC_SIG_TYPED(dtype, op) for Allreduce, Reduce_scatter(_block) and
+ * (Ex)scan, 0 otherwise. No wait is needed before the store: a peer that
+ * still reads an older slot finds another op byte and skips its check. */
+#define PGC_SIG_TYPED(dtype, op) (((uint32_t)(dtype) << 8) | (uint32_t)(op))
+static inline void pgc_coll_sign(pgc_team *t, uint32_t kind, uint32_t arg)
 {
-    (void)coll;
     t->op++;
-    t->opname = name;
+    t->sig = pgc_sig_make(t->op, kind, arg);
+    /* relaxed: ordered before this op's first publish (release) */
+    atomic_store_explicit(&pgc_ctl_of(t, t->rank)->sig[t->op & (PGC_SIG_RING - 1)], t->sig,
+                          memory_order_relaxed);
+}
+static inline int pgc_coll_begin(pgc_team *t, pgc_coll coll, uint32_t arg)
+{
+    pgc_coll_sign(t, coll, arg);
     return pgc_check_aborted(t);
 }
+
+/* This member refused its arguments to `coll` (the caller raised an error
+ * before entering it) while its peers may have entered it: take the op
+ * number and mark it refused, done at once. A peer that waits on us in this
+ * op fails at once with a message naming us, instead of timing out; a peer
+ * that did not need us completes; either way the op numbers stay in step.
+ * Nothing to do once the team was aborted. */
+int pgc_coll_refuse(pgc_team *t, pgc_coll coll);
 
 static inline int pgc_coll_end(pgc_team *t, int rc)
 {

@@ -50,7 +50,7 @@ static int a2a_start(pgc_team *t, pgc_path path, size_t total, const char *src, 
     else if (path == PGC_PATH_CMA && in_place && total > sb[me]) {
         if (!(pack = *tmp = malloc(total - sb[me])))
             return pgc_xchg_fail(t, PGC_ENOMEM, -1, "%s: out of memory for a %zu-byte in-place copy",
-                                 t->opname, total - sb[me]);
+                                 pgc_opname(t), total - sb[me]);
         base = pack;
     }
     size_t off = 0;
@@ -87,7 +87,7 @@ static int a2a_work(pgc_team *t, pgc_path path, const char *src, const size_t *s
         uint64_t len = pgc_xchg_table(t, p)[me].len;
         if (len != recvbytes[p])
             return pgc_xchg_fail(t, PGC_EINVAL, p, "%s: local rank %d sends %" PRIu64 " bytes to this rank, which expects %zu",
-                                 t->opname, p, len, recvbytes[p]);
+                                 pgc_opname(t), p, len, recvbytes[p]);
         if (pp == PGC_PATH_CICO)
             in[nin++] = (pgc_stream){p, pgc_xchg_win(t, p, me), NULL, recvbuf + rdispls[p], len};
         if (path == PGC_PATH_CICO)
@@ -121,7 +121,7 @@ int pgc_alltoall(pgc_team *t, pgc_coll coll, const void *sendbuf, const size_t *
                  const size_t *sdispls, void *recvbuf, const size_t *recvbytes,
                  const size_t *rdispls)
 {
-    const char *name = coll == PGC_COLL_ALLTOALLV ? "Alltoallv" : "Alltoall";
+    const char *name = pgc_coll_name(coll);
     int P = t->nranks, me = t->rank, rc;
     /* `coll` indexes the statistics and thresholds (team-wide: no abort) */
     if (coll != PGC_COLL_ALLTOALL && coll != PGC_COLL_ALLTOALLV)
@@ -144,7 +144,7 @@ int pgc_alltoall(pgc_team *t, pgc_coll coll, const void *sendbuf, const size_t *
         return pgc_xchg_fail(t, PGC_EINVAL, -1, "%s: missing buffer", name);
 
     pgc_ring g;
-    if ((rc = pgc_coll_begin(t, coll, name)) ||
+    if ((rc = pgc_coll_begin(t, coll, 0)) ||
         (rc = pgc_xchg_ring(t, &g, P > 1 ? (uint32_t)P - 1 : 1)))
         return pgc_coll_end(t, rc);
     pgc_path path = pgc_choose_path(t, coll, total);

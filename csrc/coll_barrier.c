@@ -7,7 +7,7 @@
 
 int pgc_barrier(pgc_team *t)
 {
-    int rc = pgc_coll_begin(t, PGC_COLL_BARRIER, "Barrier");
+    int rc = pgc_coll_begin(t, PGC_COLL_BARRIER, 0);
     if (rc)
         return rc;
     pgc_count(t, PGC_COLL_BARRIER, PGC_PATH_INLINE);

@@ -101,8 +101,6 @@ uint32_t pgc_xchg_win(const pgc_team *t, int producer, int consumer)
     return (uint32_t)((consumer - producer - 1 + t->nranks) % t->nranks);
 }
 
-/* pgc_choose_path, except that a payload larger than the inline slot (capped
- * at PGC_INLINE_SLOT_MAX whatever inline_max says) goes through staging. */
 /* Fail this member and abort the team: peers blocked on us get PGC_EABORTED
  * instead of waiting for the timeout. */
 int pgc_xchg_fail(pgc_team *t, int code, int peer, const char *fmt, ...)
@@ -132,7 +130,7 @@ int pgc_xchg_ring(pgc_team *t, pgc_ring *g, uint32_t nwin)
         /* team-wide: every member fails the same way, no abort needed */
         return pgc_set_error(&t->err, PGC_EINVAL, -1, 0,
                              "%s: staging area of %zu bytes too small for %d members",
-                             t->opname, (size_t)stride, t->nranks);
+                             pgc_opname(t), (size_t)stride, t->nranks);
     }
     g->off = 0;
     g->chunk = chunk;
@@ -196,7 +194,7 @@ int pgc_xchg_run(pgc_team *t, const pgc_ring *g, const pgc_stream *out, int nout
     size_t rounds = max_chunks(max_chunks(self ? max_chunks(0, self, 1, chunk) : 0, out, nout, chunk),
                                in, nin, chunk);
     if (rounds >= PGC_XCHG_STEP_FIN - PGC_XCHG_STEP_ROUND)
-        return pgc_xchg_fail(t, PGC_EINVAL, -1, "%s: %zu chunks exceed the step counter", t->opname, rounds);
+        return pgc_xchg_fail(t, PGC_EINVAL, -1, "%s: %zu chunks exceed the step counter", pgc_opname(t), rounds);
 
     for (uint32_t k = 0; k < rounds; k++) {
         size_t off = (size_t)k * chunk;
@@ -245,26 +243,13 @@ int pgc_xchg_finish(pgc_team *t, int owner)
     return owner ? pgc_wait_ack_all(t, PGC_XCHG_STEP_FIN) : PGC_OK;
 }
 
-static const char *coll_name(pgc_coll coll)
-{
-    switch (coll) {
-    case PGC_COLL_GATHER: return "Gather";
-    case PGC_COLL_GATHERV: return "Gatherv";
-    case PGC_COLL_SCATTER: return "Scatter";
-    case PGC_COLL_SCATTERV: return "Scatterv";
-    case PGC_COLL_ALLGATHER: return "Allgather";
-    case PGC_COLL_ALLGATHERV: return "Allgatherv";
-    default: return "?";
-    }
-}
-
 /* `coll` indexes the statistics and thresholds: refuse an id of another
  * family (a team-wide argument, like the root: no abort). */
 #define CHECK_COLL(t, coll, a, b)                                                                     \
     do {                                                                                              \
         if ((coll) != (a) && (coll) != (b))                                                           \
             return pgc_set_error(&(t)->err, PGC_EINVAL, -1, 0, "%s: collective id %d is not %s",      \
-                                 coll_name(a), (int)(coll), coll_name(a));                            \
+                                 pgc_coll_name(a), (int)(coll), pgc_coll_name(a));                    \
     } while (0)
 
 /* Local argument refusal. Peers may already be waiting for this member, and
@@ -302,7 +287,7 @@ static int gather_root(pgc_team *t, pgc_coll coll, const void *sendbuf, char *re
             return rc;
         if (len != recvbytes[p])
             return pgc_xchg_fail(t, PGC_EINVAL, p, "%s: local rank %d sends %zu bytes but the root (local rank %d) expects %zu",
-                                 t->opname, p, len, me, recvbytes[p]);
+                                 pgc_opname(t), p, len, me, recvbytes[p]);
         char *dst = recvbuf + displs[p];
         if (path == PGC_PATH_INLINE && len)
             memcpy(dst, pgc_inline_of(t, p, t->op), len);
@@ -335,7 +320,7 @@ static int gather_send(pgc_team *t, pgc_coll coll, const void *sendbuf, size_t n
         pgc_blk b = pgc_xchg_table(t, root)[t->rank];
         if (b.len != n)
             return pgc_xchg_fail(t, PGC_EINVAL, root, "%s: this rank sends %zu bytes but the root (local rank %d) expects %" PRIu64,
-                                 t->opname, n, root, b.len);
+                                 pgc_opname(t), n, root, b.len);
         uint64_t addr = atomic_load_explicit(&pgc_ctl_of(t, root)->addr, memory_order_relaxed);
         if ((rc = pgc_coll_cma(t, root, 1, (void *)sendbuf, addr + b.off, n)))
             return rc;
@@ -356,7 +341,7 @@ static int gather_send(pgc_team *t, pgc_coll coll, const void *sendbuf, size_t n
 int pgc_gather(pgc_team *t, pgc_coll coll, const void *sendbuf, size_t sendbytes,
                void *recvbuf, const size_t *recvbytes, const size_t *displs, int root)
 {
-    const char *name = coll_name(coll);
+    const char *name = pgc_coll_name(coll);
     CHECK_COLL(t, coll, PGC_COLL_GATHER, PGC_COLL_GATHERV);
     if (root < 0 || root >= t->nranks)
         return pgc_set_error(&t->err, PGC_EINVAL, -1, 0, "%s: root %d out of range [0, %d)", name, root, t->nranks);
@@ -373,7 +358,7 @@ int pgc_gather(pgc_team *t, pgc_coll coll, const void *sendbuf, size_t sendbytes
         return REFUSE(t, "%s: no send buffer (MPI_IN_PLACE is for the root only)", name);
     }
     pgc_ring g;
-    int rc = pgc_coll_begin(t, coll, name);
+    int rc = pgc_coll_begin(t, coll, (uint32_t)root);
     if (rc || (rc = pgc_xchg_ring(t, &g, 1)))
         return pgc_coll_end(t, rc);
     rc = t->rank == root ? gather_root(t, coll, sendbuf, recvbuf, recvbytes, displs, &g)
@@ -444,7 +429,7 @@ static int scatter_recv(pgc_team *t, pgc_coll coll, void *recvbuf, size_t n, int
     pgc_blk b = pgc_xchg_table(t, root)[t->rank];
     if (b.len != n)
         return pgc_xchg_fail(t, PGC_EINVAL, root, "%s: the root (local rank %d) sends %" PRIu64 " bytes but this rank receives %zu",
-                             t->opname, root, b.len, n);
+                             pgc_opname(t), root, b.len, n);
     switch (path) {
     case PGC_PATH_INLINE:
         if (n)
@@ -466,7 +451,7 @@ static int scatter_recv(pgc_team *t, pgc_coll coll, void *recvbuf, size_t n, int
 int pgc_scatter(pgc_team *t, pgc_coll coll, const void *sendbuf, const size_t *sendbytes,
                 const size_t *displs, void *recvbuf, size_t recvbytes, int root)
 {
-    const char *name = coll_name(coll);
+    const char *name = pgc_coll_name(coll);
     CHECK_COLL(t, coll, PGC_COLL_SCATTER, PGC_COLL_SCATTERV);
     if (root < 0 || root >= t->nranks)
         return pgc_set_error(&t->err, PGC_EINVAL, -1, 0, "%s: root %d out of range [0, %d)", name, root, t->nranks);
@@ -483,7 +468,7 @@ int pgc_scatter(pgc_team *t, pgc_coll coll, const void *sendbuf, const size_t *s
         return REFUSE(t, "%s: no receive buffer (MPI_IN_PLACE is for the root only)", name);
     }
     pgc_ring g;
-    int rc = pgc_coll_begin(t, coll, name);
+    int rc = pgc_coll_begin(t, coll, (uint32_t)root);
     if (rc || (rc = pgc_xchg_ring(t, &g, t->nranks > 1 ? (uint32_t)t->nranks - 1 : 1)))
         return pgc_coll_end(t, rc);
     rc = t->rank == root ? scatter_root(t, coll, sendbuf, sendbytes, displs, recvbuf, &g)
@@ -496,7 +481,7 @@ int pgc_scatter(pgc_team *t, pgc_coll coll, const void *sendbuf, const size_t *s
 int pgc_allgather(pgc_team *t, pgc_coll coll, const void *sendbuf, size_t sendbytes,
                   void *recvbuf, const size_t *recvbytes, const size_t *displs)
 {
-    const char *name = coll_name(coll);
+    const char *name = pgc_coll_name(coll);
     CHECK_COLL(t, coll, PGC_COLL_ALLGATHER, PGC_COLL_ALLGATHERV);
     int P = t->nranks, me = t->rank, rc;
     if (!recvbytes || !displs)
@@ -509,7 +494,7 @@ int pgc_allgather(pgc_team *t, pgc_coll coll, const void *sendbuf, size_t sendby
     if (!recvbuf && total)
         return REFUSE(t, "%s: no receive buffer", name);
     pgc_ring g;
-    if ((rc = pgc_coll_begin(t, coll, name)) || (rc = pgc_xchg_ring(t, &g, 1)))
+    if ((rc = pgc_coll_begin(t, coll, 0)) || (rc = pgc_xchg_ring(t, &g, 1)))
         return pgc_coll_end(t, rc);
 
     /* Start: publish our block (in place: it already sits in recvbuf). */
@@ -539,7 +524,7 @@ int pgc_allgather(pgc_team *t, pgc_coll coll, const void *sendbuf, size_t sendby
             break;
         if (len != recvbytes[p]) {
             rc = pgc_xchg_fail(t, PGC_EINVAL, p, "%s: local rank %d sends %zu bytes but this rank expects %zu",
-                               t->opname, p, len, recvbytes[p]);
+                               pgc_opname(t), p, len, recvbytes[p]);
             break;
         }
         char *dst = (char *)recvbuf + displs[p];

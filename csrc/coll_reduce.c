@@ -98,19 +98,6 @@ static void copy_bytes(void *restrict dst, const void *restrict src, size_t n)
         memcpy(d + i, s + i, n - i);
 }
 
-/* The operation's name, for messages. */
-static const char *coll_name(pgc_coll coll)
-{
-    switch (coll) {
-    case PGC_COLL_REDUCE: return "Reduce";
-    case PGC_COLL_ALLREDUCE: return "Allreduce";
-    case PGC_COLL_REDUCE_SCATTER_BLOCK: return "Reduce_scatter_block";
-    case PGC_COLL_SCAN: return "Scan";
-    case PGC_COLL_EXSCAN: return "Exscan";
-    default: return "Reduce_scatter";
-    }
-}
-
 static inline size_t block_len(const rplan *p, int j)
 {
     return p->start[j + 1] - p->start[j];
@@ -326,7 +313,7 @@ static size_t gcd(size_t a, size_t b)
 /* Check the (op, dtype) pair and the element size; *esz on success. */
 static int check_type(pgc_team *t, pgc_coll coll, pgc_op op, pgc_dtype dt, size_t *esz)
 {
-    const char *name = coll_name(coll);
+    const char *name = pgc_coll_name(coll);
     if (!(*esz = pgc_dtype_size(dt)))
         return pgc_set_error(&t->err, PGC_EINVAL, -1, 0, "%s: invalid dtype %d", name, (int)dt);
     if (!pgc_op_valid(op, dt))
@@ -339,7 +326,7 @@ static int check_count(pgc_team *t, pgc_coll coll, size_t count, size_t esz, pgc
 {
     if (count > SIZE_MAX / esz)
         return pgc_set_error(&t->err, PGC_EINVAL, -1, 0, "%s: %zu elements of %s overflow the address space",
-                             coll_name(coll), count, pgc_dtype_name(dt));
+                             pgc_coll_name(coll), count, pgc_dtype_name(dt));
     return PGC_OK;
 }
 
@@ -376,7 +363,7 @@ static int plan_path(pgc_team *t, rplan *p)
         return pgc_set_error(&t->err, PGC_EINVAL, -1, 0,
                              "%s: the staging area (%zu bytes per member) is too small "
                              "for %d members and %s elements (PGASCOL_STAGING_BYTES)",
-                             coll_name(p->coll), (size_t)t->hdr->staging_stride, P,
+                             pgc_coll_name(p->coll), (size_t)t->hdr->staging_stride, P,
                              pgc_dtype_name(p->dt));
     p->slot = slot;
     p->elems = slot / p->esz;
@@ -388,7 +375,7 @@ static int plan_path(pgc_team *t, rplan *p)
     /* seq steps go up to 2 * nwin; DONE must stay above them */
     if (nwin >= (PGC_STEP_DONE - 2) / 2)
         return pgc_set_error(&t->err, PGC_EINVAL, -1, 0, "%s: %zu elements need too many pipeline windows",
-                             coll_name(p->coll), p->total);
+                             pgc_coll_name(p->coll), p->total);
     p->nwin = (uint32_t)nwin;
     return PGC_OK;
 }
@@ -396,7 +383,8 @@ static int plan_path(pgc_team *t, rplan *p)
 /* Begin the op, count the path, move the data, end. */
 static int run(pgc_team *t, const rplan *p)
 {
-    int rc = pgc_coll_begin(t, p->coll, coll_name(p->coll));
+    uint32_t sig_arg = p->kind == RK_REDUCE ? (uint32_t)p->root : PGC_SIG_TYPED(p->dt, p->op);
+    int rc = pgc_coll_begin(t, p->coll, sig_arg);
     if (rc)
         return rc;
     pgc_count(t, p->coll, p->path);
@@ -435,7 +423,7 @@ static int reduce_common(pgc_team *t, rkind k, pgc_coll coll, const void *sendbu
     /* recvbuf is only significant at the root of a Reduce */
     int writes = !(k == RK_REDUCE && t->rank != root) && !(k == RK_EXSCAN && t->rank == 0);
     if (count && (!in || (writes && !recvbuf)))
-        return pgc_set_error(&t->err, PGC_EINVAL, -1, 0, "%s: NULL %s buffer for %zu elements", coll_name(coll),
+        return pgc_set_error(&t->err, PGC_EINVAL, -1, 0, "%s: NULL %s buffer for %zu elements", pgc_coll_name(coll),
                              in ? "receive" : "send", count);
 
     size_t start[P + 1];
@@ -476,7 +464,7 @@ int pgc_reduce_scatter(pgc_team *t, pgc_coll coll, const void *sendbuf, void *re
     size_t esz;
     if (coll != PGC_COLL_REDUCE_SCATTER && coll != PGC_COLL_REDUCE_SCATTER_BLOCK)
         return pgc_set_error(&t->err, PGC_EINVAL, -1, 0, "Reduce_scatter: bad collective id %d", (int)coll);
-    const char *name = coll_name(coll);
+    const char *name = pgc_coll_name(coll);
     int rc = check_type(t, coll, op, dtype, &esz);
     if (rc)
         return rc;

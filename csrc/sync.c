@@ -104,7 +104,7 @@ int pgc_check_peers(pgc_team *t)
         int pid = pgc_member_of(t, r)->pid;
         pgc_set_error(&t->err, PGC_EPEERDEAD, r, 0,
                       "%s: local rank %d (pid %d) of the node team died or exited",
-                      t->opname ? t->opname : "pgascol", r, pid);
+                      pgc_opname(t), r, pid);
         pgc_team_abort(t, PGC_EPEERDEAD, t->err.msg);
         return PGC_EPEERDEAD;
     }
@@ -119,7 +119,7 @@ static int aborted_error(pgc_team *t)
         return t->err.code; /* we aborted it ourselves: keep our own message */
     return pgc_set_error(&t->err, PGC_EABORTED, h->abort_rank, 0,
                          "%s: the node team was aborted by local rank %d: %s",
-                         t->opname ? t->opname : "pgascol", h->abort_rank, h->abort_msg);
+                         pgc_opname(t), h->abort_rank, h->abort_msg);
 }
 
 static inline int is_aborted(const pgc_team *t)
@@ -197,7 +197,7 @@ int pgc_wait_slow(pgc_team *t, int peer, _Atomic uint64_t *word, uint64_t target
             pgc_set_error(&t->err, PGC_ETIMEDOUT, peer, 0,
                           "%s: timed out after %.1f s waiting for local rank %d (pid %d): "
                           "progress %u:%u, needed %u:%u (PGASCOL_TIMEOUT)",
-                          t->opname ? t->opname : "pgascol", t->cfg.timeout_s, peer,
+                          pgc_opname(t), t->cfg.timeout_s, peer,
                           pgc_member_of(t, peer)->pid, (unsigned)(seen >> 32), (unsigned)seen,
                           (unsigned)(target >> 32), (unsigned)target);
             pgc_team_abort(t, PGC_ETIMEDOUT, t->err.msg);

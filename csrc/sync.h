@@ -33,13 +33,42 @@ void pgc_publish(pgc_team *t, _Atomic uint64_t *word, uint64_t value);
 /* Wait until `word`, owned by member `peer`, reaches `target`. 0 or PGC_E*. */
 int pgc_wait_slow(pgc_team *t, int peer, _Atomic uint64_t *word, uint64_t target);
 
+/* The peer is in another collective (or refused this one): abort the team
+ * with a message naming both; returns PGC_EMISMATCH (coll.c). */
+int pgc_signature_mismatch(pgc_team *t, int peer, uint32_t theirs);
+
+/* Once per peer and op, at the first wait that proves the peer has begun
+ * this op: check that it is in the same collective as we are. Catches ranks
+ * whose calls went out of step (a rank that raised an error before entering
+ * a collective the others entered) before any data is read or written. */
+static inline int pgc_check_signature(pgc_team *t, int peer)
+{
+    t->sig_checked[peer] = t->op;
+    /* relaxed: the wait that got here acquired a value the peer published
+     * after storing its signature for this op. */
+    uint32_t theirs = atomic_load_explicit(&pgc_ctl_of(t, peer)->sig[t->op & (PGC_SIG_RING - 1)],
+                                           memory_order_relaxed);
+    /* A different op byte: the peer is PGC_SIG_RING or more ops ahead and
+     * reused the slot; it got past this op, nothing left to check. */
+    if (PGC_LIKELY(theirs == t->sig || (theirs >> 24) != (t->op & 0xffu)))
+        return PGC_OK;
+    return pgc_signature_mismatch(t, peer, theirs);
+}
+
 static inline int pgc_wait_word(pgc_team *t, int peer, _Atomic uint64_t *word, uint64_t target)
 {
     /* acquire: pairs with the release in pgc_publish, so what the peer wrote
      * before publishing is visible after this returns. */
-    if (PGC_LIKELY(pgc_reached(atomic_load_explicit(word, memory_order_acquire), target)))
-        return PGC_OK;
-    return pgc_wait_slow(t, peer, word, target);
+    if (PGC_UNLIKELY(!pgc_reached(atomic_load_explicit(word, memory_order_acquire), target))) {
+        int rc = pgc_wait_slow(t, peer, word, target);
+        if (rc)
+            return rc;
+    }
+    /* target of this op first: the compiler folds it where the target is
+     * pgc_seq(t, step) */
+    if ((uint32_t)(target >> 32) == t->op && PGC_UNLIKELY(t->sig_checked[peer] != t->op))
+        return pgc_check_signature(t, peer);
+    return PGC_OK;
 }
 
 /* The common cases: this op's steps on the seq and ack words. */

@@ -17,6 +17,17 @@
 /* A word of private memory that peers read to probe single copy. */
 static volatile uint64_t cma_probe_word = 0x70676173636f6cull;
 
+static const char *const COLL_NAMES[PGC_NCOLL] = {
+    "Barrier", "Bcast", "Reduce", "Allreduce", "Gather", "Gatherv", "Scatter", "Scatterv",
+    "Allgather", "Allgatherv", "Alltoall", "Alltoallv", "Reduce_scatter", "Reduce_scatter_block",
+    "Scan", "Exscan",
+};
+
+const char *pgc_coll_name(pgc_coll coll)
+{
+    return (unsigned)coll < PGC_NCOLL ? COLL_NAMES[coll] : "?";
+}
+
 static size_t inline_slot_size(const pgc_config *cfg)
 {
     size_t s = PGC_ALIGN_UP(cfg->inline_max ? cfg->inline_max : 1, PGC_CACHELINE);
@@ -42,12 +53,14 @@ static pgc_team *new_team(int rank, int nranks, pgc_error *err)
         pgc_set_error(err, PGC_EINVAL, -1, 0, "bad team geometry: rank %d of %d", rank, nranks);
         return NULL;
     }
-    pgc_team *t = calloc(1, sizeof *t);
+    /* sig_checked lives at the tail: one allocation, one free */
+    pgc_team *t = calloc(1, sizeof *t + (size_t)nranks * sizeof *t->sig_checked);
     if (!t)
         pgc_set_error(err, PGC_ENOMEM, -1, 0, "out of memory for a team");
     else {
         t->rank = rank;
         t->nranks = nranks;
+        t->sig_checked = (uint32_t *)(t + 1);
     }
     return t;
 }

@@ -22,7 +22,7 @@
 #include "segment.h"
 
 #define PGC_MAGIC 0x316c6f6373616770ull /* "pgascol1" */
-#define PGC_LAYOUT_VERSION 4
+#define PGC_LAYOUT_VERSION 5
 #define PGC_INLINE_SLOT_MAX 1024
 
 /* The last step of every op: "this member is done with op k". A member that
@@ -36,6 +36,10 @@
  * of back-to-back small Bcasts/Reduces keeps going while readers catch up).
  * A power of two. */
 #define PGC_RUNAHEAD 64
+
+/* How many of its last ops' signatures a member keeps in its hot line (see
+ * pgc_coll_begin in coll.h). A power of two. */
+#define PGC_SIG_RING 4
 
 /* Collectives, for statistics and per-collective thresholds. */
 typedef enum {
@@ -74,6 +78,10 @@ typedef struct pgc_ctl {
     _Atomic uint32_t sleepers;  /* members asleep on doorbell (written by the sleepers) */
     _Atomic uint64_t addr;      /* published user-buffer address (single copy) */
     _Atomic uint64_t len;       /* published length or count */
+    /* Signatures of the owner's last PGC_SIG_RING ops, op k in slot
+     * k % PGC_SIG_RING. In the hot line so that checking them costs a
+     * reader no extra cache miss and the owner no extra store miss. */
+    _Atomic uint32_t sig[PGC_SIG_RING];
 } __attribute__((aligned(PGC_CACHELINE))) pgc_ctl;
 
 /* A member's identity, written once when it attaches. */
@@ -110,7 +118,8 @@ typedef struct pgc_team {
     pgc_header *hdr;
     int rank, nranks;
     uint32_t op;                /* collectives started on this team */
-    const char *opname;         /* the collective in progress, for messages */
+    uint32_t sig;               /* signature of the op in progress (coll.h: pgc_coll_begin) */
+    uint32_t *sig_checked;      /* per member: the last op whose signature we checked */
     pgc_config cfg;             /* copy of hdr->cfg */
     uint64_t spin_iters;        /* spin budget in pause instructions */
     uint64_t liveness_next_ns;  /* next time a waiting member checks its peers */
@@ -152,6 +161,35 @@ void pgc_team_set_cma(pgc_team *t, int ok, const char *reason);
 /* Give up on the team: record why and wake every sleeper. Every member's
  * next or current wait fails with PGC_EABORTED. */
 void pgc_team_abort(pgc_team *t, int code, const char *msg);
+
+/* "Barrier", "Bcast", ...: a collective's name, for messages. */
+const char *pgc_coll_name(pgc_coll coll);
+
+/* Collective signatures (written by pgc_coll_begin in coll.h, checked by the
+ * waits in sync.h). A signature names what every member must agree on for
+ * one op: the collective, and its root or its datatype and operator; its
+ * top byte is the op number's low byte, so a slot reused by a later op is
+ * recognised. Layout: op byte (8) | kind (5: collective, refused bit) |
+ * argument (19). */
+#define PGC_SIG_REFUSED 0x10u /* kind bit: the member refused its arguments (pgc_coll_refuse) */
+static inline uint32_t pgc_sig_make(uint32_t op, uint32_t kind, uint32_t arg)
+{
+    return (op & 0xffu) << 24 | (kind & 0x1fu) << 19 | (arg & 0x7ffffu);
+}
+static inline uint32_t pgc_sig_kind(uint32_t sig)
+{
+    return sig >> 19 & 0x1fu;
+}
+static inline uint32_t pgc_sig_arg(uint32_t sig)
+{
+    return sig & 0x7ffffu;
+}
+
+/* The collective in progress (or last run), for messages. */
+static inline const char *pgc_opname(const pgc_team *t)
+{
+    return t->op ? pgc_coll_name((pgc_coll)(pgc_sig_kind(t->sig) & 0xfu)) : "pgascol";
+}
 
 static inline pgc_ctl *pgc_ctl_of(const pgc_team *t, int r)
 {

@@ -35,7 +35,6 @@ typedef struct pgc_stream {
 size_t pgc_xchg_table_bytes(const pgc_team *t);
 pgc_blk *pgc_xchg_table(const pgc_team *t, int r);
 uint32_t pgc_xchg_win(const pgc_team *t, int producer, int consumer);
-pgc_path pgc_xchg_path(const pgc_team *t, pgc_coll coll, size_t bytes);
 int pgc_xchg_fail(pgc_team *t, int code, int peer, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 int pgc_xchg_ring(pgc_team *t, pgc_ring *g, uint32_t nwin);

@@ -4,7 +4,8 @@ from libc.stdint cimport uint32_t, uint64_t
 
 cdef extern from "common.h" nogil:
     enum:
-        PGC_OK, PGC_EINVAL, PGC_ENOMEM, PGC_ESYS, PGC_ETIMEDOUT, PGC_EPEERDEAD, PGC_EABORTED, PGC_ECLOSED
+        PGC_OK, PGC_EINVAL, PGC_ENOMEM, PGC_ESYS, PGC_ETIMEDOUT, PGC_EPEERDEAD, PGC_EABORTED, PGC_ECLOSED,
+        PGC_EMISMATCH
     ctypedef struct pgc_error:
         int code
         int peer
@@ -95,6 +96,7 @@ cdef extern from "cma.h" nogil:
 
 
 cdef extern from "coll.h" nogil:
+    int pgc_coll_refuse(pgc_team *t, pgc_coll coll)
     int pgc_barrier(pgc_team *t)
     int pgc_bcast(pgc_team *t, void *buf, size_t nbytes, int root)
     int pgc_reduce(pgc_team *t, const void *sendbuf, void *recvbuf, size_t count,

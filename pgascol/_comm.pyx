@@ -1738,6 +1738,45 @@ def _wrap(newcomm):
     return c
 
 
+cdef inline int _engine(object comm, int op, object a, object b, object c, object d, int root) except -1:
+    """Run buffer collective `op` through pgascol: 1 if it ran, 0 if MPI must
+    (then counted as such). a, b: the send and receive specifications (Bcast:
+    a is the buffer), c: the operator, d: Reduce_scatter's recvcounts. An
+    ArgumentError of this rank marks the op refused on the node team
+    (`_refused`) before it propagates."""
+    cdef _State st = _st(comm)
+    if st is None:
+        return 0
+    cdef int done
+    try:
+        if op == O_BARRIER:
+            done = _barrier(st)
+        elif op == O_BCAST:
+            done = _bcast(st, a, root)
+        elif op == O_ALLREDUCE:
+            done = _allreduce(st, a, b, c)
+        elif op == O_REDUCE:
+            done = _reduce(st, a, b, c, root)
+        elif op == O_GATHER or op == O_GATHERV:
+            done = _gather(st, a, b, root, op == O_GATHERV)
+        elif op == O_SCATTER or op == O_SCATTERV:
+            done = _scatter(st, a, b, root, op == O_SCATTERV)
+        elif op == O_ALLGATHER or op == O_ALLGATHERV:
+            done = _allgather(st, a, b, op == O_ALLGATHERV)
+        elif op == O_ALLTOALL or op == O_ALLTOALLV:
+            done = _alltoall(st, a, b, op == O_ALLTOALLV)
+        elif op == O_RS or op == O_RSB:
+            done = _reduce_scatter(st, a, b, d, c, op == O_RSB)
+        else:
+            done = _scan(st, a, b, c, op == O_EXSCAN)
+    except ArgumentError:
+        _refused(st, op)
+        raise
+    if not done:
+        st.count(op, P_MPI)
+    return done
+
+
 class Comm(MPI.Intracomm):
     """An mpi4py intracommunicator whose collectives run through pgascol.
 
@@ -1793,100 +1832,67 @@ class Comm(MPI.Intracomm):
     # --------------------------------------------------- buffer collectives
 
     def Barrier(self):
-        st = _st(self)
-        if st is None or not _barrier(st):
-            if st is not None:
-                st.count(O_BARRIER, P_MPI)
+        if not _engine(self, O_BARRIER, None, None, None, None, 0):
             _base.Barrier(self)
 
     def Bcast(self, buf, int root=0):
-        st = _st(self)
-        if st is None or not _bcast(st, buf, root):
-            _fallback(st, O_BCAST, "Bcast")
+        if not _engine(self, O_BCAST, buf, None, None, None, root):
             _base.Bcast(self, buf, root)
 
     def Reduce(self, sendbuf, recvbuf, op=_SUM, int root=0):
-        st = _st(self)
-        if st is None or not _reduce(st, sendbuf, recvbuf, op, root):
-            _fallback(st, O_REDUCE, "Reduce")
+        if not _engine(self, O_REDUCE, sendbuf, recvbuf, op, None, root):
             _base.Reduce(self, sendbuf, recvbuf, op, root)
 
     def Allreduce(self, sendbuf, recvbuf, op=_SUM):
-        st = _st(self)
-        if st is None or not _allreduce(st, sendbuf, recvbuf, op):
-            _fallback(st, O_ALLREDUCE, "Allreduce")
+        if not _engine(self, O_ALLREDUCE, sendbuf, recvbuf, op, None, 0):
             _base.Allreduce(self, sendbuf, recvbuf, op)
 
     def Gather(self, sendbuf, recvbuf, int root=0):
-        st = _st(self)
-        if st is None or not _gather(st, sendbuf, recvbuf, root, False):
-            _fallback(st, O_GATHER, "Gather")
+        if not _engine(self, O_GATHER, sendbuf, recvbuf, None, None, root):
             _base.Gather(self, sendbuf, recvbuf, root)
 
     def Gatherv(self, sendbuf, recvbuf, int root=0):
-        st = _st(self)
-        if st is None or not _gather(st, sendbuf, recvbuf, root, True):
-            _fallback(st, O_GATHERV, "Gatherv")
+        if not _engine(self, O_GATHERV, sendbuf, recvbuf, None, None, root):
             _base.Gatherv(self, sendbuf, recvbuf, root)
 
     def Scatter(self, sendbuf, recvbuf, int root=0):
-        st = _st(self)
-        if st is None or not _scatter(st, sendbuf, recvbuf, root, False):
-            _fallback(st, O_SCATTER, "Scatter")
+        if not _engine(self, O_SCATTER, sendbuf, recvbuf, None, None, root):
             _base.Scatter(self, sendbuf, recvbuf, root)
 
     def Scatterv(self, sendbuf, recvbuf, int root=0):
-        st = _st(self)
-        if st is None or not _scatter(st, sendbuf, recvbuf, root, True):
-            _fallback(st, O_SCATTERV, "Scatterv")
+        if not _engine(self, O_SCATTERV, sendbuf, recvbuf, None, None, root):
             _base.Scatterv(self, sendbuf, recvbuf, root)
 
     def Allgather(self, sendbuf, recvbuf):
-        st = _st(self)
-        if st is None or not _allgather(st, sendbuf, recvbuf, False):
-            _fallback(st, O_ALLGATHER, "Allgather")
+        if not _engine(self, O_ALLGATHER, sendbuf, recvbuf, None, None, 0):
             _base.Allgather(self, sendbuf, recvbuf)
 
     def Allgatherv(self, sendbuf, recvbuf):
-        st = _st(self)
-        if st is None or not _allgather(st, sendbuf, recvbuf, True):
-            _fallback(st, O_ALLGATHERV, "Allgatherv")
+        if not _engine(self, O_ALLGATHERV, sendbuf, recvbuf, None, None, 0):
             _base.Allgatherv(self, sendbuf, recvbuf)
 
     def Alltoall(self, sendbuf, recvbuf):
-        st = _st(self)
-        if st is None or not _alltoall(st, sendbuf, recvbuf, False):
-            _fallback(st, O_ALLTOALL, "Alltoall")
+        if not _engine(self, O_ALLTOALL, sendbuf, recvbuf, None, None, 0):
             _base.Alltoall(self, sendbuf, recvbuf)
 
     def Alltoallv(self, sendbuf, recvbuf):
-        st = _st(self)
-        if st is None or not _alltoall(st, sendbuf, recvbuf, True):
-            _fallback(st, O_ALLTOALLV, "Alltoallv")
+        if not _engine(self, O_ALLTOALLV, sendbuf, recvbuf, None, None, 0):
             _base.Alltoallv(self, sendbuf, recvbuf)
 
     def Reduce_scatter_block(self, sendbuf, recvbuf, op=_SUM):
-        st = _st(self)
-        if st is None or not _reduce_scatter(st, sendbuf, recvbuf, None, op, True):
-            _fallback(st, O_RSB, "Reduce_scatter_block")
+        if not _engine(self, O_RSB, sendbuf, recvbuf, op, None, 0):
             _base.Reduce_scatter_block(self, sendbuf, recvbuf, op)
 
     def Reduce_scatter(self, sendbuf, recvbuf, recvcounts=None, op=_SUM):
-        st = _st(self)
-        if st is None or not _reduce_scatter(st, sendbuf, recvbuf, recvcounts, op, False):
-            _fallback(st, O_RS, "Reduce_scatter")
+        if not _engine(self, O_RS, sendbuf, recvbuf, op, recvcounts, 0):
             _base.Reduce_scatter(self, sendbuf, recvbuf, recvcounts, op)
 
     def Scan(self, sendbuf, recvbuf, op=_SUM):
-        st = _st(self)
-        if st is None or not _scan(st, sendbuf, recvbuf, op, False):
-            _fallback(st, O_SCAN, "Scan")
+        if not _engine(self, O_SCAN, sendbuf, recvbuf, op, None, 0):
             _base.Scan(self, sendbuf, recvbuf, op)
 
     def Exscan(self, sendbuf, recvbuf, op=_SUM):
-        st = _st(self)
-        if st is None or not _scan(st, sendbuf, recvbuf, op, True):
-            _fallback(st, O_EXSCAN, "Exscan")
+        if not _engine(self, O_EXSCAN, sendbuf, recvbuf, op, None, 0):
             _base.Exscan(self, sendbuf, recvbuf, op)
 
     # --------------------------------------------------- pickle-based methods
@@ -1908,7 +1914,7 @@ class Comm(MPI.Intracomm):
         """Broadcast (mpi4py's bcast; shared memory on one node, MPI across nodes)."""
         st = _st(self)
         if st is None or st.hier or not 0 <= root < st.size:    # (a bad root: MPI's error)
-            _fallback(st, O_LBCAST, "bcast")
+            _fallback(st, O_LBCAST)
             return _base.bcast(self, obj, root)
         return _shm_call(st, O_LBCAST, _pickle.bcast, (obj, root))
 
@@ -1917,7 +1923,7 @@ class Comm(MPI.Intracomm):
         other ranks; shared memory on one node, MPI across nodes)."""
         st = _st(self)
         if st is None or st.hier or not 0 <= root < st.size:    # (a bad root: MPI's error)
-            _fallback(st, O_LREDUCE, "reduce")
+            _fallback(st, O_LREDUCE)
             return _base.reduce(self, sendobj, op, root)
         return _shm_call(st, O_LREDUCE, _pickle.reduce, (sendobj, op, root))
 
@@ -1925,7 +1931,7 @@ class Comm(MPI.Intracomm):
         """Reduce to all (mpi4py's allreduce; shared memory on one node, MPI across nodes)."""
         st = _st(self)
         if st is None or st.hier:
-            _fallback(st, O_LALLREDUCE, "allreduce")
+            _fallback(st, O_LALLREDUCE)
             return _base.allreduce(self, sendobj, op)
         return _shm_call(st, O_LALLREDUCE, _pickle.allreduce, (sendobj, op))
 
@@ -1934,7 +1940,7 @@ class Comm(MPI.Intracomm):
         one node, MPI across nodes)."""
         st = _st(self)
         if st is None or st.hier or not 0 <= root < st.size:    # (a bad root: MPI's error)
-            _fallback(st, O_LGATHER, "gather")
+            _fallback(st, O_LGATHER)
             return _base.gather(self, sendobj, root)
         return _shm_call(st, O_LGATHER, _pickle.gather, (sendobj, root))
 
@@ -1943,7 +1949,7 @@ class Comm(MPI.Intracomm):
         shared memory on one node, MPI across nodes)."""
         st = _st(self)
         if st is None or st.hier or not 0 <= root < st.size:    # (a bad root: MPI's error)
-            _fallback(st, O_LSCATTER, "scatter")
+            _fallback(st, O_LSCATTER)
             return _base.scatter(self, sendobj, root)
         return _shm_call(st, O_LSCATTER, _pickle.scatter, (sendobj, root))
 
@@ -1951,7 +1957,7 @@ class Comm(MPI.Intracomm):
         """Gather to all (mpi4py's allgather; shared memory on one node, MPI across nodes)."""
         st = _st(self)
         if st is None or st.hier:
-            _fallback(st, O_LALLGATHER, "allgather")
+            _fallback(st, O_LALLGATHER)
             return _base.allgather(self, sendobj)
         return _shm_call(st, O_LALLGATHER, _pickle.allgather, (sendobj,))
 
@@ -1960,7 +1966,7 @@ class Comm(MPI.Intracomm):
         shared memory on one node, MPI across nodes)."""
         st = _st(self)
         if st is None or st.hier:
-            _fallback(st, O_LALLTOALL, "alltoall")
+            _fallback(st, O_LALLTOALL)
             return _base.alltoall(self, sendobj)
         return _shm_call(st, O_LALLTOALL, _pickle.alltoall, (sendobj,))
 
@@ -1971,9 +1977,22 @@ class Comm(MPI.Intracomm):
         return _stats(self)
 
 
-def _fallback(st, int op, str name):
+cdef int _fallback(object st, int op) except -1:
+    """The call goes to MPI: count it."""
     if st is not None:
         (<_State>st).count(op, P_MPI)
+    return 0
+
+
+cdef int _refused(_State st, int op) except -1:
+    """This rank raised an ArgumentError before its call reached the engine,
+    while the other ranks may be in it: the node team takes the op as
+    refused, so a peer waiting for this rank fails at once with a message
+    naming it, and the op numbers stay in step (csrc/coll.c:
+    pgc_coll_refuse). op numbers the collectives as the engine does."""
+    if st.core is not None:
+        st.core.c_refuse(op)
+    return 0
 
 
 def _stats(comm):

@@ -12,6 +12,7 @@ cdef class Team:
     cdef int _root(self, int root) except -1
     cdef size_t _vector_bytes(self, size_t count, int dtype, int op) except? 0
     cdef int c_barrier(self) except -1
+    cdef void c_refuse(self, int coll) noexcept
     # The caller has checked the buffers (size, writable) and holds them.
     cdef int c_bcast(self, char *buf, size_t nbytes, int root) except -1
     cdef int c_elementwise(self, int which, const char *sendbuf, char *recvbuf, size_t count,

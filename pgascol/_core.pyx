@@ -16,8 +16,8 @@ from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 
 from ._ccore cimport *
-from .errors import (ArgumentError, PeerDeadError, PgascolError, PgascolTimeoutError,
-                     TeamAbortedError, TeamClosedError)
+from .errors import (ArgumentError, CollectiveMismatchError, PeerDeadError, PgascolError,
+                     PgascolTimeoutError, TeamAbortedError, TeamClosedError)
 
 # Names of the C enums, in order.
 COLLECTIVES = ("Barrier", "Bcast", "Reduce", "Allreduce", "Gather", "Gatherv", "Scatter",
@@ -89,7 +89,7 @@ cdef int _raise(int code, pgc_error *err) except -1:
     msg = err.msg.decode(errors="replace") if err.msg[0] else "pgascol error %d" % code
     cls = {PGC_EINVAL: ArgumentError, PGC_ETIMEDOUT: PgascolTimeoutError,
            PGC_EPEERDEAD: PeerDeadError, PGC_EABORTED: TeamAbortedError,
-           PGC_ECLOSED: TeamClosedError}.get(code, PgascolError)
+           PGC_ECLOSED: TeamClosedError, PGC_EMISMATCH: CollectiveMismatchError}.get(code, PgascolError)
     raise cls(msg, err.peer, err.sys_errno)
 
 
@@ -405,6 +405,12 @@ cdef class Team:
 
     def barrier(self):
         self.c_barrier()
+
+    cdef void c_refuse(self, int coll) noexcept:
+        """The caller raised an ArgumentError for collective `coll` before
+        entering it, while its peers may have: see pgc_coll_refuse."""
+        if self.t != NULL and not self.busy:
+            pgc_coll_refuse(self.t, <pgc_coll>coll)
 
     cdef int c_bcast(self, char *buf, size_t nbytes, int root) except -1:
         cdef pgc_team *t = self._use()

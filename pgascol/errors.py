@@ -25,6 +25,12 @@ class TeamAbortedError(PgascolError):
     """Another member gave up on the team (timeout, dead peer, mismatched call)."""
 
 
+class CollectiveMismatchError(PgascolError):
+    """The ranks are not in the same collective: a peer refused its arguments
+    to this one, or the ranks' calls went out of step (a rank skipped a
+    collective the others entered). The node team is aborted."""
+
+
 class PgascolTimeoutError(PgascolError, TimeoutError):
     """A wait exceeded PGASCOL_TIMEOUT seconds."""
 

@@ -1,16 +1,18 @@
 """pgascol.Comm when only some ranks err: the rank that sees the misuse
-raises at once; the others, already in the engine, raise a timeout naming the
-operation within PGASCOL_TIMEOUT (or the team's abort by the first of them
-that timed out, naming the operation too) (tests/test_comm_robustness.py sets it to
-3 s). Also with virtual nodes, where the others wait in an inter-node MPI
-phase: those waits are bounded the same way."""
+raises at once. The others, already in the collective, raise an error naming
+the operation: at once if they wait for that rank in the node team (it
+refused the op), else a timeout within PGASCOL_TIMEOUT (or the team's abort
+by the first of them that timed out) (tests/test_comm_robustness.py sets it
+to 3 s). Also with virtual nodes, where the others wait in an inter-node MPI
+phase: those waits are bounded the same way. Ranks whose calls go out of
+step are caught before any data moves."""
 import time
 
 import numpy as np
 from mpi4py import MPI
 
 import pgascol
-from pgascol.errors import ArgumentError, PgascolTimeoutError, TeamAbortedError
+from pgascol.errors import ArgumentError, CollectiveMismatchError, PgascolTimeoutError, TeamAbortedError
 
 WORLD = MPI.COMM_WORLD
 ME, P = WORLD.Get_rank(), WORLD.Get_size()
@@ -30,10 +32,17 @@ def _partial(op_name, call_bad, call_good):
         else:
             try:
                 call_good(c)
-            except (PgascolTimeoutError, TeamAbortedError) as exc:
-                # the first to time out aborts the team: the others see that
+            except (PgascolTimeoutError, TeamAbortedError, CollectiveMismatchError) as exc:
+                # the first to time out (or to see the refusal) aborts the
+                # team: the others see that
                 assert op_name in str(exc), str(exc)
                 assert time.monotonic() - start < 30
+                if not c._pg.hier:
+                    # every rank waits for rank 0 in the node team: it
+                    # refused the op, nobody needs the timeout
+                    assert isinstance(exc, (CollectiveMismatchError, TeamAbortedError)), repr(exc)
+                    assert "local rank 0 refused its arguments to " + op_name in str(exc), str(exc)
+                    assert time.monotonic() - start < 2.5
             else:
                 raise AssertionError("no timeout on rank %d" % ME)
     finally:
@@ -50,6 +59,103 @@ def test_partial_allreduce_error_times_out_others():
 def test_partial_bcast_error_times_out_others():
     _partial("Bcast", lambda c: c.Bcast(np.zeros(4), root=P),
              lambda c: c.Bcast(np.zeros(4), root=0))
+
+
+def _flat_comm():
+    """A fresh communicator on one node team, or None (hierarchies and one
+    rank: the cases below are about ranks of one team)."""
+    c = pgascol.Comm(WORLD.Dup())
+    if c._pg.hier or P == 1:
+        c.Free()
+        return None
+    return c
+
+
+def test_root_refusal_keeps_the_ranks_in_step():
+    """The root of a Gatherv refuses a receive buffer too small for its
+    counts; the others, who do not wait for the root, complete as they would
+    under MPI. The calls that follow must pair up as called: no rank's
+    Allreduce may meet another rank's Gatherv."""
+    c = _flat_comm()
+    if c is None:
+        return
+    try:
+        send = np.full(4, ME, "d")
+        if ME == 0:
+            try:
+                c.Gatherv(send, [np.zeros(4 * P - 1), [4] * P, None, MPI.DOUBLE], root=0)
+            except ArgumentError:
+                pass
+            else:
+                raise AssertionError("the Gatherv did not raise")
+        else:
+            c.Gatherv(send, None, root=0)
+        for k in range(3):
+            x = np.full(100, ME + k, "d")
+            y = np.zeros_like(x)
+            c.Allreduce(x, y)
+            assert np.all(y == sum(range(P)) + P * k), (k, y[0])
+            b = np.full(10, ME + 100 * k, "d")
+            c.Bcast(b, root=P - 1)
+            assert np.all(b == P - 1 + 100 * k), (k, b[0])
+        # the root's refused call is not counted
+        assert sum(pgascol.stats(c).get("Gatherv", {}).values()) == (0 if ME == 0 else 1)
+    finally:
+        c.Free()
+
+
+def test_refused_op_fails_its_waiters_at_once():
+    """The root of a Scatterv refuses a send buffer too small; every other
+    rank waits for the root's data, so each fails at once (not after the
+    timeout) with an error that names the root's refusal."""
+    c = _flat_comm()
+    if c is None:
+        return
+    start = time.monotonic()
+    try:
+        out = np.zeros(4)
+        if ME == 0:
+            try:
+                c.Scatterv([np.zeros(4 * P - 1), [4] * P, None, MPI.DOUBLE], out, root=0)
+            except ArgumentError:
+                pass
+            else:
+                raise AssertionError("the Scatterv did not raise")
+        else:
+            try:
+                c.Scatterv(None, out, root=0)
+            except (CollectiveMismatchError, TeamAbortedError) as exc:
+                assert "local rank 0 refused its arguments to Scatterv" in str(exc), str(exc)
+                assert time.monotonic() - start < 2.5
+            else:
+                raise AssertionError("rank %d completed a Scatterv whose root refused" % ME)
+            assert np.all(out == 0)      # nothing was written
+    finally:
+        c.Free()
+
+
+def test_calls_out_of_step_are_caught_before_data_moves():
+    """Rank 0 calls a Bcast the others skip, then everybody calls Allreduce:
+    rank 0's Allreduce would pair with the others' next call. Every rank
+    must raise (none may return a wrong sum), naming the mismatch."""
+    c = _flat_comm()
+    if c is None:
+        return
+    try:
+        if ME == 0:
+            c.Bcast(np.ones(2), root=0)
+        x = np.full(1000, 1.0)
+        y = np.zeros_like(x)
+        try:
+            c.Allreduce(x, y)
+            c.Allreduce(x, y)    # rank 0's second one pairs with nobody: it must not hang either
+        except (CollectiveMismatchError, TeamAbortedError) as exc:
+            assert "collectives out of step" in str(exc), str(exc)
+            assert "Bcast (root 0)" in str(exc) and "Allreduce (float64, SUM)" in str(exc), str(exc)
+        else:
+            raise AssertionError("rank %d: out-of-step calls went unnoticed (y[0] = %g)" % (ME, y[0]))
+    finally:
+        c.Free()
 
 
 def test_world_still_usable():

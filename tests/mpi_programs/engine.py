@@ -5,6 +5,8 @@ configurations (default thresholds; small thresholds with single copy off;
 small thresholds with single copy forced), so each size below lands on both
 sides of every threshold. Data are rank-dependent integers (exact in floats
 too), so references are exact."""
+import contextlib
+
 import numpy as np
 from mpi4py import MPI
 
@@ -277,6 +279,66 @@ def test_misuse_refused_and_team_usable():
     y = np.ones(4)
     T.allreduce(None, y, 4, code(np.float64), _core.OPS["SUM"])
     assert np.all(y == P)
+
+
+@contextlib.contextmanager
+def _own_team():
+    """A team of its own (the cases below abort it), or None on one rank."""
+    if P == 1:
+        yield None
+        return
+    c = WORLD.Dup()
+    team = pgascol.NodeTeam(c)
+    try:
+        yield team.core
+    finally:
+        team.free()
+        c.Free()
+
+
+def _expect_mismatch(call, *named):
+    """call() must raise: CollectiveMismatchError naming `named` on the
+    rank that noticed, TeamAbortedError carrying its message on the others."""
+    try:
+        call()
+    except pgascol.CollectiveMismatchError as exc:
+        assert all(n in str(exc) for n in named), str(exc)
+    except pgascol.TeamAbortedError as exc:
+        assert "collectives out of step" in str(exc), str(exc)
+    else:
+        raise AssertionError("rank %d: the mismatch went unnoticed" % ME)
+
+
+def test_calls_out_of_step_abort_before_data_moves():
+    """Rank 0 runs a Bcast the others skip, then all run an Allreduce: the
+    ranks' op numbers pair rank 0's Bcast with the others' Allreduce. Every
+    rank must raise (one names both collectives) and no receive buffer may
+    be written."""
+    with _own_team() as team:
+        if team is None:
+            return
+        n = 3 * CHUNK // 8 + 1      # several chunks, whatever the configuration
+        y = np.full(n, -7.0)
+
+        def calls():
+            if ME == 0:   # it may be the one that notices (a Bcast root waits for its readers)
+                team.bcast(np.zeros(n), 8 * n, 0)
+            team.allreduce(np.ones(n), y, n, code(np.float64), _core.OPS["SUM"])
+        _expect_mismatch(calls, "collectives out of step", "Bcast (root 0)", "Allreduce (float64, SUM)")
+        assert np.all(y == -7.0), "a receive buffer was written"
+
+
+def test_reductions_must_agree_on_type_and_operator():
+    """Rank 0 asks for MAX where the others ask for SUM: refused on every
+    rank, naming both, before any result is written."""
+    with _own_team() as team:
+        if team is None:
+            return
+        y = np.full(4, -7.0)
+        op = _core.OPS["MAX" if ME == 0 else "SUM"]
+        _expect_mismatch(lambda: team.allreduce(np.ones(4), y, 4, code(np.float64), op),
+                         "Allreduce (float64, MAX)", "Allreduce (float64, SUM)")
+        assert np.all(y == -7.0), "a receive buffer was written"
 
 
 def test_buffers_reused_right_after_return():
