@@ -78,6 +78,29 @@ def test_constructors_return_pgascol_comms():
     assert d == MPI.COMM_NULL and pgascol.stats(d) == {}
 
 
+def test_subclasses_and_bare_instances():
+    """A user's subclass of pgascol.Comm is accelerated too; an instance MPI
+    makes without __init__ (no state) behaves as a plain communicator; a
+    Comm takes no attributes of its own, like mpi4py's communicators."""
+    class Mine(pgascol.Comm):
+        pass
+    m = Mine(WORLD.Dup())
+    x = np.full(3, ME + 1.0)
+    y = np.empty(3)
+    m.Allreduce(x, y)
+    assert np.all(y == P * (P + 1) / 2)
+    assert pgascol.stats(m)["Allreduce"] != {}
+    m.Free()
+    bare = pgascol.Comm.__new__(pgascol.Comm)
+    assert bare == MPI.COMM_NULL and pgascol.stats(bare) == {}
+    try:
+        PG.anything = 1
+    except AttributeError:
+        pass
+    else:
+        raise AssertionError("a Comm took an attribute")
+
+
 # ------------------------------------------------------------------ collectives vs native
 
 def test_barrier_and_bcast():
