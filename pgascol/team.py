@@ -25,7 +25,9 @@ class NodeTeam:
         if not isinstance(comm, MPI.Intracomm) or comm == MPI.COMM_NULL:
             raise ArgumentError("a node team needs an mpi4py intracommunicator, not %r" % (comm,))
         self.comm = comm
-        self.node_comm = self._split_nodes(comm, config.node_size(env), config.node_map(env))
+        self.topology = topology.load(env)
+        self.node_comm, self.layout = self._split_nodes(comm, config.node_size(env), config.node_map(env),
+                                                        self.topology)
         self.local_rank = self.node_comm.Get_rank()
         self.local_size = self.node_comm.Get_size()
         self.leader_comm = comm.Split(0 if self.local_rank == 0 else MPI.UNDEFINED, comm.Get_rank())
@@ -33,9 +35,6 @@ class NodeTeam:
             self.leader_comm = None
         first = (self.leader_comm.Get_rank(), self.leader_comm.Get_size()) if self.leader_comm else None
         self.node_index, self.num_nodes = self.node_comm.bcast(first, root=0)
-        self.topology = topology.load(env)
-        affinities = self.node_comm.allgather(topology.rank_cpus())
-        self.layout = topology.node_layout(self.topology, affinities)
         self.core = None
         try:
             self.core = self._create_segment(env)
@@ -46,12 +45,17 @@ class NodeTeam:
             raise
 
     @staticmethod
-    def _split_nodes(comm, virtual_size, node_map="block"):
-        """The node communicator of this rank: its real node, or a virtual
-        node of it. Members keep the order of their ranks in comm."""
+    def _split_nodes(comm, virtual_size, node_map, topo):
+        """(node communicator, layout) of this rank: its real node, or a
+        virtual node of it. Members keep the order of their ranks in comm.
+        The layout (CPUs, oversubscription) is the real node's, restricted
+        to the node's members: virtual nodes share the machine's CPUs, so
+        4 ranks as 2 nodes of 2 on 2 cores are oversubscribed (they must
+        not spin)."""
         node = comm.Split_type(MPI.COMM_TYPE_SHARED, key=comm.Get_rank())
+        whole = topology.node_layout(topo, node.allgather(topology.rank_cpus()))
         if virtual_size <= 0:
-            return node
+            return node, whole
         r, n = node.Get_rank(), node.Get_size()
         if node_map == "roundrobin":
             # ceil(n/k) virtual nodes; the real node's rank r goes to node r % nodes
@@ -60,8 +64,10 @@ class NodeTeam:
             # consecutive ranks of the real node, k at a time
             color = r // virtual_size
         vnode = node.Split(color, r)
+        members = vnode.allgather(r)
         node.Free()
-        return vnode
+        return vnode, topology.NodeLayout(tuple(whole.home_cpus[m] for m in members),
+                                          whole.n_cpus_available, whole.oversubscribed)
 
     def _create_segment(self, env):
         """Collective over node_comm: the first member creates, the others

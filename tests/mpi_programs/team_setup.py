@@ -100,6 +100,27 @@ def test_geometry(comm):
     assert len({next(iter(v)) for v in by_node.values()}) == want["num_nodes"]
 
 
+def test_virtual_nodes_share_the_machine_cpus(comm):
+    """The layout (CPUs, oversubscription, wait policy) is the machine's,
+    whatever the virtual split: 4 ranks as 2 nodes of 2 on 2 CPUs are
+    oversubscribed and must not spin. Home CPUs are those the whole machine's
+    layout gives each rank."""
+    from pgascol import topology
+    team, _ = make_team(comm)
+    try:
+        whole = topology.node_layout(team.topology, comm.allgather(topology.rank_cpus()))
+        homes = comm.allgather(team.layout.home_cpus[team.local_rank])
+        layouts = comm.allgather((team.layout.n_cpus_available, team.layout.oversubscribed))
+        spin = team.core.config["spin_ns"]
+    finally:
+        team.free()
+    # one machine here: every rank's whole-machine layout is the same
+    assert homes == list(whole.home_cpus), (homes, whole)
+    assert set(layouts) == {(whole.n_cpus_available, whole.oversubscribed)}, layouts
+    assert whole.oversubscribed == (comm.Get_size() > whole.n_cpus_available)
+    assert (spin == 0) == whole.oversubscribed, spin
+
+
 def test_core_matches_node(comm):
     team, _ = make_team(comm)
     try:
