@@ -51,7 +51,9 @@ int pgc_coll_refuse(pgc_team *t, pgc_coll coll)
 {
     if (pgc_check_aborted(t))
         return PGC_OK; /* the op numbers no longer matter */
-    pgc_coll_sign(t, PGC_SIG_REFUSED | coll, 0);
+    int rc = pgc_coll_sign(t, PGC_SIG_REFUSED | coll, 0);
+    if (rc)
+        return rc;
     /* both words: a peer may wait on either (release: after the signature) */
     pgc_post_ack(t, PGC_STEP_DONE);
     pgc_post_seq(t, PGC_STEP_DONE);

@@ -20,25 +20,38 @@
 #include "reduce_ops.h"
 #include "sync.h"
 
-/* Begin an op: a new op number, and its signature (sync.h) in our hot line,
+/* Wait until every peer is done with the op `back` ops before this one
+ * (back = 1: the previous op). Needed before overwriting a shared area that
+ * peers may still read: staging (back = 1), an inline slot or a descriptor
+ * (back = PGC_RUNAHEAD). */
+int pgc_wait_peers_done(pgc_team *t, uint32_t back);
+
+/* Begin an op: a new op number, and its signature (team.h) in our hot line,
  * where every peer checks it at its first wait on us in this op. `arg` is
  * what must agree besides the collective: the root of a rooted collective,
  * PGC_SIG_TYPED(dtype, op) for Allreduce, Reduce_scatter(_block) and
  * (Ex)scan, 0 otherwise. No wait is needed before the store: a peer that
- * still reads an older slot finds another op byte and skips its check. */
+ * still reads an older slot finds another op byte and skips its check.
+ * The op byte tells ops apart because no member gets PGC_RUNAHEAD or more
+ * ops ahead of a peer: every PGC_RUNAHEAD / 2 ops a member waits until its
+ * peers are done with the op PGC_RUNAHEAD / 2 back. Most ops bound that
+ * drift anyway; ops that wait for nobody (zero counts, refusals) would not. */
 #define PGC_SIG_TYPED(dtype, op) (((uint32_t)(dtype) << 8) | (uint32_t)(op))
-static inline void pgc_coll_sign(pgc_team *t, uint32_t kind, uint32_t arg)
+static inline int pgc_coll_sign(pgc_team *t, uint32_t kind, uint32_t arg)
 {
     t->op++;
     t->sig = pgc_sig_make(t->op, kind, arg);
     /* relaxed: ordered before this op's first publish (release) */
     atomic_store_explicit(&pgc_ctl_of(t, t->rank)->sig[t->op & (PGC_SIG_RING - 1)], t->sig,
                           memory_order_relaxed);
+    if (PGC_UNLIKELY((t->op & (PGC_RUNAHEAD / 2 - 1)) == 0))
+        return pgc_wait_peers_done(t, PGC_RUNAHEAD / 2);
+    return PGC_OK;
 }
 static inline int pgc_coll_begin(pgc_team *t, pgc_coll coll, uint32_t arg)
 {
-    pgc_coll_sign(t, coll, arg);
-    return pgc_check_aborted(t);
+    int rc = pgc_coll_sign(t, coll, arg);
+    return rc ? rc : pgc_check_aborted(t);
 }
 
 /* This member refused its arguments to `coll` (the caller raised an error
@@ -56,11 +69,6 @@ static inline int pgc_coll_end(pgc_team *t, int rc)
     return rc;
 }
 
-/* Wait until every peer is done with the op `back` ops before this one
- * (back = 1: the previous op). Needed before overwriting a shared area that
- * peers may still read: staging (back = 1), an inline slot or a descriptor
- * (back = PGC_RUNAHEAD). */
-int pgc_wait_peers_done(pgc_team *t, uint32_t back);
 
 /* The word where member r publishes its descriptor for the current op (size,
  * path: whatever readers must check before they read). Descriptors rotate

@@ -6,6 +6,7 @@ small thresholds with single copy forced), so each size below lands on both
 sides of every threshold. Data are rank-dependent integers (exact in floats
 too), so references are exact."""
 import contextlib
+import time
 
 import numpy as np
 from mpi4py import MPI
@@ -339,6 +340,25 @@ def test_reductions_must_agree_on_type_and_operator():
         _expect_mismatch(lambda: team.allreduce(np.ones(4), y, 4, code(np.float64), op),
                          "Allreduce (float64, MAX)", "Allreduce (float64, SUM)")
         assert np.all(y == -7.0), "a receive buffer was written"
+
+
+def test_ranks_far_apart_stay_told_apart():
+    """Zero-count reductions wait for nobody, so the root could run hundreds
+    of ops ahead of a late reader of its Bcast; the reader's signature check
+    must still find the Bcast, not a later op in the same slot. 256 of them
+    put the root's op 257 in the Bcast's slot with the same op byte (op 1):
+    without the bound on run-ahead the reader saw an Allreduce there."""
+    with _own_team() as team:
+        if team is None:
+            return
+        b = np.full(1, 7.0 if ME == 0 else 0.0)
+        if ME != 0:
+            time.sleep(0.3)
+        team.bcast(b, 8, 0)
+        for _ in range(256):
+            team.allreduce(np.zeros(0), np.zeros(0), 0, code(np.float64), _core.OPS["SUM"])
+        team.barrier()
+        assert b[0] == 7.0
 
 
 def test_buffers_reused_right_after_return():
