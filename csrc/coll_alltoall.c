@@ -144,8 +144,8 @@ int pgc_alltoall(pgc_team *t, pgc_coll coll, const void *sendbuf, const size_t *
         return pgc_xchg_fail(t, PGC_EINVAL, -1, "%s: missing buffer", name);
 
     pgc_ring g;
-    if ((rc = pgc_coll_begin(t, coll, 0)) ||
-        (rc = pgc_xchg_ring(t, &g, P > 1 ? (uint32_t)P - 1 : 1)))
+    if ((rc = pgc_xchg_ring(t, &g, P > 1 ? (uint32_t)P - 1 : 1, name)) ||
+        (rc = pgc_coll_begin(t, coll, 0)))
         return pgc_coll_end(t, rc);
     pgc_path path = pgc_choose_path(t, coll, total);
     pgc_count(t, coll, path);

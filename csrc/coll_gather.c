@@ -117,9 +117,10 @@ int pgc_xchg_fail(pgc_team *t, int code, int peer, const char *fmt, ...)
 }
 
 /* Ring geometry for `nwin` windows before the table. Depends on team-wide
- * values only, so every member computes the same. A window keeps at least
- * two slots (double buffering): with many windows the chunk shrinks. */
-int pgc_xchg_ring(pgc_team *t, pgc_ring *g, uint32_t nwin)
+ * values only, so every member computes the same; computed before the op
+ * begins, so a failure leaves the op numbers in step. A window keeps at
+ * least two slots (double buffering): with many windows the chunk shrinks. */
+int pgc_xchg_ring(pgc_team *t, pgc_ring *g, uint32_t nwin, const char *name)
 {
     size_t stride = t->hdr->staging_stride, table = pgc_xchg_table_bytes(t);
     size_t win = table < stride ? (stride - table) / (nwin ? nwin : 1) : 0;
@@ -130,7 +131,7 @@ int pgc_xchg_ring(pgc_team *t, pgc_ring *g, uint32_t nwin)
         /* team-wide: every member fails the same way, no abort needed */
         return pgc_set_error(&t->err, PGC_EINVAL, -1, 0,
                              "%s: staging area of %zu bytes too small for %d members",
-                             pgc_opname(t), (size_t)stride, t->nranks);
+                             name, (size_t)stride, t->nranks);
     }
     g->off = 0;
     g->chunk = chunk;
@@ -358,8 +359,8 @@ int pgc_gather(pgc_team *t, pgc_coll coll, const void *sendbuf, size_t sendbytes
         return REFUSE(t, "%s: no send buffer (MPI_IN_PLACE is for the root only)", name);
     }
     pgc_ring g;
-    int rc = pgc_coll_begin(t, coll, (uint32_t)root);
-    if (rc || (rc = pgc_xchg_ring(t, &g, 1)))
+    int rc = pgc_xchg_ring(t, &g, 1, name);
+    if (rc || (rc = pgc_coll_begin(t, coll, (uint32_t)root)))
         return pgc_coll_end(t, rc);
     rc = t->rank == root ? gather_root(t, coll, sendbuf, recvbuf, recvbytes, displs, &g)
                          : gather_send(t, coll, sendbuf, sendbytes, root, &g);
@@ -468,8 +469,8 @@ int pgc_scatter(pgc_team *t, pgc_coll coll, const void *sendbuf, const size_t *s
         return REFUSE(t, "%s: no receive buffer (MPI_IN_PLACE is for the root only)", name);
     }
     pgc_ring g;
-    int rc = pgc_coll_begin(t, coll, (uint32_t)root);
-    if (rc || (rc = pgc_xchg_ring(t, &g, t->nranks > 1 ? (uint32_t)t->nranks - 1 : 1)))
+    int rc = pgc_xchg_ring(t, &g, t->nranks > 1 ? (uint32_t)t->nranks - 1 : 1, name);
+    if (rc || (rc = pgc_coll_begin(t, coll, (uint32_t)root)))
         return pgc_coll_end(t, rc);
     rc = t->rank == root ? scatter_root(t, coll, sendbuf, sendbytes, displs, recvbuf, &g)
                          : scatter_recv(t, coll, recvbuf, recvbytes, root, &g);
@@ -494,7 +495,7 @@ int pgc_allgather(pgc_team *t, pgc_coll coll, const void *sendbuf, size_t sendby
     if (!recvbuf && total)
         return REFUSE(t, "%s: no receive buffer", name);
     pgc_ring g;
-    if ((rc = pgc_coll_begin(t, coll, 0)) || (rc = pgc_xchg_ring(t, &g, 1)))
+    if ((rc = pgc_xchg_ring(t, &g, 1, name)) || (rc = pgc_coll_begin(t, coll, 0)))
         return pgc_coll_end(t, rc);
 
     /* Start: publish our block (in place: it already sits in recvbuf). */

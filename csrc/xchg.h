@@ -37,7 +37,7 @@ pgc_blk *pgc_xchg_table(const pgc_team *t, int r);
 uint32_t pgc_xchg_win(const pgc_team *t, int producer, int consumer);
 int pgc_xchg_fail(pgc_team *t, int code, int peer, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-int pgc_xchg_ring(pgc_team *t, pgc_ring *g, uint32_t nwin);
+int pgc_xchg_ring(pgc_team *t, pgc_ring *g, uint32_t nwin, const char *name);
 void pgc_xchg_publish(pgc_team *t, pgc_path path, size_t len);
 int pgc_xchg_desc(pgc_team *t, int peer, pgc_path *path, size_t *len);
 int pgc_xchg_run(pgc_team *t, const pgc_ring *g, const pgc_stream *out, int nout,
