@@ -69,7 +69,6 @@ static inline int pgc_coll_end(pgc_team *t, int rc)
     return rc;
 }
 
-
 /* The word where member r publishes its descriptor for the current op (size,
  * path: whatever readers must check before they read). Descriptors rotate
  * with the op number, shared by every family, so a slow reader of an earlier

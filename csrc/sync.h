@@ -38,7 +38,8 @@ int pgc_wait_slow(pgc_team *t, int peer, _Atomic uint64_t *word, uint64_t target
 int pgc_signature_mismatch(pgc_team *t, int peer, uint32_t theirs);
 
 /* Once per peer and op, at the first wait that proves the peer has begun
- * this op: check that it is in the same collective as we are. Catches ranks
+ * this op: check that it is in the same collective as we are (signatures:
+ * team.h, written by pgc_coll_begin in coll.h). Catches ranks
  * whose calls went out of step (a rank that raised an error before entering
  * a collective the others entered) before any data is read or written. */
 static inline int pgc_check_signature(pgc_team *t, int peer)
@@ -50,7 +51,7 @@ static inline int pgc_check_signature(pgc_team *t, int peer)
                                            memory_order_relaxed);
     /* A different op byte: the peer is PGC_SIG_RING or more ops ahead and
      * reused the slot; it got past this op, nothing left to check. */
-    if (PGC_LIKELY(theirs == t->sig || (theirs >> 24) != (t->op & 0xffu)))
+    if (PGC_LIKELY(theirs == t->sig || pgc_sig_opbyte(theirs) != pgc_sig_opbyte(t->sig)))
         return PGC_OK;
     return pgc_signature_mismatch(t, peer, theirs);
 }

@@ -176,6 +176,10 @@ static inline uint32_t pgc_sig_make(uint32_t op, uint32_t kind, uint32_t arg)
 {
     return (op & 0xffu) << 24 | (kind & 0x1fu) << 19 | (arg & 0x7ffffu);
 }
+static inline uint32_t pgc_sig_opbyte(uint32_t sig)
+{
+    return sig >> 24;
+}
 static inline uint32_t pgc_sig_kind(uint32_t sig)
 {
     return sig >> 19 & 0x1fu;
