@@ -9,7 +9,7 @@
  * says, for messages. */
 static void describe_sig(uint32_t sig, char *out, size_t size)
 {
-    pgc_coll coll = (pgc_coll)(pgc_sig_kind(sig) & 0xfu);
+    pgc_coll coll = pgc_sig_coll(sig);
     uint32_t arg = pgc_sig_arg(sig);
     const char *name = pgc_coll_name(coll);
     switch (coll) {
@@ -37,7 +37,7 @@ int pgc_signature_mismatch(pgc_team *t, int peer, uint32_t theirs)
         pgc_set_error(&t->err, PGC_EMISMATCH, peer, 0,
                       "%s: local rank %d refused its arguments to %s (see the error it raised), "
                       "so this rank's %s cannot complete",
-                      opname, peer, pgc_coll_name((pgc_coll)(pgc_sig_kind(theirs) & 0xfu)), mine);
+                      opname, peer, pgc_coll_name(pgc_sig_coll(theirs)), mine);
     else
         pgc_set_error(&t->err, PGC_EMISMATCH, peer, 0,
                       "%s: collectives out of step: local rank %d is in %s where this rank (local rank %d) "

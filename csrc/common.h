@@ -35,7 +35,7 @@ enum {
     PGC_EPEERDEAD = -5,  /* a team member died or vanished */
     PGC_EABORTED = -6,   /* another member aborted the team */
     PGC_ECLOSED = -7,    /* the team was closed */
-    PGC_EMISMATCH = -8,  /* members are in different collectives (see sync.h: signatures) */
+    PGC_EMISMATCH = -8,  /* members are in different collectives (see team.h: signatures) */
 };
 
 typedef struct pgc_error {

@@ -184,6 +184,10 @@ static inline uint32_t pgc_sig_kind(uint32_t sig)
 {
     return sig >> 19 & 0x1fu;
 }
+static inline pgc_coll pgc_sig_coll(uint32_t sig)
+{
+    return (pgc_coll)(pgc_sig_kind(sig) & ~PGC_SIG_REFUSED);
+}
 static inline uint32_t pgc_sig_arg(uint32_t sig)
 {
     return sig & 0x7ffffu;
@@ -192,7 +196,7 @@ static inline uint32_t pgc_sig_arg(uint32_t sig)
 /* The collective in progress (or last run), for messages. */
 static inline const char *pgc_opname(const pgc_team *t)
 {
-    return t->op ? pgc_coll_name((pgc_coll)(pgc_sig_kind(t->sig) & 0xfu)) : "pgascol";
+    return t->op ? pgc_coll_name(pgc_sig_coll(t->sig)) : "pgascol";
 }
 
 static inline pgc_ctl *pgc_ctl_of(const pgc_team *t, int r)

@@ -1752,7 +1752,7 @@ def _wrap(newcomm):
     return c
 
 
-cdef inline int _engine(object comm, int op, object a, object b, object c, object d, int root) except -1:
+cdef int _engine(object comm, int op, object a, object b, object c, object d, int root) except -1:
     """Run buffer collective `op` through pgascol: 1 if it ran, 0 if MPI must
     (then counted as such). a, b: the send and receive specifications (Bcast:
     a is the buffer), c: the operator, d: Reduce_scatter's recvcounts. An
@@ -2018,6 +2018,11 @@ cdef int _fallback(object st, int op) except -1:
     if st is not None:
         (<_State>st).count(op, P_MPI)
     return 0
+
+
+# _refused hands O_* codes to the engine as its collective ids: same order.
+if _OPNAMES[:len(_core.COLLECTIVES)] != _core.COLLECTIVES:
+    raise ImportError("pgascol._comm: operation codes out of step with the engine's collectives")
 
 
 cdef int _refused(_State st, int op) except -1:

@@ -408,9 +408,16 @@ cdef class Team:
 
     cdef void c_refuse(self, int coll) noexcept:
         """The caller raised an ArgumentError for collective `coll` before
-        entering it, while its peers may have: see pgc_coll_refuse."""
-        if self.t != NULL and not self.busy:
-            pgc_coll_refuse(self.t, <pgc_coll>coll)
+        entering it, while its peers may have: see pgc_coll_refuse. It may
+        wait (the run-ahead bound), so the GIL goes as for any call."""
+        cdef pgc_team *t = self.t
+        if t == NULL or self.busy:
+            return
+        self.busy = 1
+        _enter(t, 0)
+        pgc_coll_refuse(t, <pgc_coll>coll)
+        _leave(t)
+        self.busy = 0
 
     cdef int c_bcast(self, char *buf, size_t nbytes, int root) except -1:
         cdef pgc_team *t = self._use()
