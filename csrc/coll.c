@@ -69,6 +69,81 @@ pgc_path pgc_choose_path(const pgc_team *t, pgc_coll coll, size_t bytes)
     return PGC_PATH_CICO;
 }
 
+pgc_path pgc_choose_xchg_path(pgc_team *t, pgc_coll coll, size_t bytes)
+{
+    pgc_path path = pgc_choose_path(t, coll, bytes);
+    if (path != PGC_PATH_CICO || !t->cma_ok || bytes < t->cfg.adapt_min || !(t->cfg.adapt_mask >> coll & 1u))
+        return path;
+    pgc_costs *c = &t->hdr->costs;
+    /* a probe in progress decides */
+    uint64_t probe = atomic_load_explicit(&c->probe, memory_order_relaxed);
+    if (probe && t->op - (uint32_t)(probe >> 32) < PGC_PROBE_OPS)
+        return (pgc_path)(probe & 0xff);
+    uint64_t stage = atomic_load_explicit(&c->ps_per_byte[PGC_XFER_STAGE], memory_order_relaxed);
+    uint64_t out = atomic_load_explicit(&c->ps_per_byte[PGC_XFER_COPYOUT], memory_order_relaxed);
+    uint64_t cma = atomic_load_explicit(&c->ps_per_byte[PGC_XFER_CMA], memory_order_relaxed);
+    /* single copy only when clearly cheaper (by a quarter): the two are
+     * close on a quiet machine, where staging keeps the readers' copies at
+     * memcpy speed */
+    pgc_path other = PGC_PATH_CMA;
+    if (out && cma && 4 * cma < 3 * (stage + out)) {
+        path = PGC_PATH_CMA;
+        other = PGC_PATH_CICO;
+    }
+    /* Call a probe of the other path when it is stale and ours was measured. */
+    pgc_xfer mine = path == PGC_PATH_CMA ? PGC_XFER_CMA : PGC_XFER_COPYOUT;
+    pgc_xfer theirs = path == PGC_PATH_CMA ? PGC_XFER_COPYOUT : PGC_XFER_CMA;
+    uint64_t now = pgc_now_ns(), last = atomic_load_explicit(&c->probe_ns, memory_order_relaxed);
+    if (now - atomic_load_explicit(&c->measured_ns[theirs], memory_order_relaxed) > PGC_PROBE_NS &&
+        atomic_load_explicit(&c->measured_ns[mine], memory_order_relaxed) && now - last > PGC_PROBE_NS &&
+        atomic_compare_exchange_strong_explicit(&c->probe_ns, &last, now, memory_order_relaxed,
+                                                memory_order_relaxed)) {
+        atomic_store_explicit(&c->probe, (uint64_t)t->op << 32 | other, memory_order_relaxed);
+        return other;
+    }
+    return path;
+}
+
+/* A cost falls three quarters of the way to a lower sample at once but
+ * rises by at most a quarter per op: one slow op (preempted, interrupted)
+ * barely moves it, while a lasting change of the machine's speed wins
+ * within a few ops. */
+void pgc_costs_fold(pgc_team *t, int rc)
+{
+    pgc_costs *c = &t->hdr->costs;
+    uint64_t now = rc == PGC_OK ? pgc_now_ns() : 0;
+    for (int k = 0; k < PGC_NXFER; k++) {
+        uint32_t s = t->xfer_best[k];
+        t->xfer_best[k] = 0;
+        if (s == 0 || rc != PGC_OK)
+            continue;
+        /* A member's first copies of a kind fault in pages and cold lines. */
+        if (!(t->xfer_seen & 1u << k)) {
+            t->xfer_seen |= 1u << k;
+            continue;
+        }
+        uint32_t e = atomic_load_explicit(&c->ps_per_byte[k], memory_order_relaxed);
+        uint64_t up = (uint64_t)e + e / 4 + 1;
+        e = e == 0 ? s : s < e ? s + (e - s) / 4 : (uint32_t)(s < up ? s : up);
+        atomic_store_explicit(&c->ps_per_byte[k], e, memory_order_relaxed);
+        atomic_store_explicit(&c->measured_ns[k], now, memory_order_relaxed);
+    }
+    t->xfer_pending = 0;
+}
+
+void pgc_costs_seed(pgc_team *t, const uint32_t ps_per_byte[PGC_NXFER])
+{
+    pgc_costs *c = &t->hdr->costs;
+    uint64_t now = pgc_now_ns();
+    for (int k = 0; k < PGC_NXFER; k++)
+        if (ps_per_byte[k]) {
+            atomic_store_explicit(&c->ps_per_byte[k], ps_per_byte[k], memory_order_relaxed);
+            atomic_store_explicit(&c->measured_ns[k], now, memory_order_relaxed);
+        }
+    atomic_store_explicit(&c->probe, 0, memory_order_relaxed);
+    atomic_store_explicit(&c->probe_ns, now, memory_order_relaxed);
+}
+
 int pgc_bcast_radix(const pgc_team *t, pgc_path path)
 {
     /* A member has at most (k-1) * ceil(log_k P) children: radix 2..16 and
@@ -98,8 +173,11 @@ int pgc_coll_cma(pgc_team *t, int peer, int write, void *local, uint64_t remote,
     if (rc || len == 0)
         return rc;
     pid_t pid = pgc_member_of(t, peer)->pid;
+    uint64_t t0 = len >= PGC_XFER_TIMED_MIN ? pgc_now_ns() : 0;
     rc = write ? pgc_cma_write(pid, local, remote, len, &t->err)
                : pgc_cma_read(pid, local, remote, len, &t->err);
+    if (t0 && rc == PGC_OK)
+        pgc_xfer_note(t, PGC_XFER_CMA, len, pgc_now_ns() - t0);
     if (rc) {
         int arc = pgc_check_aborted(t);
         if (arc)

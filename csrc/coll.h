@@ -17,6 +17,8 @@
 #ifndef PGC_COLL_H
 #define PGC_COLL_H
 
+#include <string.h>
+
 #include "reduce_ops.h"
 #include "sync.h"
 
@@ -62,8 +64,40 @@ static inline int pgc_coll_begin(pgc_team *t, pgc_coll coll, uint32_t arg)
  * Nothing to do once the team was aborted. */
 int pgc_coll_refuse(pgc_team *t, pgc_coll coll);
 
+/* Measured costs (team.h: pgc_costs). Copies of at least
+ * PGC_XFER_TIMED_MIN bytes are timed (shorter ones would mostly measure the
+ * clock); an op keeps its best (lowest) picoseconds per byte per transfer,
+ * which a preempted copy does not spoil, and pgc_coll_end folds it into the
+ * team's estimate. */
+#define PGC_XFER_TIMED_MIN (16u << 10)
+static inline void pgc_xfer_note(pgc_team *t, pgc_xfer k, size_t bytes, uint64_t ns)
+{
+    uint64_t ps = ns * 1000 / bytes;
+    uint32_t s = ps == 0 ? 1 : ps > UINT32_MAX ? UINT32_MAX : (uint32_t)ps;
+    if (t->xfer_best[k] == 0 || s < t->xfer_best[k])
+        t->xfer_best[k] = s;
+    t->xfer_pending = 1;
+}
+static inline void pgc_timed_copy(pgc_team *t, pgc_xfer k, void *dst, const void *src, size_t n)
+{
+    if (n < PGC_XFER_TIMED_MIN) {
+        memcpy(dst, src, n);
+        return;
+    }
+    uint64_t t0 = pgc_now_ns();
+    memcpy(dst, src, n);
+    pgc_xfer_note(t, k, n, pgc_now_ns() - t0);
+}
+/* Fold the op's measurements into the team's costs (discarded if it failed). */
+void pgc_costs_fold(pgc_team *t, int rc);
+/* Set the team's costs as if just measured (0: leave one as it is), and end
+ * any probe: a warm start from known figures, and the tests' lever. */
+void pgc_costs_seed(pgc_team *t, const uint32_t ps_per_byte[PGC_NXFER]);
+
 static inline int pgc_coll_end(pgc_team *t, int rc)
 {
+    if (PGC_UNLIKELY(t->xfer_pending))
+        pgc_costs_fold(t, rc);
     if (rc == PGC_OK)
         pgc_post_seq(t, PGC_STEP_DONE);
     return rc;
@@ -84,6 +118,23 @@ static inline _Atomic uint64_t *pgc_desc_of(const pgc_team *t, int r)
  * thresholds and whether single copy works. Every member must pass values
  * that agree across the team (e.g. the total size of a Bcast). */
 pgc_path pgc_choose_path(const pgc_team *t, pgc_coll coll, size_t bytes);
+
+/* The same for a member's own outgoing data in Gather(v), Allgather(v) and
+ * Alltoall(v), whose readers follow the path each sender announces, so
+ * members need not agree. For the collectives in cfg.adapt_mask, payloads
+ * of cfg.adapt_min bytes or more that the thresholds put on copy-in/copy-out
+ * go by single copy while the team's measured costs say it is clearly
+ * cheaper: copy-in/copy-out pays a copy into staging (whose lines the
+ * readers hold) and a cross-core copy out, both of which slow down several
+ * fold when the cores stop sharing a cache well, while single copy of a
+ * buffer the owner did not change keeps its speed.
+ * The path not taken is re-measured when nobody has for PGC_PROBE_NS: the
+ * member that notices calls a probe, PGC_PROBE_OPS ops from its current one
+ * in which every member takes that path, so that it is measured in steady
+ * state, not as one op among ops of the other path. */
+#define PGC_PROBE_NS (100ull * 1000 * 1000)
+#define PGC_PROBE_OPS 4u
+pgc_path pgc_choose_xchg_path(pgc_team *t, pgc_coll coll, size_t bytes);
 
 /* Bcast's shape, chosen with the path: 0 for a flat pull from the root, or
  * the radix k of a pipelined k-nomial tree (teams of at least

@@ -147,7 +147,7 @@ int pgc_alltoall(pgc_team *t, pgc_coll coll, const void *sendbuf, const size_t *
     if ((rc = pgc_xchg_ring(t, &g, P > 1 ? (uint32_t)P - 1 : 1, name)) ||
         (rc = pgc_coll_begin(t, coll, 0)))
         return pgc_coll_end(t, rc);
-    pgc_path path = pgc_choose_path(t, coll, total);
+    pgc_path path = pgc_choose_xchg_path(t, coll, total);
     pgc_count(t, coll, path);
 
     char *tmp = NULL;

@@ -212,7 +212,8 @@ int pgc_xchg_run(pgc_team *t, const pgc_ring *g, const pgc_stream *out, int nout
                 if (rc)
                     return rc;
             }
-            memcpy(slot_of(t, g, t->rank, s->win, k), s->src + off, min_size(chunk, s->len - off));
+            pgc_timed_copy(t, PGC_XFER_STAGE, slot_of(t, g, t->rank, s->win, k), s->src + off,
+                           min_size(chunk, s->len - off));
             staged = 1;
         }
         if (staged)
@@ -225,7 +226,8 @@ int pgc_xchg_run(pgc_team *t, const pgc_ring *g, const pgc_stream *out, int nout
                 continue;
             if ((rc = pgc_wait_seq(t, s->peer, PGC_XCHG_STEP_ROUND + k)))
                 return rc;
-            memcpy(s->dst + off, slot_of(t, g, s->peer, s->win, k), min_size(chunk, s->len - off));
+            pgc_timed_copy(t, PGC_XFER_COPYOUT, s->dst + off, slot_of(t, g, s->peer, s->win, k),
+                           min_size(chunk, s->len - off));
         }
         /* Posted every round while consuming anything (even when this round
          * brought nothing): producers wait for ack >= k + 1 on any stream
@@ -304,7 +306,7 @@ static int gather_send(pgc_team *t, pgc_coll coll, const void *sendbuf, size_t n
                        const pgc_ring *g)
 {
     int rc;
-    pgc_path path = pgc_choose_path(t, coll, n);
+    pgc_path path = pgc_choose_xchg_path(t, coll, n);
     pgc_count(t, coll, path);
     switch (path) {
     case PGC_PATH_INLINE:
@@ -499,7 +501,7 @@ int pgc_allgather(pgc_team *t, pgc_coll coll, const void *sendbuf, size_t sendby
         return pgc_coll_end(t, rc);
 
     /* Start: publish our block (in place: it already sits in recvbuf). */
-    pgc_path path = pgc_choose_path(t, coll, total);
+    pgc_path path = pgc_choose_xchg_path(t, coll, total);
     pgc_count(t, coll, path);
     size_t n = recvbytes[me];
     const char *src = sendbuf ? (const char *)sendbuf : (const char *)recvbuf + displs[me];

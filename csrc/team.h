@@ -2,7 +2,8 @@
  *
  * Segment layout (every part cache-line aligned, staging page aligned):
  *
- *   header page   pgc_header: geometry, team-wide parameters, abort line
+ *   header page   pgc_header: geometry, team-wide parameters, abort line,
+ *                 measured transfer costs (pgc_costs)
  *   members       per rank: pgc_ctl (hot progress line, written by its owner),
  *                 pgc_member (identity, written once), pgc_desc (descriptor
  *                 words), PGC_RUNAHEAD inline slots
@@ -22,7 +23,7 @@
 #include "segment.h"
 
 #define PGC_MAGIC 0x316c6f6373616770ull /* "pgascol1" */
-#define PGC_LAYOUT_VERSION 5
+#define PGC_LAYOUT_VERSION 6
 #define PGC_INLINE_SLOT_MAX 1024
 
 /* The last step of every op: "this member is done with op k". A member that
@@ -53,6 +54,11 @@ typedef enum {
 /* Transfer methods ("paths"). */
 typedef enum { PGC_PATH_INLINE, PGC_PATH_CICO, PGC_PATH_CMA, PGC_NPATH } pgc_path;
 
+/* Transfers whose cost the team measures while it works (pgc_costs):
+ * copying into one's own staging, copying out of a peer's staging (the
+ * cross-core step of copy-in/copy-out), and single copy. */
+typedef enum { PGC_XFER_STAGE, PGC_XFER_COPYOUT, PGC_XFER_CMA, PGC_NXFER } pgc_xfer;
+
 /* Team-wide parameters. The creating rank's values are stored in the header
  * and adopted by every member, so all members choose the same method for the
  * same call. */
@@ -68,6 +74,8 @@ typedef struct pgc_config {
     uint32_t cma_enable;      /* 0 forces single copy off */
     uint32_t bcast_tree_min;  /* Bcast uses a k-nomial tree from this team size on (0: never) */
     uint32_t bcast_radix;     /* k of that tree (>= 2) */
+    uint32_t adapt_mask;      /* collectives (1 << id) whose path follows the measured costs */
+    uint64_t adapt_min;       /* ... for payloads of this many bytes or more */
 } pgc_config;
 
 /* A member's hot line: written by its owner only (sleepers excepted). */
@@ -98,6 +106,18 @@ typedef struct pgc_desc {
     _Atomic uint64_t word[PGC_RUNAHEAD];
 } __attribute__((aligned(PGC_CACHELINE))) pgc_desc;
 
+/* The team's measured transfer costs, in picoseconds per byte (0: not
+ * measured yet), shared by its members: a member folds in what its op
+ * measured (pgc_coll_end), and reads them when it chooses between
+ * copy-in/copy-out and single copy (pgc_choose_xchg_path, coll.c). Updated
+ * without locks: they are estimates, and a lost update only delays one. */
+typedef struct pgc_costs {
+    _Atomic uint32_t ps_per_byte[PGC_NXFER];
+    _Atomic uint64_t measured_ns[PGC_NXFER]; /* when each was last folded in */
+    _Atomic uint64_t probe_ns;               /* when a member last called for a probe */
+    _Atomic uint64_t probe;                  /* the last probe: (first op << 32) | path */
+} __attribute__((aligned(PGC_CACHELINE))) pgc_costs;
+
 typedef struct pgc_header {
     uint64_t magic;
     uint32_t version;
@@ -111,6 +131,7 @@ typedef struct pgc_header {
     int32_t abort_rank;
     int32_t abort_code;
     char abort_msg[256];
+    pgc_costs costs;
 } pgc_header;
 
 typedef struct pgc_team {
@@ -128,6 +149,12 @@ typedef struct pgc_team {
     pgc_error err;              /* last error of this process on this team */
     uint64_t stats[PGC_NCOLL][PGC_NPATH];
     int stats_paused;           /* calls made on behalf of a caller's own operation are not counted */
+    /* What the op in progress measured, per transfer: the best (lowest)
+     * picoseconds per byte of its timed copies, 0: none; folded into
+     * hdr->costs by pgc_coll_end. */
+    uint32_t xfer_best[PGC_NXFER];
+    int xfer_pending;
+    uint32_t xfer_seen;         /* transfers this member measured before (1 << pgc_xfer) */
     /* Called once, by the first wait of a call that may block, then cleared:
      * a caller may enter a short call holding a lock others need (the
      * Python GIL, pgascol/_core.pyx) and give it up only if it must wait. */

@@ -46,6 +46,15 @@ cdef extern from "team.h" nogil:
         uint32_t cma_enable
         uint32_t bcast_tree_min
         uint32_t bcast_radix
+        uint32_t adapt_mask
+        uint64_t adapt_min
+
+    ctypedef enum pgc_xfer:
+        PGC_XFER_STAGE, PGC_XFER_COPYOUT, PGC_XFER_CMA, PGC_NXFER
+
+    ctypedef struct pgc_costs:
+        uint32_t ps_per_byte[3]
+        uint64_t measured_ns[3]
 
     ctypedef struct pgc_segment:
         void *base
@@ -56,6 +65,7 @@ cdef extern from "team.h" nogil:
         uint64_t size
         uint64_t staging_stride
         uint64_t inline_slot
+        pgc_costs costs
 
     ctypedef struct pgc_team:
         pgc_segment seg
@@ -97,6 +107,7 @@ cdef extern from "cma.h" nogil:
 
 cdef extern from "coll.h" nogil:
     int pgc_coll_refuse(pgc_team *t, pgc_coll coll)
+    void pgc_costs_seed(pgc_team *t, const uint32_t *ps_per_byte)
     int pgc_barrier(pgc_team *t)
     int pgc_bcast(pgc_team *t, void *buf, size_t nbytes, int root)
     int pgc_reduce(pgc_team *t, const void *sendbuf, void *recvbuf, size_t count,

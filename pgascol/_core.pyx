@@ -20,6 +20,9 @@ from .errors import (ArgumentError, CollectiveMismatchError, PeerDeadError, Pgas
                      PgascolTimeoutError, TeamAbortedError, TeamClosedError)
 
 # Names of the C enums, in order.
+#: The transfers whose cost a team measures (pgc_xfer in csrc/team.h).
+_XFERS = ("stage", "copyout", "cma")
+
 COLLECTIVES = ("Barrier", "Bcast", "Reduce", "Allreduce", "Gather", "Gatherv", "Scatter",
                "Scatterv", "Allgather", "Allgatherv", "Alltoall", "Alltoallv", "Reduce_scatter",
                "Reduce_scatter_block", "Scan", "Exscan")
@@ -250,6 +253,9 @@ cdef class Team:
         for i, name in enumerate(COLLECTIVES):
             v = cma_min.get(name)
             cfg.cma_min[i] = UINT64_MAX if v is None else v
+        for name in config.get("adapt", ()):
+            cfg.adapt_mask |= 1u << COLLECTIVES.index(name)
+        cfg.adapt_min = config.get("adapt_min", 0)
         check_config(config)
         cdef pgc_team *t
         with nogil:
@@ -334,7 +340,33 @@ cdef class Team:
                 "hugepages": t.cfg.hugepages, "cma_enable": t.cfg.cma_enable,
                 "bcast_tree_min": t.cfg.bcast_tree_min, "bcast_radix": t.cfg.bcast_radix,
                 "cma_min": {name: (None if t.cfg.cma_min[i] == UINT64_MAX else t.cfg.cma_min[i])
-                            for i, name in enumerate(COLLECTIVES)}}
+                            for i, name in enumerate(COLLECTIVES)},
+                "adapt": [name for i, name in enumerate(COLLECTIVES) if t.cfg.adapt_mask >> i & 1],
+                "adapt_min": t.cfg.adapt_min}
+
+    @property
+    def costs(self):
+        """The team's measured transfer costs, in picoseconds per byte (None:
+        not measured yet): 'stage' (into one's own staging), 'copyout' (out
+        of a peer's staging, across cores), 'cma' (single copy). They choose
+        the path of the collectives in config['adapt']."""
+        cdef pgc_team *t = self._use()
+        return {name: (t.hdr.costs.ps_per_byte[k] or None) for k, name in enumerate(_XFERS)}
+
+    def seed_costs(self, **ps_per_byte):
+        """Set some of the team's costs (picoseconds per byte, by the names
+        of `costs`) as if just measured, and end any probe in progress: a
+        warm start from known figures. The next calls measure and correct
+        them."""
+        cdef uint32_t ps[3]
+        for k, name in enumerate(_XFERS):
+            v = ps_per_byte.pop(name, 0)
+            if not 0 <= v < 2 ** 32:
+                raise ArgumentError("%s=%r: expected picoseconds per byte below 2**32" % (name, v))
+            ps[k] = v
+        if ps_per_byte:
+            raise ArgumentError("unknown costs %s (known: %s)" % (sorted(ps_per_byte), ", ".join(_XFERS)))
+        pgc_costs_seed(self._use(), ps)
 
     def unlink(self):
         """Remove the segment's name (once every member attached)."""

@@ -43,6 +43,11 @@ VARIABLES = {
     # against 0.73-0.80/0.83-0.86 with 64 KiB (three jobs each); np=8 alike.
     "PGASCOL_CHUNK_BYTES": (str(128 * KiB), int, "pipeline chunk of copy-in/copy-out"),
     "PGASCOL_CMA": ("1", int, "0 forces single copy off"),
+    "PGASCOL_ADAPT": ("1", int, "1: Gather/Allgather/Alltoall(v) payloads staged by size go by single copy "
+                      "while the team measures it cheaper (0: by size only)"),
+    # Below ~256 KiB the fixed cost of a single-copy call (~1.5 us) weighs in,
+    # which the per-byte costs the team measures do not show.
+    "PGASCOL_ADAPT_MIN": (str(256 * KiB), int, "... for payloads of this many bytes or more"),
     "PGASCOL_HUGEPAGES": ("0", int, "1 advises transparent huge pages for the segment"),
     # The tree is for wide nodes, where one root buffer has too many readers
     # (no wide node measured yet); oversubscribed teams count CPUs, not
@@ -145,6 +150,28 @@ def _oversubscribed_cma(cfg, env):
             cfg["cma_min"][name] = None
 
 
+#: Collectives whose senders may switch from copy-in/copy-out to single copy
+#: at run time (pgc_choose_xchg_path in csrc/coll.c): their readers follow
+#: each sender's announced path, so no agreement is needed.
+ADAPTIVE = ("Gather", "Gatherv", "Allgather", "Allgatherv", "Alltoall", "Alltoallv")
+
+
+def _adaptive(cfg, env):
+    """The collectives whose path follows the measured costs: those of
+    ADAPTIVE that may use single copy at all, unless PGASCOL_ADAPT=0 or a
+    PGASCOL_CMA_MIN_<NAME> fixes their path by size (tests, calibration).
+
+    Why: copy-in/copy-out's cross-core copy out of a peer's staging slows
+    down three- to five-fold in the hours when this machine's two vCPUs stop
+    sharing a cache well (bench/handoff.c: 400-550 ns round trip instead of
+    65-130), taking 1 MiB Alltoall at np=2 from 0.7 to 4x MPICH, while single
+    copy of an unchanged buffer keeps its speed (docs/PERFORMANCE.md)."""
+    if not _get(env, "PGASCOL_ADAPT"):
+        return []
+    return [name for name in ADAPTIVE
+            if cfg["cma_min"][name] is not None and "PGASCOL_CMA_MIN_" + name.upper() not in env]
+
+
 def team_config(oversubscribed, env=os.environ, cpus=0):
     """The parameters of a new team, as the C core takes them; cpus: how
     many CPUs its ranks may run on (0: unknown)."""
@@ -166,6 +193,8 @@ def team_config(oversubscribed, env=os.environ, cpus=0):
     if oversubscribed:
         _oversubscribed_bcast(cfg, env, cpus)
         _oversubscribed_cma(cfg, env)
+    cfg["adapt"] = _adaptive(cfg, env)
+    cfg["adapt_min"] = _get(env, "PGASCOL_ADAPT_MIN")
     from ._core import check_config  # the one check, also made by _core.Team.create
     check_config(cfg)
     return cfg

@@ -778,3 +778,22 @@ def test_oversubscribed_bcast_policy():
         assert fits["cma_min"][name] == 8 << 20 and over["cma_min"][name] is None
     forced = config.team_config(True, {**env, "PGASCOL_CMA_MIN_ALLGATHER": "65536"}, 2)
     assert forced["cma_min"]["Allgather"] == 65536 and forced["cma_min"]["Allgatherv"] is None
+
+
+def test_run_time_path_choice_config():
+    """Gather/Allgather/Alltoall(v) follow the measured costs unless
+    PGASCOL_ADAPT=0, a PGASCOL_CMA_MIN_<NAME> fixes their path by size, or
+    single copy is ruled out for them (Allgather when oversubscribed)."""
+    env = {"PGASCOL_CALIBRATION": "/nonexistent"}
+    fits = config.team_config(False, env, 2)
+    assert fits["adapt"] == list(config.ADAPTIVE)
+    assert fits["adapt_min"] == int(config.VARIABLES["PGASCOL_ADAPT_MIN"][0]) == 256 << 10
+    over = config.team_config(True, env, 2)
+    assert "Allgather" not in over["adapt"] and "Alltoall" in over["adapt"]
+    assert config.team_config(False, {**env, "PGASCOL_ADAPT": "0"}, 2)["adapt"] == []
+    fixed = config.team_config(False, {**env, "PGASCOL_CMA_MIN_ALLTOALL": "0",
+                                       "PGASCOL_ADAPT_MIN": "65536"}, 2)
+    assert "Alltoall" not in fixed["adapt"] and "Alltoallv" in fixed["adapt"]
+    assert fixed["adapt_min"] == 65536
+    with pytest.raises(pgascol.ArgumentError, match="PGASCOL_ADAPT_MIN"):
+        config.team_config(False, {**env, "PGASCOL_ADAPT_MIN": "-1"}, 2)

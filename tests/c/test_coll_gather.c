@@ -7,7 +7,8 @@
  *       tests/c/test_coll_gather.c -o /tmp/test_coll_gather
  *
  * For every team size and each forced path family (cico: cma_min = never;
- * cma: cma_min = 0 for these collectives), every operation runs in its fixed
+ * cma: cma_min = 0 for these collectives; mixed: single copy from the odd
+ * members only), every operation runs in its fixed
  * form, its v-form (uneven counts, zero counts, displacements in reverse rank
  * order with gaps that must keep their sentinel) and in place, for block
  * sizes 0, 1, around inline_max, around the chunk, and over the ring size,
@@ -222,8 +223,14 @@ static void run_alltoall(ctx_t *c, size_t B, int var, unsigned seed)
 
 static int body(pgc_team *t, void *arg)
 {
-    int cma_mode = *(int *)arg;
+    int mode = *(int *)arg;
     int P = t->nranks;
+    /* mixed: odd members send by single copy, even ones stage (a member's
+     * own copy of the thresholds; readers follow each sender's path) */
+    if (mode == 3 && t->rank % 2)
+        for (int i = PGC_COLL_GATHER; i <= PGC_COLL_ALLTOALLV; i++)
+            t->cfg.cma_min[i] = 0;
+    int cma_mode = mode == 1 || (mode == 3 && t->rank % 2);
     ctx_t c = {t, malloc(CAP), malloc(CAP), malloc(CAP)};
     if (!c.send || !c.recv || !c.exp)
         return 1;
@@ -277,7 +284,7 @@ static int body(pgc_team *t, void *arg)
               (unsigned long)n[PGC_PATH_INLINE], (unsigned long)n[PGC_PATH_CICO]);
         if (cma_mode && t->cma_ok)
             CHECK(t, n[PGC_PATH_CMA] > 0, "cma forced but never used");
-        if (!cma_mode)
+        if (mode == 0 || mode == 2) /* (mixed: Scatter counts the root's path) */
             CHECK(t, n[PGC_PATH_CMA] == 0, "cma used %lu times while disabled", (unsigned long)n[PGC_PATH_CMA]);
         if (cma_mode && !t->cma_ok && t->rank == 0)
             printf("  note: single copy unavailable: %s\n", t->cma_reason);
@@ -388,9 +395,11 @@ int main(void)
     int passed = 0, failed = 0;
     uint64_t t_all = pgc_now_ns();
     /* mode 0: cico; 1: cma; 2: cico through a tiny staging area (16 KiB:
-     * windows shrink their chunk, hundreds of ring wraps) */
-    static const char *modes[] = {"cico", "cma ", "cico 16 KiB staging"};
-    for (int mode = 0; mode < 3; mode++)
+     * windows shrink their chunk, hundreds of ring wraps); 3: odd members
+     * single copy, even members cico (as the run-time choice may leave
+     * them: pgc_choose_xchg_path) */
+    static const char *modes[] = {"cico", "cma ", "cico 16 KiB staging", "mixed"};
+    for (int mode = 0; mode < 4; mode++)
         for (int P = 1; P <= MAXP; P++) {
             pgc_config cfg = pgc_test_config();
             if (mode == 1)
@@ -400,10 +409,9 @@ int main(void)
                 cfg.staging_bytes = 16384;
                 cfg.chunk_bytes = 4096;
             }
-            int cma_mode = mode == 1;
             int f0 = atomic_load(&sh->fail), p0 = atomic_load(&sh->pass);
             uint64_t t0 = pgc_now_ns();
-            int f = pgc_test_fork(P, &cfg, body, &cma_mode);
+            int f = pgc_test_fork(P, &cfg, body, &mode);
             printf("P=%d %s: %s (%d checks, %.2f s)\n", P, modes[mode], f ? "FAIL" : "ok",
                    atomic_load(&sh->pass) + atomic_load(&sh->fail) - p0 - f0,
                    (double)(pgc_now_ns() - t0) * 1e-9);

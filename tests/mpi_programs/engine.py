@@ -6,6 +6,7 @@ small thresholds with single copy forced), so each size below lands on both
 sides of every threshold. Data are rank-dependent integers (exact in floats
 too), so references are exact."""
 import contextlib
+import os
 import time
 
 import numpy as np
@@ -424,6 +425,66 @@ def test_large_messages():
     send = np.repeat(np.arange(P, dtype=np.uint8) + 10 * ME, blk)
     T.alltoall(send, [blk] * P, None, every, [blk] * P, None)
     assert np.array_equal(every, np.repeat(np.arange(P, dtype=np.uint8) * 10 + ME, blk))
+
+
+def test_paths_follow_the_measured_costs():
+    """Alltoall payloads that the thresholds stage go by single copy while
+    the team's measured costs say so; the path not taken is re-measured
+    after 100 ms; the data arrive whatever path each sender takes."""
+    if P == 1:
+        return
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PGASCOL_")}
+    env["PGASCOL_ADAPT_MIN"] = str(64 << 10)
+    c = WORLD.Dup()
+    team = pgascol.NodeTeam(c, env)
+    t = team.core
+    try:
+        cfg = t.config
+        assert cfg["adapt_min"] == 64 << 10
+        assert set(cfg["adapt"]) == {n for n in ("Gather", "Gatherv", "Allgather", "Allgatherv",
+                                                 "Alltoall", "Alltoallv") if cfg["cma_min"][n] is not None}
+        blk = (1 << 20) // P                 # 1 MiB in all: staged by size
+        send = np.repeat((np.arange(P, dtype=np.uint8) + 10 * ME) % 251, blk)
+        expect = np.repeat((np.arange(P, dtype=np.uint8) * 10 + ME) % 251, blk)
+        recv = np.zeros_like(send)
+
+        def alltoalls(k):
+            before = dict(t.stats().get("Alltoall", {}))
+            for _ in range(k):
+                recv[:] = 0
+                t.alltoall(send, [blk] * P, None, recv, [blk] * P, None)
+                assert np.array_equal(recv, expect)
+            after = t.stats()["Alltoall"]
+            return {p: after.get(p, 0) - before.get(p, 0) for p in after}
+
+        alltoalls(6)
+        costs = t.costs
+        assert costs["stage"] and costs["copyout"], costs   # staged, and measured
+        if not t.cma_ok:
+            assert alltoalls(4).get("cma", 0) == 0
+            return
+        # cross-core copies made to look very slow: single copy from now on
+        # (every rank seeds the same figures, so none can fail alone)
+        t.seed_costs(stage=10 ** 6, copyout=10 ** 6, cma=10)
+        t.barrier()
+        taken = alltoalls(5)
+        assert taken.get("cico", 0) == 0 and taken.get("cma", 0) == 5, taken
+        # 100 ms later copy-in/copy-out is stale: a probe re-measures it
+        time.sleep(0.15)
+        t.barrier()
+        taken = alltoalls(8)
+        assert taken.get("cico", 0) >= 1 and taken.get("cico", 0) + taken.get("cma", 0) == 8, taken
+        t.barrier()
+        assert t.costs["copyout"] < 10 ** 6, t.costs
+        try:
+            t.seed_costs(speed=1)
+        except pgascol.ArgumentError as exc:
+            assert "unknown costs" in str(exc)
+        else:
+            raise AssertionError("an unknown cost was accepted")
+    finally:
+        team.free()
+        c.Free()
 
 
 def test_stats_show_the_paths():
