@@ -62,6 +62,9 @@ def info(args):
     cal = calibrate.default_path()
     source = ("calibrated: " + cal) if calibrate.load() else "defaults (no calibration file; run `mpiexec -n 2 pgascol calibrate`)"
     out.write("single copy from: %s\n            [%s]\n" % (cma_min or "never", source))
+    out.write("run-time choice: %s\n" % (
+        "%s from %s: single copy instead of staging while measured cheaper (PGASCOL_ADAPT)"
+        % (", ".join(cfg["adapt"]), _human(cfg["adapt_min"])) if cfg["adapt"] and d["cma"] else "off"))
     set_vars = [k for k in list(config.VARIABLES) if k in os.environ] + \
         [k for k in os.environ if k.startswith("PGASCOL_CMA_MIN_")]
     out.write("environment: %s\n" % (", ".join("%s=%s" % (k, os.environ[k]) for k in set_vars) or

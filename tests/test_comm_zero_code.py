@@ -63,3 +63,14 @@ def test_info_shows_the_bcast_shape():
     assert "flat pull at every team size" in info(PGASCOL_BCAST_TREE_MIN="0")
     assert "pipelined 2-nomial tree from 1 (this team: tree)" in info(PGASCOL_BCAST_TREE_MIN="1",
                                                                        PGASCOL_BCAST_RADIX="2")
+
+
+def test_info_shows_the_run_time_path_choice():
+    def info(**env):
+        return subprocess.run([sys.executable, "-m", "pgascol", "info"], capture_output=True, text=True,
+                              cwd=REPO_ROOT, timeout=60, env={**os.environ, **env}).stdout
+    assert "run-time choice: off" in info(PGASCOL_ADAPT="0")
+    assert "run-time choice: off" in info(PGASCOL_CMA="0")
+    out = info(PGASCOL_ADAPT_MIN="65536", PGASCOL_CMA_MIN_GATHER="0")
+    if "UNAVAILABLE" not in out and "disabled for teams" not in out:
+        assert "Gatherv, Allgather, Allgatherv, Alltoall, Alltoallv from 64 KiB" in out, out
