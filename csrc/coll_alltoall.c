@@ -2,9 +2,10 @@
  * (protocol, descriptor, table and copy-in/copy-out engine: see there).
  *
  * Each member decides the path of everything it sends from its own total
- * send size (for Alltoall every member computes the same; for Alltoallv a
- * member cannot know what the others send, so the decision is published in
- * its descriptor and each receiver follows the sender's path). At DESC a
+ * send size and the team's measured costs (pgc_choose_xchg_path), publishes
+ * it in its descriptor, and each receiver follows the sender's path (for
+ * Alltoallv a member cannot know what the others send; for Alltoall the
+ * run-time choice may differ between members during a probe). At DESC a
  * member's staging table holds (length, offset) of its block for every
  * member, which the receiver checks against its own count:
  *   inline  all blocks for the others packed in the sender's inline slot

@@ -16,8 +16,8 @@
  *   seq  DONE          pgc_coll_end
  *
  * Paths:
- *   Gather(v)     each sender decides by its own block and publishes it; the
- *                 root reacts per sender:
+ *   Gather(v)     each sender decides by its own block (pgc_choose_xchg_path)
+ *                 and publishes it; the root reacts per sender:
  *                   inline  block in the sender's inline slot, root copies it
  *                   cico    block streamed through the sender's staging ring
  *                   cma     push: the sender writes its block straight into
@@ -31,7 +31,9 @@
  *                   cico    one ring window per receiver in the root's staging
  *                   cma     pull: each receiver reads its block from the
  *                           root's send buffer; the root waits for FIN
- *   Allgather(v)  one path from the total (every member knows all counts):
+ *   Allgather(v)  each member's path from the total (every member knows all
+ *                 counts; the run-time choice, pgc_choose_xchg_path, may
+ *                 still send some members one way and others the other):
  *                   inline  each block in its owner's inline slot
  *                   cico    each member streams its block through its ring,
  *                           every other member consumes the ring
