@@ -67,6 +67,9 @@ def check_config(dict config):
                             "(got %d and %d)" % (chunk, staging))
     if config["timeout_s"] <= 0:
         raise ArgumentError("the timeout (PGASCOL_TIMEOUT) must be positive (got %r)" % config["timeout_s"])
+    unknown = [name for name in config.get("adapt", ()) if name not in COLLECTIVES]
+    if unknown:
+        raise ArgumentError("adapt: unknown collectives %s" % ", ".join(map(str, unknown)))
     radix = config.get("bcast_radix", 4)
     if not 2 <= radix <= 16:
         raise ArgumentError("the Bcast tree radix (PGASCOL_BCAST_RADIX) must be 2 to 16 (got %r)" % radix)
@@ -358,7 +361,7 @@ cdef class Team:
         of `costs`) as if just measured, and end any probe in progress: a
         warm start from known figures. The next calls measure and correct
         them."""
-        cdef uint32_t ps[3]
+        cdef uint32_t ps[PGC_NXFER]
         for k, name in enumerate(_XFERS):
             v = ps_per_byte.pop(name, 0)
             if not 0 <= v < 2 ** 32:

@@ -161,11 +161,12 @@ def _adaptive(cfg, env):
     ADAPTIVE that may use single copy at all, unless PGASCOL_ADAPT=0 or a
     PGASCOL_CMA_MIN_<NAME> fixes their path by size (tests, calibration).
 
-    Why: copy-in/copy-out's cross-core copy out of a peer's staging slows
-    down three- to five-fold in the hours when this machine's two vCPUs stop
-    sharing a cache well (bench/handoff.c: 400-550 ns round trip instead of
-    65-130), taking 1 MiB Alltoall at np=2 from 0.7 to 4x MPICH, while single
-    copy of an unchanged buffer keeps its speed (docs/PERFORMANCE.md)."""
+    Why: in the hours when this machine's two vCPUs stop sharing a cache
+    well (bench/handoff.c: 400-550 ns round trip instead of 65-130),
+    copy-in/copy-out slows down three- to five-fold (the copy into staging,
+    whose lines the readers hold, most: 22-28 -> 318-404 ps/B), taking 1 MiB
+    Alltoall at np=2 from 0.7 to 4x MPICH, while single copy of an unchanged
+    buffer keeps its speed (docs/PERFORMANCE.md)."""
     if not _get(env, "PGASCOL_ADAPT"):
         return []
     return [name for name in ADAPTIVE

@@ -797,3 +797,5 @@ def test_run_time_path_choice_config():
     assert fixed["adapt_min"] == 65536
     with pytest.raises(pgascol.ArgumentError, match="PGASCOL_ADAPT_MIN"):
         config.team_config(False, {**env, "PGASCOL_ADAPT_MIN": "-1"}, 2)
+    with pytest.raises(pgascol.ArgumentError, match="unknown collectives Bogus"):
+        _core.check_config({**fits, "adapt": ["Alltoall", "Bogus"]})
