@@ -19,7 +19,9 @@
  *           it, so every member reduces 1/P of the bytes. The blocks are
  *           processed in windows of E elements through the staging areas.
  *           Each member's staging area is two halves (window parity: double
- *           buffering); a half is 2P slots of `slot` bytes:
+ *           buffering; on oversubscribed teams a vector whose blocks fit
+ *           one window of the whole area takes that single window, the
+ *           whole area being its "half"); a half is 2P slots of `slot` bytes:
  *             [0, P)   slot j: this member's piece of block j for the window
  *             [P, 2P)  results: Allreduce/Reduce slot P+j holds owner j's
  *                      reduced piece (the Reduce root folds its own block
@@ -352,13 +354,24 @@ static int plan_path(pgc_team *t, rplan *p)
         return PGC_OK;
 
     size_t unit = PGC_CACHELINE / gcd(PGC_CACHELINE, p->esz) * p->esz; /* lcm(64, esz) */
+    size_t maxblock = 0;
+    for (int j = 0; j < P; j++)
+        if (block_len(p, j) > maxblock)
+            maxblock = block_len(p, j);
     /* The largest slot the staging area allows (2 windows x 2P slots): on
      * the development machine 128 KiB slots (P = 2, 1 MiB staging) beat
      * 64 KiB ones by a quarter for a 16 MiB Allreduce, and 256 KiB slots
      * (2 MiB staging) beat 128 KiB ones for Reduce_scatter_block of 1-4 MiB
-     * (fewer windows, fewer synchronisations). */
-    size_t slot = t->hdr->staging_stride / (4 * (size_t)P);
-    slot = slot / unit * unit;
+     * (fewer windows, fewer synchronisations). Oversubscribed teams
+     * (cfg.reduce_one_window) take a single window over the whole area
+     * (2P slots, no double buffering) when the blocks fit it: each window
+     * costs every member two waits for all the others, paid there in
+     * context switches (np=8 on 2 cores, 1 MiB Allreduce: 6-10% faster with
+     * one window than two). With a CPU each, the second window's overlap
+     * wins (np=2, 1 MiB Reduce_scatter_block: 15-25% slower with one). */
+    size_t slot = t->hdr->staging_stride / (2 * (size_t)P) / unit * unit;
+    if (!t->cfg.reduce_one_window || maxblock * p->esz > slot)
+        slot = t->hdr->staging_stride / (4 * (size_t)P) / unit * unit;
     if (slot < p->esz)
         return pgc_set_error(&t->err, PGC_EINVAL, -1, 0,
                              "%s: the staging area (%zu bytes per member) is too small "
@@ -367,10 +380,6 @@ static int plan_path(pgc_team *t, rplan *p)
                              pgc_dtype_name(p->dt));
     p->slot = slot;
     p->elems = slot / p->esz;
-    size_t maxblock = 0;
-    for (int j = 0; j < P; j++)
-        if (block_len(p, j) > maxblock)
-            maxblock = block_len(p, j);
     size_t nwin = (maxblock + p->elems - 1) / p->elems;
     /* seq steps go up to 2 * nwin; DONE must stay above them */
     if (nwin >= (PGC_STEP_DONE - 2) / 2)

@@ -23,7 +23,7 @@
 #include "segment.h"
 
 #define PGC_MAGIC 0x316c6f6373616770ull /* "pgascol1" */
-#define PGC_LAYOUT_VERSION 6
+#define PGC_LAYOUT_VERSION 7
 #define PGC_INLINE_SLOT_MAX 1024
 
 /* The last step of every op: "this member is done with op k". A member that
@@ -76,6 +76,8 @@ typedef struct pgc_config {
     uint32_t bcast_radix;     /* k of that tree (>= 2) */
     uint32_t adapt_mask;      /* collectives (1 << id) whose path follows the measured costs */
     uint64_t adapt_min;       /* ... for payloads of this many bytes or more */
+    uint32_t reduce_one_window; /* reductions whose blocks fit one window of the whole staging
+                                 * area take it (no double buffering): oversubscribed teams */
 } pgc_config;
 
 /* A member's hot line: written by its owner only (sleepers excepted). */

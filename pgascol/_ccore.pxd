@@ -48,6 +48,7 @@ cdef extern from "team.h" nogil:
         uint32_t bcast_radix
         uint32_t adapt_mask
         uint64_t adapt_min
+        uint32_t reduce_one_window
 
     ctypedef enum pgc_xfer:
         PGC_XFER_STAGE, PGC_XFER_COPYOUT, PGC_XFER_CMA, PGC_NXFER

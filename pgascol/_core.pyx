@@ -259,6 +259,7 @@ cdef class Team:
         for name in config.get("adapt", ()):
             cfg.adapt_mask |= 1u << COLLECTIVES.index(name)
         cfg.adapt_min = config.get("adapt_min", 0)
+        cfg.reduce_one_window = 1 if config.get("reduce_one_window") else 0
         check_config(config)
         cdef pgc_team *t
         with nogil:
@@ -345,7 +346,7 @@ cdef class Team:
                 "cma_min": {name: (None if t.cfg.cma_min[i] == UINT64_MAX else t.cfg.cma_min[i])
                             for i, name in enumerate(COLLECTIVES)},
                 "adapt": [name for i, name in enumerate(COLLECTIVES) if t.cfg.adapt_mask >> i & 1],
-                "adapt_min": t.cfg.adapt_min}
+                "adapt_min": t.cfg.adapt_min, "reduce_one_window": t.cfg.reduce_one_window}
 
     @property
     def costs(self):

@@ -190,6 +190,9 @@ def team_config(oversubscribed, env=os.environ, cpus=0):
         "bcast_tree_min": _get(env, "PGASCOL_BCAST_TREE_MIN"),
         "bcast_radix": _get(env, "PGASCOL_BCAST_RADIX"),
         "cma_min": cma_min(env),
+        # Reductions: one window instead of two when the blocks fit, where
+        # every window's waits cost context switches (coll_reduce.c).
+        "reduce_one_window": 1 if oversubscribed else 0,
     }
     if oversubscribed:
         _oversubscribed_bcast(cfg, env, cpus)

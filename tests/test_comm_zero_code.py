@@ -65,6 +65,18 @@ def test_info_shows_the_bcast_shape():
                                                                        PGASCOL_BCAST_RADIX="2")
 
 
+def test_info_shows_the_reduction_windows():
+    """Oversubscribed teams run reductions whose blocks fit in one window."""
+    np_ = len(os.sched_getaffinity(0)) + 1
+    proc = _run(np_, "info")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("reductions:")]
+    assert lines and all("whole in one window up to" in line for line in lines), proc.stdout
+    one = subprocess.run([sys.executable, "-m", "pgascol", "info"], capture_output=True, text=True,
+                         cwd=REPO_ROOT, timeout=60).stdout
+    assert "reductions: partitioned copy-in/copy-out" in one and "one window" not in one, one
+
+
 def test_info_shows_the_run_time_path_choice():
     def info(**env):
         return subprocess.run([sys.executable, "-m", "pgascol", "info"], capture_output=True, text=True,

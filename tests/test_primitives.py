@@ -780,6 +780,23 @@ def test_oversubscribed_bcast_policy():
     assert forced["cma_min"]["Allgather"] == 65536 and forced["cma_min"]["Allgatherv"] is None
 
 
+def test_oversubscribed_reductions_take_one_window():
+    """Reductions take one window instead of two when the blocks fit, on
+    oversubscribed teams only; the team adopts the creator's choice."""
+    env = {"PGASCOL_CALIBRATION": "/nonexistent"}
+    assert config.team_config(False, env, 2)["reduce_one_window"] == 0
+    assert config.team_config(True, env, 2)["reduce_one_window"] == 1
+    for flag in (0, 1):
+        cfg = make_cfg(1)
+        cfg["reduce_one_window"] = flag
+        t = _core.Team.create(0, 1, cfg)
+        t.unlink()
+        try:
+            assert t.config["reduce_one_window"] == flag
+        finally:
+            t.destroy()
+
+
 def test_run_time_path_choice_config():
     """Gather/Allgather/Alltoall(v) follow the measured costs unless
     PGASCOL_ADAPT=0, a PGASCOL_CMA_MIN_<NAME> fixes their path by size, or

@@ -212,12 +212,12 @@ static const combo few_combos[] = {
 };
 #define NFEW (sizeof few_combos / sizeof *few_combos)
 
-/* E, the elements per block and window, as coll_reduce.c computes it. */
-static size_t window_elems(const pgc_team *t, size_t esz)
+/* E, the elements per block and window of two windows, as coll_reduce.c
+ * computes it (`one`: of a single window over the whole area, which
+ * cfg.reduce_one_window teams take when the blocks fit). */
+static size_t window_elems(const pgc_team *t, size_t esz, int one)
 {
-    size_t slot = t->hdr->staging_stride / (4 * (size_t)t->nranks);
-    if (t->cfg.chunk_bytes < slot)
-        slot = t->cfg.chunk_bytes;
+    size_t slot = t->hdr->staging_stride / ((one ? 2 : 4) * (size_t)t->nranks);
     size_t unit = esz <= 64 ? 64 : esz;
     return slot / unit * unit / esz;
 }
@@ -342,21 +342,31 @@ static void run_case(pgc_team *t, const tcase *c)
  * combinations. */
 static int counts_for(const pgc_team *t, int kind, size_t esz, int core, size_t *cnt)
 {
-    size_t P = (size_t)t->nranks, E = window_elems(t, esz), inl = t->cfg.inline_max / esz;
+    size_t P = (size_t)t->nranks, E = window_elems(t, esz, 0), inl = t->cfg.inline_max / esz;
+    int n;
     if (kind == K_RS || kind == K_RSB) {
         size_t v[] = {0, 1, 7, inl / P - 1, inl / P, inl / P + 1, E - 1, E, E + 1, 2 * E + 5};
         memcpy(cnt, v, sizeof v);
-        return (int)(sizeof v / sizeof *v);
-    }
-    size_t full[] = {0, 1, 7, inl - 1, inl, inl + 1, E - 1, E, E + 1, P * E - 1, P * E, P * E + 1,
-                     2 * P * E + 5, 100 * P + 3};
-    size_t few[] = {0, 1, 7, inl + 1, P * E + 1};
-    if (core) {
+        n = (int)(sizeof v / sizeof *v);
+    } else if (core) {
+        size_t few[] = {0, 1, 7, inl + 1, P * E + 1};
         memcpy(cnt, few, sizeof few);
-        return (int)(sizeof few / sizeof *few);
+        n = (int)(sizeof few / sizeof *few);
+    } else {
+        size_t full[] = {0, 1, 7, inl - 1, inl, inl + 1, E - 1, E, E + 1, P * E - 1, P * E, P * E + 1,
+                         2 * P * E + 5, 100 * P + 3};
+        memcpy(cnt, full, sizeof full);
+        n = (int)(sizeof full / sizeof *full);
     }
-    memcpy(cnt, full, sizeof full);
-    return (int)(sizeof full / sizeof *full);
+    if (t->cfg.reduce_one_window) {
+        /* around the largest block of a single window (E1), above which
+         * the vector takes two windows of E */
+        size_t E1 = window_elems(t, esz, 1), B = kind == K_RS || kind == K_RSB ? 1 : P;
+        cnt[n++] = B * E1 - 1;
+        cnt[n++] = B * E1;
+        cnt[n++] = B * E1 + 1;
+    }
+    return n;
 }
 
 static uint64_t case_seed;
@@ -386,7 +396,7 @@ static void run_many_windows(pgc_team *t)
     int P = t->nranks;
     for (int kind = 0; kind < K_N; kind++)
         for (size_t ci = 0; ci < 3; ci++) {
-            size_t E = window_elems(t, pgc_dtype_size(few_combos[ci].dt));
+            size_t E = window_elems(t, pgc_dtype_size(few_combos[ci].dt), 0);
             size_t cnt[2] = {40 * (size_t)P * E + 3, 17 * E + 1};
             for (int k = 0; k < 2; k++)
                 for (int inplace = 0; inplace < 2; inplace++) {
@@ -538,7 +548,7 @@ static double random_double(int q, size_t i)
 static void test_determinism(pgc_team *t)
 {
     int P = t->nranks;
-    size_t n = 6 * (size_t)P * window_elems(t, 8) + 13;
+    size_t n = 6 * (size_t)P * window_elems(t, 8, 0) + 13;
     size_t sizes[2] = {20, n};
     double *s = malloc(n * 8), *r = malloc(n * 8);
     for (int si = 0; si < 2; si++) {
@@ -620,6 +630,17 @@ static int body_windows(pgc_team *t, void *arg)
     return 0;
 }
 
+/* Oversubscribed teams' single window (cfg.reduce_one_window): every
+ * kind around its boundaries, and the determinism check. */
+static int body_one_window(pgc_team *t, void *arg)
+{
+    (void)arg;
+    for (int k = 0; k < K_N; k++)
+        run_matrix(t, k, few_combos, NFEW, 1);
+    test_determinism(t);
+    return 0;
+}
+
 /* Another configuration: single copy "preferred" for reductions (must run
  * copy-in/copy-out) and inline_max above the inline slot cap. */
 static int body_cfg2(pgc_team *t, void *arg)
@@ -660,6 +681,16 @@ int main(void)
         int f = pgc_test_fork(P, &cfg, body_windows, NULL);
         team_failures += f;
         printf("P=%d tiny staging: %s\n", P, f || sh->fail != f0 ? "FAIL" : "ok");
+    }
+    for (int P = 1; P <= MAXP; P++) {
+        pgc_config cfg = pgc_test_config();
+        cfg.reduce_one_window = 1;
+        long f0 = sh->fail;
+        int f = pgc_test_fork(P, &cfg, body_one_window, NULL);
+        cfg.staging_bytes = 4096;
+        f += pgc_test_fork(P, &cfg, body_windows, NULL);
+        team_failures += f;
+        printf("P=%d one window when it fits: %s\n", P, f || sh->fail != f0 ? "FAIL" : "ok");
     }
     for (int P = 2; P <= 3; P++) {
         pgc_config cfg = pgc_test_config();
