@@ -126,7 +126,7 @@ int pgc_xchg_ring(pgc_team *t, pgc_ring *g, uint32_t nwin, const char *name)
 {
     size_t stride = t->hdr->staging_stride, table = pgc_xchg_table_bytes(t);
     size_t win = table < stride ? (stride - table) / (nwin ? nwin : 1) : 0;
-    size_t chunk = pgc_chunk_bytes(t);
+    size_t chunk = t->cfg.xchg_chunk_bytes;
     if (win < 2 * chunk)
         chunk = win / 2 / PGC_CACHELINE * PGC_CACHELINE;
     if (chunk == 0) {

@@ -68,7 +68,8 @@ typedef struct pgc_config {
     uint64_t yield_ns;        /* sched_yield budget before sleeping on the futex */
     uint64_t inline_max;      /* payloads up to this size travel in the inline slots */
     uint64_t staging_bytes;   /* per-rank staging area for copy-in/copy-out */
-    uint64_t chunk_bytes;     /* pipeline chunk of copy-in/copy-out */
+    uint64_t chunk_bytes;     /* pipeline chunk of copy-in/copy-out Bcast */
+    uint64_t xchg_chunk_bytes; /* chunk of the exchange ring (Gather/Scatter/Allgather/Alltoall(v)) */
     uint64_t cma_min[PGC_NCOLL]; /* single copy from this many bytes on (UINT64_MAX: never) */
     uint32_t hugepages;       /* advise huge pages for the segment */
     uint32_t cma_enable;      /* 0 forces single copy off */

@@ -41,6 +41,7 @@ cdef extern from "team.h" nogil:
         uint64_t inline_max
         uint64_t staging_bytes
         uint64_t chunk_bytes
+        uint64_t xchg_chunk_bytes
         uint64_t cma_min[16]
         uint32_t hugepages
         uint32_t cma_enable

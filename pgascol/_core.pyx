@@ -65,6 +65,10 @@ def check_config(dict config):
         raise ArgumentError("chunk_bytes (PGASCOL_CHUNK_BYTES) must be a positive multiple of 64 "
                             "and staging_bytes (PGASCOL_STAGING_BYTES) at least two chunks "
                             "(got %d and %d)" % (chunk, staging))
+    xchg = config["xchg_chunk_bytes"]
+    if xchg < 64 or xchg % 64:
+        raise ArgumentError("xchg_chunk_bytes (PGASCOL_XCHG_CHUNK_BYTES) must be a positive multiple "
+                            "of 64 (got %d)" % xchg)
     if config["timeout_s"] <= 0:
         raise ArgumentError("the timeout (PGASCOL_TIMEOUT) must be positive (got %r)" % config["timeout_s"])
     unknown = [name for name in config.get("adapt", ()) if name not in COLLECTIVES]
@@ -248,6 +252,7 @@ cdef class Team:
         cfg.inline_max = config["inline_max"]
         cfg.staging_bytes = config["staging_bytes"]
         cfg.chunk_bytes = config["chunk_bytes"]
+        cfg.xchg_chunk_bytes = config["xchg_chunk_bytes"]
         cfg.hugepages = config["hugepages"]
         cfg.cma_enable = config["cma_enable"]
         cfg.bcast_tree_min = config.get("bcast_tree_min", 0)
@@ -341,6 +346,7 @@ cdef class Team:
         return {"timeout_s": t.cfg.timeout_s, "spin_ns": t.cfg.spin_ns, "yield_ns": t.cfg.yield_ns,
                 "spin_iters": t.spin_iters, "inline_max": t.cfg.inline_max,
                 "staging_bytes": t.cfg.staging_bytes, "chunk_bytes": t.cfg.chunk_bytes,
+                "xchg_chunk_bytes": t.cfg.xchg_chunk_bytes,
                 "hugepages": t.cfg.hugepages, "cma_enable": t.cfg.cma_enable,
                 "bcast_tree_min": t.cfg.bcast_tree_min, "bcast_radix": t.cfg.bcast_radix,
                 "cma_min": {name: (None if t.cfg.cma_min[i] == UINT64_MAX else t.cfg.cma_min[i])

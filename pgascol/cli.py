@@ -51,8 +51,9 @@ def info(args):
             (cfg["spin_ns"] / 1e3, cfg["spin_iters"], cfg["yield_ns"] / 1e3))
     out.write("waits:      %s; timeout %.0f s; shared futex words, woken only when someone sleeps\n"
               % (wait, cfg["timeout_s"]))
-    out.write("thresholds: inline <= %d B; copy-in/copy-out chunks of %d KiB through %d KiB per rank\n"
-              % (cfg["inline_max"], cfg["chunk_bytes"] // 1024, cfg["staging_bytes"] // 1024))
+    out.write("thresholds: inline <= %d B; copy-in/copy-out chunks of %d KiB (exchanges: %d KiB) "
+              "through %d KiB per rank\n" % (cfg["inline_max"], cfg["chunk_bytes"] // 1024,
+                                             cfg["xchg_chunk_bytes"] // 1024, cfg["staging_bytes"] // 1024))
     slots = 4 * d["local_size"] if d["local_size"] > 1 else 4
     out.write("reductions: partitioned copy-in/copy-out, each block in windows of %d KiB%s\n" % (
         cfg["staging_bytes"] // slots // 1024,

@@ -39,9 +39,16 @@ VARIABLES = {
     # 2 MiB: reductions get 256 KiB slots at np=2 (Reduce_scatter_block of
     # 1-4 MiB: 0.39-0.54 of MPICH, against 0.63-0.89 with 1 MiB).
     "PGASCOL_STAGING_BYTES": (str(2 * MiB), int, "per-rank copy-in/copy-out staging area"),
-    # 128 KiB: 1 MiB Allgather/Alltoall at np=2 0.61-0.68/0.77-0.82 of MPICH,
-    # against 0.73-0.80/0.83-0.86 with 64 KiB (three jobs each); np=8 alike.
-    "PGASCOL_CHUNK_BYTES": (str(128 * KiB), int, "pipeline chunk of copy-in/copy-out"),
+    # 128 KiB: np=8 1 MiB Bcast 310-325 us against 336-380 with 256 KiB
+    # (in-job alternation, MPICH wheel).
+    "PGASCOL_CHUNK_BYTES": (str(128 * KiB), int, "pipeline chunk of copy-in/copy-out Bcast"),
+    # 256 KiB: 1 MiB Alltoall at np=2 51.5-57.7 us against 54.5-60.5 with
+    # 128 KiB, Allgather 81-84 against 87-88 (in-job alternation, quiet
+    # host); np=8 Alltoall 590-1230 against 669-1392. Gather and Scatter
+    # alike within noise. (128 against 64 KiB: 1 MiB Allgather/Alltoall at
+    # np=2 0.61-0.68/0.77-0.82 of MPICH against 0.73-0.80/0.83-0.86.)
+    "PGASCOL_XCHG_CHUNK_BYTES": (str(256 * KiB), int, "chunk of the copy-in/copy-out exchange ring "
+                                 "(Gather, Scatter, Allgather, Alltoall and their v forms)"),
     "PGASCOL_CMA": ("1", int, "0 forces single copy off"),
     "PGASCOL_ADAPT": ("1", int, "1: Gather/Allgather/Alltoall(v) payloads staged by size go by single copy "
                       "while the team measures it cheaper (0: by size only)"),
@@ -185,6 +192,7 @@ def team_config(oversubscribed, env=os.environ, cpus=0):
         "inline_max": min(_get(env, "PGASCOL_INLINE_MAX"), 1024),
         "staging_bytes": _get(env, "PGASCOL_STAGING_BYTES"),
         "chunk_bytes": _get(env, "PGASCOL_CHUNK_BYTES"),
+        "xchg_chunk_bytes": _get(env, "PGASCOL_XCHG_CHUNK_BYTES"),
         "hugepages": 1 if _get(env, "PGASCOL_HUGEPAGES") else 0,
         "cma_enable": 1 if _get(env, "PGASCOL_CMA") else 0,
         "bcast_tree_min": _get(env, "PGASCOL_BCAST_TREE_MIN"),

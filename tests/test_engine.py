@@ -5,7 +5,8 @@ threshold and each transfer method and Bcast shape runs
 from pgascol._core import COLLECTIVES
 from tests.mpi_harness import mpi_program_tests
 
-SMALL = {"PGASCOL_INLINE_MAX": "64", "PGASCOL_CHUNK_BYTES": "4096", "PGASCOL_STAGING_BYTES": "16384"}
+SMALL = {"PGASCOL_INLINE_MAX": "64", "PGASCOL_CHUNK_BYTES": "4096", "PGASCOL_XCHG_CHUNK_BYTES": "4096",
+         "PGASCOL_STAGING_BYTES": "16384"}
 CMA_EVERYWHERE = {"PGASCOL_CMA_MIN_" + name.upper(): "0" for name in COLLECTIVES}
 
 test_engine_defaults = mpi_program_tests("engine.py", timeout=600)

@@ -35,6 +35,7 @@ BASE_ENV = {
     "PGASCOL_YIELD_US": "0",
     "PGASCOL_STAGING_BYTES": str(256 * 1024),
     "PGASCOL_CHUNK_BYTES": str(16 * 1024),
+    "PGASCOL_XCHG_CHUNK_BYTES": str(16 * 1024),
 }
 
 
@@ -742,6 +743,12 @@ def test_create_refuses_bad_geometry(rank, size):
 def test_config_refuses_bad_values():
     with pytest.raises(pgascol.ArgumentError):
         make_cfg(2, {"PGASCOL_CHUNK_BYTES": "100"})
+    for bad in ("0", "100", "-64"):
+        with pytest.raises(pgascol.ArgumentError, match="PGASCOL_XCHG_CHUNK_BYTES"):
+            make_cfg(2, {"PGASCOL_XCHG_CHUNK_BYTES": bad})
+    # the exchange ring has its own chunk (pgc_xchg_ring shrinks it to fit a small staging area)
+    cfg = make_cfg(2, {"PGASCOL_XCHG_CHUNK_BYTES": str(1 << 20), "PGASCOL_STAGING_BYTES": "65536"})
+    assert cfg["xchg_chunk_bytes"] == 1 << 20 and cfg["chunk_bytes"] == 16 * 1024
     with pytest.raises(pgascol.ArgumentError):
         make_cfg(2, {"PGASCOL_TIMEOUT": "0"})
     for radix in ("1", "17"):

@@ -30,6 +30,7 @@ static inline pgc_config pgc_test_config(void)
     c.inline_max = 256;
     c.staging_bytes = 256 * 1024;
     c.chunk_bytes = 16 * 1024;
+    c.xchg_chunk_bytes = 16 * 1024;
     for (int i = 0; i < PGC_NCOLL; i++)
         c.cma_min[i] = UINT64_MAX;
     c.cma_enable = 1;

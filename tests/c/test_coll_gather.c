@@ -407,7 +407,7 @@ int main(void)
                     cfg.cma_min[i] = 0;
             if (mode == 2) {
                 cfg.staging_bytes = 16384;
-                cfg.chunk_bytes = 4096;
+                cfg.xchg_chunk_bytes = 4096;
             }
             int f0 = atomic_load(&sh->fail), p0 = atomic_load(&sh->pass);
             uint64_t t0 = pgc_now_ns();

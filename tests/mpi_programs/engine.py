@@ -20,7 +20,7 @@ TEAM = pgascol.NodeTeam(WORLD)
 T = TEAM.core
 P, ME = T.size, T.rank
 CFG = T.config
-INLINE, CHUNK = CFG["inline_max"], CFG["chunk_bytes"]
+INLINE, CHUNK, XCHG = CFG["inline_max"], CFG["chunk_bytes"], CFG["xchg_chunk_bytes"]
 RING = CFG["staging_bytes"]
 
 NUMPY_OP = {"SUM": np.add, "PROD": np.multiply, "MIN": np.minimum, "MAX": np.maximum,
@@ -39,7 +39,7 @@ def code(dtype):
 def byte_sizes():
     """Message sizes around every threshold of the configuration in force."""
     sizes = {0, 1, 7, INLINE - 1, INLINE, INLINE + 1, CHUNK - 1, CHUNK, CHUNK + 1,
-             3 * CHUNK + 5, RING + CHUNK + 3}
+             3 * CHUNK + 5, RING + CHUNK + 3, XCHG - 1, XCHG, XCHG + 1, 3 * XCHG + 5}
     return sorted(s for s in sizes if s >= 0)
 
 
