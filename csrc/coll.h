@@ -78,14 +78,32 @@ static inline void pgc_xfer_note(pgc_team *t, pgc_xfer k, size_t bytes, uint64_t
         t->xfer_best[k] = s;
     t->xfer_pending = 1;
 }
+/* The copy of the copy-in/copy-out paths (staging, copy-out, own block,
+ * reduction pipeline): a plain loop of 64-byte moves (four vector loads and
+ * stores), not memcpy. For these sizes glibc picks `rep movsb`, which
+ * measured slower on the development machine (AMD EPYC VM): ~20% over a
+ * whole Allreduce; in-job alternation, quiet host: 1 MiB Alltoall at np=2
+ * 2-5% and at np=8 13%, 4 MiB Gather at np=2 21%, Allgather and Scatter
+ * alike. Buffers never overlap. */
+static inline void pgc_copy(void *restrict dst, const void *restrict src, size_t n)
+{
+    char *d = dst;
+    const char *s = src;
+    size_t i = 0;
+    for (; i + 64 <= n; i += 64)
+        __builtin_memcpy(d + i, s + i, 64);
+    if (i < n)
+        memcpy(d + i, s + i, n - i);
+}
+
 static inline void pgc_timed_copy(pgc_team *t, pgc_xfer k, void *dst, const void *src, size_t n)
 {
     if (n < PGC_XFER_TIMED_MIN) {
-        memcpy(dst, src, n);
+        pgc_copy(dst, src, n);
         return;
     }
     uint64_t t0 = pgc_now_ns();
-    memcpy(dst, src, n);
+    pgc_copy(dst, src, n);
     pgc_xfer_note(t, k, n, pgc_now_ns() - t0);
 }
 /* Fold the op's measurements into the team's costs (discarded if it failed). */

@@ -46,10 +46,8 @@
  *           reductions"). pgc_choose_path's PGC_PATH_CMA runs (and is
  *           counted as) copy-in/copy-out.
  *
- * Copies in the pipeline use copy_bytes (a plain 16-byte vector loop), not
- * memcpy: glibc picks `rep movsb` for these sizes, which measured ~20%
- * slower over the whole Allreduce on the development machine (AMD EPYC VM).
- * Non-temporal stores into the receive buffer measured slower still.
+ * Copies in the pipeline use pgc_copy (coll.h), not memcpy. Non-temporal
+ * stores into the receive buffer measured slower still.
  *
  * MPI_IN_PLACE (sendbuf == NULL): the input is in recvbuf. Every member then
  * reads its own contribution from its shared copy (inline slot, staging slot)
@@ -87,19 +85,6 @@ typedef struct {
     uint32_t nwin;       /* cico: windows */
 } rplan;
 
-/* memcpy for the pipeline's slot-sized copies (see the header comment).
- * Buffers never overlap. */
-static void copy_bytes(void *restrict dst, const void *restrict src, size_t n)
-{
-    char *d = dst;
-    const char *s = src;
-    size_t i = 0;
-    for (; i + 64 <= n; i += 64)
-        __builtin_memcpy(d + i, s + i, 64); /* 4 unaligned vector loads and stores */
-    if (i < n)
-        memcpy(d + i, s + i, n - i);
-}
-
 static inline size_t block_len(const rplan *p, int j)
 {
     return p->start[j + 1] - p->start[j];
@@ -136,7 +121,7 @@ static int fold(pgc_team *t, const rplan *p, char *dst, size_t n, int last, uint
                           : (const char *)(inline_ ? pgc_inline_of(t, r, t->op) : pgc_staging_of(t, r)) + off;
         if (r == 0) {
             if (last == 0)
-                copy_bytes(dst, src, n * p->esz);
+                pgc_copy(dst, src, n * p->esz);
             x0 = src;
         } else if (r == 1)
             pgc_reduce_3(p->op, p->dt, dst, x0, src, n); /* dst = x0 op x1 */
@@ -224,7 +209,7 @@ static int run_cico(pgc_team *t, const rplan *p)
             for (int j = 0; j < P; j++) {
                 size_t m = piece_len(p, j, wpos);
                 if (m && (j != me || p->inplace))
-                    copy_bytes(hbase + (size_t)j * slot, p->in + (p->start[j] + wpos) * esz, m * esz);
+                    pgc_copy(hbase + (size_t)j * slot, p->in + (p->start[j] + wpos) * esz, m * esz);
             }
         /* release: the staged pieces are visible to whoever sees 2w+1 */
         pgc_post_seq(t, 2 * w + 1);
@@ -263,7 +248,7 @@ static int run_cico(pgc_team *t, const rplan *p)
                     return rc;
                 const char *x = i == me && self ? self : (const char *)pgc_staging_of(t, i) + xoff;
                 if (i == 0)
-                    copy_bytes(dst, x, m * esz);
+                    pgc_copy(dst, x, m * esz);
                 else
                     pgc_reduce_3(p->op, p->dt, dst, prev, x, m); /* dst != prev, dst != x */
                 prev = dst;
@@ -280,7 +265,7 @@ static int run_cico(pgc_team *t, const rplan *p)
         /* e. Copy out the result pieces we receive. Our own block first (no
          *    wait), then the owners after us, round robin. */
         if (k == RK_ALLREDUCE && m)
-            copy_bytes(own_out, own_result, m * esz);
+            pgc_copy(own_out, own_result, m * esz);
         if (receives)
             for (int s = 1; s < P; s++) {
                 int j = (me + s) % P;
@@ -291,7 +276,7 @@ static int run_cico(pgc_team *t, const rplan *p)
                     return rc;
                 const char *src = (const char *)pgc_staging_of(t, j) + hoff +
                                   (size_t)(P + (recv_slot_is_mine ? me : j)) * slot;
-                copy_bytes(p->out + (p->start[j] + wpos) * esz, src, mj * esz);
+                pgc_copy(p->out + (p->start[j] + wpos) * esz, src, mj * esz);
             }
 
         /* f. We no longer read window w anywhere: its half may be reused. */
