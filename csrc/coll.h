@@ -173,8 +173,9 @@ static inline void pgc_count(pgc_team *t, pgc_coll coll, pgc_path path)
         t->stats[coll][path]++;
 }
 
-/* Copy-in/copy-out chunking: a member's staging area is a ring of `slots`
- * chunks of `chunk` bytes. */
+/* Bcast's copy-in/copy-out chunking: a member's staging area is a ring of
+ * `slots` chunks of `chunk` bytes. (The exchange ring has its own chunk,
+ * cfg.xchg_chunk_bytes: pgc_xchg_ring.) */
 static inline size_t pgc_chunk_bytes(const pgc_team *t)
 {
     return t->cfg.chunk_bytes;

@@ -54,11 +54,10 @@ def info(args):
     out.write("thresholds: inline <= %d B; copy-in/copy-out chunks of %d KiB (exchanges: %d KiB) "
               "through %d KiB per rank\n" % (cfg["inline_max"], cfg["chunk_bytes"] // 1024,
                                              cfg["xchg_chunk_bytes"] // 1024, cfg["staging_bytes"] // 1024))
-    slots = 4 * d["local_size"] if d["local_size"] > 1 else 4
+    window = cfg["staging_bytes"] // (4 * d["local_size"])  # per block, as coll_reduce.c plans
     out.write("reductions: partitioned copy-in/copy-out, each block in windows of %d KiB%s\n" % (
-        cfg["staging_bytes"] // slots // 1024,
-        "; whole in one window up to %d KiB (oversubscribed)" % (2 * cfg["staging_bytes"] // slots // 1024)
-        if cfg.get("reduce_one_window") else ""))
+        window // 1024, "; whole in one window up to %d KiB (oversubscribed)" % (2 * window // 1024)
+        if cfg["reduce_one_window"] else ""))
     tree = cfg["bcast_tree_min"]
     out.write("bcast:      %s\n" % ("flat pull at every team size" if not tree else
                                      "flat pull below %d ranks, pipelined %d-nomial tree from %d (this team: %s)"

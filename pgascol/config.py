@@ -44,8 +44,8 @@ VARIABLES = {
     "PGASCOL_CHUNK_BYTES": (str(128 * KiB), int, "pipeline chunk of copy-in/copy-out Bcast"),
     # 256 KiB: 1 MiB Alltoall at np=2 51.5-57.7 us against 54.5-60.5 with
     # 128 KiB, Allgather 81-84 against 87-88 (in-job alternation, quiet
-    # host); np=8 Alltoall 590-1230 against 669-1392. Gather and Scatter
-    # alike within noise. (128 against 64 KiB: 1 MiB Allgather/Alltoall at
+    # host); np=8 Alltoall 590 and 1230 against 669 and 1392 (two jobs).
+    # Gather and Scatter alike within noise. (128 against 64 KiB: 1 MiB Allgather/Alltoall at
     # np=2 0.61-0.68/0.77-0.82 of MPICH against 0.73-0.80/0.83-0.86.)
     "PGASCOL_XCHG_CHUNK_BYTES": (str(256 * KiB), int, "chunk of the copy-in/copy-out exchange ring "
                                  "(Gather, Scatter, Allgather, Alltoall and their v forms)"),

@@ -14,14 +14,16 @@ from tests.mpi_harness import REPO_ROOT, cleaned_mpi_shm, find_launcher
 SCRIPT = REPO_ROOT / "tests" / "comm_scripts" / "plain_mpi4py.py"
 
 
-def _run(np_, *args, timeout=120, env=None):
+def _run(np_, *args, timeout=120, env=None, cpus=None):
+    """`cpus`: run the job on these CPUs only (the launcher's affinity,
+    which its ranks inherit)."""
     launcher, _ = find_launcher()
     full_env = {**os.environ, "PGASCOL_TIMEOUT": "20", **(env or {}),
                 "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
     with cleaned_mpi_shm():  # a script that fails aborts the job before MPI_Finalize
         return subprocess.run([*launcher, "-n", str(np_), sys.executable, "-m", "pgascol", *args],
                               env=full_env, capture_output=True, text=True, timeout=timeout,
-                              cwd=REPO_ROOT)
+                              cwd=REPO_ROOT, preexec_fn=cpus and (lambda: os.sched_setaffinity(0, cpus)))
 
 
 @pytest.mark.parametrize("np_", [1, 2, 4])
@@ -67,8 +69,7 @@ def test_info_shows_the_bcast_shape():
 
 def test_info_shows_the_reduction_windows():
     """Oversubscribed teams run reductions whose blocks fit in one window."""
-    np_ = len(os.sched_getaffinity(0)) + 1
-    proc = _run(np_, "info")
+    proc = _run(2, "info", cpus={min(os.sched_getaffinity(0))})  # 2 ranks on 1 CPU
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = [line for line in proc.stdout.splitlines() if line.startswith("reductions:")]
     assert lines and all("whole in one window up to" in line for line in lines), proc.stdout
