@@ -26,6 +26,14 @@ def _run(np_, *args, timeout=120, env=None, cpus=None):
                               cwd=REPO_ROOT, preexec_fn=cpus and (lambda: os.sched_setaffinity(0, cpus)))
 
 
+def _info(**env):
+    """`python -m pgascol info` without a launcher (an MPI singleton; Open
+    MPI 5 leaves its segment behind then, hence the cleanup)."""
+    with cleaned_mpi_shm():
+        return subprocess.run([sys.executable, "-m", "pgascol", "info"], capture_output=True, text=True,
+                              cwd=REPO_ROOT, timeout=60, env={**os.environ, **env})
+
+
 @pytest.mark.parametrize("np_", [1, 2, 4])
 def test_unmodified_script_runs_on_pgascol(np_):
     proc = _run(np_, str(SCRIPT), "hello")
@@ -52,15 +60,13 @@ def test_command_and_info_still_work():
     proc = _run(2, "-c", "from mpi4py import MPI; import pgascol; "
                 "assert isinstance(MPI.COMM_WORLD, pgascol.Comm); MPI.COMM_WORLD.Barrier()")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    info = subprocess.run([sys.executable, "-m", "pgascol", "info"], capture_output=True, text=True,
-                          cwd=REPO_ROOT, timeout=60)
+    info = _info()
     assert info.returncode == 0 and "pgascol" in info.stdout, info.stdout + info.stderr
 
 
 def test_info_shows_the_bcast_shape():
     def info(**env):
-        return subprocess.run([sys.executable, "-m", "pgascol", "info"], capture_output=True, text=True,
-                              cwd=REPO_ROOT, timeout=60, env={**os.environ, **env}).stdout
+        return _info(**env).stdout
     assert "flat pull below 16 ranks, pipelined 4-nomial tree from 16 (this team: flat)" in info()
     assert "flat pull at every team size" in info(PGASCOL_BCAST_TREE_MIN="0")
     assert "pipelined 2-nomial tree from 1 (this team: tree)" in info(PGASCOL_BCAST_TREE_MIN="1",
@@ -73,15 +79,13 @@ def test_info_shows_the_reduction_windows():
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = [line for line in proc.stdout.splitlines() if line.startswith("reductions:")]
     assert lines and all("whole in one window up to" in line for line in lines), proc.stdout
-    one = subprocess.run([sys.executable, "-m", "pgascol", "info"], capture_output=True, text=True,
-                         cwd=REPO_ROOT, timeout=60).stdout
+    one = _info().stdout
     assert "reductions: partitioned copy-in/copy-out" in one and "one window" not in one, one
 
 
 def test_info_shows_the_run_time_path_choice():
     def info(**env):
-        return subprocess.run([sys.executable, "-m", "pgascol", "info"], capture_output=True, text=True,
-                              cwd=REPO_ROOT, timeout=60, env={**os.environ, **env}).stdout
+        return _info(**env).stdout
     assert "run-time choice: off" in info(PGASCOL_ADAPT="0")
     assert "run-time choice: off" in info(PGASCOL_CMA="0")
     out = info(PGASCOL_ADAPT_MIN="65536", PGASCOL_CMA_MIN_GATHER="0")
