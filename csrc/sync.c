@@ -111,15 +111,19 @@ int pgc_check_peers(pgc_team *t)
     return PGC_OK;
 }
 
-/* The team was aborted by someone: copy their reason. */
+/* The team was aborted by someone: copy their reason. Within the op in
+ * which this member aborted it, it keeps its own error (code and message);
+ * any later op is told, like every peer, that the team was aborted. */
 static int aborted_error(pgc_team *t)
 {
     pgc_header *h = t->hdr;
-    if (h->abort_rank == t->rank && t->err.code)
-        return t->err.code; /* we aborted it ourselves: keep our own message */
+    int ours = h->abort_rank == t->rank;
+    if (ours && t->err.code && t->abort_op == t->op)
+        return t->err.code;
     return pgc_set_error(&t->err, PGC_EABORTED, h->abort_rank, 0,
-                         "%s: the node team was aborted by local rank %d: %s",
-                         pgc_opname(t), h->abort_rank, h->abort_msg);
+                         "%s: the node team was aborted by local rank %d%s: %s",
+                         pgc_opname(t), h->abort_rank, ours ? " (this rank, in an earlier call)" : "",
+                         h->abort_msg);
 }
 
 static inline int is_aborted(const pgc_team *t)
@@ -233,6 +237,7 @@ void pgc_team_abort(pgc_team *t, int code, const char *msg)
     pgc_header *h = t->hdr;
     uint32_t expected = 0;
     if (atomic_compare_exchange_strong(&h->aborted, &expected, 1)) {
+        t->abort_op = t->op;
         h->abort_rank = t->rank;
         h->abort_code = code;
         snprintf(h->abort_msg, sizeof h->abort_msg, "%s", msg);

@@ -143,6 +143,7 @@ typedef struct pgc_team {
     int rank, nranks;
     uint32_t op;                /* collectives started on this team */
     uint32_t sig;               /* signature of the op in progress (coll.h: pgc_coll_begin) */
+    uint32_t abort_op;          /* the op in which this member aborted the team */
     uint32_t *sig_checked;      /* per member: the last op whose signature we checked */
     pgc_config cfg;             /* copy of hdr->cfg */
     uint64_t spin_iters;        /* spin budget in pause instructions */

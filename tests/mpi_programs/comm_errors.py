@@ -154,6 +154,15 @@ def test_calls_out_of_step_are_caught_before_data_moves():
             assert "Bcast (root 0)" in str(exc) and "Allreduce (float64, SUM)" in str(exc), str(exc)
         else:
             raise AssertionError("rank %d: out-of-step calls went unnoticed (y[0] = %g)" % (ME, y[0]))
+        # Later calls: the same error class and a message naming them on
+        # every rank, the one that noticed the mismatch included.
+        try:
+            c.Barrier()
+        except TeamAbortedError as exc:
+            assert str(exc).startswith("Barrier: the node team was aborted"), str(exc)
+            assert "collectives out of step" in str(exc), str(exc)
+        else:
+            raise AssertionError("rank %d: a Barrier on an aborted team ran" % ME)
     finally:
         c.Free()
 

@@ -311,6 +311,19 @@ def _expect_mismatch(call, *named):
         raise AssertionError("rank %d: the mismatch went unnoticed" % ME)
 
 
+def _expect_aborted_later(team, reason):
+    """A later call on the aborted team raises TeamAbortedError on every
+    rank, the one that aborted it included, naming the later call and
+    carrying the original reason."""
+    try:
+        team.barrier()
+    except pgascol.TeamAbortedError as exc:
+        assert str(exc).startswith("Barrier: the node team was aborted by local rank"), str(exc)
+        assert reason in str(exc), str(exc)
+    else:
+        raise AssertionError("rank %d: a call on an aborted team ran" % ME)
+
+
 def test_calls_out_of_step_abort_before_data_moves():
     """Rank 0 runs a Bcast the others skip, then all run an Allreduce: the
     ranks' op numbers pair rank 0's Bcast with the others' Allreduce. Every
@@ -328,6 +341,7 @@ def test_calls_out_of_step_abort_before_data_moves():
             team.allreduce(np.ones(n), y, n, code(np.float64), _core.OPS["SUM"])
         _expect_mismatch(calls, "collectives out of step", "Bcast (root 0)", "Allreduce (float64, SUM)")
         assert np.all(y == -7.0), "a receive buffer was written"
+        _expect_aborted_later(team, "collectives out of step")
 
 
 def test_reductions_must_agree_on_type_and_operator():
@@ -341,6 +355,7 @@ def test_reductions_must_agree_on_type_and_operator():
         _expect_mismatch(lambda: team.allreduce(np.ones(4), y, 4, code(np.float64), op),
                          "Allreduce (float64, MAX)", "Allreduce (float64, SUM)")
         assert np.all(y == -7.0), "a receive buffer was written"
+        _expect_aborted_later(team, "Allreduce (float64, MAX)")
 
 
 def test_ranks_far_apart_stay_told_apart():
