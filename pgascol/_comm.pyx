@@ -1787,7 +1787,7 @@ cdef int _engine(object comm, int op, object a, object b, object c, object d, in
         _refused(st, op)
         raise
     if not done:
-        st.count(op, P_MPI)
+        _fallback(st, op)
     return done
 
 

@@ -244,6 +244,7 @@ cdef class Team:
     def create(int rank, int size, dict config):
         cdef pgc_config cfg
         cdef pgc_error err
+        check_config(config)    # first: what is read below must be valid
         memset(&cfg, 0, sizeof(cfg))
         memset(&err, 0, sizeof(err))
         cfg.timeout_s = config["timeout_s"]
@@ -265,7 +266,6 @@ cdef class Team:
             cfg.adapt_mask |= 1u << COLLECTIVES.index(name)
         cfg.adapt_min = config.get("adapt_min", 0)
         cfg.reduce_one_window = 1 if config.get("reduce_one_window") else 0
-        check_config(config)
         cdef pgc_team *t
         with nogil:
             t = pgc_team_create(rank, size, &cfg, &err)

@@ -823,3 +823,6 @@ def test_run_time_path_choice_config():
         config.team_config(False, {**env, "PGASCOL_ADAPT_MIN": "-1"}, 2)
     with pytest.raises(pgascol.ArgumentError, match="unknown collectives Bogus"):
         _core.check_config({**fits, "adapt": ["Alltoall", "Bogus"]})
+    # Team.create refuses it the same way, before reading the configuration
+    with pytest.raises(pgascol.ArgumentError, match="unknown collectives Bogus"):
+        _core.Team.create(0, 1, {**fits, "adapt": ["Alltoall", "Bogus"]})
