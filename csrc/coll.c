@@ -144,6 +144,31 @@ void pgc_costs_seed(pgc_team *t, const uint32_t ps_per_byte[PGC_NXFER])
     atomic_store_explicit(&c->probe_ns, now, memory_order_relaxed);
 }
 
+/* cfg.stream 1: stream while ordinary staging stores measure more than
+ * three times as dear: 22-88 ps/B against 40-50 when quiet, 320-450 in slow
+ * periods (pgc_copy_stream). Whichever way was not measured for
+ * PGC_PROBE_NS is taken once, by each member for itself (no agreement is
+ * needed: readers copy the same bytes either way). */
+int pgc_stage_streaming(pgc_team *t)
+{
+    if (t->cfg.stream != 1)
+        return t->cfg.stream == 2;
+    pgc_costs *c = &t->hdr->costs;
+    uint32_t plain = atomic_load_explicit(&c->ps_per_byte[PGC_XFER_STAGE], memory_order_relaxed);
+    uint32_t stream = atomic_load_explicit(&c->ps_per_byte[PGC_XFER_STREAM], memory_order_relaxed);
+    int streaming = plain && stream && plain > 3 * stream;
+    if (!plain) /* nothing staged yet: the ordinary way first */
+        return 0;
+    pgc_xfer other = streaming ? PGC_XFER_STAGE : PGC_XFER_STREAM;
+    uint64_t now = pgc_now_ns();
+    if (now - atomic_load_explicit(&c->measured_ns[other], memory_order_relaxed) > PGC_PROBE_NS &&
+        now - t->stream_probe_ns > PGC_PROBE_NS) {
+        t->stream_probe_ns = now;
+        return !streaming;
+    }
+    return streaming;
+}
+
 int pgc_bcast_radix(const pgc_team *t, pgc_path path)
 {
     /* A member has at most (k-1) * ceil(log_k P) children: radix 2..16 and

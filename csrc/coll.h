@@ -18,6 +18,9 @@
 #define PGC_COLL_H
 
 #include <string.h>
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
 
 #include "reduce_ops.h"
 #include "sync.h"
@@ -94,6 +97,60 @@ static inline void pgc_copy(void *restrict dst, const void *restrict src, size_t
         __builtin_memcpy(d + i, s + i, 64);
     if (i < n)
         memcpy(d + i, s + i, n - i);
+}
+
+/* pgc_copy with streaming (non-temporal) stores: the lines go to memory
+ * and leave every cache, instead of being fetched for ownership first. On
+ * the development VM, in the hours when its two vCPUs stop sharing a cache
+ * well (PERFORMANCE.md, "Slow periods"), an ordinary store into staging
+ * lines that readers on the other core hold costs 320-450 ps/B, a
+ * streaming one 40-50 at any hour; readers then fetch from memory, which
+ * costs them more when the machine is quiet. pgc_stage_streaming chooses
+ * by measurement. Plain pgc_copy off x86-64. */
+static inline void pgc_copy_stream(void *restrict dst, const void *restrict src, size_t n)
+{
+#if defined(__x86_64__)
+    char *d = dst;
+    const char *s = src;
+    size_t head = (size_t)(-(uintptr_t)d & 63); /* up to the first whole line */
+    if (head > n)
+        head = n;
+    memcpy(d, s, head);
+    d += head, s += head, n -= head;
+    size_t body = n & ~(size_t)63;
+    for (size_t i = 0; i < body; i += 64) {
+        __m128i a = _mm_loadu_si128((const __m128i *)(s + i));
+        __m128i b = _mm_loadu_si128((const __m128i *)(s + i + 16));
+        __m128i c = _mm_loadu_si128((const __m128i *)(s + i + 32));
+        __m128i e = _mm_loadu_si128((const __m128i *)(s + i + 48));
+        _mm_stream_si128((__m128i *)(d + i), a);
+        _mm_stream_si128((__m128i *)(d + i + 16), b);
+        _mm_stream_si128((__m128i *)(d + i + 32), c);
+        _mm_stream_si128((__m128i *)(d + i + 48), e);
+    }
+    memcpy(d + body, s + body, n - body);
+    /* Streaming stores are weakly ordered, even against a later release
+     * store: fence them before the post that publishes this data. */
+    _mm_sfence();
+#else
+    pgc_copy(dst, src, n);
+#endif
+}
+
+/* Whether this member stages its next Bcast data with streaming stores
+ * (cfg.stream; coll.c). */
+int pgc_stage_streaming(pgc_team *t);
+
+/* Copy into our own staging the way pgc_stage_streaming chose, timing it. */
+static inline void pgc_stage_copy(pgc_team *t, int streaming, void *dst, const void *src, size_t n)
+{
+    uint64_t t0 = n >= PGC_XFER_TIMED_MIN ? pgc_now_ns() : 0;
+    if (streaming)
+        pgc_copy_stream(dst, src, n);
+    else
+        pgc_copy(dst, src, n);
+    if (t0)
+        pgc_xfer_note(t, streaming ? PGC_XFER_STREAM : PGC_XFER_STAGE, n, pgc_now_ns() - t0);
 }
 
 static inline void pgc_timed_copy(pgc_team *t, pgc_xfer k, void *dst, const void *src, size_t n)

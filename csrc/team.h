@@ -23,7 +23,7 @@
 #include "segment.h"
 
 #define PGC_MAGIC 0x316c6f6373616770ull /* "pgascol1" */
-#define PGC_LAYOUT_VERSION 7
+#define PGC_LAYOUT_VERSION 8
 #define PGC_INLINE_SLOT_MAX 1024
 
 /* The last step of every op: "this member is done with op k". A member that
@@ -56,8 +56,9 @@ typedef enum { PGC_PATH_INLINE, PGC_PATH_CICO, PGC_PATH_CMA, PGC_NPATH } pgc_pat
 
 /* Transfers whose cost the team measures while it works (pgc_costs):
  * copying into one's own staging, copying out of a peer's staging (the
- * cross-core step of copy-in/copy-out), and single copy. */
-typedef enum { PGC_XFER_STAGE, PGC_XFER_COPYOUT, PGC_XFER_CMA, PGC_NXFER } pgc_xfer;
+ * cross-core step of copy-in/copy-out), single copy, and copying into
+ * one's own staging with streaming stores (pgc_copy_stream, coll.h). */
+typedef enum { PGC_XFER_STAGE, PGC_XFER_COPYOUT, PGC_XFER_CMA, PGC_XFER_STREAM, PGC_NXFER } pgc_xfer;
 
 /* Team-wide parameters. The creating rank's values are stored in the header
  * and adopted by every member, so all members choose the same method for the
@@ -79,6 +80,8 @@ typedef struct pgc_config {
     uint64_t adapt_min;       /* ... for payloads of this many bytes or more */
     uint32_t reduce_one_window; /* reductions whose blocks fit one window of the whole staging
                                  * area take it (no double buffering): oversubscribed teams */
+    uint32_t stream;          /* Bcast staging with streaming stores: 0 never, 1 while measured
+                               * cheaper (pgc_stage_streaming), 2 always */
 } pgc_config;
 
 /* A member's hot line: written by its owner only (sleepers excepted). */
@@ -159,6 +162,7 @@ typedef struct pgc_team {
     uint32_t xfer_best[PGC_NXFER];
     int xfer_pending;
     uint32_t xfer_seen;         /* transfers this member measured before (1 << pgc_xfer) */
+    uint64_t stream_probe_ns;   /* when this member last staged the other way to re-measure it */
     /* Called once, by the first wait of a call that may block, then cleared:
      * a caller may enter a short call holding a lock others need (the
      * Python GIL, pgascol/_core.pyx) and give it up only if it must wait. */

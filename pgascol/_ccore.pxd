@@ -50,13 +50,14 @@ cdef extern from "team.h" nogil:
         uint32_t adapt_mask
         uint64_t adapt_min
         uint32_t reduce_one_window
+        uint32_t stream
 
     ctypedef enum pgc_xfer:
-        PGC_XFER_STAGE, PGC_XFER_COPYOUT, PGC_XFER_CMA, PGC_NXFER
+        PGC_XFER_STAGE, PGC_XFER_COPYOUT, PGC_XFER_CMA, PGC_XFER_STREAM, PGC_NXFER
 
     ctypedef struct pgc_costs:
-        uint32_t ps_per_byte[3]
-        uint64_t measured_ns[3]
+        uint32_t ps_per_byte[4]
+        uint64_t measured_ns[4]
 
     ctypedef struct pgc_segment:
         void *base

@@ -21,7 +21,7 @@ from .errors import (ArgumentError, CollectiveMismatchError, PeerDeadError, Pgas
 
 # Names of the C enums, in order.
 #: The transfers whose cost a team measures (pgc_xfer in csrc/team.h).
-_XFERS = ("stage", "copyout", "cma")
+_XFERS = ("stage", "copyout", "cma", "stream")
 
 COLLECTIVES = ("Barrier", "Bcast", "Reduce", "Allreduce", "Gather", "Gatherv", "Scatter",
                "Scatterv", "Allgather", "Allgatherv", "Alltoall", "Alltoallv", "Reduce_scatter",
@@ -74,6 +74,8 @@ def check_config(dict config):
     unknown = [name for name in config.get("adapt", ()) if name not in COLLECTIVES]
     if unknown:
         raise ArgumentError("adapt: unknown collectives %s" % ", ".join(map(str, unknown)))
+    if config.get("stream", 1) not in (0, 1, 2):
+        raise ArgumentError("stream (PGASCOL_STREAM) must be 0, 1 or 2 (got %r)" % config["stream"])
     radix = config.get("bcast_radix", 4)
     if not 2 <= radix <= 16:
         raise ArgumentError("the Bcast tree radix (PGASCOL_BCAST_RADIX) must be 2 to 16 (got %r)" % radix)
@@ -266,6 +268,7 @@ cdef class Team:
             cfg.adapt_mask |= 1u << COLLECTIVES.index(name)
         cfg.adapt_min = config.get("adapt_min", 0)
         cfg.reduce_one_window = 1 if config.get("reduce_one_window") else 0
+        cfg.stream = config.get("stream", 1)
         cdef pgc_team *t
         with nogil:
             t = pgc_team_create(rank, size, &cfg, &err)
@@ -352,14 +355,17 @@ cdef class Team:
                 "cma_min": {name: (None if t.cfg.cma_min[i] == UINT64_MAX else t.cfg.cma_min[i])
                             for i, name in enumerate(COLLECTIVES)},
                 "adapt": [name for i, name in enumerate(COLLECTIVES) if t.cfg.adapt_mask >> i & 1],
-                "adapt_min": t.cfg.adapt_min, "reduce_one_window": t.cfg.reduce_one_window}
+                "adapt_min": t.cfg.adapt_min, "reduce_one_window": t.cfg.reduce_one_window,
+                "stream": t.cfg.stream}
 
     @property
     def costs(self):
         """The team's measured transfer costs, in picoseconds per byte (None:
         not measured yet): 'stage' (into one's own staging), 'copyout' (out
-        of a peer's staging, across cores), 'cma' (single copy). They choose
-        the path of the collectives in config['adapt']."""
+        of a peer's staging, across cores), 'cma' (single copy), 'stream'
+        (into one's own staging with streaming stores). The first three
+        choose the path of the collectives in config['adapt']; 'stage' and
+        'stream' how a Bcast root stages (config['stream'])."""
         cdef pgc_team *t = self._use()
         return {name: (t.hdr.costs.ps_per_byte[k] or None) for k, name in enumerate(_XFERS)}
 

@@ -55,6 +55,8 @@ VARIABLES = {
     # Below ~256 KiB the fixed cost of a single-copy call (~1.5 us) weighs in,
     # which the per-byte costs the team measures do not show.
     "PGASCOL_ADAPT_MIN": (str(256 * KiB), int, "... for payloads of this many bytes or more"),
+    "PGASCOL_STREAM": ("1", int, "1: a copy-in/copy-out Bcast root writes its staging with streaming "
+                       "stores while the team measures ordinary ones 3x dearer (0: never; 2: always)"),
     "PGASCOL_HUGEPAGES": ("0", int, "1 advises transparent huge pages for the segment"),
     # The tree is for wide nodes, where one root buffer has too many readers
     # (no wide node measured yet); oversubscribed teams count CPUs, not
@@ -201,6 +203,8 @@ def team_config(oversubscribed, env=os.environ, cpus=0):
         # Reductions: one window instead of two when the blocks fit, where
         # every window's waits cost context switches (coll_reduce.c).
         "reduce_one_window": 1 if oversubscribed else 0,
+        # Slow periods (coll.h: pgc_copy_stream): np=8 1 MiB Bcast 2.3x faster.
+        "stream": _get(env, "PGASCOL_STREAM"),
     }
     if oversubscribed:
         _oversubscribed_bcast(cfg, env, cpus)

@@ -91,3 +91,12 @@ def test_info_shows_the_run_time_path_choice():
     out = info(PGASCOL_ADAPT_MIN="65536", PGASCOL_CMA_MIN_GATHER="0")
     if "UNAVAILABLE" not in out and "disabled for teams" not in out:
         assert "Gatherv, Allgather, Allgatherv, Alltoall, Alltoallv from 64 KiB" in out, out
+
+
+def test_info_shows_the_staging_stores_and_refuses_bad_variables():
+    assert "streaming stores while measured 3x cheaper" in _info().stdout
+    assert "streaming stores never (PGASCOL_STREAM)" in _info(PGASCOL_STREAM="0").stdout
+    assert "streaming stores always (PGASCOL_STREAM)" in _info(PGASCOL_STREAM="2").stdout
+    bad = _info(PGASCOL_STREAM="3")
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr, bad.stderr
+    assert bad.stderr.strip() == "pgascol info: stream (PGASCOL_STREAM) must be 0, 1 or 2 (got 3)"

@@ -123,11 +123,12 @@ int main(void)
     static const int radices[] = {0, 2, 3, 4};
     for (int P = 1; P <= MAXP; P++)
         for (int ri = 0; ri < 4; ri++)
-            for (int cma = 0; cma < 2; cma++) {
+            for (int cma = 0; cma < 3; cma++) { /* 2: staged, the ring written with streaming stores */
                 pgc_config cfg = pgc_test_config();
                 cfg.bcast_tree_min = radices[ri] ? 2 : 0;
                 cfg.bcast_radix = (uint32_t)(radices[ri] ? radices[ri] : 4);
-                cfg.cma_min[PGC_COLL_BCAST] = cma ? 0 : UINT64_MAX;
+                cfg.cma_min[PGC_COLL_BCAST] = cma == 1 ? 0 : UINT64_MAX;
+                cfg.stream = cma == 2 ? 2 : 0;
                 int f = pgc_test_fork(P, &cfg, sweep, NULL) + pgc_test_fork(P, &cfg, back_to_back, NULL);
                 if (f)
                     fprintf(stderr, "P=%d radix=%d cma=%d: %d members failed\n", P, radices[ri], cma, f);

@@ -6,6 +6,7 @@ small thresholds with single copy forced), so each size below lands on both
 sides of every threshold. Data are rank-dependent integers (exact in floats
 too), so references are exact."""
 import contextlib
+import itertools
 import os
 import time
 
@@ -500,6 +501,55 @@ def test_paths_follow_the_measured_costs():
     finally:
         team.free()
         c.Free()
+
+
+def test_bcast_staging_stores_follow_the_measured_costs():
+    """A copy-in/copy-out Bcast root writes its staging with streaming
+    stores while ordinary ones measure more than 3x dearer (PGASCOL_STREAM
+    1), always (2) or never (0); the data arrive either way, at every size
+    and alignment, flat or down a tree (whose relays stage too)."""
+    if P == 1:
+        return
+    for tree, mode in itertools.product((False, True), (0, 1, 2)):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PGASCOL_")}
+        env.update(PGASCOL_STREAM=str(mode), PGASCOL_CMA_MIN_BCAST="never")
+        if tree:
+            env.update(PGASCOL_BCAST_TREE_MIN="2", PGASCOL_BCAST_RADIX="2")
+        c = WORLD.Dup()
+        team = pgascol.NodeTeam(c, env)
+        t = team.core
+        try:
+            assert t.config["stream"] == mode
+            nbytes = 3 * t.config["chunk_bytes"] + 77      # several chunks and a ragged end
+            whole = np.zeros(nbytes + 64, np.uint8)
+
+            def bcasts(k, root):
+                for i in range(k):
+                    for skew in (0, 1, 13):                  # unaligned user buffers too
+                        buf = whole[skew:skew + nbytes]
+                        expect = (np.arange(nbytes) * 7 + i + skew + root) % 251
+                        buf[:] = expect if ME == root else 0
+                        t.bcast(buf, nbytes, root)
+                        assert np.array_equal(buf, expect), (tree, mode, i, skew, root)
+
+            bcasts(2, 0)
+            t.barrier()
+            costs = t.costs
+            if mode == 0:
+                assert costs["stage"] and costs["stream"] is None, costs
+            elif mode == 2:
+                assert costs["stream"] and costs["stage"] is None, costs
+            else:
+                assert costs["stage"], costs                 # the ordinary way first
+                # ordinary stores made to look 1000x dearer: the root streams
+                t.seed_costs(stage=10 ** 6, stream=1000)
+                t.barrier()
+                bcasts(2, P - 1)
+                t.barrier()
+                assert t.costs["stream"] != 1000, t.costs   # measured again: streamed
+        finally:
+            team.free()
+            c.Free()
 
 
 def test_stats_show_the_paths():
