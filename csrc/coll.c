@@ -149,24 +149,24 @@ void pgc_costs_seed(pgc_team *t, const uint32_t ps_per_byte[PGC_NXFER])
  * periods (pgc_copy_stream). Whichever way was not measured for
  * PGC_PROBE_NS is taken once, by each member for itself (no agreement is
  * needed: readers copy the same bytes either way). */
-int pgc_stage_streaming(pgc_team *t)
+pgc_xfer pgc_stage_xfer(pgc_team *t)
 {
     if (t->cfg.stream != 1)
-        return t->cfg.stream == 2;
+        return t->cfg.stream == 2 ? PGC_XFER_STREAM : PGC_XFER_STAGE;
     pgc_costs *c = &t->hdr->costs;
     uint32_t plain = atomic_load_explicit(&c->ps_per_byte[PGC_XFER_STAGE], memory_order_relaxed);
     uint32_t stream = atomic_load_explicit(&c->ps_per_byte[PGC_XFER_STREAM], memory_order_relaxed);
-    int streaming = plain && stream && plain > 3 * stream;
     if (!plain) /* nothing staged yet: the ordinary way first */
-        return 0;
-    pgc_xfer other = streaming ? PGC_XFER_STAGE : PGC_XFER_STREAM;
+        return PGC_XFER_STAGE;
+    pgc_xfer best = stream && plain > 3 * stream ? PGC_XFER_STREAM : PGC_XFER_STAGE;
+    pgc_xfer other = best == PGC_XFER_STREAM ? PGC_XFER_STAGE : PGC_XFER_STREAM;
     uint64_t now = pgc_now_ns();
     if (now - atomic_load_explicit(&c->measured_ns[other], memory_order_relaxed) > PGC_PROBE_NS &&
         now - t->stream_probe_ns > PGC_PROBE_NS) {
         t->stream_probe_ns = now;
-        return !streaming;
+        return other;
     }
-    return streaming;
+    return best;
 }
 
 int pgc_bcast_radix(const pgc_team *t, pgc_path path)

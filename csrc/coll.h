@@ -105,8 +105,8 @@ static inline void pgc_copy(void *restrict dst, const void *restrict src, size_t
  * well (PERFORMANCE.md, "Slow periods"), an ordinary store into staging
  * lines that readers on the other core hold costs 320-450 ps/B, a
  * streaming one 40-50 at any hour; readers then fetch from memory, which
- * costs them more when the machine is quiet. pgc_stage_streaming chooses
- * by measurement. Plain pgc_copy off x86-64. */
+ * costs them more when the machine is quiet. pgc_stage_xfer chooses by
+ * measurement. Plain pgc_copy off x86-64. */
 static inline void pgc_copy_stream(void *restrict dst, const void *restrict src, size_t n)
 {
 #if defined(__x86_64__)
@@ -137,31 +137,21 @@ static inline void pgc_copy_stream(void *restrict dst, const void *restrict src,
 #endif
 }
 
-/* Whether this member stages its next Bcast data with streaming stores
- * (cfg.stream; coll.c). */
-int pgc_stage_streaming(pgc_team *t);
+/* How this member copies its next Bcast data into its staging:
+ * PGC_XFER_STAGE (ordinary stores) or PGC_XFER_STREAM (cfg.stream; coll.c). */
+pgc_xfer pgc_stage_xfer(pgc_team *t);
 
-/* Copy into our own staging the way pgc_stage_streaming chose, timing it. */
-static inline void pgc_stage_copy(pgc_team *t, int streaming, void *dst, const void *src, size_t n)
+/* A copy of kind k (pgc_xfer), timed when long enough to tell: with
+ * streaming stores for PGC_XFER_STREAM, pgc_copy otherwise. */
+static inline void pgc_timed_copy(pgc_team *t, pgc_xfer k, void *dst, const void *src, size_t n)
 {
     uint64_t t0 = n >= PGC_XFER_TIMED_MIN ? pgc_now_ns() : 0;
-    if (streaming)
+    if (k == PGC_XFER_STREAM)
         pgc_copy_stream(dst, src, n);
     else
         pgc_copy(dst, src, n);
     if (t0)
-        pgc_xfer_note(t, streaming ? PGC_XFER_STREAM : PGC_XFER_STAGE, n, pgc_now_ns() - t0);
-}
-
-static inline void pgc_timed_copy(pgc_team *t, pgc_xfer k, void *dst, const void *src, size_t n)
-{
-    if (n < PGC_XFER_TIMED_MIN) {
-        pgc_copy(dst, src, n);
-        return;
-    }
-    uint64_t t0 = pgc_now_ns();
-    pgc_copy(dst, src, n);
-    pgc_xfer_note(t, k, n, pgc_now_ns() - t0);
+        pgc_xfer_note(t, k, n, pgc_now_ns() - t0);
 }
 /* Fold the op's measurements into the team's costs (discarded if it failed). */
 void pgc_costs_fold(pgc_team *t, int rc);

@@ -6,7 +6,7 @@
  *           frees the slot for chunk c + slots (producer and consumers
  *           overlap). The root (and a tree's relays) writes the ring with
  *           streaming stores while the team measures ordinary ones dearer
- *           (pgc_stage_streaming, coll.c)
+ *           (pgc_stage_xfer, coll.c)
  *   cma     single copy with direction control (seed 002, KNEM Coll): every
  *           reader exposes its buffer and pulls the head of the message
  *           straight from the root's buffer (process_vm_readv) while the root
@@ -79,7 +79,7 @@ static int root_start(pgc_team *t, const void *buf, size_t bytes, pgc_path path)
         char *ring = pgc_staging_of(t, t->rank);
         if ((rc = pgc_wait_peers_done(t, 1)))
             return rc;
-        int streaming = pgc_stage_streaming(t);
+        pgc_xfer stage = pgc_stage_xfer(t);
         for (uint32_t c = 0; c < nchunks; c++) {
             /* slot c % slots is free once every reader copied chunk c - slots */
             if (c >= slots)
@@ -87,7 +87,7 @@ static int root_start(pgc_team *t, const void *buf, size_t bytes, pgc_path path)
                     if (r != t->rank && (rc = pgc_wait_ack(t, r, c - slots + 1)))
                         return rc;
             size_t off = (size_t)c * chunk, n = bytes - off < chunk ? bytes - off : chunk;
-            pgc_stage_copy(t, streaming, ring + (size_t)(c % slots) * chunk, (const char *)buf + off, n);
+            pgc_timed_copy(t, stage, ring + (size_t)(c % slots) * chunk, (const char *)buf + off, n);
             pgc_post_seq(t, c + 1);
         }
         return PGC_OK;
@@ -206,7 +206,7 @@ static int tree_work(pgc_team *t, void *buf, size_t bytes, int root, pgc_path pa
     uint32_t nchunks = (uint32_t)((bytes + chunk - 1) / chunk);
     char *ring = pgc_staging_of(t, t->rank);
     pgc_ctl *me = pgc_ctl_of(t, t->rank);
-    int streaming = !cma && n.nchildren && pgc_stage_streaming(t);
+    pgc_xfer stage = !cma && n.nchildren ? pgc_stage_xfer(t) : PGC_XFER_STAGE;
 
     /* Before writing shared state. cico: our staging, which the previous
      * op's readers must be done with. The root: its descriptor word, free
@@ -234,7 +234,7 @@ static int tree_work(pgc_team *t, void *buf, size_t bytes, int root, pgc_path pa
                 if ((rc = wait_slot_free(t, &n, c, slots)))
                     return rc;
                 size_t off = (size_t)c * chunk, len = bytes - off < chunk ? bytes - off : chunk;
-                pgc_stage_copy(t, streaming, ring + (size_t)(c % slots) * chunk, (const char *)buf + off, len);
+                pgc_timed_copy(t, stage, ring + (size_t)(c % slots) * chunk, (const char *)buf + off, len);
                 pgc_post_seq(t, c + 1);
             }
     } else {
@@ -258,10 +258,10 @@ static int tree_work(pgc_team *t, void *buf, size_t bytes, int root, pgc_path pa
             } else if (n.nchildren) {
                 if ((rc = wait_slot_free(t, &n, c, slots)))
                     return rc;
-                if (streaming) {
+                if (stage == PGC_XFER_STREAM) {
                     /* ours first: streamed lines leave our cache too */
                     memcpy((char *)buf + off, parent_ring + (size_t)(c % slots) * chunk, len);
-                    pgc_stage_copy(t, 1, slot, (char *)buf + off, len);
+                    pgc_timed_copy(t, PGC_XFER_STREAM, slot, (char *)buf + off, len);
                     pgc_post_ack(t, c + 1);
                     pgc_post_seq(t, c + 1);
                 } else {

@@ -81,7 +81,7 @@ typedef struct pgc_config {
     uint32_t reduce_one_window; /* reductions whose blocks fit one window of the whole staging
                                  * area take it (no double buffering): oversubscribed teams */
     uint32_t stream;          /* Bcast staging with streaming stores: 0 never, 1 while measured
-                               * cheaper (pgc_stage_streaming), 2 always */
+                               * cheaper (pgc_stage_xfer), 2 always */
 } pgc_config;
 
 /* A member's hot line: written by its owner only (sleepers excepted). */
