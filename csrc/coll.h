@@ -18,10 +18,8 @@
 #define PGC_COLL_H
 
 #include <string.h>
-#if defined(__x86_64__)
-#include <emmintrin.h>
-#endif
 
+#include "copy.h"
 #include "reduce_ops.h"
 #include "sync.h"
 
@@ -82,59 +80,11 @@ static inline void pgc_xfer_note(pgc_team *t, pgc_xfer k, size_t bytes, uint64_t
     t->xfer_pending = 1;
 }
 /* The copy of the copy-in/copy-out paths (staging, copy-out, own block,
- * reduction pipeline): a plain loop of 64-byte moves (four vector loads and
- * stores), not memcpy. For these sizes glibc picks `rep movsb`, which
- * measured slower on the development machine (AMD EPYC VM): ~20% over a
- * whole Allreduce; in-job alternation, quiet host: 1 MiB Alltoall at np=2
- * 2-5% and at np=8 13%, 4 MiB Gather at np=2 21%, Allgather and Scatter
- * alike. Buffers never overlap. */
-static inline void pgc_copy(void *restrict dst, const void *restrict src, size_t n)
+ * reduction pipeline, Bcast rings), with the loops of the team's pgc_simd
+ * (copy.h). */
+static inline void pgc_copy(const pgc_team *t, void *restrict dst, const void *restrict src, size_t n)
 {
-    char *d = dst;
-    const char *s = src;
-    size_t i = 0;
-    for (; i + 64 <= n; i += 64)
-        __builtin_memcpy(d + i, s + i, 64);
-    if (i < n)
-        memcpy(d + i, s + i, n - i);
-}
-
-/* pgc_copy with streaming (non-temporal) stores: the lines go to memory
- * and leave every cache, instead of being fetched for ownership first. On
- * the development VM, in the hours when its two vCPUs stop sharing a cache
- * well (PERFORMANCE.md, "Slow periods"), an ordinary store into staging
- * lines that readers on the other core hold costs 320-450 ps/B, a
- * streaming one 40-50 at any hour; readers then fetch from memory, which
- * costs them more when the machine is quiet. pgc_stage_xfer chooses by
- * measurement. Plain pgc_copy off x86-64. */
-static inline void pgc_copy_stream(void *restrict dst, const void *restrict src, size_t n)
-{
-#if defined(__x86_64__)
-    char *d = dst;
-    const char *s = src;
-    size_t head = (size_t)(-(uintptr_t)d & 63); /* up to the first whole line */
-    if (head > n)
-        head = n;
-    memcpy(d, s, head);
-    d += head, s += head, n -= head;
-    size_t body = n & ~(size_t)63;
-    for (size_t i = 0; i < body; i += 64) {
-        __m128i a = _mm_loadu_si128((const __m128i *)(s + i));
-        __m128i b = _mm_loadu_si128((const __m128i *)(s + i + 16));
-        __m128i c = _mm_loadu_si128((const __m128i *)(s + i + 32));
-        __m128i e = _mm_loadu_si128((const __m128i *)(s + i + 48));
-        _mm_stream_si128((__m128i *)(d + i), a);
-        _mm_stream_si128((__m128i *)(d + i + 16), b);
-        _mm_stream_si128((__m128i *)(d + i + 32), c);
-        _mm_stream_si128((__m128i *)(d + i + 48), e);
-    }
-    memcpy(d + body, s + body, n - body);
-    /* Streaming stores are weakly ordered, even against a later release
-     * store: fence them before the post that publishes this data. */
-    _mm_sfence();
-#else
-    pgc_copy(dst, src, n);
-#endif
+    pgc_copy_with(t->simd, dst, src, n);
 }
 
 /* How this member copies its next Bcast data into its staging:
@@ -149,7 +99,7 @@ static inline void pgc_timed_copy(pgc_team *t, pgc_xfer k, void *dst, const void
     if (k == PGC_XFER_STREAM)
         pgc_copy_stream(dst, src, n);
     else
-        pgc_copy(dst, src, n);
+        pgc_copy(t, dst, src, n);
     if (t0)
         pgc_xfer_note(t, k, n, pgc_now_ns() - t0);
 }

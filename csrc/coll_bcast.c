@@ -144,7 +144,7 @@ static int reader_work(pgc_team *t, void *buf, size_t bytes, int root)
             if ((rc = pgc_wait_seq(t, root, c + 1)))
                 return rc;
             size_t off = (size_t)c * chunk, n = bytes - off < chunk ? bytes - off : chunk;
-            memcpy((char *)buf + off, ring + (size_t)(c % slots) * chunk, n);
+            pgc_copy(t, (char *)buf + off, ring + (size_t)(c % slots) * chunk, n);
             pgc_post_ack(t, c + 1);
         }
         return PGC_OK;
@@ -260,19 +260,19 @@ static int tree_work(pgc_team *t, void *buf, size_t bytes, int root, pgc_path pa
                     return rc;
                 if (stage == PGC_XFER_STREAM) {
                     /* ours first: streamed lines leave our cache too */
-                    memcpy((char *)buf + off, parent_ring + (size_t)(c % slots) * chunk, len);
+                    pgc_copy(t, (char *)buf + off, parent_ring + (size_t)(c % slots) * chunk, len);
                     pgc_timed_copy(t, PGC_XFER_STREAM, slot, (char *)buf + off, len);
                     pgc_post_ack(t, c + 1);
                     pgc_post_seq(t, c + 1);
                 } else {
                     /* into our ring first, so our children start at once */
-                    memcpy(slot, parent_ring + (size_t)(c % slots) * chunk, len);
+                    pgc_copy(t, slot, parent_ring + (size_t)(c % slots) * chunk, len);
                     pgc_post_ack(t, c + 1);
                     pgc_post_seq(t, c + 1);
-                    memcpy((char *)buf + off, slot, len);
+                    pgc_copy(t, (char *)buf + off, slot, len);
                 }
             } else {
-                memcpy((char *)buf + off, parent_ring + (size_t)(c % slots) * chunk, len);
+                pgc_copy(t, (char *)buf + off, parent_ring + (size_t)(c % slots) * chunk, len);
                 pgc_post_ack(t, c + 1);
             }
         }

@@ -46,8 +46,10 @@
  *           reductions"). pgc_choose_path's PGC_PATH_CMA runs (and is
  *           counted as) copy-in/copy-out.
  *
- * Copies in the pipeline use pgc_copy (coll.h), not memcpy. Non-temporal
- * stores into the receive buffer measured slower still.
+ * Copies in the pipeline use pgc_copy (coll.h, copy.h), not memcpy; copies
+ * and kernels take the team's vector loops (t->simd). Non-temporal stores
+ * into the receive buffer measured slower still, and so did streaming
+ * stores into staging (PERFORMANCE.md, "Tenth session").
  *
  * MPI_IN_PLACE (sendbuf == NULL): the input is in recvbuf. Every member then
  * reads its own contribution from its shared copy (inline slot, staging slot)
@@ -121,12 +123,12 @@ static int fold(pgc_team *t, const rplan *p, char *dst, size_t n, int last, uint
                           : (const char *)(inline_ ? pgc_inline_of(t, r, t->op) : pgc_staging_of(t, r)) + off;
         if (r == 0) {
             if (last == 0)
-                pgc_copy(dst, src, n * p->esz);
+                pgc_copy(t, dst, src, n * p->esz);
             x0 = src;
         } else if (r == 1)
-            pgc_reduce_3(p->op, p->dt, dst, x0, src, n); /* dst = x0 op x1 */
+            pgc_reduce_3(t->simd, p->op, p->dt, dst, x0, src, n); /* dst = x0 op x1 */
         else
-            pgc_reduce_into(p->op, p->dt, dst, src, n);  /* dst = dst op x_r */
+            pgc_reduce_into(t->simd, p->op, p->dt, dst, src, n);  /* dst = dst op x_r */
     }
     return PGC_OK;
 }
@@ -209,7 +211,7 @@ static int run_cico(pgc_team *t, const rplan *p)
             for (int j = 0; j < P; j++) {
                 size_t m = piece_len(p, j, wpos);
                 if (m && (j != me || p->inplace))
-                    pgc_copy(hbase + (size_t)j * slot, p->in + (p->start[j] + wpos) * esz, m * esz);
+                    pgc_copy(t, hbase + (size_t)j * slot, p->in + (p->start[j] + wpos) * esz, m * esz);
             }
         /* release: the staged pieces are visible to whoever sees 2w+1 */
         pgc_post_seq(t, 2 * w + 1);
@@ -248,9 +250,9 @@ static int run_cico(pgc_team *t, const rplan *p)
                     return rc;
                 const char *x = i == me && self ? self : (const char *)pgc_staging_of(t, i) + xoff;
                 if (i == 0)
-                    pgc_copy(dst, x, m * esz);
+                    pgc_copy(t, dst, x, m * esz);
                 else
-                    pgc_reduce_3(p->op, p->dt, dst, prev, x, m); /* dst != prev, dst != x */
+                    pgc_reduce_3(t->simd, p->op, p->dt, dst, prev, x, m); /* dst != prev, dst != x */
                 prev = dst;
             }
             break;
@@ -265,7 +267,7 @@ static int run_cico(pgc_team *t, const rplan *p)
         /* e. Copy out the result pieces we receive. Our own block first (no
          *    wait), then the owners after us, round robin. */
         if (k == RK_ALLREDUCE && m)
-            pgc_copy(own_out, own_result, m * esz);
+            pgc_copy(t, own_out, own_result, m * esz);
         if (receives)
             for (int s = 1; s < P; s++) {
                 int j = (me + s) % P;
@@ -276,7 +278,7 @@ static int run_cico(pgc_team *t, const rplan *p)
                     return rc;
                 const char *src = (const char *)pgc_staging_of(t, j) + hoff +
                                   (size_t)(P + (recv_slot_is_mine ? me : j)) * slot;
-                pgc_copy(p->out + (p->start[j] + wpos) * esz, src, mj * esz);
+                pgc_copy(t, p->out + (p->start[j] + wpos) * esz, src, mj * esz);
             }
 
         /* f. We no longer read window w anywhere: its half may be reused. */

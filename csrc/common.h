@@ -52,4 +52,12 @@ int pgc_set_error(pgc_error *err, int code, int peer, int sys_errno,
 /* Monotonic clock in nanoseconds. */
 uint64_t pgc_now_ns(void);
 
+/* Which vector loops the copies (copy.h) and the reduction kernels
+ * (reduce_ops.h) use: the baseline of the architecture (SSE2 on x86-64) or
+ * AVX2. Both give the same bytes. */
+typedef enum { PGC_SIMD_BASE, PGC_SIMD_AVX2 } pgc_simd;
+
+/* The widest this CPU runs. */
+pgc_simd pgc_simd_of_cpu(void);
+
 #endif

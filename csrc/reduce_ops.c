@@ -40,24 +40,26 @@ typedef void (*kern2_fn)(void *restrict, const void *restrict, size_t);
 typedef void (*kern3_fn)(void *restrict, const void *restrict, const void *restrict, size_t);
 typedef struct { kern2_fn io, oi; kern3_fn three; } kern;
 
-/* Define the three loops for one (op, dtype); EXPR combines x and y. */
-#define DEF_KERN(E, O, tag, T, EXPR)                                            \
-static void O##_##tag##_io(void *restrict io_, const void *restrict in_, size_t n) \
+/* Define the three loops for one (op, dtype); EXPR combines x and y; ATTR
+ * is a function attribute (the target of the AVX2 set) or nothing. */
+#define DEF_KERN_AS(ATTR, E, O, tag, T, EXPR)                                    \
+static ATTR void O##_##tag##_io(void *restrict io_, const void *restrict in_, size_t n) \
 {                                                                               \
     T *restrict io = io_; const T *restrict in = in_;                           \
     for (size_t i = 0; i < n; i++) { T x = io[i], y = in[i]; io[i] = (EXPR); }  \
 }                                                                               \
-static void O##_##tag##_oi(void *restrict io_, const void *restrict in_, size_t n) \
+static ATTR void O##_##tag##_oi(void *restrict io_, const void *restrict in_, size_t n) \
 {                                                                               \
     T *restrict io = io_; const T *restrict in = in_;                           \
     for (size_t i = 0; i < n; i++) { T x = in[i], y = io[i]; io[i] = (EXPR); }  \
 }                                                                               \
-static void O##_##tag##_3(void *restrict o_, const void *restrict a_,          \
-                          const void *restrict b_, size_t n)                    \
+static ATTR void O##_##tag##_3(void *restrict o_, const void *restrict a_,     \
+                               const void *restrict b_, size_t n)               \
 {                                                                               \
     T *restrict o = o_; const T *restrict a = a_, *restrict b = b_;             \
     for (size_t i = 0; i < n; i++) { T x = a[i], y = b[i]; o[i] = (EXPR); }     \
 }
+#define DEF_KERN(E, O, tag, T, EXPR) DEF_KERN_AS(, E, O, tag, T, EXPR)
 
 /* The matching dispatch-table entry. */
 #define TABLE_ENTRY(E, O, tag, T, EXPR) \
@@ -117,11 +119,23 @@ ALL_KERNELS(DEF_KERN)
 
 static const kern table[PGC_NOPS][PGC_NDTYPES] = { ALL_KERNELS(TABLE_ENTRY) };
 
-static const kern *lookup(pgc_op op, pgc_dtype t)
+#if defined(__x86_64__)
+/* The same loops compiled for AVX2 (vectorised with 32-byte registers),
+ * called only where the CPU has it (pgc_simd_of_cpu). Elementwise, without
+ * FMA contraction (no "fma" target): the same results as the baseline's. */
+#define DEF_KERN_AVX2(E, O, tag, T, EXPR) DEF_KERN_AS(__attribute__((target("avx2"))), E, O, tag##_avx2, T, EXPR)
+#define TABLE_ENTRY_AVX2(E, O, tag, T, EXPR) TABLE_ENTRY(E, O, tag##_avx2, T, EXPR)
+ALL_KERNELS(DEF_KERN_AVX2)
+static const kern table_avx2[PGC_NOPS][PGC_NDTYPES] = { ALL_KERNELS(TABLE_ENTRY_AVX2) };
+#else
+#define table_avx2 table
+#endif
+
+static const kern *lookup(pgc_simd simd, pgc_op op, pgc_dtype t)
 {
     if ((unsigned)op >= PGC_NOPS || (unsigned)t >= PGC_NDTYPES || !table[op][t].io)
         return NULL;
-    return &table[op][t];
+    return simd == PGC_SIMD_AVX2 ? &table_avx2[op][t] : &table[op][t];
 }
 
 static const size_t dtype_sizes[PGC_NDTYPES] = {
@@ -157,19 +171,20 @@ const char *pgc_op_name(pgc_op op)
 
 int pgc_op_valid(pgc_op op, pgc_dtype t)
 {
-    return lookup(op, t) != NULL;
+    return lookup(PGC_SIMD_BASE, op, t) != NULL;
 }
 
-void pgc_reduce_into(pgc_op op, pgc_dtype t, void *restrict inout, const void *restrict in, size_t count)
+void pgc_reduce_into(pgc_simd simd, pgc_op op, pgc_dtype t, void *restrict inout, const void *restrict in,
+                     size_t count)
 {
-    const kern *k = lookup(op, t);
+    const kern *k = lookup(simd, op, t);
     if (k && count)
         k->io(inout, in, count);
 }
 
-void pgc_reduce_3(pgc_op op, pgc_dtype t, void *out, const void *a, const void *b, size_t count)
+void pgc_reduce_3(pgc_simd simd, pgc_op op, pgc_dtype t, void *out, const void *a, const void *b, size_t count)
 {
-    const kern *k = lookup(op, t);
+    const kern *k = lookup(simd, op, t);
     if (!k || !count)
         return;
     if (out != a && out != b) {

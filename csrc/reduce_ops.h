@@ -1,13 +1,17 @@
 /* reduce_ops.h - MPI-style elementwise reduction kernels (SUM, PROD, MIN, MAX,
  * logical and bitwise ops) over the numpy-compatible element types.
  *
- * Plain C, no Python, no MPI. Each call dispatches once on (op, dtype) to a
- * typed loop that gcc vectorises (-O3), so large arrays reduce at memory
- * bandwidth. Callers check pgc_op_valid() first; an invalid pair is a no-op. */
+ * Plain C, no Python, no MPI. Each call dispatches once on (simd, op, dtype)
+ * to a typed loop that gcc vectorises (-O3), so large arrays reduce at
+ * memory bandwidth; PGC_SIMD_AVX2 (only where pgc_simd_of_cpu() says so)
+ * takes the same loops compiled for AVX2, with the same results. Callers
+ * check pgc_op_valid() first; an invalid pair is a no-op. */
 #ifndef PGC_REDUCE_OPS_H
 #define PGC_REDUCE_OPS_H
 
 #include <stddef.h>
+
+#include "common.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -43,11 +47,12 @@ int pgc_op_valid(pgc_op op, pgc_dtype t);
 /* inout[i] = inout[i] (op) in[i], i < count. inout holds the lower ranks'
  * partial result, in the higher rank's contribution. inout and in must not
  * overlap (use pgc_reduce_3 for aliased operands). */
-void pgc_reduce_into(pgc_op op, pgc_dtype t, void *restrict inout, const void *restrict in, size_t count);
+void pgc_reduce_into(pgc_simd simd, pgc_op op, pgc_dtype t, void *restrict inout, const void *restrict in,
+                     size_t count);
 
 /* out[i] = a[i] (op) b[i]; out may equal a or b (or both) exactly (full
  * overlap), never partial overlap. */
-void pgc_reduce_3(pgc_op op, pgc_dtype t, void *out, const void *a, const void *b, size_t count);
+void pgc_reduce_3(pgc_simd simd, pgc_op op, pgc_dtype t, void *out, const void *a, const void *b, size_t count);
 
 #ifdef __cplusplus
 }

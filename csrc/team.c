@@ -69,6 +69,7 @@ static pgc_team *new_team(int rank, int nranks, pgc_error *err)
 static void join(pgc_team *t)
 {
     t->cfg = t->hdr->cfg;
+    t->simd = t->cfg.simd ? pgc_simd_of_cpu() : PGC_SIMD_BASE;
     t->spin_iters = pgc_pause_iterations(t->cfg.spin_ns);
     pgc_member *me = pgc_member_of(t, t->rank);
     me->pid = (int32_t)getpid();

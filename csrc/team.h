@@ -23,7 +23,7 @@
 #include "segment.h"
 
 #define PGC_MAGIC 0x316c6f6373616770ull /* "pgascol1" */
-#define PGC_LAYOUT_VERSION 8
+#define PGC_LAYOUT_VERSION 9
 #define PGC_INLINE_SLOT_MAX 1024
 
 /* The last step of every op: "this member is done with op k". A member that
@@ -82,6 +82,8 @@ typedef struct pgc_config {
                                  * area take it (no double buffering): oversubscribed teams */
     uint32_t stream;          /* Bcast staging with streaming stores: 0 never, 1 while measured
                                * cheaper (pgc_stage_xfer), 2 always */
+    uint32_t simd;            /* 1: copies and reduction kernels use the widest loops the CPU
+                               * runs (pgc_simd_of_cpu), 0: the baseline ones */
 } pgc_config;
 
 /* A member's hot line: written by its owner only (sleepers excepted). */
@@ -149,6 +151,7 @@ typedef struct pgc_team {
     uint32_t abort_op;          /* the op in which this member aborted the team */
     uint32_t *sig_checked;      /* per member: the last op whose signature we checked */
     pgc_config cfg;             /* copy of hdr->cfg */
+    pgc_simd simd;              /* the loops this member copies and reduces with (cfg.simd) */
     uint64_t spin_iters;        /* spin budget in pause instructions */
     uint64_t liveness_next_ns;  /* next time a waiting member checks its peers */
     int cma_ok;                 /* single copy works between all members */

@@ -11,6 +11,9 @@ cdef extern from "common.h" nogil:
         int peer
         int sys_errno
         char msg[320]
+    ctypedef enum pgc_simd:
+        PGC_SIMD_BASE, PGC_SIMD_AVX2
+    pgc_simd pgc_simd_of_cpu()
 
 
 cdef extern from "reduce_ops.h" nogil:
@@ -51,6 +54,7 @@ cdef extern from "team.h" nogil:
         uint64_t adapt_min
         uint32_t reduce_one_window
         uint32_t stream
+        uint32_t simd
 
     ctypedef enum pgc_xfer:
         PGC_XFER_STAGE, PGC_XFER_COPYOUT, PGC_XFER_CMA, PGC_XFER_STREAM, PGC_NXFER
@@ -77,6 +81,7 @@ cdef extern from "team.h" nogil:
         int nranks
         uint32_t op
         pgc_config cfg
+        pgc_simd simd
         uint64_t spin_iters
         int cma_ok
         char cma_reason[320]

@@ -58,6 +58,14 @@ def dtype_of_format(str fmt):
     return _FORMAT_DTYPE.get(fmt, -1)
 
 
+_SIMD_NAMES = ("baseline", "avx2")
+
+
+def cpu_simd():
+    """The widest loops this CPU runs: 'avx2' or 'baseline'."""
+    return _SIMD_NAMES[pgc_simd_of_cpu()]
+
+
 def check_config(dict config):
     """Refuse a team configuration the core cannot work with (ArgumentError)."""
     chunk, staging = config["chunk_bytes"], config["staging_bytes"]
@@ -76,6 +84,8 @@ def check_config(dict config):
         raise ArgumentError("adapt: unknown collectives %s" % ", ".join(map(str, unknown)))
     if config.get("stream", 1) not in (0, 1, 2):
         raise ArgumentError("stream (PGASCOL_STREAM) must be 0, 1 or 2 (got %r)" % config["stream"])
+    if config.get("simd", 1) not in (0, 1):
+        raise ArgumentError("simd (PGASCOL_SIMD) must be 0 or 1 (got %r)" % config["simd"])
     radix = config.get("bcast_radix", 4)
     if not 2 <= radix <= 16:
         raise ArgumentError("the Bcast tree radix (PGASCOL_BCAST_RADIX) must be 2 to 16 (got %r)" % radix)
@@ -269,6 +279,7 @@ cdef class Team:
         cfg.adapt_min = config.get("adapt_min", 0)
         cfg.reduce_one_window = 1 if config.get("reduce_one_window") else 0
         cfg.stream = config.get("stream", 1)
+        cfg.simd = config.get("simd", 1)
         cdef pgc_team *t
         with nogil:
             t = pgc_team_create(rank, size, &cfg, &err)
@@ -356,7 +367,14 @@ cdef class Team:
                             for i, name in enumerate(COLLECTIVES)},
                 "adapt": [name for i, name in enumerate(COLLECTIVES) if t.cfg.adapt_mask >> i & 1],
                 "adapt_min": t.cfg.adapt_min, "reduce_one_window": t.cfg.reduce_one_window,
-                "stream": t.cfg.stream}
+                "stream": t.cfg.stream, "simd": t.cfg.simd}
+
+    @property
+    def simd(self):
+        """The loops this member copies and reduces with: 'avx2', or
+        'baseline' (the architecture's; config['simd'] 0, or a CPU without
+        AVX2)."""
+        return _SIMD_NAMES[self._use().simd]
 
     @property
     def costs(self):

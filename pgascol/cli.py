@@ -73,6 +73,10 @@ def info(args):
         % (", ".join(cfg["adapt"]), _human(cfg["adapt_min"])) if cfg["adapt"] and d["cma"] else "off"))
     out.write("staging:    Bcast roots write with streaming stores %s (PGASCOL_STREAM)\n" % (
         ("never", "while measured 3x cheaper than ordinary stores", "always")[cfg["stream"]]))
+    cpu = _core.cpu_simd()
+    out.write("vectors:    copies and reduction kernels use %s (PGASCOL_SIMD=%d; this CPU: %s)\n" % (
+        "AVX2" if team.core.simd == "avx2" else "the baseline loops", cfg["simd"],
+        "AVX2" if cpu == "avx2" else "no AVX2"))
     set_vars = [k for k in list(config.VARIABLES) if k in os.environ] + \
         [k for k in os.environ if k.startswith("PGASCOL_CMA_MIN_")]
     out.write("environment: %s\n" % (", ".join("%s=%s" % (k, os.environ[k]) for k in set_vars) or

@@ -100,3 +100,14 @@ def test_info_shows_the_staging_stores_and_refuses_bad_variables():
     bad = _info(PGASCOL_STREAM="3")
     assert bad.returncode == 2 and "Traceback" not in bad.stderr, bad.stderr
     assert bad.stderr.strip() == "pgascol info: stream (PGASCOL_STREAM) must be 0, 1 or 2 (got 3)"
+
+
+def test_info_shows_the_vector_loops():
+    from pgascol import _core
+    cpu = "AVX2" if _core.cpu_simd() == "avx2" else "no AVX2"
+    used = "AVX2" if cpu == "AVX2" else "the baseline loops"
+    assert "vectors:    copies and reduction kernels use %s (PGASCOL_SIMD=1; this CPU: %s)" % (used, cpu) \
+        in _info().stdout
+    assert "use the baseline loops (PGASCOL_SIMD=0; this CPU: %s)" % cpu in _info(PGASCOL_SIMD="0").stdout
+    bad = _info(PGASCOL_SIMD="2")
+    assert bad.returncode == 2 and bad.stderr.strip() == "pgascol info: simd (PGASCOL_SIMD) must be 0 or 1 (got 2)"

@@ -1,6 +1,6 @@
 """The intra-node engine, every collective, under MPI with 1, 2, 3, 4 and 8
 ranks, in four configurations so every size lands on both sides of every
-threshold and each transfer method and Bcast shape runs
+threshold and each transfer method, Bcast shape and set of vector loops runs
 (tests/mpi_programs/engine.py)."""
 from pgascol._core import COLLECTIVES
 from tests.mpi_harness import mpi_program_tests
@@ -10,7 +10,8 @@ SMALL = {"PGASCOL_INLINE_MAX": "64", "PGASCOL_CHUNK_BYTES": "4096", "PGASCOL_XCH
 CMA_EVERYWHERE = {"PGASCOL_CMA_MIN_" + name.upper(): "0" for name in COLLECTIVES}
 
 test_engine_defaults = mpi_program_tests("engine.py", timeout=600)
-test_engine_small_no_cma = mpi_program_tests("engine.py", env={**SMALL, "PGASCOL_CMA": "0"},
+# ... with the baseline loops (no AVX2) in this one.
+test_engine_small_no_cma = mpi_program_tests("engine.py", env={**SMALL, "PGASCOL_CMA": "0", "PGASCOL_SIMD": "0"},
                                              exclude=("test_large_messages",), timeout=600)
 test_engine_small_cma = mpi_program_tests("engine.py", env={**SMALL, **CMA_EVERYWHERE},
                                           exclude=("test_large_messages",), timeout=600)

@@ -34,6 +34,7 @@ static inline pgc_config pgc_test_config(void)
     for (int i = 0; i < PGC_NCOLL; i++)
         c.cma_min[i] = UINT64_MAX;
     c.cma_enable = 1;
+    c.simd = 1;
     return c;
 }
 

@@ -3,8 +3,10 @@
  * Checks names, sizes and pgc_op_valid against MPI's rules, then every valid
  * (op, dtype) kernel, through pgc_reduce_into and every aliasing form of
  * pgc_reduce_3, against a per-element switch reference, for many lengths and
- * misaligned offsets; invalid pairs must leave memory untouched.
- *   gcc -O3 -std=gnu11 -Wall -Wextra -Werror csrc/reduce_ops.c \
+ * misaligned offsets, with the baseline loops and, where the CPU has AVX2,
+ * the AVX2 ones, which must give the same bytes; invalid pairs must leave
+ * memory untouched.
+ *   gcc -O3 -std=gnu11 -Wall -Wextra -Werror csrc/reduce_ops.c csrc/common.c \
  *       tests/c/test_reduce_ops.c -Icsrc -o /tmp/test_reduce_ops -lm
  * Prints "N passed, 0 failed"; exits 1 on any failure. */
 #include "reduce_ops.h"
@@ -17,13 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int npass, nfail;
+#include "check.h"
 
-#define CHECK(cond, ...) do {                                         \
-    if (cond) npass++;                                                \
-    else { nfail++; if (nfail <= 30) { printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-           printf(__VA_ARGS__); printf("\n"); } }                     \
-} while (0)
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 static uint64_t rnd(void)
@@ -186,6 +183,19 @@ static size_t mismatch(pgc_op op, pgc_dtype t, const void *got, const void *want
     return n;
 }
 
+/* The same values, bit for bit (NaNs included), leaving out the padding of
+ * long double types. */
+static int same_values(pgc_dtype t, const void *x, const void *y, size_t n)
+{
+    if (t != PGC_LONGDOUBLE && t != PGC_CLONGDOUBLE)
+        return !memcmp(x, y, n * pgc_dtype_size(t));
+    size_t parts = t == PGC_CLONGDOUBLE ? 2 : 1;
+    for (size_t i = 0; i < n * parts; i++)
+        if (memcmp((const long double *)x + i, (const long double *)y + i, 10))
+            return 0;
+    return 1;
+}
+
 /* ---- input generation ---------------------------------------------------- */
 static long double rnd_real(int specials)
 {
@@ -246,7 +256,7 @@ static buf balloc(size_t sz, size_t off, size_t n)
     return b;
 }
 
-static void test_kernel(pgc_op op, pgc_dtype t, size_t n, size_t offs)
+static void test_kernel(pgc_simd simd, pgc_op op, pgc_dtype t, size_t n, size_t offs)
 {
     size_t sz = pgc_dtype_size(t);
     const char *on = pgc_op_name(op), *tn = pgc_dtype_name(t);
@@ -258,35 +268,42 @@ static void test_kernel(pgc_op op, pgc_dtype t, size_t n, size_t offs)
     reference(op, t, w.p, a.p, b.p, n);
 
     memcpy(o.p, a.p, n * sz);
-    pgc_reduce_into(op, t, o.p, b.p, n);
+    pgc_reduce_into(simd, op, t, o.p, b.p, n);
     bad = mismatch(op, t, o.p, w.p, a.p, b.p, n);
     CHECK(bad == n, "reduce_into %s %s n=%zu offs=%zu at %zu", on, tn, n, offs, bad);
 
     memset(o.p, 0x5a, n * sz);
-    pgc_reduce_3(op, t, o.p, a.p, b.p, n);
+    pgc_reduce_3(simd, op, t, o.p, a.p, b.p, n);
     bad = mismatch(op, t, o.p, w.p, a.p, b.p, n);
     CHECK(bad == n, "reduce_3 %s %s n=%zu offs=%zu at %zu", on, tn, n, offs, bad);
 
     memcpy(o.p, a.p, n * sz);                       /* out == a */
-    pgc_reduce_3(op, t, o.p, o.p, b.p, n);
+    pgc_reduce_3(simd, op, t, o.p, o.p, b.p, n);
     bad = mismatch(op, t, o.p, w.p, a.p, b.p, n);
     CHECK(bad == n, "reduce_3 out==a %s %s n=%zu offs=%zu at %zu", on, tn, n, offs, bad);
 
     memcpy(o.p, b.p, n * sz);                       /* out == b */
-    pgc_reduce_3(op, t, o.p, a.p, o.p, n);
+    pgc_reduce_3(simd, op, t, o.p, a.p, o.p, n);
     bad = mismatch(op, t, o.p, w.p, a.p, b.p, n);
     CHECK(bad == n, "reduce_3 out==b %s %s n=%zu offs=%zu at %zu", on, tn, n, offs, bad);
 
     reference(op, t, w2.p, a.p, a.p, n);            /* out == a == b */
     memcpy(o.p, a.p, n * sz);
-    pgc_reduce_3(op, t, o.p, o.p, o.p, n);
+    pgc_reduce_3(simd, op, t, o.p, o.p, o.p, n);
     bad = mismatch(op, t, o.p, w2.p, a.p, a.p, n);
     CHECK(bad == n, "reduce_3 out==a==b %s %s n=%zu offs=%zu at %zu", on, tn, n, offs, bad);
 
     memset(o.p, 0x5a, n * sz);                      /* a == b, out distinct */
-    pgc_reduce_3(op, t, o.p, a.p, a.p, n);
+    pgc_reduce_3(simd, op, t, o.p, a.p, a.p, n);
     bad = mismatch(op, t, o.p, w2.p, a.p, a.p, n);
     CHECK(bad == n, "reduce_3 a==b %s %s n=%zu offs=%zu at %zu", on, tn, n, offs, bad);
+
+    if (simd != PGC_SIMD_BASE) {                    /* the same bytes as the baseline's */
+        pgc_reduce_3(PGC_SIMD_BASE, op, t, w.p, a.p, b.p, n);
+        pgc_reduce_3(simd, op, t, o.p, a.p, b.p, n);
+        CHECK(same_values(t, o.p, w.p, n), "reduce_3 simd %d differs from the baseline %s %s n=%zu offs=%zu",
+              (int)simd, on, tn, n, offs);
+    }
 
     free(a.base); free(b.base); free(w.base); free(w2.base); free(o.base);
 }
@@ -297,9 +314,11 @@ static void test_noop(pgc_op op, pgc_dtype t)
     unsigned char x[64], y[64], z[64], x0[64];
     memset(x, 0x11, sizeof x); memset(y, 0x22, sizeof y); memset(z, 0x33, sizeof z);
     memcpy(x0, x, sizeof x);
-    pgc_reduce_into(op, t, x, y, 2);
-    pgc_reduce_3(op, t, z, x, y, 2);
-    pgc_reduce_3(op, t, x, x, x, 2);
+    for (int simd = PGC_SIMD_BASE; simd <= PGC_SIMD_AVX2; simd++) {
+        pgc_reduce_into((pgc_simd)simd, op, t, x, y, 2);
+        pgc_reduce_3((pgc_simd)simd, op, t, z, x, y, 2);
+        pgc_reduce_3((pgc_simd)simd, op, t, x, x, x, 2);
+    }
     int ok = !memcmp(x, x0, sizeof x);
     for (size_t i = 0; i < sizeof z; i++) ok &= z[i] == 0x33 && y[i] == 0x22;
     CHECK(ok, "invalid pair op=%d t=%d modified memory", (int)op, (int)t);
@@ -334,35 +353,35 @@ int main(void)
             int want = inrange && ref_valid((pgc_op)op, (pgc_dtype)t);
             CHECK(pgc_op_valid((pgc_op)op, (pgc_dtype)t) == want, "pgc_op_valid(%d, %d)", op, t);
             if (!want) { test_noop((pgc_op)op, (pgc_dtype)t); continue; }
-            for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++)
-                for (size_t offs = 0; offs < 8; offs += (counts[c] > 100 ? 3 : 1))
-                    test_kernel((pgc_op)op, (pgc_dtype)t, counts[c], offs);
+            for (int simd = PGC_SIMD_BASE; simd <= (int)pgc_simd_of_cpu(); simd++)
+                for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++)
+                    for (size_t offs = 0; offs < 8; offs += (counts[c] > 100 ? 3 : 1))
+                        test_kernel((pgc_simd)simd, (pgc_op)op, (pgc_dtype)t, counts[c], offs);
         }
     }
 
     /* A few hand-checked values for the documented semantics. */
     {
         int32_t a[4] = { INT32_MAX, -5, 7, 0 }, b[4] = { 1, 3, 0, 0 }, o[4];
-        pgc_reduce_3(PGC_SUM, PGC_INT32, o, a, b, 4);
+        pgc_reduce_3(PGC_SIMD_BASE, PGC_SUM, PGC_INT32, o, a, b, 4);
         CHECK(o[0] == INT32_MIN && o[1] == -2, "int32 SUM wraps");
-        pgc_reduce_3(PGC_LAND, PGC_INT32, o, a, b, 4);
+        pgc_reduce_3(PGC_SIMD_BASE, PGC_LAND, PGC_INT32, o, a, b, 4);
         CHECK(o[0] == 1 && o[1] == 1 && o[2] == 0 && o[3] == 0, "int32 LAND is 0/1");
-        pgc_reduce_3(PGC_LXOR, PGC_INT32, o, a, b, 4);
+        pgc_reduce_3(PGC_SIMD_BASE, PGC_LXOR, PGC_INT32, o, a, b, 4);
         CHECK(o[0] == 0 && o[1] == 0 && o[2] == 1 && o[3] == 0, "int32 LXOR");
         uint16_t p[1] = { 65535 }, q[1] = { 65535 };
-        pgc_reduce_into(PGC_PROD, PGC_UINT16, p, q, 1);
+        pgc_reduce_into(PGC_SIMD_BASE, PGC_PROD, PGC_UINT16, p, q, 1);
         CHECK(p[0] == 1, "uint16 PROD wraps without UB");
         double x[3] = { NAN, 1.0, -0.0 }, y[3] = { 2.0, NAN, 0.0 };
-        pgc_reduce_into(PGC_MIN, PGC_FLOAT64, x, y, 3);
+        pgc_reduce_into(PGC_SIMD_BASE, PGC_MIN, PGC_FLOAT64, x, y, 3);
         CHECK(x[0] == 2.0 && isnan(x[1]) && x[2] == 0.0 && !signbit(x[2]), "float64 MIN NaN/zero rule");
         _Bool u[2] = { 1, 0 }, v[2] = { 1, 1 };
-        pgc_reduce_into(PGC_LXOR, PGC_BOOL, u, v, 2);
+        pgc_reduce_into(PGC_SIMD_BASE, PGC_LXOR, PGC_BOOL, u, v, 2);
         CHECK(u[0] == 0 && u[1] == 1, "bool LXOR");
         double _Complex c[1] = { 1.0 + 2.0 * I }, d[1] = { 3.0 - 1.0 * I };
-        pgc_reduce_into(PGC_PROD, PGC_COMPLEX128, c, d, 1);
+        pgc_reduce_into(PGC_SIMD_BASE, PGC_PROD, PGC_COMPLEX128, c, d, 1);
         CHECK(creal(c[0]) == 5.0 && cimag(c[0]) == 5.0, "complex128 PROD");
     }
 
-    printf("%d passed, %d failed\n", npass, nfail);
-    return nfail ? 1 : 0;
+    return check_summary();
 }
