@@ -104,31 +104,41 @@ static inline int wait_member(pgc_team *t, int r, uint32_t step)
     return r == t->rank ? PGC_OK : pgc_wait_seq(t, r, step);
 }
 
+/* The fold goes through the vector in blocks of this many bytes, each
+ * combined over all members before the next: the partial result stays in
+ * L1 across the chain instead of making P-1 passes over L2 (np=8 on 2
+ * cores, 1 MiB Allreduce: 5-15% faster with 2-8 KiB blocks, in-job). */
+#define FOLD_BLOCK 4096
+
 /* dst[0, n) = x_0 op x_1 op ... op x_last, in rank order, where x_r is the n
  * elements at byte `off` of member r's shared area (`inline_`: its inline
  * slot of this op, else its staging area); our own x is `self` if not NULL.
- * Waits for each member's seq `step` before reading it. dst never aliases a
- * source: it is a receive buffer or a result slot. */
+ * Waits for every member's seq `step` before reading any. dst never aliases
+ * a source: it is a receive buffer or a result slot. */
 static int fold(pgc_team *t, const rplan *p, char *dst, size_t n, int last, uint32_t step,
                 int inline_, size_t off, const char *self)
 {
     if (n == 0)
         return PGC_OK;
-    const char *x0 = NULL;
-    int rc;
+    const char *x[last + 1];
     for (int r = 0; r <= last; r++) {
-        if ((rc = wait_member(t, r, step)))
+        int rc = wait_member(t, r, step);
+        if (rc)
             return rc;
-        const char *src = r == t->rank && self ? self
-                          : (const char *)(inline_ ? pgc_inline_of(t, r, t->op) : pgc_staging_of(t, r)) + off;
-        if (r == 0) {
-            if (last == 0)
-                pgc_copy(t, dst, src, n * p->esz);
-            x0 = src;
-        } else if (r == 1)
-            pgc_reduce_3(t->simd, p->op, p->dt, dst, x0, src, n); /* dst = x0 op x1 */
-        else
-            pgc_reduce_into(t->simd, p->op, p->dt, dst, src, n);  /* dst = dst op x_r */
+        x[r] = r == t->rank && self ? self
+               : (const char *)(inline_ ? pgc_inline_of(t, r, t->op) : pgc_staging_of(t, r)) + off;
+    }
+    const size_t esz = p->esz;
+    if (last == 0) {
+        pgc_copy(t, dst, x[0], n * esz);
+        return PGC_OK;
+    }
+    const size_t block = FOLD_BLOCK / esz; /* elements; esz <= 32 */
+    for (size_t i = 0; i < n; i += block) {
+        size_t m = n - i < block ? n - i : block, b = i * esz;
+        pgc_reduce_3(t->simd, p->op, p->dt, dst + b, x[0] + b, x[1] + b, m); /* dst = x0 op x1 */
+        for (int r = 2; r <= last; r++)
+            pgc_reduce_into(t->simd, p->op, p->dt, dst + b, x[r] + b, m);    /* dst = dst op x_r */
     }
     return PGC_OK;
 }
