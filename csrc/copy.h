@@ -9,9 +9,10 @@
  * most stores of a pipeline land in lines another core last read (staging,
  * result slots), and each such store waits for the line to be taken over.
  * Two processes pinned to the two vCPUs, 1 MiB through a shared buffer:
- * the writer's 16-byte loop costs 97-133 ps/B, glibc 69-90, the 32-byte
+ * the writer's 16-byte loop costs 97-137 ps/B, glibc 68-90, the 32-byte
  * AVX2 loop below 62-65 (fewer store-buffer entries per line, so more
- * lines in flight). On the copy of a cache-resident buffer no loop wins. */
+ * lines in flight; PERFORMANCE.md, "Eleventh session"). On the copy of a
+ * cache-resident buffer no loop wins. */
 #ifndef PGC_COPY_H
 #define PGC_COPY_H
 

@@ -57,7 +57,7 @@ typedef enum { PGC_PATH_INLINE, PGC_PATH_CICO, PGC_PATH_CMA, PGC_NPATH } pgc_pat
 /* Transfers whose cost the team measures while it works (pgc_costs):
  * copying into one's own staging, copying out of a peer's staging (the
  * cross-core step of copy-in/copy-out), single copy, and copying into
- * one's own staging with streaming stores (pgc_copy_stream, coll.h). */
+ * one's own staging with streaming stores (pgc_copy_stream, copy.h). */
 typedef enum { PGC_XFER_STAGE, PGC_XFER_COPYOUT, PGC_XFER_CMA, PGC_XFER_STREAM, PGC_NXFER } pgc_xfer;
 
 /* Team-wide parameters. The creating rank's values are stored in the header
