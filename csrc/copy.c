@@ -26,9 +26,4 @@ __attribute__((target("avx2"))) void pgc_copy_avx2(void *restrict dst, const voi
     if (i < n)
         memcpy(d + i, s + i, n - i);
 }
-#else
-void pgc_copy_avx2(void *restrict dst, const void *restrict src, size_t n)
-{
-    pgc_copy_base(dst, src, n);
-}
 #endif

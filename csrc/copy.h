@@ -38,9 +38,11 @@ static inline void pgc_copy_base(void *restrict dst, const void *restrict src, s
         memcpy(d + i, s + i, n - i);
 }
 
+#if defined(__x86_64__)
 /* 128 bytes per step: four 32-byte loads, then four stores (copy.c). Only
  * on a CPU with AVX2 (pgc_simd_of_cpu). */
 void pgc_copy_avx2(void *restrict dst, const void *restrict src, size_t n);
+#endif
 
 /* Below this many bytes the call to the wide loop does not pay. */
 #define PGC_COPY_WIDE_MIN 256
