@@ -128,6 +128,27 @@ static inline _Atomic uint64_t *pgc_desc_of(const pgc_team *t, int r)
 {
     return &pgc_desc_line_of(t, r)->word[t->op & (PGC_RUNAHEAD - 1)];
 }
+/* A descriptor is path << 56 | length. Written relaxed: the writer's next
+ * post (release) publishes it, and readers read it after a wait on the
+ * writer (acquire) in the same op. */
+#define PGC_DESC_LEN_MASK ((1ull << 56) - 1)
+static inline void pgc_desc_put(pgc_team *t, pgc_path path, uint64_t len)
+{
+    atomic_store_explicit(pgc_desc_of(t, t->rank), (uint64_t)path << 56 | (len & PGC_DESC_LEN_MASK),
+                          memory_order_relaxed);
+}
+static inline uint64_t pgc_desc_get(const pgc_team *t, int r)
+{
+    return atomic_load_explicit(pgc_desc_of(t, r), memory_order_relaxed);
+}
+static inline pgc_path pgc_desc_path(uint64_t desc)
+{
+    return (pgc_path)(desc >> 56);
+}
+static inline uint64_t pgc_desc_len(uint64_t desc)
+{
+    return desc & PGC_DESC_LEN_MASK;
+}
 
 /* The one place where the transfer method is chosen: by size, the team's
  * thresholds and whether single copy works. Every member must pass values

@@ -35,12 +35,6 @@ static inline size_t push_share(const pgc_team *t, size_t bytes)
     return bytes / (size_t)t->nranks & ~(size_t)(PGC_CACHELINE - 1);
 }
 
-/* The root's descriptor: size and path, in pgc_desc_of. */
-static inline uint64_t descriptor(size_t bytes, pgc_path path)
-{
-    return (uint64_t)bytes << 2 | (uint64_t)path;
-}
-
 static int root_start(pgc_team *t, const void *buf, size_t bytes, pgc_path path)
 {
     pgc_ctl *me = pgc_ctl_of(t, t->rank);
@@ -50,7 +44,7 @@ static int root_start(pgc_team *t, const void *buf, size_t bytes, pgc_path path)
     /* Published by the first post below (release). addr is read only by
      * single-copy readers, and the root returns from such an op only after
      * every reader is done: no rotation needed. */
-    atomic_store_explicit(pgc_desc_of(t, t->rank), descriptor(bytes, path), memory_order_relaxed);
+    pgc_desc_put(t, path, bytes);
     atomic_store_explicit(&me->addr, (uint64_t)(uintptr_t)buf, memory_order_relaxed);
     switch (path) {
     case PGC_PATH_INLINE:
@@ -101,8 +95,8 @@ static int root_start(pgc_team *t, const void *buf, size_t bytes, pgc_path path)
  * other readers would wait for data that never comes. */
 static int check_root_desc(pgc_team *t, int root, size_t bytes, uint64_t *desc)
 {
-    *desc = atomic_load_explicit(pgc_desc_of(t, root), memory_order_relaxed);
-    size_t root_bytes = (size_t)(*desc >> 2);
+    *desc = pgc_desc_get(t, root);
+    size_t root_bytes = (size_t)pgc_desc_len(*desc);
     if (root_bytes == bytes)
         return PGC_OK;
     pgc_set_error(&t->err, PGC_EINVAL, root, 0,
@@ -125,7 +119,7 @@ static int reader_work(pgc_team *t, void *buf, size_t bytes, int root)
     int rc = pgc_wait_seq(t, root, 1);
     if (rc || (rc = check_root_desc(t, root, bytes, &desc)))
         return rc;
-    switch ((pgc_path)(desc & 3)) {
+    switch (pgc_desc_path(desc)) {
     case PGC_PATH_INLINE:
         memcpy(buf, pgc_inline_of(t, root, t->op), bytes);
         return PGC_OK;
@@ -226,7 +220,7 @@ static int tree_work(pgc_team *t, void *buf, size_t bytes, int root, pgc_path pa
         atomic_store_explicit(&me->addr, (uint64_t)(uintptr_t)buf, memory_order_relaxed);
 
     if (n.parent < 0) { /* the root */
-        atomic_store_explicit(pgc_desc_of(t, t->rank), descriptor(bytes, path), memory_order_relaxed);
+        pgc_desc_put(t, path, bytes);
         if (cma)
             pgc_post_seq(t, nchunks); /* all of it is in our buffer */
         else

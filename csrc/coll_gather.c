@@ -76,8 +76,6 @@
 #include "xchg.h"
 
 
-#define DESC_LEN_MASK ((1ull << 56) - 1)
-
 static inline size_t min_size(size_t a, size_t b)
 {
     return a < b ? a : b;
@@ -153,8 +151,7 @@ int pgc_xchg_ring(pgc_team *t, pgc_ring *g, uint32_t nwin, const char *name)
  * op - PGC_RUNAHEAD. */
 void pgc_xchg_publish(pgc_team *t, pgc_path path, size_t len)
 {
-    atomic_store_explicit(pgc_desc_of(t, t->rank), ((uint64_t)path << 56) | (len & DESC_LEN_MASK),
-                          memory_order_relaxed);
+    pgc_desc_put(t, path, len);
     pgc_post_seq(t, PGC_XCHG_STEP_DESC);
 }
 
@@ -164,9 +161,9 @@ int pgc_xchg_desc(pgc_team *t, int peer, pgc_path *path, size_t *len)
     int rc = pgc_wait_seq(t, peer, PGC_XCHG_STEP_DESC);
     if (rc)
         return rc;
-    uint64_t d = atomic_load_explicit(pgc_desc_of(t, peer), memory_order_relaxed);
-    *path = (pgc_path)(d >> 56);
-    *len = (size_t)(d & DESC_LEN_MASK);
+    uint64_t d = pgc_desc_get(t, peer);
+    *path = pgc_desc_path(d);
+    *len = (size_t)pgc_desc_len(d);
     return PGC_OK;
 }
 

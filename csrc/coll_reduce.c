@@ -41,10 +41,26 @@
  *             f. post ack w+1: it no longer reads window w of anybody.
  *           Both seq steps of a window and the ack are sequence numbers of
  *           this op (team.h), so nothing is ever reset.
- *   cma     single copy is not used for reductions: it measured slower than
- *           this pipeline, whose staging stays in cache (FACTS.md, "Large
- *           reductions"). pgc_choose_path's PGC_PATH_CMA runs (and is
- *           counted as) copy-in/copy-out.
+ *   cma     single copy, a member's own choice per op, within the cico
+ *           pipeline (same blocks, windows and steps). A member that is not
+ *           in place may expose its buffers instead of staging: owners
+ *           pull its pieces of their blocks from its send buffer
+ *           (process_vm_readv into their private pull buffer, then fold),
+ *           and in Allreduce it folds its own block straight into its
+ *           receive buffer, from which the others pull it. It publishes
+ *           its choice in its descriptor (pgc_desc_put) and the two
+ *           addresses before its first post; readers follow each member's
+ *           choice, so members need not agree. An exposing member returns
+ *           only after every member acknowledged the last window: nobody
+ *           reads its buffers any more. The choice is pgc_choose_xchg_path's
+ *           (coll.h): by size from cfg.cma_min[coll] (never by default: on a
+ *           quiet machine staging wins, its copies stay in cache, FACTS.md
+ *           "Large reductions"), and for the collectives in cfg.adapt_mask
+ *           while the team's measured costs say single copy is clearly
+ *           cheaper: when the cores stop sharing a cache well the stores
+ *           into staging, whose lines the readers hold, slow down several
+ *           fold, while single copy of a buffer its owner did not change
+ *           keeps its speed.
  *
  * Copies in the pipeline use pgc_copy (coll.h, copy.h), not memcpy; copies
  * and kernels take the team's vector loops (t->simd). Non-temporal stores
@@ -53,9 +69,10 @@
  *
  * MPI_IN_PLACE (sendbuf == NULL): the input is in recvbuf. Every member then
  * reads its own contribution from its shared copy (inline slot, staging slot)
- * and never from recvbuf once it may have been overwritten. Without in
- * place, a member reads its own contribution straight from sendbuf (it does
- * not stage the piece of its own block, saving a copy).
+ * and never from recvbuf once it may have been overwritten; it never
+ * exposes its buffers. Without in place, a member reads its own
+ * contribution straight from sendbuf (it does not stage the piece of its
+ * own block, saving a copy).
  *
  * A member returns as soon as its own result is complete: peers read only
  * shared memory (never our private buffers), and the shared areas are
@@ -81,7 +98,9 @@ typedef struct {
     char *out;           /* recvbuf */
     size_t total;        /* elements of the whole vector */
     const size_t *start; /* [P + 1]: block j is elements [start[j], start[j+1]) */
-    pgc_path path;       /* INLINE or CICO */
+    pgc_path path;       /* INLINE or CICO (team-wide) */
+    int expose;          /* cico: this member exposes its buffers (single copy) */
+    int measure;         /* cico: time the staging and copy-out (the choice depends on them) */
     size_t slot;         /* cico: slot bytes */
     size_t elems;        /* cico: E, elements of a block per window */
     uint32_t nwin;       /* cico: windows */
@@ -104,6 +123,38 @@ static inline int wait_member(pgc_team *t, int r, uint32_t step)
     return r == t->rank ? PGC_OK : pgc_wait_seq(t, r, step);
 }
 
+/* Member r exposed its buffers in this op (after a wait on r in this op). */
+static inline int exposes(const pgc_team *t, int r)
+{
+    return pgc_desc_path(pgc_desc_get(t, r)) == PGC_PATH_CMA;
+}
+
+/* Where a block owner finds member r's contribution to the piece of `n`
+ * elements at element `pos` of the vector: *x = r's staging at byte `soff`,
+ * or, when r exposed its buffers, a copy pulled from r's send buffer into
+ * `*pull` (which advances past it). */
+static int contribution(pgc_team *t, const rplan *p, int r, size_t soff, size_t pos, size_t n, char **pull,
+                        const char **x)
+{
+    if (!exposes(t, r)) {
+        *x = (const char *)pgc_staging_of(t, r) + soff;
+        return PGC_OK;
+    }
+    if (!*pull) { /* cannot happen: single copy works only with a pull buffer (team.c) */
+        pgc_set_error(&t->err, PGC_ENOMEM, r, 0, "%s: local rank %d exposed its buffer but this rank has no "
+                      "single-copy pull buffer", pgc_coll_name(p->coll), r);
+        pgc_team_abort(t, PGC_ENOMEM, t->err.msg);
+        return PGC_ENOMEM;
+    }
+    uint64_t src = atomic_load_explicit(&pgc_ctl_of(t, r)->addr, memory_order_relaxed) + pos * p->esz;
+    int rc = pgc_coll_cma(t, r, 0, *pull, src, n * p->esz);
+    if (rc)
+        return rc;
+    *x = *pull;
+    *pull += n * p->esz;
+    return PGC_OK;
+}
+
 /* The fold goes through the vector in blocks of this many bytes, each
  * combined over all members before the next: the partial result stays in
  * L1 across the chain instead of making P-1 passes over L2 (np=8 on 2
@@ -112,21 +163,28 @@ static inline int wait_member(pgc_team *t, int r, uint32_t step)
 
 /* dst[0, n) = x_0 op x_1 op ... op x_last, in rank order, where x_r is the n
  * elements at byte `off` of member r's shared area (`inline_`: its inline
- * slot of this op, else its staging area); our own x is `self` if not NULL.
- * Waits for every member's seq `step` before reading any. dst never aliases
- * a source: it is a receive buffer or a result slot. */
+ * slot of this op; else its staging area, or, if r exposed its buffers, its
+ * send buffer at element `pos`, pulled into t->pull_buf); our own x is
+ * `self` if not NULL. Waits for every member's seq `step` before reading
+ * any. dst never aliases a source: it is a receive buffer or a result
+ * slot. */
 static int fold(pgc_team *t, const rplan *p, char *dst, size_t n, int last, uint32_t step,
-                int inline_, size_t off, const char *self)
+                int inline_, size_t off, size_t pos, const char *self)
 {
     if (n == 0)
         return PGC_OK;
     const char *x[last + 1];
+    char *pull = t->pull_buf;
     for (int r = 0; r <= last; r++) {
         int rc = wait_member(t, r, step);
         if (rc)
             return rc;
-        x[r] = r == t->rank && self ? self
-               : (const char *)(inline_ ? pgc_inline_of(t, r, t->op) : pgc_staging_of(t, r)) + off;
+        if (r == t->rank && self)
+            x[r] = self;
+        else if (inline_)
+            x[r] = (const char *)pgc_inline_of(t, r, t->op) + off;
+        else if ((rc = contribution(t, p, r, off, pos, n, &pull, &x[r])))
+            return rc;
     }
     const size_t esz = p->esz;
     if (last == 0) {
@@ -179,10 +237,20 @@ static int run_inline(pgc_team *t, const rplan *p)
     }
     /* In place our input may be (part of) recvbuf, which the fold
      * overwrites: read our contribution from the slot copy instead. */
-    return fold(t, p, p->out, n, last, 1, 1, off * p->esz, p->inplace ? NULL : p->in + off * p->esz);
+    return fold(t, p, p->out, n, last, 1, 1, off * p->esz, off, p->inplace ? NULL : p->in + off * p->esz);
 }
 
 /* ---- partitioned copy-in/copy-out ---- */
+
+/* A copy into our staging or out of a peer's, timed (pgc_xfer) when the
+ * path choice depends on it. */
+static inline void stage_copy(pgc_team *t, const rplan *p, pgc_xfer k, void *dst, const void *src, size_t n)
+{
+    if (p->measure)
+        pgc_timed_copy(t, k, dst, src, n);
+    else
+        pgc_copy(t, dst, src, n);
+}
 
 static int run_cico(pgc_team *t, const rplan *p)
 {
@@ -204,6 +272,18 @@ static int run_cico(pgc_team *t, const rplan *p)
     int rc = pgc_wait_peers_done(t, 1);
     if (rc)
         return rc;
+    /* Our choice, and the addresses peers pull from if we expose: all
+     * published by our first post (release). addr is read only in ops where
+     * we expose, which we leave after every reader is done. */
+    if (p->expose) {
+        pgc_ctl *ctl = pgc_ctl_of(t, me);
+        atomic_store_explicit(&ctl->addr, (uint64_t)(uintptr_t)p->in, memory_order_relaxed);
+        atomic_store_explicit(&ctl->out_addr, (uint64_t)(uintptr_t)p->out, memory_order_relaxed);
+    }
+    pgc_desc_put(t, p->expose ? PGC_PATH_CMA : PGC_PATH_CICO, p->total);
+    /* Allreduce: an exposing owner folds into its receive buffer (peers
+     * pull from there) instead of its result slot. */
+    const int result_in_recvbuf = k == RK_ALLREDUCE && p->expose;
 
     for (uint32_t w = 0; w < p->nwin; w++) {
         const size_t wpos = (size_t)w * p->elems; /* element offset within each block */
@@ -215,13 +295,15 @@ static int run_cico(pgc_team *t, const rplan *p)
         if (w >= 2 && (rc = pgc_wait_ack_all(t, w - 1)))
             return rc;
 
-        /* b. Stage our pieces. In place we stage our own block's piece too:
-         *    step c (or e) may overwrite it in recvbuf before we read it. */
-        if (contributes)
+        /* b. Stage our pieces (unless we expose them). In place we stage
+         *    our own block's piece too: step c (or e) may overwrite it in
+         *    recvbuf before we read it. */
+        if (contributes && !p->expose)
             for (int j = 0; j < P; j++) {
                 size_t m = piece_len(p, j, wpos);
                 if (m && (j != me || p->inplace))
-                    pgc_copy(t, hbase + (size_t)j * slot, p->in + (p->start[j] + wpos) * esz, m * esz);
+                    stage_copy(t, p, PGC_XFER_STAGE, hbase + (size_t)j * slot,
+                               p->in + (p->start[j] + wpos) * esz, m * esz);
             }
         /* release: the staged pieces are visible to whoever sees 2w+1 */
         pgc_post_seq(t, 2 * w + 1);
@@ -232,16 +314,18 @@ static int run_cico(pgc_team *t, const rplan *p)
         const char *self = p->inplace ? NULL : p->in + (p->start[me] + wpos) * esz;
         char *const own_out = p->out + (k == RK_RSCATTER ? wpos : p->start[me] + wpos) * esz;
         char *const own_result = hbase + (size_t)(P + me) * slot;
+        const size_t pos = p->start[me] + wpos; /* the piece's first element in the vector */
         switch (k) {
         case RK_ALLREDUCE:
-            /* Into our result slot (peers copy it), then into recvbuf below. */
-            rc = fold(t, p, own_result, m, P - 1, 2 * w + 1, 0, xoff, self);
+            /* Into our result slot (peers copy it), then into recvbuf below;
+             * or, exposing, straight into recvbuf (peers pull it). */
+            rc = fold(t, p, result_in_recvbuf ? own_out : own_result, m, P - 1, 2 * w + 1, 0, xoff, pos, self);
             break;
         case RK_REDUCE:
-            rc = fold(t, p, me == p->root ? own_out : own_result, m, P - 1, 2 * w + 1, 0, xoff, self);
+            rc = fold(t, p, me == p->root ? own_out : own_result, m, P - 1, 2 * w + 1, 0, xoff, pos, self);
             break;
         case RK_RSCATTER:
-            rc = fold(t, p, own_out, m, P - 1, 2 * w + 1, 0, xoff, self);
+            rc = fold(t, p, own_out, m, P - 1, 2 * w + 1, 0, xoff, pos, self);
             break;
         case RK_SCAN:
         case RK_EXSCAN: {
@@ -258,7 +342,10 @@ static int run_cico(pgc_team *t, const rplan *p)
                 char *dst = d == me ? own_out : hbase + (size_t)(P + d) * slot;
                 if ((rc = wait_member(t, i, 2 * w + 1)))
                     return rc;
-                const char *x = i == me && self ? self : (const char *)pgc_staging_of(t, i) + xoff;
+                const char *x = self;
+                char *pull = t->pull_buf; /* one piece at a time */
+                if (!(i == me && self) && (rc = contribution(t, p, i, xoff, pos, m, &pull, &x)))
+                    return rc;
                 if (i == 0)
                     pgc_copy(t, dst, x, m * esz);
                 else
@@ -275,8 +362,9 @@ static int run_cico(pgc_team *t, const rplan *p)
         pgc_post_seq(t, 2 * w + 2);
 
         /* e. Copy out the result pieces we receive. Our own block first (no
-         *    wait), then the owners after us, round robin. */
-        if (k == RK_ALLREDUCE && m)
+         *    wait), then the owners after us, round robin; an Allreduce
+         *    owner that exposed its buffers has its piece in its recvbuf. */
+        if (k == RK_ALLREDUCE && m && !result_in_recvbuf)
             pgc_copy(t, own_out, own_result, m * esz);
         if (receives)
             for (int s = 1; s < P; s++) {
@@ -286,15 +374,24 @@ static int run_cico(pgc_team *t, const rplan *p)
                     continue;
                 if ((rc = pgc_wait_seq(t, j, 2 * w + 2)))
                     return rc;
+                char *dst = p->out + (p->start[j] + wpos) * esz;
+                if (k == RK_ALLREDUCE && exposes(t, j)) {
+                    uint64_t src = atomic_load_explicit(&pgc_ctl_of(t, j)->out_addr, memory_order_relaxed);
+                    if ((rc = pgc_coll_cma(t, j, 0, dst, src + (p->start[j] + wpos) * esz, mj * esz)))
+                        return rc;
+                    continue;
+                }
                 const char *src = (const char *)pgc_staging_of(t, j) + hoff +
                                   (size_t)(P + (recv_slot_is_mine ? me : j)) * slot;
-                pgc_copy(t, p->out + (p->start[j] + wpos) * esz, src, mj * esz);
+                stage_copy(t, p, PGC_XFER_COPYOUT, dst, src, mj * esz);
             }
 
         /* f. We no longer read window w anywhere: its half may be reused. */
         pgc_post_ack(t, w + 1);
     }
-    return PGC_OK;
+    /* ack. Having exposed our buffers, we return only once every member
+     * read everything of ours it needs (its ack of the last window). */
+    return p->expose ? pgc_wait_ack_all(t, p->nwin) : PGC_OK;
 }
 
 /* ---- planning and validation (before any op starts or data moves) ---- */
@@ -346,7 +443,7 @@ static int plan_path(pgc_team *t, rplan *p)
     size_t bytes = p->total * p->esz;
     p->path = pgc_choose_path(t, p->coll, bytes);
     if (p->path == PGC_PATH_CMA)
-        p->path = PGC_PATH_CICO; /* see the header comment */
+        p->path = PGC_PATH_CICO; /* the pipeline, each member exposing or not (run) */
     if (p->path != PGC_PATH_CICO || P == 1)
         return PGC_OK;
 
@@ -386,14 +483,21 @@ static int plan_path(pgc_team *t, rplan *p)
     return PGC_OK;
 }
 
-/* Begin the op, count the path, move the data, end. */
-static int run(pgc_team *t, const rplan *p)
+/* Begin the op, choose whether to expose our buffers (after begin: a probe
+ * of the other path counts ops), count the path, move the data, end. */
+static int run(pgc_team *t, rplan *p)
 {
     uint32_t sig_arg = p->kind == RK_REDUCE ? (uint32_t)p->root : PGC_SIG_TYPED(p->dt, p->op);
     int rc = pgc_coll_begin(t, p->coll, sig_arg);
     if (rc)
         return rc;
-    pgc_count(t, p->coll, p->path);
+    /* Exscan: nobody reads the last member's contribution */
+    int contributes = !(p->kind == RK_EXSCAN && t->rank == t->nranks - 1);
+    size_t bytes = p->total * p->esz;
+    p->expose = p->path == PGC_PATH_CICO && t->nranks > 1 && p->total && !p->inplace && contributes &&
+                pgc_choose_xchg_path(t, p->coll, bytes) == PGC_PATH_CMA;
+    p->measure = t->cma_ok && (t->cfg.adapt_mask >> p->coll & 1u) && bytes >= t->cfg.adapt_min;
+    pgc_count(t, p->coll, p->expose ? PGC_PATH_CMA : p->path);
     if (p->total == 0)
         ; /* nothing to move */
     else if (t->nranks == 1) {

@@ -147,6 +147,7 @@ void pgc_team_destroy(pgc_team *t)
         return;
     pgc_segment_unlink(&t->seg, NULL); /* normally long gone; harmless if so */
     pgc_segment_detach(&t->seg);
+    free(t->pull_buf);
     free(t);
 }
 
@@ -169,6 +170,14 @@ int pgc_team_probe_cma(pgc_team *t)
     if (word != cma_probe_word) {
         snprintf(t->cma_reason, sizeof t->cma_reason,
                  "process_vm_readv from pid %d returned the wrong data", m->pid);
+        return 0;
+    }
+    /* Allocated here, before the members combine their answers, so that a
+     * failure turns single copy off for the whole team. Pages are touched
+     * only when a reduction pulls. */
+    if (!t->pull_buf && !(t->pull_buf = malloc(t->hdr->staging_stride / 2))) {
+        snprintf(t->cma_reason, sizeof t->cma_reason, "no memory for the %zu-byte single-copy pull buffer",
+                 (size_t)(t->hdr->staging_stride / 2));
         return 0;
     }
     return 1;

@@ -23,7 +23,7 @@
 #include "segment.h"
 
 #define PGC_MAGIC 0x316c6f6373616770ull /* "pgascol1" */
-#define PGC_LAYOUT_VERSION 9
+#define PGC_LAYOUT_VERSION 10
 #define PGC_INLINE_SLOT_MAX 1024
 
 /* The last step of every op: "this member is done with op k". A member that
@@ -93,7 +93,7 @@ typedef struct pgc_ctl {
     _Atomic uint32_t doorbell;  /* futex word, bumped after seq/ack change when someone sleeps */
     _Atomic uint32_t sleepers;  /* members asleep on doorbell (written by the sleepers) */
     _Atomic uint64_t addr;      /* published user-buffer address (single copy) */
-    _Atomic uint64_t len;       /* published length or count */
+    _Atomic uint64_t out_addr;  /* a second one: a reduction's receive buffer */
     /* Signatures of the owner's last PGC_SIG_RING ops, op k in slot
      * k % PGC_SIG_RING. In the hot line so that checking them costs a
      * reader no extra cache miss and the owner no extra store miss. */
@@ -156,6 +156,10 @@ typedef struct pgc_team {
     uint64_t liveness_next_ns;  /* next time a waiting member checks its peers */
     int cma_ok;                 /* single copy works between all members */
     char cma_reason[320];       /* why not, when it does not */
+    /* Where a reduction's block owner pulls the pieces of members that
+     * exposed their buffers (coll_reduce.c): staging_bytes / 2, private,
+     * allocated with single copy (pgc_team_probe_cma). */
+    char *pull_buf;
     pgc_error err;              /* last error of this process on this team */
     uint64_t stats[PGC_NCOLL][PGC_NPATH];
     int stats_paused;           /* calls made on behalf of a caller's own operation are not counted */

@@ -15,9 +15,13 @@ MiB = 1024 * KiB
 #: Single copy (process_vm_readv/writev) from this many bytes on, per
 #: collective; None = never. Seeded from `pgascol calibrate` on the 2-core
 #: development machine (docs/PERFORMANCE.md); a calibration file of the
-#: machine at hand replaces them. Reductions stay on copy-in/copy-out
-#: (single copy measured slower, shared/FACTS.md "Large reductions").
+#: machine at hand replaces them. Reductions (bytes: the whole vector) stay
+#: on copy-in/copy-out by size (single copy measured slower,
+#: shared/FACTS.md "Large reductions") and take single copy only by the
+#: measured costs (REDUCTIONS, _adaptive).
+REDUCTIONS = ("Reduce", "Allreduce", "Reduce_scatter", "Reduce_scatter_block", "Scan", "Exscan")
 CMA_MIN_DEFAULTS = {
+    **{name: None for name in REDUCTIONS},
     # Bcast pushes as well as pulls (direction control): one copy instead of
     # two with a cross-core hop; wins from 64 KiB (16 MiB: 0.6x native).
     "Bcast": 64 * KiB,
@@ -50,8 +54,8 @@ VARIABLES = {
     "PGASCOL_XCHG_CHUNK_BYTES": (str(256 * KiB), int, "chunk of the copy-in/copy-out exchange ring "
                                  "(Gather, Scatter, Allgather, Alltoall and their v forms)"),
     "PGASCOL_CMA": ("1", int, "0 forces single copy off"),
-    "PGASCOL_ADAPT": ("1", int, "1: Gather/Allgather/Alltoall(v) payloads staged by size go by single copy "
-                      "while the team measures it cheaper (0: by size only)"),
+    "PGASCOL_ADAPT": ("1", int, "1: Gather/Allgather/Alltoall(v) payloads and reductions staged by size go "
+                      "by single copy while the team measures it cheaper (0: by size only)"),
     # Below ~256 KiB the fixed cost of a single-copy call (~1.5 us) weighs in,
     # which the per-byte costs the team measures do not show.
     "PGASCOL_ADAPT_MIN": (str(256 * KiB), int, "... for payloads of this many bytes or more"),
@@ -165,13 +169,15 @@ def _oversubscribed_cma(cfg, env):
 
 #: Collectives whose senders may switch from copy-in/copy-out to single copy
 #: at run time (pgc_choose_xchg_path in csrc/coll.c): their readers follow
-#: each sender's announced path, so no agreement is needed.
-ADAPTIVE = ("Gather", "Gatherv", "Allgather", "Allgatherv", "Alltoall", "Alltoallv")
+#: each sender's announced path, so no agreement is needed. Reductions
+#: (csrc/coll_reduce.c): each member exposes its buffers or stages.
+ADAPTIVE = ("Gather", "Gatherv", "Allgather", "Allgatherv", "Alltoall", "Alltoallv") + REDUCTIONS
 
 
 def _adaptive(cfg, env):
     """The collectives whose path follows the measured costs: those of
-    ADAPTIVE that may use single copy at all, unless PGASCOL_ADAPT=0 or a
+    ADAPTIVE that may use single copy at all (the exchanges: a threshold
+    that is not None; the reductions always), unless PGASCOL_ADAPT=0 or a
     PGASCOL_CMA_MIN_<NAME> fixes their path by size (tests, calibration).
 
     Why: in the hours when this machine's two vCPUs stop sharing a cache
@@ -183,7 +189,8 @@ def _adaptive(cfg, env):
     if not _get(env, "PGASCOL_ADAPT"):
         return []
     return [name for name in ADAPTIVE
-            if cfg["cma_min"][name] is not None and "PGASCOL_CMA_MIN_" + name.upper() not in env]
+            if (cfg["cma_min"][name] is not None or name in REDUCTIONS)
+            and "PGASCOL_CMA_MIN_" + name.upper() not in env]
 
 
 def team_config(oversubscribed, env=os.environ, cpus=0):

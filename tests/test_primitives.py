@@ -805,15 +805,22 @@ def test_oversubscribed_reductions_take_one_window():
 
 
 def test_run_time_path_choice_config():
-    """Gather/Allgather/Alltoall(v) follow the measured costs unless
-    PGASCOL_ADAPT=0, a PGASCOL_CMA_MIN_<NAME> fixes their path by size, or
-    single copy is ruled out for them (Allgather when oversubscribed)."""
+    """Gather/Allgather/Alltoall(v) and the reductions follow the measured
+    costs unless PGASCOL_ADAPT=0, a PGASCOL_CMA_MIN_<NAME> fixes their path
+    by size, or single copy is ruled out for them (Allgather when
+    oversubscribed); reductions take single copy by size only when told."""
     env = {"PGASCOL_CALIBRATION": "/nonexistent"}
     fits = config.team_config(False, env, 2)
     assert fits["adapt"] == list(config.ADAPTIVE)
+    assert set(config.REDUCTIONS) <= set(fits["adapt"])
+    assert all(fits["cma_min"][name] is None for name in config.REDUCTIONS)
+    told = config.team_config(False, {**env, "PGASCOL_CMA_MIN_ALLREDUCE": "0",
+                                      "PGASCOL_CMA_MIN_SCAN": "never"}, 2)
+    assert told["cma_min"]["Allreduce"] == 0 and told["cma_min"]["Scan"] is None
+    assert "Allreduce" not in told["adapt"] and "Scan" not in told["adapt"] and "Exscan" in told["adapt"]
     assert fits["adapt_min"] == int(config.VARIABLES["PGASCOL_ADAPT_MIN"][0]) == 256 << 10
     over = config.team_config(True, env, 2)
-    assert "Allgather" not in over["adapt"] and "Alltoall" in over["adapt"]
+    assert "Allgather" not in over["adapt"] and "Alltoall" in over["adapt"] and "Allreduce" in over["adapt"]
     assert config.team_config(False, {**env, "PGASCOL_ADAPT": "0"}, 2)["adapt"] == []
     fixed = config.team_config(False, {**env, "PGASCOL_CMA_MIN_ALLTOALL": "0",
                                        "PGASCOL_ADAPT_MIN": "65536"}, 2)

@@ -458,7 +458,8 @@ def test_paths_follow_the_measured_costs():
         cfg = t.config
         assert cfg["adapt_min"] == 64 << 10
         assert set(cfg["adapt"]) == {n for n in ("Gather", "Gatherv", "Allgather", "Allgatherv",
-                                                 "Alltoall", "Alltoallv") if cfg["cma_min"][n] is not None}
+                                                 "Alltoall", "Alltoallv") if cfg["cma_min"][n] is not None} | \
+            {"Reduce", "Allreduce", "Reduce_scatter", "Reduce_scatter_block", "Scan", "Exscan"}
         blk = (1 << 20) // P                 # 1 MiB in all: staged by size
         send = np.repeat((np.arange(P, dtype=np.uint8) + 10 * ME) % 251, blk)
         expect = np.repeat((np.arange(P, dtype=np.uint8) * 10 + ME) % 251, blk)
@@ -498,6 +499,110 @@ def test_paths_follow_the_measured_costs():
             assert "unknown costs" in str(exc)
         else:
             raise AssertionError("an unknown cost was accepted")
+    finally:
+        team.free()
+        c.Free()
+
+
+def test_reductions_follow_the_measured_costs():
+    """Each member of a reduction stages its input or, while the team's
+    measured costs say single copy is clearly cheaper, exposes its buffers
+    for the block owners to pull (never in place): members may differ, the
+    results stay bit-identical to the staged ones (same order of
+    operations), for every reduction, root and window count, with the
+    staging and copy-out costs measured by the reductions themselves."""
+    if P == 1:
+        return
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PGASCOL_")}
+    env.update(PGASCOL_ADAPT_MIN=str(16 << 10), PGASCOL_STAGING_BYTES=str(1 << 20))
+    c = WORLD.Dup()
+    team = pgascol.NodeTeam(c, env)
+    t = team.core
+    f64, ops = code(np.float64), _core.OPS
+    # in place on odd ranks where MPI allows it per rank (the engine does
+    # everywhere): those stage while the others expose
+    mixed = ME % 2 == 1
+    try:
+        assert {"Reduce", "Allreduce", "Reduce_scatter", "Reduce_scatter_block", "Scan",
+                "Exscan"} <= set(t.config["adapt"])
+
+        def reductions(n, before=lambda: None):
+            """Every reduction of n float64 (before(): called before each)."""
+            x = inexact_sample(ME, np.float64, n)
+            out = []
+            y = np.zeros(n)
+            if mixed:
+                y[:] = x
+            before()
+            t.allreduce(None if mixed else x, y, n, f64, ops["SUM"])
+            out.append(y)
+            for root in range(P):
+                y = np.zeros(n)
+                if mixed and ME == root:
+                    y[:] = x
+                before()
+                t.reduce(None if mixed and ME == root else x, y if ME == root else None, n, f64, ops["PROD"], root)
+                out.append(y if ME == root else None)
+            counts = [n // P + (r < n % P) for r in range(P)]
+            y = np.zeros(n)
+            if mixed:
+                y[:] = x
+            before()
+            t.reduce_scatter(None if mixed else x, y, counts, f64, ops["SUM"])
+            out.append(y[:counts[ME]].copy())
+            for scan in (t.scan, t.exscan):
+                y = np.full(n, -1.0)
+                before()
+                scan(x, y, n, f64, ops["SUM"])
+                out.append(y)
+            return out
+
+        def cross_core_copies_look_slow():
+            # every rank seeds the same figures, so none can choose alone;
+            # again before every call, since the members that stage measure
+            # staging again (its cost falls to what they measure within a
+            # few ops). Within one op every choice precedes every measurement:
+            # no member completes an op before all have posted their inputs.
+            t.seed_costs(stage=10 ** 6, copyout=10 ** 6, cma=10)
+            t.barrier()
+
+        def taken(before):
+            after = t.stats()
+            return {op: {p: after.get(op, {}).get(p, 0) - before.get(op, {}).get(p, 0) for p in ("cico", "cma")}
+                    for op in ("Reduce", "Allreduce", "Reduce_scatter", "Scan", "Exscan")}
+
+        # one window, several (slots of 32-128 KiB), ragged blocks of at
+        # least 16 KiB (copies that short are not timed)
+        sizes = [(20 << 10) // 8 * P + 3, (300 << 10) // 8 * P + 5]
+        # staged by size; once staging is measured, single copy is probed
+        # for a few ops (never measured before), and loses on a quiet machine
+        before = t.stats()
+        staged = [reductions(n) for n in sizes]
+        costs = t.costs
+        assert costs["stage"] and costs["copyout"], costs   # measured by the reductions
+        if not t.cma_ok:
+            assert all(v["cma"] == 0 for v in taken(before).values()), taken(before)
+            return
+        # cross-core copies made to look very slow: members not in place expose
+        before = t.stats()
+        pulled = [reductions(n, cross_core_copies_look_slow) for n in sizes]
+        got = taken(before)
+        calls = {"Reduce": P, "Allreduce": 1, "Reduce_scatter": 1, "Scan": 1, "Exscan": 1}
+        for op, k in calls.items():
+            k *= len(sizes)
+            if op == "Exscan" and ME == P - 1:
+                assert got[op] == {"cico": k, "cma": 0}, got    # nobody reads its input
+            elif op == "Reduce" and mixed:
+                assert got[op] == {"cico": len(sizes), "cma": k - len(sizes)}, got  # in place at its root
+            elif mixed and op in ("Allreduce", "Reduce_scatter"):
+                assert got[op] == {"cico": k, "cma": 0}, got
+            else:
+                assert got[op] == {"cico": 0, "cma": k}, got
+        for a, b in zip(staged, pulled):
+            for u, v in zip(a, b):
+                assert (u is None and v is None) or u.tobytes() == v.tobytes()
+        t.barrier()
+        assert t.costs["cma"] != 10, t.costs                 # measured again: pulled
     finally:
         team.free()
         c.Free()
