@@ -69,6 +69,17 @@ pgc_path pgc_choose_path(const pgc_team *t, pgc_coll coll, size_t bytes)
     return PGC_PATH_CICO;
 }
 
+/* When a path's costs were last measured (0: never): single copy's, or
+ * the later of staging's and copy-out's. */
+static uint64_t last_measured(pgc_costs *c, pgc_path path)
+{
+    if (path == PGC_PATH_CMA)
+        return atomic_load_explicit(&c->measured_ns[PGC_XFER_CMA], memory_order_relaxed);
+    uint64_t a = atomic_load_explicit(&c->measured_ns[PGC_XFER_STAGE], memory_order_relaxed);
+    uint64_t b = atomic_load_explicit(&c->measured_ns[PGC_XFER_COPYOUT], memory_order_relaxed);
+    return a > b ? a : b;
+}
+
 pgc_path pgc_choose_xchg_path(pgc_team *t, pgc_coll coll, size_t bytes)
 {
     pgc_path path = pgc_choose_path(t, coll, bytes);
@@ -84,18 +95,18 @@ pgc_path pgc_choose_xchg_path(pgc_team *t, pgc_coll coll, size_t bytes)
     uint64_t cma = atomic_load_explicit(&c->ps_per_byte[PGC_XFER_CMA], memory_order_relaxed);
     /* single copy only when clearly cheaper (by a quarter): the two are
      * close on a quiet machine, where staging keeps the readers' copies at
-     * memcpy speed */
+     * memcpy speed. A copy-out not measured yet counts as free: members of
+     * a Reduce_scatter or a Reduce stage but copy nothing out (the block
+     * owners read the staging inside the fold), and their staging alone
+     * tells a slow period. */
     pgc_path other = PGC_PATH_CMA;
-    if (out && cma && 4 * cma < 3 * (stage + out)) {
+    if ((stage || out) && cma && 4 * cma < 3 * (stage + out)) {
         path = PGC_PATH_CMA;
         other = PGC_PATH_CICO;
     }
     /* Call a probe of the other path when it is stale and ours was measured. */
-    pgc_xfer mine = path == PGC_PATH_CMA ? PGC_XFER_CMA : PGC_XFER_COPYOUT;
-    pgc_xfer theirs = path == PGC_PATH_CMA ? PGC_XFER_COPYOUT : PGC_XFER_CMA;
     uint64_t now = pgc_now_ns(), last = atomic_load_explicit(&c->probe_ns, memory_order_relaxed);
-    if (now - atomic_load_explicit(&c->measured_ns[theirs], memory_order_relaxed) > PGC_PROBE_NS &&
-        atomic_load_explicit(&c->measured_ns[mine], memory_order_relaxed) && now - last > PGC_PROBE_NS &&
+    if (now - last_measured(c, other) > PGC_PROBE_NS && last_measured(c, path) && now - last > PGC_PROBE_NS &&
         atomic_compare_exchange_strong_explicit(&c->probe_ns, &last, now, memory_order_relaxed,
                                                 memory_order_relaxed)) {
         atomic_store_explicit(&c->probe, (uint64_t)t->op << 32 | other, memory_order_relaxed);

@@ -606,6 +606,31 @@ def test_reductions_follow_the_measured_costs():
     finally:
         team.free()
         c.Free()
+    # Members of a Reduce_scatter copy nothing out: their staging's cost
+    # alone decides, and they probe single copy once they measured it.
+    c = WORLD.Dup()
+    team = pgascol.NodeTeam(c, env)
+    t = team.core
+    try:
+        n = (300 << 10) // 8 * P
+        x, y = inexact_sample(ME, np.float64, n), np.zeros(n // P)
+        want = None
+        for i in range(12):
+            if i == 8:
+                assert t.costs["stage"] and t.costs["copyout"] is None, t.costs
+                if not t.cma_ok:
+                    break
+                before = t.stats().get("Reduce_scatter_block", {}).get("cma", 0)
+                t.seed_costs(stage=10 ** 6, cma=10)          # slow staging, nothing else known
+                t.barrier()
+            t.reduce_scatter(x, y, [n // P] * P, f64, ops["SUM"], block=True)
+            want = y.copy() if want is None else want
+            assert y.tobytes() == want.tobytes(), i
+        else:
+            assert t.stats()["Reduce_scatter_block"]["cma"] >= before + 1, t.stats()
+    finally:
+        team.free()
+        c.Free()
 
 
 def test_bcast_staging_stores_follow_the_measured_costs():
