@@ -156,7 +156,8 @@ static inline uint64_t pgc_desc_len(uint64_t desc)
 pgc_path pgc_choose_path(const pgc_team *t, pgc_coll coll, size_t bytes);
 
 /* The same for a member's own outgoing data in Gather(v), Allgather(v) and
- * Alltoall(v), whose readers follow the path each sender announces, so
+ * Alltoall(v), and its input in a reduction (coll_reduce.c: staged, or its
+ * buffers exposed), whose readers follow the path each member announces, so
  * members need not agree. For the collectives in cfg.adapt_mask, payloads
  * of cfg.adapt_min bytes or more that the thresholds put on copy-in/copy-out
  * go by single copy while the team's measured costs say it is clearly

@@ -75,9 +75,11 @@
  * own block, saving a copy).
  *
  * A member returns as soon as its own result is complete: peers read only
- * shared memory (never our private buffers), and the shared areas are
- * protected by the next op's wait for the peers' DONE of this one (staging:
- * previous op; inline slots: op - PGC_RUNAHEAD, their previous user). */
+ * shared memory (never our private buffers, unless we exposed them: then we
+ * return after every member's ack of the last window), and the shared areas
+ * are protected by the next op's wait for the peers' DONE of this one
+ * (staging: previous op; inline slots: op - PGC_RUNAHEAD, their previous
+ * user). */
 #include <string.h>
 
 #include "coll.h"
@@ -94,6 +96,7 @@ typedef struct {
     size_t esz;          /* element size */
     int root;            /* Reduce */
     int inplace;         /* sendbuf == NULL */
+    int contributes;     /* someone reads our input (not so for the last member of an Exscan) */
     const char *in;      /* this member's input vector (sendbuf, or recvbuf in place) */
     char *out;           /* recvbuf */
     size_t total;        /* elements of the whole vector */
@@ -264,8 +267,6 @@ static int run_cico(pgc_team *t, const rplan *p)
     const int receives = k == RK_ALLREDUCE || (k == RK_REDUCE && me == p->root) || k == RK_SCAN ||
                          (k == RK_EXSCAN && me > 0);
     const int recv_slot_is_mine = k == RK_SCAN || k == RK_EXSCAN;
-    /* Exscan: nobody needs the last member's contribution. */
-    const int contributes = !(k == RK_EXSCAN && me == P - 1);
 
     /* Windows 0 and 1 write both halves: the previous op's readers of our
      * staging must be done. */
@@ -298,7 +299,7 @@ static int run_cico(pgc_team *t, const rplan *p)
         /* b. Stage our pieces (unless we expose them). In place we stage
          *    our own block's piece too: step c (or e) may overwrite it in
          *    recvbuf before we read it. */
-        if (contributes && !p->expose)
+        if (p->contributes && !p->expose)
             for (int j = 0; j < P; j++) {
                 size_t m = piece_len(p, j, wpos);
                 if (m && (j != me || p->inplace))
@@ -491,10 +492,9 @@ static int run(pgc_team *t, rplan *p)
     int rc = pgc_coll_begin(t, p->coll, sig_arg);
     if (rc)
         return rc;
-    /* Exscan: nobody reads the last member's contribution */
-    int contributes = !(p->kind == RK_EXSCAN && t->rank == t->nranks - 1);
+    p->contributes = !(p->kind == RK_EXSCAN && t->rank == t->nranks - 1);
     size_t bytes = p->total * p->esz;
-    p->expose = p->path == PGC_PATH_CICO && t->nranks > 1 && p->total && !p->inplace && contributes &&
+    p->expose = p->path == PGC_PATH_CICO && t->nranks > 1 && p->total && !p->inplace && p->contributes &&
                 pgc_choose_xchg_path(t, p->coll, bytes) == PGC_PATH_CMA;
     p->measure = t->cma_ok && (t->cfg.adapt_mask >> p->coll & 1u) && bytes >= t->cfg.adapt_min;
     pgc_count(t, p->coll, p->expose ? PGC_PATH_CMA : p->path);
