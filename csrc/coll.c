@@ -83,7 +83,7 @@ static uint64_t last_measured(pgc_costs *c, pgc_path path)
 pgc_path pgc_choose_xchg_path(pgc_team *t, pgc_coll coll, size_t bytes)
 {
     pgc_path path = pgc_choose_path(t, coll, bytes);
-    if (path != PGC_PATH_CICO || !t->cma_ok || bytes < t->cfg.adapt_min || !(t->cfg.adapt_mask >> coll & 1u))
+    if (path != PGC_PATH_CICO || !pgc_adapts(t, coll, bytes))
         return path;
     pgc_costs *c = &t->hdr->costs;
     /* a probe in progress decides */

@@ -172,6 +172,12 @@ pgc_path pgc_choose_path(const pgc_team *t, pgc_coll coll, size_t bytes);
 #define PGC_PROBE_NS (100ull * 1000 * 1000)
 #define PGC_PROBE_OPS 4u
 pgc_path pgc_choose_xchg_path(pgc_team *t, pgc_coll coll, size_t bytes);
+/* Whether that run-time choice applies to `coll` at `bytes` (and so whether
+ * its copies are worth timing). */
+static inline int pgc_adapts(const pgc_team *t, pgc_coll coll, size_t bytes)
+{
+    return t->cma_ok && bytes >= t->cfg.adapt_min && (t->cfg.adapt_mask >> coll & 1u);
+}
 
 /* Bcast's shape, chosen with the path: 0 for a flat pull from the root, or
  * the radix k of a pipelined k-nomial tree (teams of at least

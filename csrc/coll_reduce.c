@@ -496,7 +496,7 @@ static int run(pgc_team *t, rplan *p)
     size_t bytes = p->total * p->esz;
     p->expose = p->path == PGC_PATH_CICO && t->nranks > 1 && p->total && !p->inplace && p->contributes &&
                 pgc_choose_xchg_path(t, p->coll, bytes) == PGC_PATH_CMA;
-    p->measure = t->cma_ok && (t->cfg.adapt_mask >> p->coll & 1u) && bytes >= t->cfg.adapt_min;
+    p->measure = pgc_adapts(t, p->coll, bytes);
     pgc_count(t, p->coll, p->expose ? PGC_PATH_CMA : p->path);
     if (p->total == 0)
         ; /* nothing to move */
