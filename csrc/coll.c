@@ -80,7 +80,7 @@ static uint64_t last_measured(pgc_costs *c, pgc_path path)
     return a > b ? a : b;
 }
 
-pgc_path pgc_choose_xchg_path(pgc_team *t, pgc_coll coll, size_t bytes)
+pgc_path pgc_choose_member_path(pgc_team *t, pgc_coll coll, size_t bytes)
 {
     pgc_path path = pgc_choose_path(t, coll, bytes);
     if (path != PGC_PATH_CICO || !pgc_adapts(t, coll, bytes))

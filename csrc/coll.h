@@ -171,7 +171,7 @@ pgc_path pgc_choose_path(const pgc_team *t, pgc_coll coll, size_t bytes);
  * state, not as one op among ops of the other path. */
 #define PGC_PROBE_NS (100ull * 1000 * 1000)
 #define PGC_PROBE_OPS 4u
-pgc_path pgc_choose_xchg_path(pgc_team *t, pgc_coll coll, size_t bytes);
+pgc_path pgc_choose_member_path(pgc_team *t, pgc_coll coll, size_t bytes);
 /* Whether that run-time choice applies to `coll` at `bytes` (and so whether
  * its copies are worth timing). */
 static inline int pgc_adapts(const pgc_team *t, pgc_coll coll, size_t bytes)

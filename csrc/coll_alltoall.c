@@ -2,7 +2,7 @@
  * (protocol, descriptor, table and copy-in/copy-out engine: see there).
  *
  * Each member decides the path of everything it sends from its own total
- * send size and the team's measured costs (pgc_choose_xchg_path), publishes
+ * send size and the team's measured costs (pgc_choose_member_path), publishes
  * it in its descriptor, and each receiver follows the sender's path (for
  * Alltoallv a member cannot know what the others send; for Alltoall the
  * run-time choice may differ between members during a probe). At DESC a
@@ -148,7 +148,7 @@ int pgc_alltoall(pgc_team *t, pgc_coll coll, const void *sendbuf, const size_t *
     if ((rc = pgc_xchg_ring(t, &g, P > 1 ? (uint32_t)P - 1 : 1, name)) ||
         (rc = pgc_coll_begin(t, coll, 0)))
         return pgc_coll_end(t, rc);
-    pgc_path path = pgc_choose_xchg_path(t, coll, total);
+    pgc_path path = pgc_choose_member_path(t, coll, total);
     pgc_count(t, coll, path);
 
     char *tmp = NULL;

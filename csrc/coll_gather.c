@@ -16,7 +16,7 @@
  *   seq  DONE          pgc_coll_end
  *
  * Paths:
- *   Gather(v)     each sender decides by its own block (pgc_choose_xchg_path)
+ *   Gather(v)     each sender decides by its own block (pgc_choose_member_path)
  *                 and publishes it; the root reacts per sender:
  *                   inline  block in the sender's inline slot, root copies it
  *                   cico    block streamed through the sender's staging ring
@@ -32,7 +32,7 @@
  *                   cma     pull: each receiver reads its block from the
  *                           root's send buffer; the root waits for FIN
  *   Allgather(v)  each member's path from the total (every member knows all
- *                 counts; the run-time choice, pgc_choose_xchg_path, may
+ *                 counts; the run-time choice, pgc_choose_member_path, may
  *                 still send some members one way and others the other):
  *                   inline  each block in its owner's inline slot
  *                   cico    each member streams its block through its ring,
@@ -305,7 +305,7 @@ static int gather_send(pgc_team *t, pgc_coll coll, const void *sendbuf, size_t n
                        const pgc_ring *g)
 {
     int rc;
-    pgc_path path = pgc_choose_xchg_path(t, coll, n);
+    pgc_path path = pgc_choose_member_path(t, coll, n);
     pgc_count(t, coll, path);
     switch (path) {
     case PGC_PATH_INLINE:
@@ -500,7 +500,7 @@ int pgc_allgather(pgc_team *t, pgc_coll coll, const void *sendbuf, size_t sendby
         return pgc_coll_end(t, rc);
 
     /* Start: publish our block (in place: it already sits in recvbuf). */
-    pgc_path path = pgc_choose_xchg_path(t, coll, total);
+    pgc_path path = pgc_choose_member_path(t, coll, total);
     pgc_count(t, coll, path);
     size_t n = recvbytes[me];
     const char *src = sendbuf ? (const char *)sendbuf : (const char *)recvbuf + displs[me];

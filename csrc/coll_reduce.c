@@ -52,7 +52,7 @@
  *           addresses before its first post; readers follow each member's
  *           choice, so members need not agree. An exposing member returns
  *           only after every member acknowledged the last window: nobody
- *           reads its buffers any more. The choice is pgc_choose_xchg_path's
+ *           reads its buffers any more. The choice is pgc_choose_member_path's
  *           (coll.h): by size from cfg.cma_min[coll] (never by default: on a
  *           quiet machine staging wins, its copies stay in cache, FACTS.md
  *           "Large reductions"), and for the collectives in cfg.adapt_mask
@@ -495,7 +495,7 @@ static int run(pgc_team *t, rplan *p)
     p->contributes = !(p->kind == RK_EXSCAN && t->rank == t->nranks - 1);
     size_t bytes = p->total * p->esz;
     p->expose = p->path == PGC_PATH_CICO && t->nranks > 1 && p->total && !p->inplace && p->contributes &&
-                pgc_choose_xchg_path(t, p->coll, bytes) == PGC_PATH_CMA;
+                pgc_choose_member_path(t, p->coll, bytes) == PGC_PATH_CMA;
     p->measure = pgc_adapts(t, p->coll, bytes);
     pgc_count(t, p->coll, p->expose ? PGC_PATH_CMA : p->path);
     if (p->total == 0)

@@ -117,7 +117,7 @@ typedef struct pgc_desc {
 /* The team's measured transfer costs, in picoseconds per byte (0: not
  * measured yet), shared by its members: a member folds in what its op
  * measured (pgc_coll_end), and reads them when it chooses between
- * copy-in/copy-out and single copy (pgc_choose_xchg_path, coll.c). Updated
+ * copy-in/copy-out and single copy (pgc_choose_member_path, coll.c). Updated
  * without locks: they are estimates, and a lost update only delays one. */
 typedef struct pgc_costs {
     _Atomic uint32_t ps_per_byte[PGC_NXFER];

@@ -168,7 +168,7 @@ def _oversubscribed_cma(cfg, env):
 
 
 #: Collectives whose senders may switch from copy-in/copy-out to single copy
-#: at run time (pgc_choose_xchg_path in csrc/coll.c): their readers follow
+#: at run time (pgc_choose_member_path in csrc/coll.c): their readers follow
 #: each sender's announced path, so no agreement is needed. Reductions
 #: (csrc/coll_reduce.c): each member exposes its buffers or stages.
 ADAPTIVE = ("Gather", "Gatherv", "Allgather", "Allgatherv", "Alltoall", "Alltoallv") + REDUCTIONS

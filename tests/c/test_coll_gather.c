@@ -397,7 +397,7 @@ int main(void)
     /* mode 0: cico; 1: cma; 2: cico through a tiny staging area (16 KiB:
      * windows shrink their chunk, hundreds of ring wraps); 3: odd members
      * single copy, even members cico (as the run-time choice may leave
-     * them: pgc_choose_xchg_path) */
+     * them: pgc_choose_member_path) */
     static const char *modes[] = {"cico", "cma ", "cico 16 KiB staging", "mixed"};
     for (int mode = 0; mode < 4; mode++)
         for (int P = 1; P <= MAXP; P++) {
