@@ -88,25 +88,49 @@ pgc_path pgc_choose_member_path(pgc_team *t, pgc_coll coll, size_t bytes)
     pgc_costs *c = &t->hdr->costs;
     /* a probe in progress decides */
     uint64_t probe = atomic_load_explicit(&c->probe, memory_order_relaxed);
-    if (probe && t->op - (uint32_t)(probe >> 32) < PGC_PROBE_OPS)
+    int32_t into_probe = (int32_t)(t->op - (uint32_t)(probe >> 32)); /* < 0: we lag behind it */
+    if (probe && into_probe >= 0 && (uint32_t)into_probe < PGC_PROBE_OPS)
         return (pgc_path)(probe & 0xff);
     uint64_t stage = atomic_load_explicit(&c->ps_per_byte[PGC_XFER_STAGE], memory_order_relaxed);
     uint64_t out = atomic_load_explicit(&c->ps_per_byte[PGC_XFER_COPYOUT], memory_order_relaxed);
     uint64_t cma = atomic_load_explicit(&c->ps_per_byte[PGC_XFER_CMA], memory_order_relaxed);
-    /* single copy only when clearly cheaper (by a quarter): the two are
-     * close on a quiet machine, where staging keeps the readers' copies at
-     * memcpy speed. A copy-out not measured yet counts as free: members of
-     * a Reduce_scatter or a Reduce stage but copy nothing out (the block
-     * owners read the staging inside the fold), and their staging alone
-     * tells a slow period. */
+    /* A byte staged is copied into staging and out of it (or read there by
+     * a block owner's fold); by single copy it is pulled once, except in
+     * Allreduce, whose exposing owners leave their results in their receive
+     * buffers to be pulled a second time (coll_reduce.c). Single copy only
+     * when clearly cheaper (by a quarter): the two are close on a quiet
+     * machine, where staging keeps the readers' copies at memcpy speed
+     * (np=2, 16 MiB Allreduce, in-job: staged 2.27 ms, single copy 2.56,
+     * with stage 46-50, copyout 55-65 and cma 64-79 ps/B: one pull per
+     * byte would have chosen single copy). A copy-out not measured yet
+     * counts as free: members of a Reduce_scatter or a Reduce stage but
+     * copy nothing out (the block owners read the staging inside the
+     * fold), and their staging alone tells a slow period. */
+    const uint64_t pulls = coll == PGC_COLL_ALLREDUCE ? 2 : 1;
     pgc_path other = PGC_PATH_CMA;
-    if ((stage || out) && cma && 4 * cma < 3 * (stage + out)) {
+    if ((stage || out) && cma && 4 * pulls * cma < 3 * (stage + out)) {
         path = PGC_PATH_CMA;
         other = PGC_PATH_CICO;
     }
+    /* The first member a whole op past a probe judges it (all-member ops:
+     * everybody chose its path for the probe's ops by then; the costs hold
+     * them but for the last ops of the slower members): probing a path
+     * that lost again costs more than it tells, so the next probe comes
+     * later. */
+    if (probe && into_probe > (int32_t)PGC_PROBE_OPS &&
+        atomic_compare_exchange_strong_explicit(&c->probe, &probe, 0, memory_order_relaxed,
+                                                memory_order_relaxed)) {
+        uint32_t backoff = atomic_load_explicit(&c->probe_backoff, memory_order_relaxed);
+        if ((pgc_path)(probe & 0xff) == path)
+            backoff = 0; /* the probed path took over */
+        else if (backoff < PGC_PROBE_BACKOFF_MAX)
+            backoff++;
+        atomic_store_explicit(&c->probe_backoff, backoff, memory_order_relaxed);
+    }
     /* Call a probe of the other path when it is stale and ours was measured. */
+    const uint64_t gap = PGC_PROBE_NS << atomic_load_explicit(&c->probe_backoff, memory_order_relaxed);
     uint64_t now = pgc_now_ns(), last = atomic_load_explicit(&c->probe_ns, memory_order_relaxed);
-    if (now - last_measured(c, other) > PGC_PROBE_NS && last_measured(c, path) && now - last > PGC_PROBE_NS &&
+    if (now - last_measured(c, other) > gap && last_measured(c, path) && now - last > gap &&
         atomic_compare_exchange_strong_explicit(&c->probe_ns, &last, now, memory_order_relaxed,
                                                 memory_order_relaxed)) {
         atomic_store_explicit(&c->probe, (uint64_t)t->op << 32 | other, memory_order_relaxed);
@@ -152,6 +176,7 @@ void pgc_costs_seed(pgc_team *t, const uint32_t ps_per_byte[PGC_NXFER])
             atomic_store_explicit(&c->measured_ns[k], now, memory_order_relaxed);
         }
     atomic_store_explicit(&c->probe, 0, memory_order_relaxed);
+    atomic_store_explicit(&c->probe_backoff, 0, memory_order_relaxed);
     atomic_store_explicit(&c->probe_ns, now, memory_order_relaxed);
 }
 

@@ -168,9 +168,17 @@ pgc_path pgc_choose_path(const pgc_team *t, pgc_coll coll, size_t bytes);
  * The path not taken is re-measured when nobody has for PGC_PROBE_NS: the
  * member that notices calls a probe, PGC_PROBE_OPS ops from its current one
  * in which every member takes that path, so that it is measured in steady
- * state, not as one op among ops of the other path. */
+ * state, not as one op among ops of the other path. A probe that confirms
+ * the path taken doubles the interval, up to PGC_PROBE_NS <<
+ * PGC_PROBE_BACKOFF_MAX (0.8 s); one that changes it resets the interval.
+ * A probe runs the dearer path: in a slow period staging costs 3-5x single
+ * copy, and 4 staged ops every 100 ms took a tenth of the time of 4 MiB
+ * Reduce_scatter_block at np=2. Only a change in favour of the path not
+ * taken waits for a probe (the path taken is measured by every op), so the
+ * cap bounds how long a team stays on single copy after a slow period. */
 #define PGC_PROBE_NS (100ull * 1000 * 1000)
 #define PGC_PROBE_OPS 4u
+#define PGC_PROBE_BACKOFF_MAX 3u
 pgc_path pgc_choose_member_path(pgc_team *t, pgc_coll coll, size_t bytes);
 /* Whether that run-time choice applies to `coll` at `bytes` (and so whether
  * its copies are worth timing). */

@@ -62,6 +62,7 @@ cdef extern from "team.h" nogil:
     ctypedef struct pgc_costs:
         uint32_t ps_per_byte[4]
         uint64_t measured_ns[4]
+        uint32_t probe_backoff
 
     ctypedef struct pgc_segment:
         void *base
@@ -116,6 +117,7 @@ cdef extern from "cma.h" nogil:
 cdef extern from "coll.h" nogil:
     int pgc_coll_refuse(pgc_team *t, pgc_coll coll)
     void pgc_costs_seed(pgc_team *t, const uint32_t *ps_per_byte)
+    unsigned long long PGC_PROBE_NS
     int pgc_barrier(pgc_team *t)
     int pgc_bcast(pgc_team *t, void *buf, size_t nbytes, int root)
     int pgc_reduce(pgc_team *t, const void *sendbuf, void *recvbuf, size_t count,

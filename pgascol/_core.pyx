@@ -387,10 +387,19 @@ cdef class Team:
         cdef pgc_team *t = self._use()
         return {name: (t.hdr.costs.ps_per_byte[k] or None) for k, name in enumerate(_XFERS)}
 
+    @property
+    def probe_interval(self):
+        """Seconds between re-measurements of the path not taken by the
+        collectives in config['adapt']: 0.1, doubled by each probe that
+        confirms the path taken (up to 0.8), back to 0.1 when one changes
+        it or the costs are seeded."""
+        cdef pgc_team *t = self._use()
+        return (PGC_PROBE_NS << t.hdr.costs.probe_backoff) / 1e9
+
     def seed_costs(self, **ps_per_byte):
         """Set some of the team's costs (picoseconds per byte, by the names
-        of `costs`) as if just measured, and end any probe in progress: a
-        warm start from known figures. The next calls measure and correct
+        of `costs`) as if just measured, end any probe in progress and reset
+        `probe_interval`: a warm start from known figures. The next calls measure and correct
         them."""
         cdef uint32_t ps[PGC_NXFER]
         for k, name in enumerate(_XFERS):

@@ -483,6 +483,7 @@ def test_paths_follow_the_measured_costs():
         # cross-core copies made to look very slow: single copy from now on
         # (every rank seeds the same figures, so none can fail alone)
         t.seed_costs(stage=10 ** 6, copyout=10 ** 6, cma=10)
+        assert t.probe_interval == 0.1, t.probe_interval
         t.barrier()
         taken = alltoalls(5)
         assert taken.get("cico", 0) == 0 and taken.get("cma", 0) == 5, taken

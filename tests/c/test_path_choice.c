@@ -1,0 +1,236 @@
+/* test_path_choice.c - the run-time choice between copy-in/copy-out and
+ * single copy (pgc_choose_member_path, coll.c) and its probe schedule, on a
+ * team of 2 forked processes (no MPI, no Python).
+ *
+ *   gcc -O3 -std=gnu11 -Wall -Wextra -Werror -Icsrc csrc/[a-z]*.c \
+ *       tests/c/test_path_choice.c -o /tmp/test_path_choice -lm
+ *
+ * Member 0 calls the choice directly, setting the team's measured costs,
+ * their ages and its op number between calls, so every step is
+ * deterministic: the path the costs say (Allreduce pulling each byte
+ * twice), a probe of the path not taken once
+ * it is stale, followed for PGC_PROBE_OPS ops and judged a whole op later;
+ * a probe that confirms the path taken doubles the interval up to
+ * PGC_PROBE_NS << PGC_PROBE_BACKOFF_MAX, one that changes it resets it, and
+ * so does seeding the costs; a member lagging behind a probe neither
+ * follows nor judges it. Skipped (with a pass) where single copy is not
+ * allowed: the choice applies only with it.
+ * Prints "N passed, M failed"; exits 1 on failure. */
+#include <stdatomic.h>
+#include <sys/mman.h>
+
+#include "cma.h"
+#include "team_fork.h"
+
+typedef struct {
+    _Atomic int pass, fail;
+    _Atomic int done; /* member 0 finished: member 1 stays alive until then (its probe reads us) */
+} shared_t;
+static shared_t *sh;
+
+#define CHECK(cond, ...) do {                                                       \
+    if (cond) atomic_fetch_add(&sh->pass, 1);                                       \
+    else { atomic_fetch_add(&sh->fail, 1); printf("FAIL %s:%d: ", __FILE__, __LINE__); \
+           printf(__VA_ARGS__); printf("\n"); fflush(stdout); }                     \
+} while (0)
+
+#define MS (1000ull * 1000)
+static const pgc_coll COLL = PGC_COLL_ALLTOALL;
+static const size_t BYTES = 1 << 20;
+
+/* Costs as if measured `stage_age` / `cma_age` ns ago (0: not measured). */
+static void set_costs(pgc_team *t, uint32_t stage, uint32_t out, uint32_t cma, uint64_t stage_age,
+                      uint64_t cma_age)
+{
+    pgc_costs *c = &t->hdr->costs;
+    uint64_t now = pgc_now_ns();
+    atomic_store(&c->ps_per_byte[PGC_XFER_STAGE], stage);
+    atomic_store(&c->ps_per_byte[PGC_XFER_COPYOUT], out);
+    atomic_store(&c->ps_per_byte[PGC_XFER_CMA], cma);
+    atomic_store(&c->measured_ns[PGC_XFER_STAGE], stage ? now - stage_age : 0);
+    atomic_store(&c->measured_ns[PGC_XFER_COPYOUT], out ? now - stage_age : 0);
+    atomic_store(&c->measured_ns[PGC_XFER_CMA], cma ? now - cma_age : 0);
+}
+
+/* The choice of op `op` (the op number is the member's own, set here as
+ * pgc_coll_begin would). */
+static pgc_path choose(pgc_team *t, uint32_t op)
+{
+    t->op = op;
+    return pgc_choose_member_path(t, COLL, BYTES);
+}
+
+/* No probe called for the last `ago` ns. */
+static void last_probe(pgc_team *t, uint64_t ago)
+{
+    atomic_store(&t->hdr->costs.probe_ns, pgc_now_ns() - ago);
+}
+
+static const char *name(pgc_path p)
+{
+    return p == PGC_PATH_CMA ? "cma" : p == PGC_PATH_CICO ? "cico" : "inline";
+}
+
+/* A probe of `probed` called at op `first`: followed by ops first..first +
+ * PGC_PROBE_OPS - 1, not judged at op first + PGC_PROBE_OPS. */
+static void run_probe(pgc_team *t, uint32_t first, pgc_path probed)
+{
+    for (uint32_t k = 1; k < PGC_PROBE_OPS; k++) {
+        pgc_path p = choose(t, first + k);
+        CHECK(p == probed, "op %u of the probe took %s, not %s", k, name(p), name(probed));
+    }
+    uint64_t word = atomic_load(&t->hdr->costs.probe);
+    (void)choose(t, first + PGC_PROBE_OPS);
+    CHECK(atomic_load(&t->hdr->costs.probe) == word, "the probe was judged before all its ops were chosen");
+}
+
+static int checks(pgc_team *t);
+
+static int body(pgc_team *t, void *arg)
+{
+    (void)arg;
+    if (t->rank != 0) {
+        while (!atomic_load(&sh->done))
+            sched_yield();
+        return 0;
+    }
+    int rc = checks(t);
+    atomic_store(&sh->done, 1);
+    return rc;
+}
+
+static int checks(pgc_team *t)
+{
+    CHECK(t->cma_ok, "single copy works between forked processes but not in the team: %s", t->cma_reason);
+    if (!t->cma_ok)
+        return 1;
+    pgc_costs *c = &t->hdr->costs;
+    const uint32_t seed[PGC_NXFER] = {1000, 1000, 100, 0};
+    pgc_costs_seed(t, seed);
+    CHECK(atomic_load(&c->probe_backoff) == 0, "seeded: backoff %u", atomic_load(&c->probe_backoff));
+
+    /* Single copy clearly cheaper, everything fresh: single copy. */
+    pgc_path p = choose(t, 10);
+    CHECK(p == PGC_PATH_CMA, "op 10: %s", name(p));
+    CHECK(choose(t, 11) == PGC_PATH_CMA, "op 11");
+    /* Dearer but not by a quarter (4 * 80 >= 3 * (50 + 50)): staging. */
+    set_costs(t, 50, 50, 80, 0, 0);
+    CHECK(choose(t, 12) == PGC_PATH_CICO, "op 12: staging within a quarter of single copy");
+    /* Allreduce pulls each byte twice by single copy: 4 * 2 * 60 >= 3 * (50
+     * + 50) stages it where the exchanges (4 * 60 < 300) take single copy. */
+    set_costs(t, 50, 50, 60, 0, 0);
+    t->op = 12;
+    p = pgc_choose_member_path(t, PGC_COLL_ALLREDUCE, BYTES);
+    CHECK(p == PGC_PATH_CICO, "Allreduce at 60 ps/B a pull against 100 staged: %s", name(p));
+    CHECK(choose(t, 12) == PGC_PATH_CMA, "Alltoall at 60 ps/B a pull against 100 staged");
+    set_costs(t, 50, 50, 35, 0, 0);
+    p = pgc_choose_member_path(t, PGC_COLL_ALLREDUCE, BYTES);
+    CHECK(p == PGC_PATH_CMA, "Allreduce at 35 ps/B a pull against 100 staged: %s", name(p));
+    /* A copy-out not measured counts as free: 4 * 100 < 3 * 1000. */
+    set_costs(t, 1000, 0, 100, 0, 0);
+    CHECK(choose(t, 13) == PGC_PATH_CMA, "op 13: staging alone tells a slow period");
+
+    /* Staging stale for 150 ms (> 100): the next op calls a probe of it. */
+    uint32_t op = 20;
+    set_costs(t, 1000, 1000, 100, 150 * MS, 0);
+    last_probe(t, 150 * MS);
+    p = choose(t, op);
+    CHECK(p == PGC_PATH_CICO, "op %u: stale staging not probed (%s)", op, name(p));
+    CHECK(atomic_load(&c->probe) == ((uint64_t)op << 32 | PGC_PATH_CICO), "probe word %#llx",
+          (unsigned long long)atomic_load(&c->probe));
+    run_probe(t, op, PGC_PATH_CICO);
+    /* The probe measured staging as dear as before: single copy stays and
+     * the interval doubles, judged one whole op after the probe. */
+    set_costs(t, 1000, 1000, 100, 0, 0);
+    p = choose(t, op + PGC_PROBE_OPS + 1);
+    CHECK(p == PGC_PATH_CMA, "after a confirming probe: %s", name(p));
+    CHECK(atomic_load(&c->probe) == 0, "the probe was not judged");
+    CHECK(atomic_load(&c->probe_backoff) == 1, "backoff %u after one confirming probe",
+          atomic_load(&c->probe_backoff));
+
+    /* Now 200 ms apart: stale for 150 ms is not enough, 250 ms is. */
+    op = 40;
+    set_costs(t, 1000, 1000, 100, 150 * MS, 0);
+    last_probe(t, 150 * MS);
+    p = choose(t, op);
+    CHECK(p == PGC_PATH_CMA && atomic_load(&c->probe) == 0, "probed after 150 ms with a 200 ms interval");
+    set_costs(t, 1000, 1000, 100, 250 * MS, 0);
+    last_probe(t, 250 * MS);
+    p = choose(t, ++op);
+    CHECK(p == PGC_PATH_CICO, "not probed after 250 ms with a 200 ms interval (%s)", name(p));
+    run_probe(t, op, PGC_PATH_CICO);
+
+    /* This probe found staging cheaper: it takes over, the interval is
+     * back to 100 ms, and single copy is the path now probed. */
+    set_costs(t, 40, 40, 100, 0, 0);
+    p = choose(t, op + PGC_PROBE_OPS + 1);
+    CHECK(p == PGC_PATH_CICO, "after a probe that changed the path: %s", name(p));
+    CHECK(atomic_load(&c->probe_backoff) == 0, "backoff %u after a probe that changed the path",
+          atomic_load(&c->probe_backoff));
+    op = 60;
+    set_costs(t, 40, 40, 100, 0, 150 * MS);
+    last_probe(t, 150 * MS);
+    p = choose(t, op);
+    CHECK(p == PGC_PATH_CMA, "stale single copy not probed at 100 ms (%s)", name(p));
+    run_probe(t, op, PGC_PATH_CMA);
+    set_costs(t, 40, 40, 100, 0, 0);
+    p = choose(t, op + PGC_PROBE_OPS + 1);
+    CHECK(p == PGC_PATH_CICO && atomic_load(&c->probe_backoff) == 1, "single copy confirmed dearer: %s, "
+          "backoff %u", name(p), atomic_load(&c->probe_backoff));
+
+    /* Confirming probes, one after the other: the interval stops at
+     * PGC_PROBE_NS << PGC_PROBE_BACKOFF_MAX. */
+    for (uint32_t i = 0; i < PGC_PROBE_BACKOFF_MAX + 3; i++) {
+        uint64_t gap = PGC_PROBE_NS << atomic_load(&c->probe_backoff);
+        op += 10;
+        set_costs(t, 40, 40, 100, 0, gap + 50 * MS);
+        last_probe(t, gap + 50 * MS);
+        p = choose(t, op);
+        CHECK(p == PGC_PATH_CMA, "round %u: no probe after %llu ms", i, (unsigned long long)(gap / MS + 50));
+        run_probe(t, op, PGC_PATH_CMA);
+        set_costs(t, 40, 40, 100, 0, 0);
+        CHECK(choose(t, op + PGC_PROBE_OPS + 1) == PGC_PATH_CICO, "round %u: staging lost", i);
+    }
+    CHECK(atomic_load(&c->probe_backoff) == PGC_PROBE_BACKOFF_MAX, "backoff %u, expected the cap %u",
+          atomic_load(&c->probe_backoff), PGC_PROBE_BACKOFF_MAX);
+
+    /* A member behind a probe (its op before the probe's first) neither
+     * follows it nor judges it. */
+    op = 200;
+    set_costs(t, 40, 40, 100, 0, (PGC_PROBE_NS << PGC_PROBE_BACKOFF_MAX) + 50 * MS);
+    last_probe(t, (PGC_PROBE_NS << PGC_PROBE_BACKOFF_MAX) + 50 * MS);
+    CHECK(choose(t, op) == PGC_PATH_CMA, "no probe at the longest interval");
+    uint64_t word = atomic_load(&c->probe);
+    p = choose(t, op - 3);
+    CHECK(p == PGC_PATH_CICO && atomic_load(&c->probe) == word, "a lagging member followed or judged the probe");
+
+    /* Seeding the costs ends the probe and resets the interval. */
+    pgc_costs_seed(t, seed);
+    CHECK(atomic_load(&c->probe) == 0 && atomic_load(&c->probe_backoff) == 0, "seed: probe %#llx backoff %u",
+          (unsigned long long)atomic_load(&c->probe), atomic_load(&c->probe_backoff));
+
+    /* Outside the adaptive collectives and sizes the thresholds decide. */
+    t->op = 300;
+    CHECK(pgc_choose_member_path(t, COLL, t->cfg.adapt_min - 1) == PGC_PATH_CICO, "below adapt_min");
+    CHECK(pgc_choose_member_path(t, PGC_COLL_BCAST, BYTES) == PGC_PATH_CICO, "Bcast is not adaptive");
+    return 0;
+}
+
+int main(void)
+{
+    sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (sh == MAP_FAILED)
+        return perror("mmap"), 1;
+    pgc_config cfg = pgc_test_config();
+    cfg.adapt_min = 64 << 10;
+    cfg.adapt_mask = 1u << COLL | 1u << PGC_COLL_ALLREDUCE;
+    pgc_error err = {0};
+    int cma = pgc_cma_probe_fork(&err) == PGC_OK;
+    if (!cma) {
+        printf("single copy not allowed here (%s): the choice does not apply\n", err.msg);
+        atomic_fetch_add(&sh->pass, 1);
+    } else if (pgc_test_fork(2, &cfg, body, NULL))
+        atomic_fetch_add(&sh->fail, 1);
+    printf("%d passed, %d failed\n", atomic_load(&sh->pass), atomic_load(&sh->fail));
+    return atomic_load(&sh->fail) != 0;
+}
