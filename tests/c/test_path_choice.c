@@ -19,20 +19,12 @@
 #include <stdatomic.h>
 #include <sys/mman.h>
 
+#include "check.h"
 #include "cma.h"
 #include "team_fork.h"
 
-typedef struct {
-    _Atomic int pass, fail;
-    _Atomic int done; /* member 0 finished: member 1 stays alive until then (its probe reads us) */
-} shared_t;
-static shared_t *sh;
-
-#define CHECK(cond, ...) do {                                                       \
-    if (cond) atomic_fetch_add(&sh->pass, 1);                                       \
-    else { atomic_fetch_add(&sh->fail, 1); printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-           printf(__VA_ARGS__); printf("\n"); fflush(stdout); }                     \
-} while (0)
+/* member 0 finished: member 1 stays alive until then (its probe reads us) */
+static _Atomic int *done;
 
 #define MS (1000ull * 1000)
 static const pgc_coll COLL = PGC_COLL_ALLTOALL;
@@ -90,12 +82,12 @@ static int body(pgc_team *t, void *arg)
 {
     (void)arg;
     if (t->rank != 0) {
-        while (!atomic_load(&sh->done))
+        while (!atomic_load(done))
             sched_yield();
         return 0;
     }
     int rc = checks(t);
-    atomic_store(&sh->done, 1);
+    atomic_store(done, 1);
     return rc;
 }
 
@@ -218,19 +210,17 @@ static int checks(pgc_team *t)
 
 int main(void)
 {
-    sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (sh == MAP_FAILED)
+    done = mmap(NULL, sizeof *done, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (done == MAP_FAILED || check_share())
         return perror("mmap"), 1;
     pgc_config cfg = pgc_test_config();
     cfg.adapt_min = 64 << 10;
     cfg.adapt_mask = 1u << COLL | 1u << PGC_COLL_ALLREDUCE;
     pgc_error err = {0};
-    int cma = pgc_cma_probe_fork(&err) == PGC_OK;
-    if (!cma) {
+    if (pgc_cma_probe_fork(&err) != PGC_OK) {
         printf("single copy not allowed here (%s): the choice does not apply\n", err.msg);
-        atomic_fetch_add(&sh->pass, 1);
-    } else if (pgc_test_fork(2, &cfg, body, NULL))
-        atomic_fetch_add(&sh->fail, 1);
-    printf("%d passed, %d failed\n", atomic_load(&sh->pass), atomic_load(&sh->fail));
-    return atomic_load(&sh->fail) != 0;
+        CHECK(1, "skipped");
+    } else
+        CHECK(pgc_test_fork(2, &cfg, body, NULL) == 0, "a member of the team failed");
+    return check_summary();
 }
