@@ -70,14 +70,35 @@ pgc_path pgc_choose_path(const pgc_team *t, pgc_coll coll, size_t bytes)
 }
 
 /* When a path's costs were last measured (0: never): single copy's, or
- * the later of staging's and copy-out's. */
+ * the latest of staging's (either way of storing) and copy-out's. */
 static uint64_t last_measured(pgc_costs *c, pgc_path path)
 {
     if (path == PGC_PATH_CMA)
         return atomic_load_explicit(&c->measured_ns[PGC_XFER_CMA], memory_order_relaxed);
-    uint64_t a = atomic_load_explicit(&c->measured_ns[PGC_XFER_STAGE], memory_order_relaxed);
-    uint64_t b = atomic_load_explicit(&c->measured_ns[PGC_XFER_COPYOUT], memory_order_relaxed);
-    return a > b ? a : b;
+    static const pgc_xfer staged[] = {PGC_XFER_STAGE, PGC_XFER_STREAM, PGC_XFER_COPYOUT};
+    uint64_t last = 0;
+    for (size_t i = 0; i < sizeof staged / sizeof *staged; i++) {
+        uint64_t m = atomic_load_explicit(&c->measured_ns[staged[i]], memory_order_relaxed);
+        last = m > last ? m : last;
+    }
+    return last;
+}
+
+/* The way of storing into staging the costs favour (cfg.stream 1), and
+ * what it costs per byte (0: not measured yet). Streaming stores go to
+ * memory and leave every cache: cheaper for the writer when a line the
+ * readers hold must first come back across a slow link, dearer for the
+ * readers, who then fetch from memory. Stream only while ordinary stores
+ * measure more than three times dearer: 22-88 against 40-50 ps/B when
+ * quiet, 290-450 in slow periods (copy.h: pgc_copy_stream). */
+static pgc_xfer stage_best(const pgc_team *t, uint32_t *cost)
+{
+    pgc_costs *c = &t->hdr->costs;
+    uint32_t plain = atomic_load_explicit(&c->ps_per_byte[PGC_XFER_STAGE], memory_order_relaxed);
+    uint32_t stream = atomic_load_explicit(&c->ps_per_byte[PGC_XFER_STREAM], memory_order_relaxed);
+    int streams = t->cfg.stream == 2 || (t->cfg.stream == 1 && stream && plain > 3 * (uint64_t)stream);
+    *cost = streams ? stream : plain;
+    return streams ? PGC_XFER_STREAM : PGC_XFER_STAGE;
 }
 
 pgc_path pgc_choose_member_path(pgc_team *t, pgc_coll coll, size_t bytes)
@@ -91,11 +112,14 @@ pgc_path pgc_choose_member_path(pgc_team *t, pgc_coll coll, size_t bytes)
     int32_t into_probe = (int32_t)(t->op - (uint32_t)(probe >> 32)); /* < 0: we lag behind it */
     if (probe && into_probe >= 0 && (uint32_t)into_probe < PGC_PROBE_OPS)
         return (pgc_path)(probe & 0xff);
-    uint64_t stage = atomic_load_explicit(&c->ps_per_byte[PGC_XFER_STAGE], memory_order_relaxed);
+    uint32_t staged_in;
+    stage_best(t, &staged_in);
+    uint64_t stage = staged_in;
     uint64_t out = atomic_load_explicit(&c->ps_per_byte[PGC_XFER_COPYOUT], memory_order_relaxed);
     uint64_t cma = atomic_load_explicit(&c->ps_per_byte[PGC_XFER_CMA], memory_order_relaxed);
-    /* A byte staged is copied into staging and out of it (or read there by
-     * a block owner's fold); by single copy it is pulled once, except in
+    /* A byte staged is copied into staging (the way stage_best favours:
+     * in slow periods streaming stores keep staging close to single copy)
+     * and out of it (or read there by a block owner's fold); by single copy it is pulled once, except in
      * Allreduce, whose exposing owners leave their results in their receive
      * buffers to be pulled a second time (coll_reduce.c). Single copy only
      * when clearly cheaper (by a quarter): the two are close on a quiet
@@ -180,24 +204,21 @@ void pgc_costs_seed(pgc_team *t, const uint32_t ps_per_byte[PGC_NXFER])
     atomic_store_explicit(&c->probe_ns, now, memory_order_relaxed);
 }
 
-/* cfg.stream 1: stream while ordinary staging stores measure more than
- * three times as dear: 22-88 ps/B against 40-50 when quiet, 320-450 in slow
- * periods (pgc_copy_stream). Whichever way was not measured for
- * PGC_PROBE_NS is taken once, by each member for itself (no agreement is
+/* How this member writes its staging in its next copy-in/copy-out op:
+ * stage_best's way, except that the other way is taken once when it was not
+ * measured for PGC_PROBE_NS, by each member for itself (no agreement is
  * needed: readers copy the same bytes either way). */
 pgc_xfer pgc_stage_xfer(pgc_team *t)
 {
+    uint32_t cost;
+    pgc_xfer best = stage_best(t, &cost);
     if (t->cfg.stream != 1)
-        return t->cfg.stream == 2 ? PGC_XFER_STREAM : PGC_XFER_STAGE;
-    pgc_costs *c = &t->hdr->costs;
-    uint32_t plain = atomic_load_explicit(&c->ps_per_byte[PGC_XFER_STAGE], memory_order_relaxed);
-    uint32_t stream = atomic_load_explicit(&c->ps_per_byte[PGC_XFER_STREAM], memory_order_relaxed);
-    if (!plain) /* nothing staged yet: the ordinary way first */
-        return PGC_XFER_STAGE;
-    pgc_xfer best = stream && plain > 3 * stream ? PGC_XFER_STREAM : PGC_XFER_STAGE;
+        return best;
+    if (!atomic_load_explicit(&t->hdr->costs.ps_per_byte[PGC_XFER_STAGE], memory_order_relaxed))
+        return PGC_XFER_STAGE; /* nothing staged yet: the ordinary way first */
     pgc_xfer other = best == PGC_XFER_STREAM ? PGC_XFER_STAGE : PGC_XFER_STREAM;
     uint64_t now = pgc_now_ns();
-    if (now - atomic_load_explicit(&c->measured_ns[other], memory_order_relaxed) > PGC_PROBE_NS &&
+    if (now - atomic_load_explicit(&t->hdr->costs.measured_ns[other], memory_order_relaxed) > PGC_PROBE_NS &&
         now - t->stream_probe_ns > PGC_PROBE_NS) {
         t->stream_probe_ns = now;
         return other;

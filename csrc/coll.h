@@ -87,8 +87,10 @@ static inline void pgc_copy(const pgc_team *t, void *restrict dst, const void *r
     pgc_copy_with(t->simd, dst, src, n);
 }
 
-/* How this member copies its next Bcast data into its staging:
- * PGC_XFER_STAGE (ordinary stores) or PGC_XFER_STREAM (cfg.stream; coll.c). */
+/* How this member writes its staging in its next copy-in/copy-out op (a
+ * Bcast root or relay, an exchange producer, a reduction member):
+ * PGC_XFER_STAGE (ordinary stores) or PGC_XFER_STREAM (streaming stores),
+ * by cfg.stream and the measured costs (coll.c). */
 pgc_xfer pgc_stage_xfer(pgc_team *t);
 
 /* A copy of kind k (pgc_xfer), timed when long enough to tell: with

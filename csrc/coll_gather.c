@@ -196,6 +196,7 @@ int pgc_xchg_run(pgc_team *t, const pgc_ring *g, const pgc_stream *out, int nout
     if (rounds >= PGC_XCHG_STEP_FIN - PGC_XCHG_STEP_ROUND)
         return pgc_xchg_fail(t, PGC_EINVAL, -1, "%s: %zu chunks exceed the step counter", pgc_opname(t), rounds);
 
+    const pgc_xfer stage = nout ? pgc_stage_xfer(t) : PGC_XFER_STAGE;
     for (uint32_t k = 0; k < rounds; k++) {
         size_t off = (size_t)k * chunk;
         int rc, staged = 0;
@@ -211,7 +212,7 @@ int pgc_xchg_run(pgc_team *t, const pgc_ring *g, const pgc_stream *out, int nout
                 if (rc)
                     return rc;
             }
-            pgc_timed_copy(t, PGC_XFER_STAGE, slot_of(t, g, t->rank, s->win, k), s->src + off,
+            pgc_timed_copy(t, stage, slot_of(t, g, t->rank, s->win, k), s->src + off,
                            min_size(chunk, s->len - off));
             staged = 1;
         }

@@ -64,8 +64,11 @@
  *
  * Copies in the pipeline use pgc_copy (coll.h, copy.h), not memcpy; copies
  * and kernels take the team's vector loops (t->simd). Non-temporal stores
- * into the receive buffer measured slower still, and so did streaming
- * stores into staging (PERFORMANCE.md, "Tenth session").
+ * into the receive buffer measured slower still. A member writes its
+ * staging with streaming stores only while the team measures them much
+ * cheaper than ordinary ones (pgc_stage_xfer: slow periods; on a quiet
+ * machine the owners would then read from memory, PERFORMANCE.md, "Tenth
+ * session").
  *
  * MPI_IN_PLACE (sendbuf == NULL): the input is in recvbuf. Every member then
  * reads its own contribution from its shared copy (inline slot, staging slot)
@@ -104,6 +107,7 @@ typedef struct {
     pgc_path path;       /* INLINE or CICO (team-wide) */
     int expose;          /* cico: this member exposes its buffers (single copy) */
     int measure;         /* cico: time the staging and copy-out (the choice depends on them) */
+    pgc_xfer stage;      /* cico, measured: how we write our staging (pgc_stage_xfer) */
     size_t slot;         /* cico: slot bytes */
     size_t elems;        /* cico: E, elements of a block per window */
     uint32_t nwin;       /* cico: windows */
@@ -251,6 +255,8 @@ static inline void stage_copy(pgc_team *t, const rplan *p, pgc_xfer k, void *dst
 {
     if (p->measure)
         pgc_timed_copy(t, k, dst, src, n);
+    else if (k == PGC_XFER_STREAM)
+        pgc_copy_stream(dst, src, n);
     else
         pgc_copy(t, dst, src, n);
 }
@@ -303,7 +309,7 @@ static int run_cico(pgc_team *t, const rplan *p)
             for (int j = 0; j < P; j++) {
                 size_t m = piece_len(p, j, wpos);
                 if (m && (j != me || p->inplace))
-                    stage_copy(t, p, PGC_XFER_STAGE, hbase + (size_t)j * slot,
+                    stage_copy(t, p, p->stage, hbase + (size_t)j * slot,
                                p->in + (p->start[j] + wpos) * esz, m * esz);
             }
         /* release: the staged pieces are visible to whoever sees 2w+1 */
@@ -497,6 +503,10 @@ static int run(pgc_team *t, rplan *p)
     p->expose = p->path == PGC_PATH_CICO && t->nranks > 1 && p->total && !p->inplace && p->contributes &&
                 pgc_choose_member_path(t, p->coll, bytes) == PGC_PATH_CMA;
     p->measure = pgc_adapts(t, p->coll, bytes);
+    /* The measured choice of stores (cfg.stream 1) only where they are
+     * measured; a fixed one (0, 2) everywhere. */
+    p->stage = p->contributes && !p->expose && (p->measure || t->cfg.stream != 1) ? pgc_stage_xfer(t)
+                                                                                  : PGC_XFER_STAGE;
     pgc_count(t, p->coll, p->expose ? PGC_PATH_CMA : p->path);
     if (p->total == 0)
         ; /* nothing to move */

@@ -80,8 +80,8 @@ typedef struct pgc_config {
     uint64_t adapt_min;       /* ... for payloads of this many bytes or more */
     uint32_t reduce_one_window; /* reductions whose blocks fit one window of the whole staging
                                  * area take it (no double buffering): oversubscribed teams */
-    uint32_t stream;          /* Bcast staging with streaming stores: 0 never, 1 while measured
-                               * cheaper (pgc_stage_xfer), 2 always */
+    uint32_t stream;          /* staging written with streaming stores: 0 never, 1 while measured
+                               * much cheaper (pgc_stage_xfer), 2 always */
     uint32_t simd;            /* 1: copies and reduction kernels use the widest loops the CPU
                                * runs (pgc_simd_of_cpu), 0: the baseline ones */
 } pgc_config;

@@ -382,8 +382,9 @@ cdef class Team:
         not measured yet): 'stage' (into one's own staging), 'copyout' (out
         of a peer's staging, across cores), 'cma' (single copy), 'stream'
         (into one's own staging with streaming stores). The first three
-        choose the path of the collectives in config['adapt']; 'stage' and
-        'stream' how a Bcast root stages (config['stream'])."""
+        choose the path of the collectives in config['adapt'] (staging at the
+        cheaper of 'stage' and 'stream'); 'stage' and 'stream' how members
+        write their staging (config['stream'])."""
         cdef pgc_team *t = self._use()
         return {name: (t.hdr.costs.ps_per_byte[k] or None) for k, name in enumerate(_XFERS)}
 

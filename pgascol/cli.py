@@ -71,7 +71,7 @@ def info(args):
     out.write("run-time choice: %s\n" % (
         "%s from %s: single copy instead of staging while measured cheaper (PGASCOL_ADAPT)"
         % (", ".join(cfg["adapt"]), _human(cfg["adapt_min"])) if cfg["adapt"] and d["cma"] else "off"))
-    out.write("staging:    Bcast roots write with streaming stores %s (PGASCOL_STREAM)\n" % (
+    out.write("staging:    written with streaming stores %s (PGASCOL_STREAM)\n" % (
         ("never", "while measured 3x cheaper than ordinary stores", "always")[cfg["stream"]]))
     cpu = _core.cpu_simd()
     out.write("vectors:    copies and reduction kernels use %s (PGASCOL_SIMD=%d; this CPU: %s)\n" % (

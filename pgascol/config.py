@@ -59,7 +59,7 @@ VARIABLES = {
     # Below ~256 KiB the fixed cost of a single-copy call (~1.5 us) weighs in,
     # which the per-byte costs the team measures do not show.
     "PGASCOL_ADAPT_MIN": (str(256 * KiB), int, "... for payloads of this many bytes or more"),
-    "PGASCOL_STREAM": ("1", int, "1: a copy-in/copy-out Bcast root writes its staging with streaming "
+    "PGASCOL_STREAM": ("1", int, "1: copy-in/copy-out writers fill their staging with streaming "
                        "stores while the team measures ordinary ones 3x dearer (0: never; 2: always)"),
     # np=8 on 2 cores, 1 MiB: Bcast 20-35% and Allreduce 2-28% faster with
     # AVX2 (in-job alternation, Open MPI); np=2 the same or up to 13% faster.
@@ -214,7 +214,8 @@ def team_config(oversubscribed, env=os.environ, cpus=0):
         # Reductions: one window instead of two when the blocks fit, where
         # every window's waits cost context switches (coll_reduce.c).
         "reduce_one_window": 1 if oversubscribed else 0,
-        # Slow periods (copy.h: pgc_copy_stream): np=8 1 MiB Bcast 2.3x faster.
+        # Slow periods (copy.h: pgc_copy_stream): np=8 1 MiB Bcast 2.3x faster,
+        # np=2 4 MiB Reduce_scatter_block 4x.
         "stream": _get(env, "PGASCOL_STREAM"),
         "simd": _get(env, "PGASCOL_SIMD"),
     }

@@ -1,7 +1,7 @@
 """The intra-node engine, every collective, under MPI with 1, 2, 3, 4 and 8
 ranks, in four configurations so every size lands on both sides of every
-threshold and each transfer method, Bcast shape and set of vector loops runs
-(tests/mpi_programs/engine.py)."""
+threshold and each transfer method, Bcast shape, set of vector loops and
+way of writing staging runs (tests/mpi_programs/engine.py)."""
 from pgascol._core import COLLECTIVES
 from tests.mpi_harness import mpi_program_tests
 
@@ -10,8 +10,10 @@ SMALL = {"PGASCOL_INLINE_MAX": "64", "PGASCOL_CHUNK_BYTES": "4096", "PGASCOL_XCH
 CMA_EVERYWHERE = {"PGASCOL_CMA_MIN_" + name.upper(): "0" for name in COLLECTIVES}
 
 test_engine_defaults = mpi_program_tests("engine.py", timeout=600)
-# ... with the baseline loops (no AVX2) in this one.
-test_engine_small_no_cma = mpi_program_tests("engine.py", env={**SMALL, "PGASCOL_CMA": "0", "PGASCOL_SIMD": "0"},
+# ... with the baseline loops (no AVX2) and staging written with streaming
+# stores in this one (the defaults write it with ordinary stores).
+test_engine_small_no_cma = mpi_program_tests("engine.py", env={**SMALL, "PGASCOL_CMA": "0", "PGASCOL_SIMD": "0",
+                                                              "PGASCOL_STREAM": "2"},
                                              exclude=("test_large_messages",), timeout=600)
 test_engine_small_cma = mpi_program_tests("engine.py", env={**SMALL, **CMA_EVERYWHERE},
                                           exclude=("test_large_messages",), timeout=600)

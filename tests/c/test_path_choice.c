@@ -13,8 +13,9 @@
  * a probe that confirms the path taken doubles the interval up to
  * PGC_PROBE_NS << PGC_PROBE_BACKOFF_MAX, one that changes it resets it, and
  * so does seeding the costs; a member lagging behind a probe neither
- * follows nor judges it. Skipped (with a pass) where single copy is not
- * allowed: the choice applies only with it.
+ * follows nor judges it; staging costs what the stores pgc_stage_xfer
+ * favours cost (streaming ones in slow periods). Skipped (with a pass)
+ * where single copy is not allowed: the choice applies only with it.
  * Prints "N passed, M failed"; exits 1 on failure. */
 #include <stdatomic.h>
 #include <sys/mman.h>
@@ -42,6 +43,14 @@ static void set_costs(pgc_team *t, uint32_t stage, uint32_t out, uint32_t cma, u
     atomic_store(&c->measured_ns[PGC_XFER_STAGE], stage ? now - stage_age : 0);
     atomic_store(&c->measured_ns[PGC_XFER_COPYOUT], out ? now - stage_age : 0);
     atomic_store(&c->measured_ns[PGC_XFER_CMA], cma ? now - cma_age : 0);
+}
+
+/* Streaming stores' cost as if measured `age` ns ago (0: not measured). */
+static void set_stream(pgc_team *t, uint32_t stream, uint64_t age)
+{
+    pgc_costs *c = &t->hdr->costs;
+    atomic_store(&c->ps_per_byte[PGC_XFER_STREAM], stream);
+    atomic_store(&c->measured_ns[PGC_XFER_STREAM], stream ? pgc_now_ns() - age : 0);
 }
 
 /* The choice of op `op` (the op number is the member's own, set here as
@@ -121,6 +130,53 @@ static int checks(pgc_team *t)
     /* A copy-out not measured counts as free: 4 * 100 < 3 * 1000. */
     set_costs(t, 1000, 0, 100, 0, 0);
     CHECK(choose(t, 13) == PGC_PATH_CMA, "op 13: staging alone tells a slow period");
+
+    /* Staging costs what the stores the costs favour cost. In a slow
+     * period (ordinary stores 1000 ps/B, streaming ones 40) members stream
+     * (pgc_stage_xfer), and staging that copies nothing out (40) beats
+     * single copy (4 * 60 >= 3 * 40); with a copy-out (4 * 60 < 3 * (40 +
+     * 70)) it does not. */
+    set_costs(t, 1000, 0, 60, 0, 0);
+    set_stream(t, 40, 0);
+    const uint32_t stream_cfg = t->cfg.stream;
+    t->cfg.stream = 1;
+    CHECK(pgc_stage_xfer(t) == PGC_XFER_STREAM, "ordinary stores 25x dearer, not streaming");
+    CHECK(choose(t, 14) == PGC_PATH_CICO, "op 14: streamed staging at 40 ps/B against a pull at 60");
+    set_costs(t, 1000, 70, 60, 0, 0);
+    CHECK(choose(t, 15) == PGC_PATH_CMA, "op 15: streamed staging and copy-out 110 ps/B against 60");
+    /* Not 3x cheaper: ordinary stores, and their cost decides (4 * 60 < 3 *
+     * 100, where streaming's 40 would stage). */
+    set_costs(t, 100, 0, 60, 0, 0);
+    CHECK(pgc_stage_xfer(t) == PGC_XFER_STAGE, "streaming 2.5x cheaper was taken");
+    CHECK(choose(t, 16) == PGC_PATH_CMA, "op 16: ordinary stores at 100 ps/B against a pull at 60");
+    /* Streaming never measured: not free, but tried once. */
+    set_costs(t, 1000, 0, 60, 0, 0);
+    set_stream(t, 0, 0);
+    CHECK(choose(t, 17) == PGC_PATH_CMA, "op 17: streaming not measured counted as cheaper");
+    t->stream_probe_ns = 0;
+    CHECK(pgc_stage_xfer(t) == PGC_XFER_STREAM, "streaming never measured, not tried");
+    CHECK(pgc_stage_xfer(t) == PGC_XFER_STAGE, "streaming tried twice within 100 ms");
+    /* The way not taken is re-measured once per PGC_PROBE_NS, by each
+     * member for itself; the way taken is measured by every op. */
+    set_stream(t, 40, 150 * MS);
+    t->stream_probe_ns = 0;
+    CHECK(pgc_stage_xfer(t) == PGC_XFER_STREAM, "the way taken, measured 150 ms ago, was left");
+    set_costs(t, 1000, 0, 60, 150 * MS, 0);
+    set_stream(t, 40, 0);
+    CHECK(pgc_stage_xfer(t) == PGC_XFER_STAGE, "ordinary stores stale for 150 ms not re-measured");
+    CHECK(pgc_stage_xfer(t) == PGC_XFER_STREAM, "re-measured twice within 100 ms");
+    /* 0: never stream, 2: always, whatever the costs (and the cost of the
+     * way fixed counts). */
+    t->cfg.stream = 0;
+    set_costs(t, 1000, 0, 60, 0, 0);
+    CHECK(pgc_stage_xfer(t) == PGC_XFER_STAGE && choose(t, 18) == PGC_PATH_CMA, "PGASCOL_STREAM=0 streamed");
+    t->cfg.stream = 2;
+    set_costs(t, 30, 0, 60, 0, 0);
+    set_stream(t, 400, 0);
+    CHECK(pgc_stage_xfer(t) == PGC_XFER_STREAM && choose(t, 19) == PGC_PATH_CMA,
+          "PGASCOL_STREAM=2: ordinary stores taken, or their cost counted");
+    t->cfg.stream = stream_cfg;
+    set_stream(t, 0, 0);
 
     /* Staging stale for 150 ms (> 100): the next op calls a probe of it. */
     uint32_t op = 20;

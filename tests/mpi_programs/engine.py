@@ -64,6 +64,13 @@ def valid_ops(dtype):
     return [op for op in NUMPY_OP if _core.op_valid(_core.OPS[op], code(dtype))]
 
 
+def _fresh_env(**settings):
+    """This process's environment with no PGASCOL_* variable but `settings`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PGASCOL_")}
+    env.update({k: str(v) for k, v in settings.items()})
+    return env
+
+
 def counts_for(n_total_hint, salt):
     """Uneven per-rank counts, some zero."""
     return [((r * 5 + salt) % 4) * n_total_hint // 3 + (r % 2) for r in range(P)]
@@ -449,8 +456,7 @@ def test_paths_follow_the_measured_costs():
     after 100 ms; the data arrive whatever path each sender takes."""
     if P == 1:
         return
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PGASCOL_")}
-    env["PGASCOL_ADAPT_MIN"] = str(64 << 10)
+    env = _fresh_env(PGASCOL_ADAPT_MIN=64 << 10)
     c = WORLD.Dup()
     team = pgascol.NodeTeam(c, env)
     t = team.core
@@ -514,8 +520,7 @@ def test_reductions_follow_the_measured_costs():
     staging and copy-out costs measured by the reductions themselves."""
     if P == 1:
         return
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PGASCOL_")}
-    env.update(PGASCOL_ADAPT_MIN=str(16 << 10), PGASCOL_STAGING_BYTES=str(1 << 20))
+    env = _fresh_env(PGASCOL_ADAPT_MIN=16 << 10, PGASCOL_STAGING_BYTES=1 << 20)
     c = WORLD.Dup()
     team = pgascol.NodeTeam(c, env)
     t = team.core
@@ -642,8 +647,7 @@ def test_bcast_staging_stores_follow_the_measured_costs():
     if P == 1:
         return
     for tree, mode in itertools.product((False, True), (0, 1, 2)):
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PGASCOL_")}
-        env.update(PGASCOL_STREAM=str(mode), PGASCOL_CMA_MIN_BCAST="never")
+        env = _fresh_env(PGASCOL_STREAM=mode, PGASCOL_CMA_MIN_BCAST="never")
         if tree:
             env.update(PGASCOL_BCAST_TREE_MIN="2", PGASCOL_BCAST_RADIX="2")
         c = WORLD.Dup()
@@ -683,6 +687,79 @@ def test_bcast_staging_stores_follow_the_measured_costs():
             c.Free()
 
 
+def _staged_exchanges(t, salt):
+    """Alltoall, Allgather and Gather of 64 KiB blocks and more (long enough
+    to be timed) with ragged ends, checked."""
+    n = (64 << 10) + 13
+    send = np.concatenate([_block_of(ME * P + d + salt, n, 6) for d in range(P)])
+    recv = np.zeros(n * P, np.uint8)
+    t.alltoall(send, [n] * P, None, recv, [n] * P, None)
+    assert np.array_equal(recv, np.concatenate([_block_of(s * P + ME + salt, n, 6) for s in range(P)])), salt
+    mine = _block_of(ME + salt, n, 7)
+    everyone = np.concatenate([_block_of(r + salt, n, 7) for r in range(P)])
+    recv[:] = 0
+    t.allgather(mine, n, recv, [n] * P, None)
+    assert np.array_equal(recv, everyone), salt
+    root = salt % P
+    recv[:] = 0
+    t.gather(mine, n, recv, [n] * P, None, root)
+    assert np.array_equal(recv, everyone if ME == root else np.zeros_like(recv)), salt
+
+
+def _staged_reductions(t, salt):
+    """Reduce_scatter_block and Allreduce with blocks of 64 KiB and more,
+    checked."""
+    k = (64 << 10) // 8 + 5                                  # elements per block
+    x = contribution(ME, k * P, np.int64, salt)
+    want = reference("SUM", np.int64, k * P, list(range(P)), salt)
+    y = np.zeros(k, np.int64)
+    t.reduce_scatter(x, y, [k] * P, code(np.int64), _core.OPS["SUM"], block=True)
+    assert np.array_equal(y, want[ME * k:(ME + 1) * k]), salt
+    z = np.zeros(k * P, np.int64)
+    t.allreduce(x, z, k * P, code(np.int64), _core.OPS["SUM"])
+    assert np.array_equal(z, want), salt
+
+
+def test_staging_stores_follow_the_measured_costs():
+    """The same choice for every other copy-in/copy-out writer: exchange
+    producers and reduction members. Never (0) and always (2) hold for
+    every one of them; with the measured choice (1), ordinary stores made
+    to look 1000x dearer (and single copy as dear, so that staging stays
+    chosen) make each of them stream."""
+    if P == 1:
+        return
+    for mode in (0, 2, 1):
+        # 0 and 2 without single copy: everything staged. 1 needs the
+        # reductions' measurements, which come with their run-time choice
+        # (single copy available, payloads past PGASCOL_ADAPT_MIN).
+        env = _fresh_env(PGASCOL_STREAM=mode, PGASCOL_ADAPT_MIN=16 << 10,
+                         **({"PGASCOL_CMA": 0} if mode != 1 else {}))
+        c = WORLD.Dup()
+        team = pgascol.NodeTeam(c, env)
+        t = team.core
+        try:
+            if mode == 1 and not t.cma_ok:
+                continue
+            for ops in (_staged_exchanges, _staged_reductions):
+                if mode == 1:
+                    t.seed_costs(stage=10 ** 6, stream=1000, cma=10 ** 6)
+                    t.barrier()
+                for salt in range(3):                        # a member's first measurement is discarded
+                    ops(t, salt)
+                t.barrier()
+                costs = t.costs
+                t.barrier()                                  # read before anyone seeds again
+                if mode == 0:
+                    assert costs["stage"] and costs["stream"] is None, (ops, costs)
+                elif mode == 2:
+                    assert costs["stream"] and costs["stage"] is None, (ops, costs)
+                else:
+                    assert costs["stream"] != 1000, (ops, costs)   # measured again: streamed
+        finally:
+            team.free()
+            c.Free()
+
+
 def inexact_sample(rank, dtype, n):
     """Rank r's normally distributed floats (NaNs and -0.0 among the reals)."""
     rng = np.random.default_rng([rank, n, np.dtype(dtype).num])
@@ -705,9 +782,8 @@ def test_vector_loops_give_the_same_bytes():
     blocks = [np.arange(3 * 4096 + 77, dtype=np.uint8) * (r + 3) for r in range(P)]
     results = []
     for simd in (0, 1):
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PGASCOL_")}
-        env.update(PGASCOL_SIMD=str(simd), PGASCOL_STAGING_BYTES=str(64 * 1024),
-                   PGASCOL_CHUNK_BYTES="4096", PGASCOL_XCHG_CHUNK_BYTES="4096")
+        env = _fresh_env(PGASCOL_SIMD=simd, PGASCOL_STAGING_BYTES=64 * 1024,
+                         PGASCOL_CHUNK_BYTES=4096, PGASCOL_XCHG_CHUNK_BYTES=4096)
         c = WORLD.Dup()
         team = pgascol.NodeTeam(c, env)
         t = team.core
