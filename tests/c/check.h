@@ -35,6 +35,9 @@ static inline int check_share(void)
         printf(__VA_ARGS__); printf("\n"); fflush(stdout); }                      \
 } while (0)
 
+/* CHECK naming the team member t (a pgc_team *) that counts it. */
+#define CHECK_MEMBER(t, cond, fmt, ...) CHECK(cond, "rank %d/%d: " fmt, (t)->rank, (t)->nranks, ##__VA_ARGS__)
+
 static inline int check_summary(void)
 {
     int fail = atomic_load(&check_n->fail);

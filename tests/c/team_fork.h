@@ -46,6 +46,7 @@ static inline int pgc_test_fork(int P, const pgc_config *cfg, int (*body)(pgc_te
         fprintf(stderr, "team create: %s\n", err.msg);
         return P;
     }
+    fflush(stdout); /* a child flushing its output (check.h) must not repeat the parent's pending lines */
     pid_t pids[256];
     for (int r = 0; r < P; r++) {
         pids[r] = fork();

@@ -10,27 +10,12 @@
  * after return (a late reader would see it). Then a size mismatch: the
  * member that sees it fails with EINVAL, the others fail or finish, and
  * nobody hangs. Prints "N passed, M failed"; exits 1 on failure. */
-#include <stdatomic.h>
-#include <sys/mman.h>
-
+#include "check.h"
 #include "team_fork.h"
 
 #define MAXP 8
 #define CAP (3u << 20)
 #define SENT 0xA5
-
-typedef struct {
-    _Atomic int pass, fail;
-} shared_t;
-static shared_t *sh;
-
-#define CHECK(t, cond, ...) do {                                              \
-    if (cond) atomic_fetch_add(&sh->pass, 1);                                 \
-    else {                                                                    \
-        if (atomic_fetch_add(&sh->fail, 1) < 30) {                            \
-            fprintf(stderr, "FAIL rank %d/%d line %d: ", (t)->rank, (t)->nranks, __LINE__); \
-            fprintf(stderr, __VA_ARGS__); fprintf(stderr, "\n"); }             \
-    } } while (0)
 
 static inline uint8_t pat(unsigned seed, int root, size_t i)
 {
@@ -55,15 +40,15 @@ static int sweep(pgc_team *t, void *arg)
                 for (size_t i = 0; i < n; i++)
                     buf[i] = pat(seed, root, i);
             int rc = pgc_bcast(t, buf, n, root);
-            CHECK(t, rc == 0, "bcast %zu bytes from %d: %d %s", n, root, rc, t->err.msg);
+            CHECK_MEMBER(t, rc == 0, "bcast %zu bytes from %d: %d %s", n, root, rc, t->err.msg);
             if (rc)
                 return 1;
             size_t bad = n;
             for (size_t i = 0; i < n && bad == n; i++)
                 if (buf[i] != pat(seed, root, i))
                     bad = i;
-            CHECK(t, bad == n, "bcast %zu bytes from %d: byte %zu wrong", n, root, bad);
-            CHECK(t, buf[n] == SENT && buf[n + 63] == SENT, "bcast %zu bytes: wrote past the end", n);
+            CHECK_MEMBER(t, bad == n, "bcast %zu bytes from %d: byte %zu wrong", n, root, bad);
+            CHECK_MEMBER(t, buf[n] == SENT && buf[n + 63] == SENT, "bcast %zu bytes: wrote past the end", n);
         }
     free(buf);
     return 0;
@@ -83,7 +68,7 @@ static int back_to_back(pgc_team *t, void *arg)
             for (size_t i = 0; i < n; i++)
                 buf[i] = pat(k, root, i);
         int rc = pgc_bcast(t, buf, n, root);
-        CHECK(t, rc == 0, "call %u: %d %s", k, rc, t->err.msg);
+        CHECK_MEMBER(t, rc == 0, "call %u: %d %s", k, rc, t->err.msg);
         if (rc)
             return 1;
         if (t->rank == root)
@@ -93,7 +78,7 @@ static int back_to_back(pgc_team *t, void *arg)
             for (size_t i = 0; i < n && bad == n; i++)
                 if (buf[i] != pat(k, root, i))
                     bad = i;
-            CHECK(t, bad == n, "call %u (%zu bytes from %d): byte %zu wrong", k, n, root, bad);
+            CHECK_MEMBER(t, bad == n, "call %u (%zu bytes from %d): byte %zu wrong", k, n, root, bad);
         }
     }
     free(buf);
@@ -109,17 +94,20 @@ static int mismatch(pgc_team *t, void *arg)
     int rc = pgc_bcast(t, buf, n, 0);
     /* members that got all of the root's bytes before the abort may succeed */
     if (t->rank == t->nranks - 1)
-        CHECK(t, rc == PGC_EINVAL, "mismatch returned %d (%s)", rc, t->err.msg);
+        CHECK_MEMBER(t, rc == PGC_EINVAL, "mismatch returned %d (%s)", rc, t->err.msg);
     else
-        CHECK(t, rc == PGC_OK || rc == PGC_EINVAL || rc == PGC_EABORTED, "mismatch returned %d (%s)", rc, t->err.msg);
+        CHECK_MEMBER(t, rc == PGC_OK || rc == PGC_EINVAL || rc == PGC_EABORTED, "mismatch returned %d (%s)",
+                     rc, t->err.msg);
     free(buf);
     return 0;
 }
 
 int main(void)
 {
-    sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    int failed_runs = 0;
+    if (check_share()) {
+        perror("mmap");
+        return 2;
+    }
     static const int radices[] = {0, 2, 3, 4};
     for (int P = 1; P <= MAXP; P++)
         for (int ri = 0; ri < 4; ri++)
@@ -130,15 +118,12 @@ int main(void)
                 cfg.cma_min[PGC_COLL_BCAST] = cma == 1 ? 0 : UINT64_MAX;
                 cfg.stream = cma == 2 ? 2 : 0;
                 int f = pgc_test_fork(P, &cfg, sweep, NULL) + pgc_test_fork(P, &cfg, back_to_back, NULL);
-                if (f)
-                    fprintf(stderr, "P=%d radix=%d cma=%d: %d members failed\n", P, radices[ri], cma, f);
-                failed_runs += f;
+                CHECK(f == 0, "P=%d radix=%d cma=%d: %d members failed", P, radices[ri], cma, f);
                 if (P > 1 && (P == 3 || P == 8)) {
                     cfg.timeout_s = 10;
-                    failed_runs += pgc_test_fork(P, &cfg, mismatch, NULL);
+                    f = pgc_test_fork(P, &cfg, mismatch, NULL);
+                    CHECK(f == 0, "P=%d radix=%d cma=%d mismatch: %d members failed", P, radices[ri], cma, f);
                 }
             }
-    int pass = atomic_load(&sh->pass), fail = atomic_load(&sh->fail) + failed_runs;
-    printf("%d passed, %d failed\n", pass, fail);
-    return fail ? 1 : 0;
+    return check_summary();
 }

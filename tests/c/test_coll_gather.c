@@ -1,10 +1,8 @@
 /* test_coll_gather.c - Gather(v), Scatter(v), Allgather(v), Alltoall(v) on
  * teams of 1..8 forked processes (no MPI, no Python).
  *
- *   gcc -O3 -std=gnu11 -Wall -Wextra -Werror -Icsrc csrc/common.c csrc/segment.c \
- *       csrc/sync.c csrc/cma.c csrc/team.c csrc/coll.c csrc/coll_barrier.c \
- *       csrc/coll_bcast.c csrc/reduce_ops.c csrc/coll_gather.c csrc/coll_alltoall.c \
- *       tests/c/test_coll_gather.c -o /tmp/test_coll_gather
+ *   gcc -O3 -std=gnu11 -Wall -Wextra -Werror -Icsrc csrc/[a-z]*.c \
+ *       tests/c/test_coll_gather.c -o /tmp/test_coll_gather -lm
  *
  * For every team size and each forced path family (cico: cma_min = never;
  * cma: cma_min = 0 for these collectives; mixed: single copy from the odd
@@ -25,6 +23,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 
+#include "check.h"
 #include "team_fork.h"
 
 #define MAXP 8
@@ -33,19 +32,10 @@
 #define CAP (8u << 20) /* per buffer: Alltoallv of 8 x 450 KB blocks fits */
 
 typedef struct {
-    _Atomic int pass, fail;
     int rc[MAXP];       /* mismatch test: each member's result */
     double secs[MAXP];  /* mismatch test: each member's time in the op */
 } shared_t;
 static shared_t *sh;
-
-#define CHECK(t, cond, ...) do {                                              \
-    if (cond) atomic_fetch_add(&sh->pass, 1);                                 \
-    else {                                                                    \
-        if (atomic_fetch_add(&sh->fail, 1) < 30) {                            \
-            fprintf(stderr, "FAIL rank %d/%d line %d: ", (t)->rank, (t)->nranks, __LINE__); \
-            fprintf(stderr, __VA_ARGS__); fprintf(stderr, "\n"); }             \
-    } } while (0)
 
 /* byte i of the block `from` sends to `to` */
 static inline uint8_t pat(unsigned seed, int from, int to, size_t i)
@@ -124,12 +114,13 @@ static void run_gather(ctx_t *c, size_t B, int var, int root, unsigned seed)
     int rc = pgc_gather(t, var == FIXED ? PGC_COLL_GATHER : PGC_COLL_GATHERV, sb, cnt[me],
                         isroot ? c->recv : NULL, isroot ? cnt : NULL, isroot ? dsp : NULL, root);
     memset(c->send, SCRIBBLE, cnt[me]); /* reuse at once */
-    CHECK(t, rc == 0, "Gather %s B=%zu root=%d: rc %d: %s", vname[var], B, root, rc, t->err.msg);
+    CHECK_MEMBER(t, rc == 0, "Gather %s B=%zu root=%d: rc %d: %s", vname[var], B, root, rc, t->err.msg);
     if (isroot) {
         memset(c->exp, SENT, span);
         for (int q = 0; q < P; q++)
             fill_block(c->exp + dsp[q], cnt[q], seed, q, root);
-        CHECK(t, same(c, c->recv, span, "gather"), "Gather %s B=%zu root=%d: wrong data", vname[var], B, root);
+        CHECK_MEMBER(t, same(c, c->recv, span, "gather"), "Gather %s B=%zu root=%d: wrong data",
+                     vname[var], B, root);
     }
 }
 
@@ -152,11 +143,12 @@ static void run_scatter(ctx_t *c, size_t B, int var, int root, unsigned seed)
                          isroot ? cnt : NULL, isroot ? dsp : NULL, rb, cnt[me], root);
     if (isroot)
         memset(c->send, SCRIBBLE, span);
-    CHECK(t, rc == 0, "Scatter %s B=%zu root=%d: rc %d: %s", vname[var], B, root, rc, t->err.msg);
+    CHECK_MEMBER(t, rc == 0, "Scatter %s B=%zu root=%d: rc %d: %s", vname[var], B, root, rc, t->err.msg);
     memset(c->exp, SENT, cnt[me] + 64);
     if (rb)
         fill_block(c->exp, cnt[me], seed, root, me);
-    CHECK(t, same(c, c->recv, cnt[me] + 64, "scatter"), "Scatter %s B=%zu root=%d: wrong data", vname[var], B, root);
+    CHECK_MEMBER(t, same(c, c->recv, cnt[me] + 64, "scatter"), "Scatter %s B=%zu root=%d: wrong data",
+                 vname[var], B, root);
 }
 
 static void run_allgather(ctx_t *c, size_t B, int var, unsigned seed)
@@ -177,11 +169,11 @@ static void run_allgather(ctx_t *c, size_t B, int var, unsigned seed)
     int rc = pgc_allgather(t, var == FIXED ? PGC_COLL_ALLGATHER : PGC_COLL_ALLGATHERV, sb, cnt[me],
                            c->recv, cnt, dsp);
     memset(c->send, SCRIBBLE, cnt[me]);
-    CHECK(t, rc == 0, "Allgather %s B=%zu: rc %d: %s", vname[var], B, rc, t->err.msg);
+    CHECK_MEMBER(t, rc == 0, "Allgather %s B=%zu: rc %d: %s", vname[var], B, rc, t->err.msg);
     memset(c->exp, SENT, span);
     for (int q = 0; q < P; q++)
         fill_block(c->exp + dsp[q], cnt[q], seed, q, -1);
-    CHECK(t, same(c, c->recv, span, "allgather"), "Allgather %s B=%zu: wrong data", vname[var], B);
+    CHECK_MEMBER(t, same(c, c->recv, span, "allgather"), "Allgather %s B=%zu: wrong data", vname[var], B);
     if (var == INPLACE)
         memset(c->recv, SCRIBBLE, span);
 }
@@ -212,11 +204,11 @@ static void run_alltoall(ctx_t *c, size_t B, int var, unsigned seed)
                           c->recv, rcnt, rdsp);
         memset(c->send, SCRIBBLE, sspan);
     }
-    CHECK(t, rc == 0, "Alltoall %s B=%zu: rc %d: %s", vname[var], B, rc, t->err.msg);
+    CHECK_MEMBER(t, rc == 0, "Alltoall %s B=%zu: rc %d: %s", vname[var], B, rc, t->err.msg);
     memset(c->exp, SENT, rspan);
     for (int p = 0; p < P; p++)
         fill_block(c->exp + rdsp[p], rcnt[p], seed, p, me);
-    CHECK(t, same(c, c->recv, rspan, "alltoall"), "Alltoall %s B=%zu: wrong data", vname[var], B);
+    CHECK_MEMBER(t, same(c, c->recv, rspan, "alltoall"), "Alltoall %s B=%zu: wrong data", vname[var], B);
     if (var == INPLACE)
         memset(c->recv, SCRIBBLE, rspan);
 }
@@ -234,13 +226,17 @@ static int body(pgc_team *t, void *arg)
     ctx_t c = {t, malloc(CAP), malloc(CAP), malloc(CAP)};
     if (!c.send || !c.recv || !c.exp)
         return 1;
-    int fail0 = atomic_load(&sh->fail);
+    int fail0 = atomic_load(&check_n->fail);
     /* arguments every member sees alike are refused without breaking the team */
     size_t one[MAXP] = {0}, zero[MAXP] = {0};
-    CHECK(t, pgc_gather(t, PGC_COLL_GATHER, c.send, 0, c.recv, one, zero, P) == PGC_EINVAL, "bad root accepted");
-    CHECK(t, pgc_scatter(t, PGC_COLL_SCATTER, c.send, one, zero, c.recv, 0, -1) == PGC_EINVAL, "bad root accepted");
-    CHECK(t, pgc_allgather(t, PGC_COLL_BCAST, c.send, 0, c.recv, one, zero) == PGC_EINVAL, "bad coll accepted");
-    CHECK(t, pgc_alltoall(t, PGC_NCOLL, c.send, one, zero, c.recv, one, zero) == PGC_EINVAL, "bad coll accepted");
+    CHECK_MEMBER(t, pgc_gather(t, PGC_COLL_GATHER, c.send, 0, c.recv, one, zero, P) == PGC_EINVAL,
+                 "bad root accepted");
+    CHECK_MEMBER(t, pgc_scatter(t, PGC_COLL_SCATTER, c.send, one, zero, c.recv, 0, -1) == PGC_EINVAL,
+                 "bad root accepted");
+    CHECK_MEMBER(t, pgc_allgather(t, PGC_COLL_BCAST, c.send, 0, c.recv, one, zero) == PGC_EINVAL,
+                 "bad coll accepted");
+    CHECK_MEMBER(t, pgc_alltoall(t, PGC_NCOLL, c.send, one, zero, c.recv, one, zero) == PGC_EINVAL,
+                 "bad coll accepted");
     /* 0, 1, around inline_max (256), around the chunk (16 KiB), and 19
      * chunks: more than a whole ring (15 slots besides the table) */
     const size_t sizes[] = {0, 1, 255, 256, 257, 16383, 16384, 16385, 300000};
@@ -279,13 +275,14 @@ static int body(pgc_team *t, void *arg)
         for (int p = 0; p < PGC_NPATH; p++)
             n[p] += t->stats[coll][p];
     if (P > 1) {
-        CHECK(t, n[PGC_PATH_INLINE] > 0 && (cma_mode || n[PGC_PATH_CICO] > 0),
-              "paths not exercised: inline %lu cico %lu",
-              (unsigned long)n[PGC_PATH_INLINE], (unsigned long)n[PGC_PATH_CICO]);
+        CHECK_MEMBER(t, n[PGC_PATH_INLINE] > 0 && (cma_mode || n[PGC_PATH_CICO] > 0),
+                     "paths not exercised: inline %lu cico %lu",
+                     (unsigned long)n[PGC_PATH_INLINE], (unsigned long)n[PGC_PATH_CICO]);
         if (cma_mode && t->cma_ok)
-            CHECK(t, n[PGC_PATH_CMA] > 0, "cma forced but never used");
+            CHECK_MEMBER(t, n[PGC_PATH_CMA] > 0, "cma forced but never used");
         if (mode == 0 || mode == 2) /* (mixed: Scatter counts the root's path) */
-            CHECK(t, n[PGC_PATH_CMA] == 0, "cma used %lu times while disabled", (unsigned long)n[PGC_PATH_CMA]);
+            CHECK_MEMBER(t, n[PGC_PATH_CMA] == 0, "cma used %lu times while disabled",
+                         (unsigned long)n[PGC_PATH_CMA]);
         if (cma_mode && !t->cma_ok && t->rank == 0)
             printf("  note: single copy unavailable: %s\n", t->cma_reason);
     }
@@ -293,7 +290,7 @@ static int body(pgc_team *t, void *arg)
     free(c.recv);
     free(c.exp);
     int ok = pgc_barrier(t) == 0;
-    return !ok || atomic_load(&sh->fail) != fail0;
+    return !ok || atomic_load(&check_n->fail) != fail0;
 }
 
 /* ---- count mismatch: the detecting member fails, nobody hangs ---- */
@@ -343,7 +340,7 @@ static int mismatch_body(pgc_team *t, void *arg)
 
 static const char *opnames[] = {"Scatterv", "Gatherv", "Allgatherv", "Alltoallv", "Gatherv-refused"};
 
-static void run_mismatch(int P, int cma_mode, int op, size_t B, int *passed, int *failed)
+static void run_mismatch(int P, int cma_mode, int op, size_t B)
 {
     pgc_config cfg = pgc_test_config();
     if (cma_mode)
@@ -365,14 +362,11 @@ static void run_mismatch(int P, int cma_mode, int op, size_t B, int *passed, int
      * whoever reads first */
     int ok = f == 0 && einval == 1 && bad == 0 && secs < 5.0 && (op != 0 || sh->rc[P - 1] == PGC_EINVAL) &&
              (op != 4 || sh->rc[0] == PGC_EINVAL);
-    if (!ok) {
-        printf("FAIL mismatch %s P=%d cma=%d B=%zu: %.2f s, children failed %d, rc:", opnames[op], P,
-               cma_mode, B, secs, f);
-        for (int r = 0; r < P; r++)
-            printf(" %d", sh->rc[r]);
-        printf("\n");
-    }
-    ok ? (*passed)++ : (*failed)++;
+    char rcs[MAXP * 12] = "";
+    for (int r = 0, len = 0; r < P; r++)
+        len += snprintf(rcs + len, sizeof rcs - (size_t)len, " %d", sh->rc[r]);
+    CHECK(ok, "mismatch %s P=%d cma=%d B=%zu: %.2f s, children failed %d, rc:%s", opnames[op], P, cma_mode, B,
+          secs, f, rcs);
 }
 
 /* Watchdog, armed in every forked member before the harness's attach loop:
@@ -390,9 +384,10 @@ int main(void)
 {
     pthread_atfork(NULL, NULL, child_watchdog);
     sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (sh == MAP_FAILED)
+    if (sh == MAP_FAILED || check_share()) {
+        perror("mmap");
         return 2;
-    int passed = 0, failed = 0;
+    }
     uint64_t t_all = pgc_now_ns();
     /* mode 0: cico; 1: cma; 2: cico through a tiny staging area (16 KiB:
      * windows shrink their chunk, hundreds of ring wraps); 3: odd members
@@ -409,28 +404,24 @@ int main(void)
                 cfg.staging_bytes = 16384;
                 cfg.xchg_chunk_bytes = 4096;
             }
-            int f0 = atomic_load(&sh->fail), p0 = atomic_load(&sh->pass);
+            int f0 = atomic_load(&check_n->fail), p0 = atomic_load(&check_n->pass);
             uint64_t t0 = pgc_now_ns();
             int f = pgc_test_fork(P, &cfg, body, &mode);
             printf("P=%d %s: %s (%d checks, %.2f s)\n", P, modes[mode], f ? "FAIL" : "ok",
-                   atomic_load(&sh->pass) + atomic_load(&sh->fail) - p0 - f0,
+                   atomic_load(&check_n->pass) + atomic_load(&check_n->fail) - p0 - f0,
                    (double)(pgc_now_ns() - t0) * 1e-9);
-            f ? failed++ : passed++;
+            CHECK(f == 0, "P=%d %s: %d members failed", P, modes[mode], f);
         }
-    int mp = 0, mf = 0;
+    int mp = atomic_load(&check_n->pass), mf = atomic_load(&check_n->fail);
     for (int cma_mode = 0; cma_mode < 2; cma_mode++)
         for (int P = 2; P <= MAXP; P += 2)
             for (int op = 0; op < 5; op++) {
-                run_mismatch(P, cma_mode, op, 100, &mp, &mf);     /* inline (or cico) */
-                run_mismatch(P, cma_mode, op, 100000, &mp, &mf);  /* cico / cma, ring wraps */
+                run_mismatch(P, cma_mode, op, 100);     /* inline (or cico) */
+                run_mismatch(P, cma_mode, op, 100000);  /* cico / cma, ring wraps */
             }
+    mp = atomic_load(&check_n->pass) - mp;
+    mf = atomic_load(&check_n->fail) - mf;
     printf("mismatch: %d ok, %d failed\n", mp, mf);
-    passed += mp;
-    failed += mf;
-    printf("checks inside the teams: %d passed, %d failed\n", atomic_load(&sh->pass), atomic_load(&sh->fail));
     printf("total %.2f s\n", (double)(pgc_now_ns() - t_all) * 1e-9);
-    passed += atomic_load(&sh->pass);
-    failed += atomic_load(&sh->fail);
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed != 0;
+    return check_summary();
 }

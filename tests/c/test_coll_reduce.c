@@ -1,10 +1,8 @@
 /* test_coll_reduce.c - Reduce, Allreduce, Reduce_scatter(_block), Scan and
  * Exscan (csrc/coll_reduce.c) on teams of 1..8 forked processes.
  *
- *   gcc -O3 -std=gnu11 -Wall -Wextra -Werror -Icsrc csrc/common.c csrc/segment.c \
- *       csrc/sync.c csrc/cma.c csrc/team.c csrc/coll.c csrc/coll_barrier.c \
- *       csrc/coll_bcast.c csrc/reduce_ops.c csrc/coll_reduce.c \
- *       tests/c/test_coll_reduce.c -o /tmp/test_coll_reduce
+ *   gcc -O3 -std=gnu11 -Wall -Wextra -Werror -Icsrc csrc/[a-z]*.c \
+ *       tests/c/test_coll_reduce.c -o /tmp/test_coll_reduce -lm
  *
  * Inputs are a function of (case seed, rank, index); the expected results
  * are computed with a scalar reference written here (not the kernels), in
@@ -21,6 +19,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "check.h"
 #include "team_fork.h"
 
 enum { K_REDUCE, K_ALLREDUCE, K_RS, K_RSB, K_SCAN, K_EXSCAN, K_N };
@@ -32,8 +31,6 @@ static const char *const kname[K_N] = {"Reduce", "Allreduce", "Reduce_scatter", 
 #define SENTINEL 0xA5
 
 typedef struct {
-    _Atomic long pass, fail;
-    _Atomic int printed;
     uint64_t hash[MAXP][4];  /* determinism: per member, per repetition */
 } shared_t;
 
@@ -45,17 +42,6 @@ static shared_t *sh;
  * P * count element generations per case instead of P^2 * count. */
 #define REF_BYTES ((size_t)96 << 20)
 static unsigned char *refbuf;
-
-#define CHECK(cond, ...) do {                                                       \
-    if (cond) atomic_fetch_add(&sh->pass, 1);                                       \
-    else {                                                                          \
-        atomic_fetch_add(&sh->fail, 1);                                             \
-        if (atomic_fetch_add(&sh->printed, 1) < 40) {                               \
-            fprintf(stderr, "FAIL rank %d/%d line %d: ", t->rank, t->nranks, __LINE__); \
-            fprintf(stderr, __VA_ARGS__); fprintf(stderr, "\n");                    \
-        }                                                                           \
-    }                                                                               \
-} while (0)
 
 /* ---- inputs and the scalar reference ---- */
 
@@ -275,7 +261,7 @@ static void run_case(pgc_team *t, const tcase *c)
         abort();
     }
     int rc = pgc_barrier(t);
-    CHECK(rc == 0, "barrier A: %s", t->err.msg);
+    CHECK_MEMBER(t, rc == 0, "barrier A: %s", t->err.msg);
     size_t lo = total * (size_t)me / (size_t)P, hi = total * (size_t)(me + 1) / (size_t)P;
     unsigned char *x = malloc((hi - lo) * esz + 1);
     gen_array(c->dt, c->seed, 0, lo, hi - lo, refbuf + lo * esz);
@@ -287,7 +273,7 @@ static void run_case(pgc_team *t, const tcase *c)
     }
     free(x);
     rc = pgc_barrier(t);
-    CHECK(rc == 0, "barrier B: %s", t->err.msg);
+    CHECK_MEMBER(t, rc == 0, "barrier B: %s", t->err.msg);
 
     switch (c->kind) {
     case K_REDUCE: rc = pgc_reduce(t, sb, recv, c->count, c->dt, c->op, c->root); break;
@@ -297,8 +283,8 @@ static void run_case(pgc_team *t, const tcase *c)
     case K_SCAN: rc = pgc_scan(t, sb, recv, c->count, c->dt, c->op); break;
     default: rc = pgc_exscan(t, sb, recv, c->count, c->dt, c->op); break;
     }
-    CHECK(rc == 0, "%s %s %s count %zu inplace %d root %d: rc %d (%s)", kname[c->kind], pgc_dtype_name(c->dt),
-          pgc_op_name(c->op), c->count, inplace, c->root, rc, t->err.msg);
+    CHECK_MEMBER(t, rc == 0, "%s %s %s count %zu inplace %d root %d: rc %d (%s)", kname[c->kind],
+                 pgc_dtype_name(c->dt), pgc_op_name(c->op), c->count, inplace, c->root, rc, t->err.msg);
 
     /* What this member must hold: elements [off, off + n) of the vector
      * reduced over members 0..last, at the start of recvbuf. */
@@ -326,8 +312,8 @@ static void run_case(pgc_team *t, const tcase *c)
             bad = keep_from;
     } else if (memcmp(recv, before, rlen * esz + GUARD))
         bad = 0; /* no result here: recvbuf untouched */
-    CHECK(bad == SIZE_MAX, "%s %s %s count %zu inplace %d root %d: wrong result at element %zu",
-          kname[c->kind], pgc_dtype_name(c->dt), pgc_op_name(c->op), c->count, inplace, c->root, bad);
+    CHECK_MEMBER(t, bad == SIZE_MAX, "%s %s %s count %zu inplace %d root %d: wrong result at element %zu",
+                 kname[c->kind], pgc_dtype_name(c->dt), pgc_op_name(c->op), c->count, inplace, c->root, bad);
     free(send);
     free(recv);
     free(before);
@@ -415,40 +401,40 @@ static void test_invalid(pgc_team *t)
     for (int i = 0; i < 8; i++)
         buf[i] = 100 + i, send[i] = i;
     int rc = pgc_allreduce(t, send, buf, 8, PGC_FLOAT64, PGC_BXOR);
-    CHECK(rc == PGC_EINVAL && strstr(t->err.msg, "BXOR") && strstr(t->err.msg, "float64"),
-          "Allreduce float64 BXOR: rc %d msg '%s'", rc, t->err.msg);
+    CHECK_MEMBER(t, rc == PGC_EINVAL && strstr(t->err.msg, "BXOR") && strstr(t->err.msg, "float64"),
+                 "Allreduce float64 BXOR: rc %d msg '%s'", rc, t->err.msg);
     int untouched = 1;
     for (int i = 0; i < 8; i++)
         untouched &= buf[i] == 100 + i;
-    CHECK(untouched, "invalid Allreduce wrote recvbuf");
+    CHECK_MEMBER(t, untouched, "invalid Allreduce wrote recvbuf");
     uint8_t b[4] = {1, 0, 1, 1}, bs[4] = {0, 0, 0, 0};
     rc = pgc_scan(t, bs, b, 4, PGC_BOOL, PGC_SUM);
-    CHECK(rc == PGC_EINVAL && strstr(t->err.msg, "SUM") && strstr(t->err.msg, "bool") && b[0] == 1 && b[1] == 0,
-          "Scan bool SUM: rc %d msg '%s'", rc, t->err.msg);
+    CHECK_MEMBER(t, rc == PGC_EINVAL && strstr(t->err.msg, "SUM") && strstr(t->err.msg, "bool") &&
+                 b[0] == 1 && b[1] == 0, "Scan bool SUM: rc %d msg '%s'", rc, t->err.msg);
     double _Complex z[2] = {1, 2};
     rc = pgc_exscan(t, NULL, z, 2, PGC_COMPLEX128, PGC_MAX);
-    CHECK(rc == PGC_EINVAL && z[0] == 1 && z[1] == 2, "Exscan complex128 MAX: rc %d", rc);
+    CHECK_MEMBER(t, rc == PGC_EINVAL && z[0] == 1 && z[1] == 2, "Exscan complex128 MAX: rc %d", rc);
     size_t rcounts[MAXP];
     for (int j = 0; j < t->nranks; j++)
         rcounts[j] = 1;
     rc = pgc_reduce_scatter(t, PGC_COLL_REDUCE_SCATTER, send, buf, rcounts, PGC_FLOAT64, PGC_LAND);
-    CHECK(rc == PGC_EINVAL && buf[0] == 100, "Reduce_scatter float64 LAND: rc %d", rc);
+    CHECK_MEMBER(t, rc == PGC_EINVAL && buf[0] == 100, "Reduce_scatter float64 LAND: rc %d", rc);
     rc = pgc_reduce_scatter(t, PGC_COLL_BCAST, send, buf, rcounts, PGC_FLOAT64, PGC_SUM);
-    CHECK(rc == PGC_EINVAL && buf[0] == 100, "Reduce_scatter with a bad collective id: rc %d", rc);
+    CHECK_MEMBER(t, rc == PGC_EINVAL && buf[0] == 100, "Reduce_scatter with a bad collective id: rc %d", rc);
     rc = pgc_reduce(t, send, buf, 8, PGC_FLOAT64, PGC_SUM, t->nranks);
-    CHECK(rc == PGC_EINVAL && buf[0] == 100, "Reduce root out of range: rc %d", rc);
+    CHECK_MEMBER(t, rc == PGC_EINVAL && buf[0] == 100, "Reduce root out of range: rc %d", rc);
     rc = pgc_reduce(t, send, buf, 8, PGC_FLOAT64, PGC_SUM, -1);
-    CHECK(rc == PGC_EINVAL, "Reduce root -1: rc %d", rc);
+    CHECK_MEMBER(t, rc == PGC_EINVAL, "Reduce root -1: rc %d", rc);
     rc = pgc_allreduce(t, send, buf, SIZE_MAX / 4, PGC_FLOAT64, PGC_SUM);
-    CHECK(rc == PGC_EINVAL && buf[0] == 100, "Allreduce count overflow: rc %d", rc);
+    CHECK_MEMBER(t, rc == PGC_EINVAL && buf[0] == 100, "Allreduce count overflow: rc %d", rc);
     rc = pgc_allreduce(t, send, buf, 8, (pgc_dtype)99, PGC_SUM);
-    CHECK(rc == PGC_EINVAL, "Allreduce bad dtype: rc %d", rc);
+    CHECK_MEMBER(t, rc == PGC_EINVAL, "Allreduce bad dtype: rc %d", rc);
     /* the team is still in step: a valid op works */
     rc = pgc_allreduce(t, send, buf, 8, PGC_FLOAT64, PGC_SUM);
     int ok = rc == 0;
     for (int i = 0; i < 8; i++)
         ok &= buf[i] == (double)i * t->nranks;
-    CHECK(ok, "Allreduce after refused calls: rc %d", rc);
+    CHECK_MEMBER(t, ok, "Allreduce after refused calls: rc %d", rc);
 }
 
 /* 200 back-to-back Allreduce calls of alternating sizes and paths, buffers
@@ -469,14 +455,14 @@ static void test_back_to_back(pgc_team *t)
             in[i] = (int64_t)(i * 31 + (size_t)it * 1000003) * (t->rank + 1);
         int rc = pgc_allreduce(t, inplace ? NULL : s, r, n, PGC_INT64, PGC_SUM);
         if (rc) {
-            CHECK(0, "back-to-back %d: rc %d %s", it, rc, t->err.msg);
+            CHECK_MEMBER(t, 0, "back-to-back %d: rc %d %s", it, rc, t->err.msg);
             bad = 1;
             break;
         }
         for (size_t i = 0; i < n; i++)
             if (r[i] != (int64_t)(i * 31 + (size_t)it * 1000003) * (P * (P + 1) / 2)) {
                 if (!bad)
-                    CHECK(0, "back-to-back %d (n %zu): wrong at %zu", it, n, i);
+                    CHECK_MEMBER(t, 0, "back-to-back %d (n %zu): wrong at %zu", it, n, i);
                 bad = 1;
                 break;
             }
@@ -484,7 +470,7 @@ static void test_back_to_back(pgc_team *t)
         memset(s, 0x5a, n * 8);
         memset(r, 0x3c, n * 8);
     }
-    CHECK(!bad, "back-to-back");
+    CHECK_MEMBER(t, !bad, "back-to-back");
     free(s);
     free(r);
 }
@@ -511,7 +497,7 @@ static void test_slow_root(pgc_team *t)
                 if (r[i] != (int64_t)(i + (size_t)it * 7) * (P * (P + 1) / 2))
                     bad = 1;
         }
-    CHECK(!bad, "Reduce with a slow root");
+    CHECK_MEMBER(t, !bad, "Reduce with a slow root");
 }
 
 /* sendbuf == recvbuf (not MPI_IN_PLACE, but the same buffer) acts as in
@@ -530,7 +516,8 @@ static void test_aliased(pgc_team *t)
             int ok = rc == 0, m = scan ? t->rank + 1 : P;
             for (size_t i = 0; i < n; i++)
                 ok &= b[i] == (int64_t)i * m + (int64_t)m * (m - 1) / 2;
-            CHECK(ok, "%s with sendbuf == recvbuf, n %zu: rc %d", scan ? "Scan" : "Allreduce", n, rc);
+            CHECK_MEMBER(t, ok, "%s with sendbuf == recvbuf, n %zu: rc %d", scan ? "Scan" : "Allreduce", n,
+                         rc);
         }
     free(b);
 }
@@ -558,7 +545,7 @@ static void test_determinism(pgc_team *t)
                 s[i] = random_double(t->rank, i);
             int rc = pgc_allreduce(t, rep == 2 ? NULL : s, rep == 2 ? s : r, m, PGC_FLOAT64, PGC_SUM);
             double *res = rep == 2 ? s : r;
-            CHECK(rc == 0, "determinism: rc %d %s", rc, t->err.msg);
+            CHECK_MEMBER(t, rc == 0, "determinism: rc %d %s", rc, t->err.msg);
             size_t bad = SIZE_MAX;
             uint64_t hash = 1469598103934665603ull;
             for (size_t i = 0; i < m; i++) {
@@ -571,16 +558,17 @@ static void test_determinism(pgc_team *t)
                 memcpy(&bits, &res[i], 8);
                 hash = (hash ^ bits) * 1099511628211ull;
             }
-            CHECK(bad == SIZE_MAX, "determinism n=%zu rep %d: not the rank-order sum at %zu", m, rep, bad);
+            CHECK_MEMBER(t, bad == SIZE_MAX, "determinism n=%zu rep %d: not the rank-order sum at %zu",
+                         m, rep, bad);
             sh->hash[t->rank][rep] = hash;
             if (pgc_barrier(t))
-                CHECK(0, "barrier: %s", t->err.msg);
+                CHECK_MEMBER(t, 0, "barrier: %s", t->err.msg);
             int same_all = 1;
             for (int q = 0; q < P; q++)
                 same_all &= sh->hash[q][rep] == hash && sh->hash[q][0] == hash;
-            CHECK(same_all, "determinism n=%zu rep %d: members or repetitions differ", m, rep);
+            CHECK_MEMBER(t, same_all, "determinism n=%zu rep %d: members or repetitions differ", m, rep);
             if (pgc_barrier(t))
-                CHECK(0, "barrier: %s", t->err.msg);
+                CHECK_MEMBER(t, 0, "barrier: %s", t->err.msg);
         }
     }
     free(s);
@@ -598,8 +586,8 @@ static void test_stats(pgc_team *t, size_t big)
     rc |= pgc_allreduce(t, NULL, b, big, PGC_INT64, PGC_SUM);
     rc |= pgc_allreduce(t, s, b, big, PGC_INT64, PGC_SUM);
     uint64_t exposed = t->nranks > 1 && t->cma_ok && big * 8 >= t->cfg.cma_min[PGC_COLL_ALLREDUCE];
-    CHECK(rc == 0 && st[PGC_PATH_INLINE] == inl + 1 && st[PGC_PATH_CICO] == cico + 2 - exposed &&
-          st[PGC_PATH_CMA] == cma + exposed, "statistics (%s)", t->err.msg);
+    CHECK_MEMBER(t, rc == 0 && st[PGC_PATH_INLINE] == inl + 1 && st[PGC_PATH_CICO] == cico + 2 - exposed &&
+                 st[PGC_PATH_CMA] == cma + exposed, "statistics (%s)", t->err.msg);
     free(b);
     free(s);
 }
@@ -660,42 +648,41 @@ static int body_cfg2(pgc_team *t, void *arg)
 
 /* Run `body` (if any) on a team of P members with cfg, then body_windows
  * with 4 KiB of staging (E of 2..128 elements: many windows); print the
- * outcome. Returns the failed members. */
-static int run_team(const char *what, int P, pgc_config cfg, int (*body)(pgc_team *, void *))
+ * outcome and check that no member failed. */
+static void run_team(const char *what, int P, pgc_config cfg, int (*body)(pgc_team *, void *))
 {
-    long f0 = sh->fail;
+    int f0 = atomic_load(&check_n->fail);
     int f = body ? pgc_test_fork(P, &cfg, body, NULL) : 0;
     cfg.staging_bytes = 4096;
     f += pgc_test_fork(P, &cfg, body_windows, NULL);
-    printf("P=%d %s: %s\n", P, what, f || sh->fail != f0 ? "FAIL" : "ok");
-    return f;
+    printf("P=%d %s: %s\n", P, what, f || atomic_load(&check_n->fail) != f0 ? "FAIL" : "ok");
+    CHECK(f == 0, "P=%d %s: %d members failed", P, what, f);
 }
 
 int main(void)
 {
     sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     refbuf = mmap(NULL, REF_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (sh == MAP_FAILED || refbuf == MAP_FAILED) {
+    if (sh == MAP_FAILED || refbuf == MAP_FAILED || check_share()) {
         perror("mmap");
         return 2;
     }
-    long team_failures = 0;
     for (int P = 1; P <= MAXP; P++) {
         pgc_config cfg = pgc_test_config();
         struct timespec a, b;
         clock_gettime(CLOCK_MONOTONIC, &a);
-        long f0 = sh->fail;
+        int f0 = atomic_load(&check_n->fail);
         int f = pgc_test_fork(P, &cfg, body_full, NULL);
         clock_gettime(CLOCK_MONOTONIC, &b);
-        team_failures += f;
-        printf("P=%d: %s (%.2f s)\n", P, f || sh->fail != f0 ? "FAIL" : "ok",
+        printf("P=%d: %s (%.2f s)\n", P, f || atomic_load(&check_n->fail) != f0 ? "FAIL" : "ok",
                (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) * 1e-9);
+        CHECK(f == 0, "P=%d: %d members failed", P, f);
     }
     for (int P = 1; P <= MAXP; P++) {
         pgc_config cfg = pgc_test_config();
-        team_failures += run_team("tiny staging", P, cfg, NULL);
+        run_team("tiny staging", P, cfg, NULL);
         cfg.reduce_one_window = 1;
-        team_failures += run_team("one window when it fits", P, cfg, body_one_window);
+        run_team("one window when it fits", P, cfg, body_one_window);
     }
     /* Every case with single copy by size: members not in place expose
      * their buffers, in-place ones (a Reduce root among them) stage. */
@@ -703,19 +690,17 @@ int main(void)
         pgc_config cfg = pgc_test_config();
         for (int i = 0; i < PGC_NCOLL; i++)
             cfg.cma_min[i] = 0;
-        team_failures += run_team("single copy", P, cfg, body_full);
+        run_team("single copy", P, cfg, body_full);
     }
     for (int P = 2; P <= 3; P++) {
         pgc_config cfg = pgc_test_config();
         cfg.inline_max = 8192;
         for (int i = 0; i < PGC_NCOLL; i++)
             cfg.cma_min[i] = 4096;
-        long f0 = sh->fail;
+        int f0 = atomic_load(&check_n->fail);
         int f = pgc_test_fork(P, &cfg, body_cfg2, NULL);
-        team_failures += f;
-        printf("P=%d cma/inline config: %s\n", P, f || sh->fail != f0 ? "FAIL" : "ok");
+        printf("P=%d cma/inline config: %s\n", P, f || atomic_load(&check_n->fail) != f0 ? "FAIL" : "ok");
+        CHECK(f == 0, "P=%d cma/inline config: %d members failed", P, f);
     }
-    long passed = sh->pass, failed = sh->fail + team_failures;
-    printf("%ld passed, %ld failed\n", passed, failed);
-    return failed != 0;
+    return check_summary();
 }
