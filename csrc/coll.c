@@ -84,20 +84,19 @@ static uint64_t last_measured(pgc_costs *c, pgc_path path)
     return last;
 }
 
-/* The way of storing into staging the costs favour (cfg.stream 1), and
- * what it costs per byte (0: not measured yet). Streaming stores go to
+/* The way of storing into staging that cfg.stream and the costs favour
+ * (its cost: ps_per_byte of it, 0 while not measured). Streaming stores go to
  * memory and leave every cache: cheaper for the writer when a line the
  * readers hold must first come back across a slow link, dearer for the
  * readers, who then fetch from memory. Stream only while ordinary stores
  * measure more than three times dearer: 22-88 against 40-50 ps/B when
  * quiet, 290-450 in slow periods (copy.h: pgc_copy_stream). */
-static pgc_xfer stage_best(const pgc_team *t, uint32_t *cost)
+static pgc_xfer stage_best(const pgc_team *t)
 {
     pgc_costs *c = &t->hdr->costs;
     uint32_t plain = atomic_load_explicit(&c->ps_per_byte[PGC_XFER_STAGE], memory_order_relaxed);
     uint32_t stream = atomic_load_explicit(&c->ps_per_byte[PGC_XFER_STREAM], memory_order_relaxed);
     int streams = t->cfg.stream == 2 || (t->cfg.stream == 1 && stream && plain > 3 * (uint64_t)stream);
-    *cost = streams ? stream : plain;
     return streams ? PGC_XFER_STREAM : PGC_XFER_STAGE;
 }
 
@@ -112,16 +111,15 @@ pgc_path pgc_choose_member_path(pgc_team *t, pgc_coll coll, size_t bytes)
     int32_t into_probe = (int32_t)(t->op - (uint32_t)(probe >> 32)); /* < 0: we lag behind it */
     if (probe && into_probe >= 0 && (uint32_t)into_probe < PGC_PROBE_OPS)
         return (pgc_path)(probe & 0xff);
-    uint32_t staged_in;
-    stage_best(t, &staged_in);
-    uint64_t stage = staged_in;
+    uint64_t stage = atomic_load_explicit(&c->ps_per_byte[stage_best(t)], memory_order_relaxed);
     uint64_t out = atomic_load_explicit(&c->ps_per_byte[PGC_XFER_COPYOUT], memory_order_relaxed);
     uint64_t cma = atomic_load_explicit(&c->ps_per_byte[PGC_XFER_CMA], memory_order_relaxed);
     /* A byte staged is copied into staging (the way stage_best favours:
      * in slow periods streaming stores keep staging close to single copy)
-     * and out of it (or read there by a block owner's fold); by single copy it is pulled once, except in
-     * Allreduce, whose exposing owners leave their results in their receive
-     * buffers to be pulled a second time (coll_reduce.c). Single copy only
+     * and out of it (or read there by a block owner's fold); by single
+     * copy it is pulled once, except in Allreduce, whose exposing owners
+     * leave their results in their receive buffers to be pulled a second
+     * time (coll_reduce.c). Single copy only
      * when clearly cheaper (by a quarter): the two are close on a quiet
      * machine, where staging keeps the readers' copies at memcpy speed
      * (np=2, 16 MiB Allreduce, in-job: staged 2.27 ms, single copy 2.56,
@@ -210,8 +208,7 @@ void pgc_costs_seed(pgc_team *t, const uint32_t ps_per_byte[PGC_NXFER])
  * needed: readers copy the same bytes either way). */
 pgc_xfer pgc_stage_xfer(pgc_team *t)
 {
-    uint32_t cost;
-    pgc_xfer best = stage_best(t, &cost);
+    pgc_xfer best = stage_best(t);
     if (t->cfg.stream != 1)
         return best;
     if (!atomic_load_explicit(&t->hdr->costs.ps_per_byte[PGC_XFER_STAGE], memory_order_relaxed))

@@ -93,15 +93,22 @@ static inline void pgc_copy(const pgc_team *t, void *restrict dst, const void *r
  * by cfg.stream and the measured costs (coll.c). */
 pgc_xfer pgc_stage_xfer(pgc_team *t);
 
-/* A copy of kind k (pgc_xfer), timed when long enough to tell: with
- * streaming stores for PGC_XFER_STREAM, pgc_copy otherwise. */
-static inline void pgc_timed_copy(pgc_team *t, pgc_xfer k, void *dst, const void *src, size_t n)
+/* A copy of kind k (pgc_xfer): with streaming stores for PGC_XFER_STREAM,
+ * pgc_copy otherwise. */
+static inline void pgc_copy_as(const pgc_team *t, pgc_xfer k, void *restrict dst, const void *restrict src,
+                               size_t n)
 {
-    uint64_t t0 = n >= PGC_XFER_TIMED_MIN ? pgc_now_ns() : 0;
     if (k == PGC_XFER_STREAM)
         pgc_copy_stream(dst, src, n);
     else
         pgc_copy(t, dst, src, n);
+}
+
+/* The same, timed when long enough to tell. */
+static inline void pgc_timed_copy(pgc_team *t, pgc_xfer k, void *dst, const void *src, size_t n)
+{
+    uint64_t t0 = n >= PGC_XFER_TIMED_MIN ? pgc_now_ns() : 0;
+    pgc_copy_as(t, k, dst, src, n);
     if (t0)
         pgc_xfer_note(t, k, n, pgc_now_ns() - t0);
 }

@@ -255,10 +255,8 @@ static inline void stage_copy(pgc_team *t, const rplan *p, pgc_xfer k, void *dst
 {
     if (p->measure)
         pgc_timed_copy(t, k, dst, src, n);
-    else if (k == PGC_XFER_STREAM)
-        pgc_copy_stream(dst, src, n);
     else
-        pgc_copy(t, dst, src, n);
+        pgc_copy_as(t, k, dst, src, n);
 }
 
 static int run_cico(pgc_team *t, const rplan *p)

@@ -400,8 +400,8 @@ cdef class Team:
     def seed_costs(self, **ps_per_byte):
         """Set some of the team's costs (picoseconds per byte, by the names
         of `costs`) as if just measured, end any probe in progress and reset
-        `probe_interval`: a warm start from known figures. The next calls measure and correct
-        them."""
+        `probe_interval`: a warm start from known figures. The next calls
+        measure and correct them."""
         cdef uint32_t ps[PGC_NXFER]
         for k, name in enumerate(_XFERS):
             v = ps_per_byte.pop(name, 0)

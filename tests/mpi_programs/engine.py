@@ -722,10 +722,12 @@ def _staged_reductions(t, salt):
 
 def test_staging_stores_follow_the_measured_costs():
     """The same choice for every other copy-in/copy-out writer: exchange
-    producers and reduction members. Never (0) and always (2) hold for
-    every one of them; with the measured choice (1), ordinary stores made
-    to look 1000x dearer (and single copy as dear, so that staging stays
-    chosen) make each of them stream."""
+    producers and reduction members. Never (0) and always (2) give the
+    right bytes (the exchanges' costs show the stores; the reductions time
+    theirs only with their run-time choice, absent here); with the
+    measured choice (1), ordinary stores made to look 1000x dearer (and
+    single copy as dear, so that staging stays chosen) make each of them
+    stream."""
     if P == 1:
         return
     for mode in (0, 2, 1):
