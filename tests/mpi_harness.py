@@ -45,7 +45,8 @@ Environment variables:
 
 Inside the job every rank runs this module as a mini test runner
 (``python -m tests.mpi_harness [-k SUBSTRING | --only NAME ...] PROGRAM
-RESULT_DIR [-- PROGRAM_ARGS]``).  It runs the selected functions in definition
+RESULT_DIR [-- PROGRAM_ARGS]``; PROGRAM as in ``mpi_program_tests``, or a
+path; the same command reruns one function by hand under ``mpiexec``).  It runs the selected functions in definition
 order, synchronises all ranks with a barrier after each one, and keeps
 ``RESULT_DIR/rank-<r>.json`` up to date after every step::
 
@@ -100,11 +101,11 @@ TERMINATE_GRACE = 2.0
 # ---------------------------------------------------------------------------
 
 def resolve_program(program: str | os.PathLike) -> Path:
-    """Absolute path of a test program; relative names are looked up in
-    tests/mpi_programs/."""
+    """Absolute path of a test program; a relative name is looked up in
+    tests/mpi_programs/, then in the working directory."""
     path = Path(program)
     if not path.is_absolute():
-        path = PROGRAMS_DIR / path
+        path = PROGRAMS_DIR / path if (PROGRAMS_DIR / path).is_file() else path.resolve()
     if not path.is_file():
         raise FileNotFoundError(f"MPI test program not found: {path}")
     return path
@@ -650,9 +651,10 @@ def _rank_main(argv: list[str]) -> None:
     log = _RankLog(opts.result_dir, comm.rank)
 
     try:
-        names = opts.only or [n for n in list_test_functions(opts.program)
+        program = resolve_program(opts.program)
+        names = opts.only or [n for n in list_test_functions(program)
                               if opts.substring is None or opts.substring in n]
-        module = _load_program(opts.program, opts.program_args)
+        module = _load_program(program, opts.program_args)
         functions = [getattr(module, name) for name in names]
         setup_error = None
     except BaseException as exc:

@@ -1,6 +1,11 @@
 """Tests of the MPI test harness itself (tests/mpi_harness.py), using
 tests/mpi_programs/harness_selftest.py."""
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+
 import psutil
 import pytest
 
@@ -37,6 +42,25 @@ def test_functions_are_listed_in_definition_order():
     names = list_test_functions(SELFTEST)
     assert names[:2] == ["test_allreduce_sum", "test_bcast_from_every_root"]
     assert names[-2:] == list(FAILURE_SCENARIOS)
+
+
+@pytest.mark.parametrize("form", ["name", "relative to the working directory", "absolute"])
+def test_rank_side_runs_by_hand(tmp_path, form):
+    """`python -m tests.mpi_harness -k NAME PROGRAM DIR`, as one reruns a
+    single function by hand: the program may be named as in
+    mpi_program_tests, relative to the working directory, or absolutely."""
+    repo = Path(__file__).resolve().parent.parent
+    program = {"name": SELFTEST,
+               "relative to the working directory": "tests/mpi_programs/" + SELFTEST,
+               "absolute": str(repo / "tests" / "mpi_programs" / SELFTEST)}[form]
+    prefix, _ = find_launcher()
+    subprocess.run([*prefix, "-n", "1", sys.executable, "-m", "tests.mpi_harness",
+                    "-k", "test_allreduce_sum", program, str(tmp_path)],
+                   cwd=repo, check=True, timeout=120)
+    log = json.loads((tmp_path / "rank-0.json").read_text())
+    assert log["setup_error"] is None and log["finished"]
+    assert list(log["results"]) == ["test_allreduce_sum"]
+    assert log["results"]["test_allreduce_sum"]["ok"], log["results"]
 
 
 def test_np_restriction(monkeypatch):
