@@ -12,6 +12,10 @@ static void describe_sig(uint32_t sig, char *out, size_t size)
     pgc_coll coll = pgc_sig_coll(sig);
     uint32_t arg = pgc_sig_arg(sig);
     const char *name = pgc_coll_name(coll);
+    if ((pgc_sig_kind(sig) & PGC_SIG_REFUSED) && arg == PGC_SIG_ARG_MPI) {
+        snprintf(out, size, "%s on MPI", name);
+        return;
+    }
     switch (coll) {
     case PGC_COLL_BCAST: case PGC_COLL_REDUCE: case PGC_COLL_GATHER: case PGC_COLL_GATHERV:
     case PGC_COLL_SCATTER: case PGC_COLL_SCATTERV:
@@ -33,7 +37,20 @@ int pgc_signature_mismatch(pgc_team *t, int peer, uint32_t theirs)
     describe_sig(t->sig, mine, sizeof mine);
     describe_sig(theirs, other, sizeof other);
     const char *opname = pgc_opname(t);
-    if (pgc_sig_kind(theirs) & PGC_SIG_REFUSED)
+    if ((pgc_sig_kind(theirs) & PGC_SIG_REFUSED) && pgc_sig_arg(theirs) == PGC_SIG_ARG_MPI)
+        pgc_set_error(&t->err, PGC_EMISMATCH, peer, 0,
+                      "%s: local rank %d took %s to MPI (arguments pgascol does not accelerate, such as "
+                      "an object without the buffer protocol or a user-defined operator) while this rank "
+                      "is in %s; every rank must pass arguments of the same kind", opname, peer,
+                      pgc_coll_name(pgc_sig_coll(theirs)), mine);
+    else if ((pgc_sig_kind(t->sig) & PGC_SIG_REFUSED) && pgc_sig_arg(t->sig) == PGC_SIG_ARG_MPI &&
+             !(pgc_sig_kind(theirs) & PGC_SIG_REFUSED))
+        pgc_set_error(&t->err, PGC_EMISMATCH, peer, 0,
+                      "%s: this rank (local rank %d) must take %s to MPI (arguments pgascol does not "
+                      "accelerate, such as an object without the buffer protocol or a user-defined "
+                      "operator) while local rank %d is in %s; every rank must pass arguments of the "
+                      "same kind", opname, t->rank, pgc_coll_name(pgc_sig_coll(t->sig)), peer, other);
+    else if (pgc_sig_kind(theirs) & PGC_SIG_REFUSED)
         pgc_set_error(&t->err, PGC_EMISMATCH, peer, 0,
                       "%s: local rank %d refused its arguments to %s (see the error it raised), "
                       "so this rank's %s cannot complete",
@@ -58,6 +75,17 @@ int pgc_coll_refuse(pgc_team *t, pgc_coll coll)
     pgc_post_ack(t, PGC_STEP_DONE);
     pgc_post_seq(t, PGC_STEP_DONE);
     return PGC_OK;
+}
+
+int pgc_coll_to_mpi(pgc_team *t, pgc_coll coll)
+{
+    int rc = pgc_check_aborted(t);
+    if (rc || (rc = pgc_coll_sign(t, PGC_SIG_REFUSED | coll, PGC_SIG_ARG_MPI)))
+        return rc;
+    pgc_post_ack(t, PGC_STEP_DONE);
+    pgc_post_seq(t, PGC_STEP_DONE);
+    /* the first wait on each peer in this op checks its signature */
+    return pgc_wait_peers_done(t, 0);
 }
 
 pgc_path pgc_choose_path(const pgc_team *t, pgc_coll coll, size_t bytes)
@@ -261,7 +289,13 @@ int pgc_coll_cma(pgc_team *t, int peer, int write, void *local, uint64_t remote,
         int arc = pgc_check_aborted(t);
         if (arc)
             return arc;
-        t->err.peer = peer;
+        /* The usual cause: the peer died under us (ESRCH, or EFAULT as its
+         * memory went). Reported as a dead peer, like a wait would. */
+        if (!pgc_member_alive(t, peer))
+            return pgc_check_peers(t);
+        char msg[sizeof t->err.msg];
+        snprintf(msg, sizeof msg, "%s: single copy with local rank %d: %.250s", pgc_opname(t), peer, t->err.msg);
+        pgc_set_error(&t->err, rc, peer, t->err.sys_errno, "%s", msg);
         pgc_team_abort(t, rc, t->err.msg);
     }
     return rc;

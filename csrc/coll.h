@@ -65,6 +65,15 @@ static inline int pgc_coll_begin(pgc_team *t, pgc_coll coll, uint32_t arg)
  * Nothing to do once the team was aborted. */
 int pgc_coll_refuse(pgc_team *t, pgc_coll coll);
 
+/* This member runs `coll` on MPI instead (arguments pgascol does not
+ * accelerate: a user-defined operator, an object without the buffer
+ * protocol, ...). Takes the op number, marked "to MPI", done at once, then
+ * waits until every peer is done with this op: a peer that went to MPI too
+ * agrees, a peer that entered the engine (or refused) is a mismatch, which
+ * fails both sides at once instead of leaving one waiting in the engine
+ * and the other in MPI, forever. PGC_OK: go to MPI. */
+int pgc_coll_to_mpi(pgc_team *t, pgc_coll coll);
+
 /* Measured costs (team.h: pgc_costs). Copies of at least
  * PGC_XFER_TIMED_MIN bytes are timed (shorter ones would mostly measure the
  * clock); an op keeps its best (lowest) picoseconds per byte per transfer,

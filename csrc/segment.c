@@ -61,9 +61,17 @@ int pgc_segment_create(pgc_segment *seg, size_t size, int hugepages, pgc_error *
     }
     int rc = PGC_OK;
     /* The umask can only remove bits; fchmod makes 0600 explicit all the same. */
+    int e;
     if (fchmod(fd, 0600) != 0 || ftruncate(fd, (off_t)size) != 0)
         rc = pgc_set_error(err, PGC_ESYS, -1, errno, "sizing %s to %zu bytes failed: %s",
                            seg->name, size, strerror(errno));
+    /* Reserve the pages now: on a full /dev/shm (a container's 64 MiB) a
+     * sparse tmpfs file maps fine and the first touch of a missing page
+     * kills the process with SIGBUS. */
+    else if ((e = posix_fallocate(fd, 0, (off_t)size)) != 0)
+        rc = pgc_set_error(err, PGC_ESYS, -1, e, "reserving %zu bytes of shared memory for %s failed: %s "
+                           "(is /dev/shm large enough? a node team needs about this much per communicator)",
+                           size, seg->name, strerror(e));
     else
         rc = map_fd(seg, fd, size, err);
     close(fd);

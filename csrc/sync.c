@@ -73,7 +73,10 @@ uint64_t pgc_process_starttime(int pid, char *state)
         *state = *p;
     unsigned long long start = 0;
     int field = 3;
-    for (char *tok = strtok(p, " "); tok; tok = strtok(NULL, " "), field++)
+    /* strtok_r: liveness checks run in several threads at once (one per
+     * communicator in a collective, GIL released). */
+    char *save = NULL;
+    for (char *tok = strtok_r(p, " ", &save); tok; tok = strtok_r(NULL, " ", &save), field++)
         if (field == 22) {
             start = strtoull(tok, NULL, 10);
             break;
@@ -156,7 +159,9 @@ int pgc_wait_slow(pgc_team *t, int peer, _Atomic uint64_t *word, uint64_t target
 
     /* 2. Yield: hand the core to whoever must act next. */
     uint64_t start = pgc_now_ns();
-    uint64_t deadline = start + (uint64_t)(t->cfg.timeout_s * 1e9);
+    /* saturating: a huge timeout (or one set from C) must not wrap around */
+    double timeout_ns = t->cfg.timeout_s * 1e9;
+    uint64_t deadline = timeout_ns < (double)(UINT64_MAX - start) ? start + (uint64_t)timeout_ns : UINT64_MAX;
     uint64_t yield_end = start + t->cfg.yield_ns;
     for (unsigned i = 1;; i++) {
         sched_yield();

@@ -215,6 +215,7 @@ const char *pgc_coll_name(pgc_coll coll);
  * recognised. Layout: op byte (8) | kind (5: collective, refused bit) |
  * argument (19). */
 #define PGC_SIG_REFUSED 0x10u /* kind bit: the member refused its arguments (pgc_coll_refuse) */
+#define PGC_SIG_ARG_MPI 0x7ffffu /* with PGC_SIG_REFUSED: it took the op to MPI (pgc_coll_to_mpi) */
 static inline uint32_t pgc_sig_make(uint32_t op, uint32_t kind, uint32_t arg)
 {
     return (op & 0xffu) << 24 | (kind & 0x1fu) << 19 | (arg & 0x7ffffu);

@@ -116,6 +116,7 @@ cdef extern from "cma.h" nogil:
 
 cdef extern from "coll.h" nogil:
     int pgc_coll_refuse(pgc_team *t, pgc_coll coll)
+    int pgc_coll_to_mpi(pgc_team *t, pgc_coll coll)
     void pgc_costs_seed(pgc_team *t, const uint32_t *ps_per_byte)
     unsigned long long PGC_PROBE_NS
     int pgc_barrier(pgc_team *t)

@@ -104,6 +104,7 @@ cdef object _BOTTOM = MPI.BOTTOM
 cdef object _PACKED = MPI.PACKED
 cdef object _BYTE = MPI.BYTE
 cdef object _Datatype = MPI.Datatype
+cdef object _Op = MPI.Op
 cdef object _typedict = MPI._typedict
 cdef object _Intracomm = MPI.Intracomm
 cdef int _BITWISE_OPS = (1 << _core.OPS["BAND"]) | (1 << _core.OPS["BOR"]) | (1 << _core.OPS["BXOR"])
@@ -116,16 +117,13 @@ cdef tuple _fmt_info(str fmt):
         pass
     info = None
     key = fmt
-    if key == "B":
-        dt = _BYTE
-    else:
-        if key and key[0] == "@":
-            key = key[1:]
-        elif key and key[0] == "<" and sys.byteorder == "little":
-            key = key[1:]
-        elif key and key[0] == ">" and sys.byteorder == "big":
-            key = key[1:]
-        dt = _typedict.get(key)
+    if key and key[0] == "@":
+        key = key[1:]
+    elif key and key[0] == "<" and sys.byteorder == "little":
+        key = key[1:]
+    elif key and key[0] == ">" and sys.byteorder == "big":
+        key = key[1:]
+    dt = _typedict.get(key)
     if dt is not None:
         info = _predefined_info(dt)
     _FMT[fmt] = info
@@ -301,14 +299,18 @@ cdef int _getbuf(object buf, bint writable, bint fmt, _Msg m) except -1:
     if not fmt:
         return 1
     cdef const char *f = m.view.format
+    cdef unsigned char ch
     if f == NULL:
-        f = b"B"
-    cdef unsigned char ch = <unsigned char>f[0]
-    if f[0] != 0 and f[1] == 0 and _FMT1_SET[ch]:
+        # mpi4py: no format is MPI.BYTE, while a format "B" (uint8 arrays,
+        # bytearray) is looked up like any other: MPI.UNSIGNED_CHAR
+        info = _predefined_info(_BYTE)
+    elif f[0] != 0 and f[1] == 0 and _FMT1_SET[<unsigned char>f[0]]:
+        ch = <unsigned char>f[0]
         info = _FMT1[ch]
     else:
         info = _fmt_info((<bytes>f).decode())
         if f[0] != 0 and f[1] == 0:
+            ch = <unsigned char>f[0]
             _FMT1[ch] = info
             _FMT1_SET[ch] = 1
     if info is None:
@@ -726,6 +728,9 @@ cdef int _op_code(object op, _Msg m) except -2:
     if op is _last_op:
         c = _last_opc
     else:
+        if op is not None and not isinstance(op, _Op):
+            raise TypeError("Argument 'op' has incorrect type (expected mpi4py.MPI.Op, got %s)"
+                            % type(op).__name__)
         code = _OP.get(op.handle) if op is not None else None
         c = -1 if code is None else code
         _last_op, _last_opc = op, c
@@ -735,16 +740,21 @@ cdef int _op_code(object op, _Msg m) except -2:
     if m.opclass == OPC_FULL:
         if _VALID[c][m.code]:
             return c
-    elif m.opclass == OPC_BITWISE and (_BITWISE_OPS >> c) & 1:
+        raise ArgumentError("MPI does not define %s on %s" % (_op_name(op), _type_name(m.mpitype)))
+    if m.opclass == OPC_BITWISE and (_BITWISE_OPS >> c) & 1:
         return c
-    raise ArgumentError("MPI does not define %s on %s" % (_op_name(op), _type_name(m.mpitype)))
+    # BYTE with arithmetic, CHAR, ...: the standard leaves them out, yet the
+    # libraries differ (MPICH sums CHAR, Open MPI BYTE too): MPI decides, on
+    # every rank alike (the pair is the same on all)
+    return -1
 
 
 def _op_name(op):
-    try:
-        return op.Get_name() if hasattr(op, "Get_name") else repr(op)
-    except Exception:
-        return repr(op)
+    """MPI.SUM -> 'MPI.SUM' (mpi4py's Op has no Get_name)."""
+    for name in _core.OPS:
+        if getattr(MPI, name, None) == op:
+            return "MPI." + name
+    return repr(op)
 
 
 def _type_name(dt):
@@ -1752,12 +1762,19 @@ def _wrap(newcomm):
     return c
 
 
+# What parsing a buffer specification raises besides ArgumentError (MPI's
+# own errors, MPI.Exception, are RuntimeErrors: never a parsing refusal).
+_ARGUMENT_ERRORS = (TypeError, ValueError, KeyError, IndexError, BufferError, AttributeError,
+                    OverflowError)
+
+
 cdef int _engine(object comm, int op, object a, object b, object c, object d, int root) except -1:
     """Run buffer collective `op` through pgascol: 1 if it ran, 0 if MPI must
     (then counted as such). a, b: the send and receive specifications (Bcast:
     a is the buffer), c: the operator, d: Reduce_scatter's recvcounts. An
-    ArgumentError of this rank marks the op refused on the node team
-    (`_refused`) before it propagates."""
+    ArgumentError of this rank, or any other refusal of its arguments,
+    marks the op refused on the node team (`_refused`) before it
+    propagates."""
     cdef _State st = _st(comm)
     if st is None:
         return 0
@@ -1786,8 +1803,20 @@ cdef int _engine(object comm, int op, object a, object b, object c, object d, in
     except ArgumentError:
         _refused(st, op)
         raise
+    except PgascolError:
+        raise       # the engine's own (the op began, or the team is aborted)
+    except _ARGUMENT_ERRORS:
+        # mpi4py's and Python's refusals of a buffer specification (not a
+        # buffer, a dtype MPI cannot map, a count it cannot infer, ...): raised
+        # before the engine, so refused like an ArgumentError, or the peers
+        # would pair this rank's next call with this one
+        _refused(st, op)
+        raise
     if not done:
         _fallback(st, op)
+        # every rank of the node must go to MPI too: fail at once if not
+        if st.core is not None:
+            st.core.c_to_mpi(op)
     return done
 
 
@@ -1840,6 +1869,8 @@ class Comm(MPI.Intracomm):
     def Free(self):
         st = getattr(self, "_pg", None)
         if st is not None:
+            if st.core is not None:
+                st.core.check_idle()
             self._pg = None
             st.free()
         if self == MPI.COMM_WORLD or self == MPI.COMM_SELF:

@@ -66,6 +66,10 @@ def cpu_simd():
     return _SIMD_NAMES[pgc_simd_of_cpu()]
 
 
+#: PGASCOL_TIMEOUT's upper bound (31 years): its deadline must fit 64-bit ns.
+MAX_TIMEOUT_S = 1e9
+
+
 def check_config(dict config):
     """Refuse a team configuration the core cannot work with (ArgumentError)."""
     chunk, staging = config["chunk_bytes"], config["staging_bytes"]
@@ -77,8 +81,10 @@ def check_config(dict config):
     if xchg < 64 or xchg % 64:
         raise ArgumentError("xchg_chunk_bytes (PGASCOL_XCHG_CHUNK_BYTES) must be a positive multiple "
                             "of 64 (got %d)" % xchg)
-    if config["timeout_s"] <= 0:
-        raise ArgumentError("the timeout (PGASCOL_TIMEOUT) must be positive (got %r)" % config["timeout_s"])
+    # `not 0 < x <= max` also refuses nan; inf would overflow the deadline
+    if not 0 < config["timeout_s"] <= MAX_TIMEOUT_S:
+        raise ArgumentError("the timeout (PGASCOL_TIMEOUT) must be a positive number of seconds, "
+                            "at most %g (got %r)" % (MAX_TIMEOUT_S, config["timeout_s"]))
     unknown = [name for name in config.get("adapt", ()) if name not in COLLECTIVES]
     if unknown:
         raise ArgumentError("adapt: unknown collectives %s" % ", ".join(map(str, unknown)))
@@ -320,8 +326,16 @@ cdef class Team:
             _raise(rc, &self.t.err)
         return 0
 
+    def check_idle(self):
+        """Raise unless freeing is safe: a collective on this team running
+        in another thread (the GIL released) would find its memory gone."""
+        if self.busy:
+            raise PgascolError("the node team cannot be freed while one of its collectives runs "
+                               "(in another thread)")
+
     def destroy(self):
         """Unmap the segment; the team is unusable afterwards."""
+        self.check_idle()
         pgc_team_destroy(self.t)
         self.t = NULL
 
@@ -494,6 +508,18 @@ cdef class Team:
         pgc_coll_refuse(t, <pgc_coll>coll)
         _leave(t)
         self.busy = 0
+
+    cdef int c_to_mpi(self, int coll) except -1:
+        """The caller runs collective `coll` on MPI: see pgc_coll_to_mpi.
+        Raises (CollectiveMismatchError, TeamAbortedError, ...) when a peer
+        did not go to MPI too, instead of leaving it waiting."""
+        cdef pgc_team *t = self._use()
+        self.busy = 1
+        _enter(t, 0)
+        cdef int rc = pgc_coll_to_mpi(t, <pgc_coll>coll)
+        _leave(t)
+        self.busy = 0
+        return self._check(rc)
 
     cdef int c_bcast(self, char *buf, size_t nbytes, int root) except -1:
         cdef pgc_team *t = self._use()

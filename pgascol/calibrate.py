@@ -74,6 +74,8 @@ def _best(comm, fn, nbytes, rounds=5):
 
 
 def run(comm, output=None, log=print):
+    from mpi4py import MPI
+
     from .team import NodeTeam
     names = [n for n in _core.COLLECTIVES if n.rstrip("v") in CALIBRATED]
     env_cico = {k: v for k, v in os.environ.items() if not k.startswith("PGASCOL_CMA_MIN_")}
@@ -83,9 +85,12 @@ def run(comm, output=None, log=print):
     me = comm.Get_rank()
     result, table = {}, []
     try:
-        if cico.local_size < 2 or not cma.cma_ok:
-            raise SystemExit("calibration needs >= 2 ranks on one node with single copy available (%s)"
-                             % (cma.cma_reason or "1 rank"))
+        # agreed by every rank (nodes may differ: virtual nodes of uneven
+        # size), or the ones that can measure would wait for the others
+        usable = cico.local_size >= 2 and cma.cma_ok
+        if not comm.allreduce(usable, op=MPI.LAND):
+            raise SystemExit("calibration needs >= 2 ranks on every node with single copy available (%s)"
+                             % ("a node of 1 rank" if usable else cma.cma_reason or "a node of 1 rank"))
         for op in CALIBRATED:
             wins = []
             for n in SIZES:

@@ -81,11 +81,15 @@ class NodeTeam:
                 core = _core.Team.create(0, n, cfg)
             except Exception as exc:  # every member must learn of it, or they would wait forever
                 error = exc
-        name = nc.bcast(core.name if core is not None else None, root=0)
-        if name is None:
-            if error is None:
-                raise PgascolError("the first rank of the node could not create the shared segment")
-            raise error
+        # the name, or why there is none: every member raises the same error
+        name = nc.bcast(core.name if core is not None else (type(error), str(error)), root=0)
+        if not isinstance(name, str):
+            if error is not None:
+                raise error
+            cls, text = name
+            if not issubclass(cls, PgascolError):
+                cls = PgascolError
+            raise cls("the first rank of the node could not create the shared segment: " + text)
         if me != 0:
             try:
                 core = _core.Team.attach(me, n, name)

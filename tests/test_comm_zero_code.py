@@ -113,3 +113,29 @@ def test_info_shows_the_vector_loops():
     assert "use the baseline loops (PGASCOL_SIMD=0; this CPU: %s)" % cpu in _info(PGASCOL_SIMD="0").stdout
     bad = _info(PGASCOL_SIMD="2")
     assert bad.returncode == 2 and bad.stderr.strip() == "pgascol info: simd (PGASCOL_SIMD) must be 0 or 1 (got 2)"
+
+
+@pytest.mark.parametrize("value", ["abc", "inf", "nan", "-1"])
+def test_a_bad_variable_is_one_clear_line_on_every_rank(value):
+    """Only the node's first rank reads the configuration (it creates the
+    segment): the others must still say why, without a traceback; and a
+    timeout that is not a finite positive number is refused (an infinite
+    one used to overflow into an immediate timeout)."""
+    proc = _run(2, "info", env={"PGASCOL_TIMEOUT": value})
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if "PGASCOL_TIMEOUT" in line]
+    assert len(lines) == 2, proc.stderr
+    assert all(line.startswith("pgascol info: ") for line in lines), lines
+
+
+def test_calibrate_with_a_node_of_one_rank_ends_on_every_rank(tmp_path):
+    """3 + 1 ranks as virtual nodes: the lone rank cannot measure; every
+    rank must learn so (not only that one) and the job end."""
+    start = time.monotonic()
+    proc = _run(4, "calibrate", "--output", str(tmp_path / "cal.json"), timeout=120,
+                env={"PGASCOL_NODE_SIZE": "3"})
+    assert proc.returncode != 0
+    assert "calibration needs >= 2 ranks on every node" in proc.stderr + proc.stdout
+    assert not (tmp_path / "cal.json").exists()
+    assert time.monotonic() - start < 60

@@ -1,4 +1,5 @@
-/* Smoke test of the team, sync and Barrier/Bcast in forked processes. */
+/* Smoke test of the team, sync and Barrier/Bcast in forked processes; a
+ * single copy with a member that died is reported as a dead peer. */
 #include "team_fork.h"
 
 static int body(pgc_team *t, void *arg)
@@ -25,9 +26,34 @@ static int body(pgc_team *t, void *arg)
     return 0;
 }
 
+/* Member 1 leaves at once; member 0 then reads from it by single copy:
+ * PGC_EPEERDEAD naming it (as a wait would), not a bare system error. */
+static int dead_peer_body(pgc_team *t, void *arg)
+{
+    (void)arg;
+    if (t->rank == 1)
+        return 0;
+    for (int i = 0; i < 10000 && pgc_member_alive(t, 1); i++)
+        usleep(1000);
+    char b[64];
+    int rc = pgc_coll_cma(t, 1, 0, b, (uint64_t)(uintptr_t)b, sizeof b);
+    if (rc != PGC_EPEERDEAD || t->err.peer != 1 || !strstr(t->err.msg, "local rank 1") ||
+        !strstr(t->err.msg, "died")) {
+        fprintf(stderr, "single copy from a dead member: rc %d, peer %d: %s\n", rc, t->err.peer, t->err.msg);
+        return 1;
+    }
+    return 0;
+}
+
 int main(void)
 {
     int passed = 0, failed = 0;
+    {
+        pgc_config cfg = pgc_test_config();
+        int f = pgc_test_fork(2, &cfg, dead_peer_body, NULL);
+        printf("single copy from a dead member: %s\n", f ? "FAIL" : "ok");
+        f ? failed++ : passed++;
+    }
     for (int cma = 0; cma < 2; cma++)
         for (int P = 1; P <= 8; P++) {
             pgc_config cfg = pgc_test_config();

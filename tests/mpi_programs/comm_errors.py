@@ -167,6 +167,97 @@ def test_calls_out_of_step_are_caught_before_data_moves():
         c.Free()
 
 
+def _one_rank_differs(bad, good, expected_words):
+    """Rank 0's Allreduce arguments differ in kind from the others': every
+    rank raises at once, naming what happened, and none returns data paired
+    with another call (rank 0's next Allreduce would otherwise have been
+    taken for this one)."""
+    c = _flat_comm()
+    if c is None:
+        return
+    start = time.monotonic()
+    try:
+        y = np.zeros(4)
+        try:
+            if ME == 0:
+                bad(c, y)
+            else:
+                good(c, y)
+        except (TypeError, CollectiveMismatchError, TeamAbortedError) as exc:
+            if not isinstance(exc, TypeError):
+                assert all(w in str(exc) for w in expected_words), str(exc)
+            assert time.monotonic() - start < 2.5
+        else:
+            raise AssertionError("rank %d: the Allreduce completed (y[0] = %g)" % (ME, y[0]))
+        # rank 0's next call must not complete the others' first one
+        try:
+            c.Allreduce(np.full(4, 100.0), y)
+        except TeamAbortedError:
+            pass
+        else:
+            raise AssertionError("rank %d: an Allreduce ran on an aborted team" % ME)
+    finally:
+        c.Free()
+
+
+def test_one_rank_passes_a_non_buffer():
+    """mpi4py refuses an object that is no buffer with a TypeError (not an
+    ArgumentError): the op is refused on the node team all the same."""
+    _one_rank_differs(lambda c, y: c.Allreduce(object(), y),
+                      lambda c, y: c.Allreduce(np.ones(4), y),
+                      ["local rank 0", "Allreduce"])
+
+
+def test_one_rank_goes_to_mpi():
+    """A user-defined operator on rank 0 only: rank 0 would run MPI's
+    Allreduce while the others run the engine's. Both sides fail at once
+    instead of waiting for each other forever."""
+    mine = MPI.Op.Create(lambda a, b, dt: None, commute=True)
+    try:
+        _one_rank_differs(lambda c, y: c.Allreduce(np.ones(4), y, op=mine),
+                          lambda c, y: c.Allreduce(np.ones(4), y),
+                          ["Allreduce to MPI", "local rank"])
+    finally:
+        mine.Free()
+
+
+def test_free_while_another_thread_is_in_a_collective():
+    """Rank 0's worker thread waits in a Barrier for rank 1 (late by 0.5 s)
+    when rank 0's main thread frees the communicator: Free must refuse
+    (the worker's collective would find its shared memory gone), and work
+    once the Barrier is over."""
+    import threading
+    c = _flat_comm()
+    if c is None:
+        return
+    errors = []
+    if ME == 0:
+        worker = threading.Thread(target=lambda: _record(errors, c.Barrier))
+        worker.start()
+        time.sleep(0.1)
+        try:
+            c.Free()
+        except pgascol.PgascolError as exc:
+            assert "cannot be freed while one of its collectives runs" in str(exc), str(exc)
+        else:
+            raise AssertionError("Free went ahead under a running Barrier")
+        worker.join()
+        assert errors == [], errors
+    else:
+        if ME == 1:
+            time.sleep(0.5)
+        c.Barrier()
+    c.Allreduce(MPI.IN_PLACE, np.ones(2))     # still whole
+    c.Free()
+
+
+def _record(errors, call):
+    try:
+        call()
+    except BaseException as exc:   # reported by the main thread
+        errors.append(repr(exc))
+
+
 def test_world_still_usable():
     c = pgascol.Comm(WORLD)
     x = np.ones(3)
