@@ -749,6 +749,16 @@ cdef int _op_code(object op, _Msg m) except -2:
     return -1
 
 
+cdef int _same_types(_Msg s, _Msg r, str name) except -1:
+    """A reduction's send and receive datatypes must be the same (mpi4py:
+    ValueError), a derived contiguous type too: it is parsed as its base
+    type, so compare what the caller passed. Raised on the rank that sees
+    it, refused on the node team, instead of that rank going to MPI alone."""
+    if (s.mpitype is not r.mpitype and s.mpitype.handle != r.mpitype.handle) or s.derived != r.derived:
+        raise ArgumentError("%s: mismatch in send and receive MPI datatypes" % name)
+    return 0
+
+
 def _op_name(op):
     """MPI.SUM -> 'MPI.SUM' (mpi4py's Op has no Get_name)."""
     for name in _core.OPS:
@@ -1059,8 +1069,7 @@ cdef int _allreduce(_State st, object sendbuf, object recvbuf, object op) except
         s = _simple(sendbuf, False, 0, False)
         if s is None:
             return 0
-        if s.mpitype is not r.mpitype and s.mpitype.handle != r.mpitype.handle:
-            return 0    # mpi4py reports the datatype mismatch
+        _same_types(s, r, "Allreduce")
         if s.count != r.count:
             raise ArgumentError("Allreduce: send count %d and receive count %d differ" % (s.count, r.count))
     cdef int opc = _op_code(op, r)
@@ -1151,8 +1160,7 @@ cdef int _reduce(_State st, object sendbuf, object recvbuf, object op, int root)
             s = _simple(sendbuf, False, 0, False)
             if s is None:
                 return 0
-            if s.mpitype is not r.mpitype and s.mpitype.handle != r.mpitype.handle:
-                return 0
+            _same_types(s, r, "Reduce")
             if s.count != r.count:
                 raise ArgumentError("Reduce: send count %d and receive count %d differ" % (s.count, r.count))
         t = r
@@ -1562,7 +1570,7 @@ cdef int _reduce_scatter(_State st, object sendbuf, object recvbuf, object recvc
         if recvcounts is None:
             return 0   # mpi4py allgathers the counts itself
         try:
-            counts = [int(c) for c in recvcounts]
+            counts = [operator.index(c) for c in recvcounts]
         except (TypeError, ValueError):
             return 0
         if len(counts) != st.size or min(counts) < 0:
@@ -1572,8 +1580,7 @@ cdef int _reduce_scatter(_State st, object sendbuf, object recvbuf, object recvc
         s = _simple(sendbuf, False, st.size if block else 0, False)
         if s is None:
             return 0
-        if s.mpitype is not r.mpitype and s.mpitype.handle != r.mpitype.handle:
-            return 0
+        _same_types(s, r, "Reduce_scatter_block" if block else "Reduce_scatter")
         if block:
             if s.count != r.count:
                 raise ArgumentError("Reduce_scatter_block: send count %d per rank and receive count %d differ"
@@ -1624,8 +1631,7 @@ cdef int _scan(_State st, object sendbuf, object recvbuf, object op, bint ex) ex
         s = _simple(sendbuf, False, 0, False)
         if s is None:
             return 0
-        if s.mpitype is not r.mpitype and s.mpitype.handle != r.mpitype.handle:
-            return 0
+        _same_types(s, r, "Exscan" if ex else "Scan")
         if s.count != r.count:
             raise ArgumentError("%s: send count %d and receive count %d differ"
                                 % ("Exscan" if ex else "Scan", s.count, r.count))

@@ -483,6 +483,14 @@ def test_misuse_raises_and_comm_stays_usable():
     assert "read-only" in str(e)
     _raises(ValueError, lambda: PG.Allgather(np.zeros(2), np.zeros(2 * P + 2)))             # not size x count
     _raises(ValueError, lambda: PG.Allgather([np.zeros(3), MPI.DOUBLE], [np.zeros(2 * P), 2, MPI.DOUBLE]))
+    e = _raises(ValueError, lambda: PG.Allreduce([np.zeros(2), MPI.LONG], [np.zeros(2), MPI.INT64_T]))
+    assert "mismatch in send and receive MPI datatypes" in str(e)                           # as mpi4py
+    d2 = MPI.DOUBLE.Create_contiguous(2).Commit()
+    try:
+        _raises(ValueError, lambda: PG.Allreduce([np.zeros(4), 2, d2], [np.zeros(4), 4, MPI.DOUBLE]))
+    finally:
+        d2.Free()
+    _raises(TypeError, lambda: PG.Reduce_scatter(np.zeros(3 * P), np.zeros(3), [3.0] * P))  # float counts
     _raises(TypeError, lambda: PG.Allreduce(object(), np.zeros(2)))                        # not a buffer
     _raises(TypeError, lambda: PG.Bcast(12345))
     # still usable
