@@ -88,7 +88,8 @@ pgc_team *pgc_team_create(int rank, int nranks, const pgc_config *cfg, pgc_error
         return NULL;
     pgc_header layout = {0};
     compute_layout(&layout, nranks, cfg);
-    if (pgc_segment_create(&t->seg, layout.size, (int)cfg->hugepages, err)) {
+    if (pgc_segment_create(&t->seg, layout.size, (int)cfg->hugepages,
+                           cfg->named_segment ? PGC_SEGMENT_NAMED : PGC_SEGMENT_MEMFD, err)) {
         free(t);
         return NULL;
     }
@@ -136,16 +137,16 @@ int pgc_team_check_attached(pgc_team *t)
     return PGC_OK;
 }
 
-int pgc_team_unlink(pgc_team *t)
+int pgc_team_release(pgc_team *t)
 {
-    return pgc_segment_unlink(&t->seg, &t->err);
+    return pgc_segment_release(&t->seg, &t->err);
 }
 
 void pgc_team_destroy(pgc_team *t)
 {
     if (!t)
         return;
-    pgc_segment_unlink(&t->seg, NULL); /* normally long gone; harmless if so */
+    pgc_segment_release(&t->seg, NULL); /* normally done long ago; harmless if so */
     pgc_segment_detach(&t->seg);
     free(t->pull_buf);
     free(t);

@@ -23,7 +23,7 @@
 #include "segment.h"
 
 #define PGC_MAGIC 0x316c6f6373616770ull /* "pgascol1" */
-#define PGC_LAYOUT_VERSION 11
+#define PGC_LAYOUT_VERSION 12
 #define PGC_INLINE_SLOT_MAX 1024
 
 /* The last step of every op: "this member is done with op k". A member that
@@ -73,6 +73,7 @@ typedef struct pgc_config {
     uint64_t xchg_chunk_bytes; /* chunk of the exchange ring (Gather/Scatter/Allgather/Alltoall(v)) */
     uint64_t cma_min[PGC_NCOLL]; /* single copy from this many bytes on (UINT64_MAX: never) */
     uint32_t hugepages;       /* advise huge pages for the segment */
+    uint32_t named_segment;   /* a /dev/shm name instead of a memfd (segment.h) */
     uint32_t cma_enable;      /* 0 forces single copy off */
     uint32_t bcast_tree_min;  /* Bcast uses a k-nomial tree from this team size on (0: never) */
     uint32_t bcast_radix;     /* k of that tree (>= 2) */
@@ -183,8 +184,9 @@ typedef struct pgc_team {
  * failure. */
 pgc_team *pgc_team_create(int rank, int nranks, const pgc_config *cfg, pgc_error *err);
 pgc_team *pgc_team_attach(int rank, int nranks, const char *name, pgc_error *err);
-/* Once every member has attached: remove the segment's name. */
-int pgc_team_unlink(pgc_team *t);
+/* Once every member has attached: nobody else may attach (segment.h:
+ * the name is removed, or the memfd closed). */
+int pgc_team_release(pgc_team *t);
 /* Check that every member has attached (after an external barrier). */
 int pgc_team_check_attached(pgc_team *t);
 /* Remove segments of ours in /dev/shm whose members are all dead: left by a

@@ -47,6 +47,7 @@ cdef extern from "team.h" nogil:
         uint64_t xchg_chunk_bytes
         uint64_t cma_min[16]
         uint32_t hugepages
+        uint32_t named_segment
         uint32_t cma_enable
         uint32_t bcast_tree_min
         uint32_t bcast_radix
@@ -67,7 +68,8 @@ cdef extern from "team.h" nogil:
     ctypedef struct pgc_segment:
         void *base
         size_t size
-        char name[64]
+        char name[96]
+        int kind
 
     ctypedef struct pgc_header:
         uint64_t size
@@ -94,7 +96,7 @@ cdef extern from "team.h" nogil:
 
     pgc_team *pgc_team_create(int rank, int nranks, const pgc_config *cfg, pgc_error *err)
     pgc_team *pgc_team_attach(int rank, int nranks, const char *name, pgc_error *err)
-    int pgc_team_unlink(pgc_team *t)
+    int pgc_team_release(pgc_team *t)
     int pgc_team_check_attached(pgc_team *t)
     void pgc_team_destroy(pgc_team *t)
     int pgc_team_sweep_stale()

@@ -90,6 +90,8 @@ def check_config(dict config):
         raise ArgumentError("adapt: unknown collectives %s" % ", ".join(map(str, unknown)))
     if config.get("stream", 1) not in (0, 1, 2):
         raise ArgumentError("stream (PGASCOL_STREAM) must be 0, 1 or 2 (got %r)" % config["stream"])
+    if config.get("segment", "memfd") not in ("memfd", "named"):
+        raise ArgumentError("segment (PGASCOL_SEGMENT) must be 'memfd' or 'named' (got %r)" % config["segment"])
     if config.get("simd", 1) not in (0, 1):
         raise ArgumentError("simd (PGASCOL_SIMD) must be 0 or 1 (got %r)" % config["simd"])
     radix = config.get("bcast_radix", 4)
@@ -255,7 +257,8 @@ cdef class Team:
     """One process's handle on a node team (see csrc/team.h).
 
     Create with Team.create (the first member) / Team.attach (the others,
-    with the creator's name), then unlink() once everyone attached.
+    with the creator's address, Team.name), then release() once everyone
+    attached.
     Attributes and the C-level methods are declared in _core.pxd."""
 
     @staticmethod
@@ -273,6 +276,7 @@ cdef class Team:
         cfg.chunk_bytes = config["chunk_bytes"]
         cfg.xchg_chunk_bytes = config["xchg_chunk_bytes"]
         cfg.hugepages = config["hugepages"]
+        cfg.named_segment = 1 if config.get("segment", "memfd") == "named" else 0
         cfg.cma_enable = config["cma_enable"]
         cfg.bcast_tree_min = config.get("bcast_tree_min", 0)
         cfg.bcast_radix = config.get("bcast_radix", 4)
@@ -345,7 +349,14 @@ cdef class Team:
 
     @property
     def name(self):
+        """The address other members attach with (csrc/segment.h)."""
         return self._use().seg.name.decode()
+
+    @property
+    def segment_kind(self):
+        """'memfd' or 'named': how this member's segment was made (a memfd
+        request falls back to a name where the kernel has no memfd)."""
+        return "named" if self._use().seg.kind else "memfd"
 
     @property
     def rank(self):
@@ -376,6 +387,7 @@ cdef class Team:
                 "staging_bytes": t.cfg.staging_bytes, "chunk_bytes": t.cfg.chunk_bytes,
                 "xchg_chunk_bytes": t.cfg.xchg_chunk_bytes,
                 "hugepages": t.cfg.hugepages, "cma_enable": t.cfg.cma_enable,
+                "segment": "named" if t.cfg.named_segment else "memfd",
                 "bcast_tree_min": t.cfg.bcast_tree_min, "bcast_radix": t.cfg.bcast_radix,
                 "cma_min": {name: (None if t.cfg.cma_min[i] == UINT64_MAX else t.cfg.cma_min[i])
                             for i, name in enumerate(COLLECTIVES)},
@@ -426,9 +438,10 @@ cdef class Team:
             raise ArgumentError("unknown costs %s (known: %s)" % (sorted(ps_per_byte), ", ".join(_XFERS)))
         pgc_costs_seed(self._use(), ps)
 
-    def unlink(self):
-        """Remove the segment's name (once every member attached)."""
-        self._check(pgc_team_unlink(self._use()))
+    def release(self):
+        """Once every member attached: nobody else may attach (the name is
+        removed, or the creator's memfd closed). Idempotent."""
+        self._check(pgc_team_release(self._use()))
 
     def check_attached(self):
         self._check(pgc_team_check_attached(self._use()))

@@ -39,7 +39,9 @@ def info(args):
         d["ranks"], d["nodes"],
         " (virtual nodes of %d)" % config.node_size() if config.node_size() else "",
         d["local_size"], d["cpus_available"], ", OVERSUBSCRIBED" if d["oversubscribed"] else ""))
-    out.write("segment:    %d KiB per node, 0600, name removed once attached\n" % (d["segment_bytes"] // 1024))
+    kind = ("memfd, never named in /dev/shm" if d["segment_kind"] == "memfd" else
+            "/dev/shm name removed once attached" + (" (memfd unavailable)" if d["config"]["segment"] == "memfd" else ""))
+    out.write("segment:    %d KiB per node, 0600, %s\n" % (d["segment_bytes"] // 1024, kind))
     if d["local_size"] > 1:
         cma = "available (probed between the node's ranks)" if d["cma"] else "UNAVAILABLE: " + d["cma_reason"]
     else:

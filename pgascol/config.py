@@ -66,6 +66,9 @@ VARIABLES = {
     "PGASCOL_SIMD": ("1", int, "1: copies and reduction kernels use AVX2 where the CPU has it "
                      "(0: the baseline SSE2 loops)"),
     "PGASCOL_HUGEPAGES": ("0", int, "1 advises transparent huge pages for the segment"),
+    "PGASCOL_SEGMENT": ("memfd", str, "memfd: the node's segment never has a name in /dev/shm, nothing can "
+                        "leak (falls back to named where /proc/<pid>/fd is closed); named: a /dev/shm name "
+                        "removed once everyone attached"),
     # The tree is for wide nodes, where one root buffer has too many readers
     # (no wide node measured yet); oversubscribed teams count CPUs, not
     # ranks (_oversubscribed_bcast).
@@ -108,6 +111,20 @@ def node_map(env=os.environ):
     if value not in NODE_MAPS:
         raise ArgumentError("PGASCOL_NODE_MAP=%r: expected one of %s"
                             % (env.get("PGASCOL_NODE_MAP"), ", ".join(NODE_MAPS)))
+    return value
+
+
+SEGMENT_KINDS = ("memfd", "named")
+
+
+def segment_kind(env=os.environ):
+    """PGASCOL_SEGMENT: how a node team's shared memory is made and found
+    (csrc/segment.h): 'memfd' (anonymous, reached through /proc/<pid>/fd;
+    nothing can be left behind) or 'named' (a /dev/shm name)."""
+    value = _get(env, "PGASCOL_SEGMENT").strip().lower() or "memfd"
+    if value not in SEGMENT_KINDS:
+        raise ArgumentError("PGASCOL_SEGMENT=%r: expected one of %s"
+                            % (env.get("PGASCOL_SEGMENT"), ", ".join(SEGMENT_KINDS)))
     return value
 
 
@@ -207,6 +224,7 @@ def team_config(oversubscribed, env=os.environ, cpus=0):
         "chunk_bytes": _get(env, "PGASCOL_CHUNK_BYTES"),
         "xchg_chunk_bytes": _get(env, "PGASCOL_XCHG_CHUNK_BYTES"),
         "hugepages": 1 if _get(env, "PGASCOL_HUGEPAGES") else 0,
+        "segment": segment_kind(env),
         "cma_enable": 1 if _get(env, "PGASCOL_CMA") else 0,
         "bcast_tree_min": _get(env, "PGASCOL_BCAST_TREE_MIN"),
         "bcast_radix": _get(env, "PGASCOL_BCAST_RADIX"),

@@ -71,48 +71,70 @@ class NodeTeam:
 
     def _create_segment(self, env):
         """Collective over node_comm: the first member creates, the others
-        attach; the name is removed once everyone attached."""
-        nc, me, n = self.node_comm, self.local_rank, self.local_size
-        core = error = None
-        if me == 0:
+        attach, then nobody else may (csrc/segment.h). A memfd segment the
+        others cannot open (/proc/<pid>/fd closed to them) is made again
+        under a /dev/shm name."""
+        cfg = error = None
+        if self.local_rank == 0:
             try:
-                _core.sweep_stale_segments()
                 cfg = config.team_config(self.layout.oversubscribed, env, self.layout.n_cpus_available)
-                core = _core.Team.create(0, n, cfg)
             except Exception as exc:  # every member must learn of it, or they would wait forever
                 error = exc
-        # the name, or why there is none: every member raises the same error
-        name = nc.bcast(core.name if core is not None else (type(error), str(error)), root=0)
-        if not isinstance(name, str):
-            if error is not None:
-                raise error
-            cls, text = name
-            if not issubclass(cls, PgascolError):
-                cls = PgascolError
-            raise cls("the first rank of the node could not create the shared segment: " + text)
-        if me != 0:
-            try:
-                core = _core.Team.attach(me, n, name)
-            except Exception as exc:
-                error = exc
-        errors = nc.allgather(None if error is None else "local rank %d: %s" % (me, error))
-        # Everyone attached (or failed): the name goes now, so no /dev/shm
-        # entry can outlive the job, whatever happens to the processes later.
-        if core is not None:
-            core.unlink()
-        failed = [e for e in errors if e]
+        core, failed, memfd = self._attach_all(cfg, error)
+        if failed and memfd:  # every member knows both: the same choice everywhere
+            if core is not None:
+                core.destroy()
+            core, failed, _ = self._attach_all(dict(cfg, segment="named") if cfg else None, None)
         if failed:
             if core is not None:
                 core.destroy()
-            if error is not None:
-                raise error
-            raise PgascolError("could not set up the node's shared segment: " + "; ".join(failed))
+            raise failed[0]
         core.check_attached()
         ok, reason = core.probe_cma()
-        verdicts = nc.allgather((ok, reason))
+        verdicts = self.node_comm.allgather((ok, reason))
         reasons = [r for good, r in verdicts if not good]
         core.set_cma(not reasons, reasons[0] if reasons else "")
         return core
+
+    def _attach_all(self, cfg, error):
+        """One attempt: the first member creates a segment with cfg (or
+        reports `error`), the others attach, and everyone releases. Returns
+        (this member's team or None, [the exception to raise] if any member
+        failed, whether a memfd was made: the same failure and verdict on
+        every member)."""
+        nc, me, n = self.node_comm, self.local_rank, self.local_size
+        core = None
+        if me == 0 and error is None:
+            try:
+                _core.sweep_stale_segments()
+                core = _core.Team.create(0, n, cfg)
+            except Exception as exc:
+                error = exc
+        # the address, or why there is none: every member raises the same error
+        address = nc.bcast(core.name if core is not None else (type(error), str(error)), root=0)
+        if not isinstance(address, str):
+            if error is not None:
+                return None, [error], False
+            cls, text = address
+            if not issubclass(cls, PgascolError):
+                cls = PgascolError
+            return None, [cls("the first rank of the node could not create the shared segment: " + text)], False
+        if me != 0:
+            try:
+                core = _core.Team.attach(me, n, address)
+            except Exception as exc:
+                error = exc
+        errors = nc.allgather(None if error is None else "local rank %d: %s" % (me, error))
+        # Everyone attached (or failed): nobody else may, so nothing can
+        # outlive the job, whatever happens to the processes later.
+        if core is not None:
+            core.release()
+        failed = [e for e in errors if e]
+        memfd = address.startswith("memfd:")
+        if not failed:
+            return core, [], memfd
+        return core, [error if error is not None else
+                      PgascolError("could not set up the node's shared segment: " + "; ".join(failed))], memfd
 
     @property
     def cma_ok(self):
@@ -142,6 +164,7 @@ class NodeTeam:
             "cpus_available": self.layout.n_cpus_available,
             "home_cpus": list(self.layout.home_cpus),
             "segment_bytes": self.core.segment_bytes,
+            "segment_kind": self.core.segment_kind,
             "cma": self.cma_ok,
             "cma_reason": self.cma_reason,
             "config": self.core.config,

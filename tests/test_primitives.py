@@ -23,6 +23,7 @@ import pytest
 
 import pgascol
 from pgascol import _core, config
+from tests.shm import segment_path, segment_reachable  # noqa: F401 (used by other test modules)
 
 NCPUS = len(os.sched_getaffinity(0))
 
@@ -154,7 +155,7 @@ def fork_team(P, body, cfg_env=None, *, cfg=None, parent_body=None, deadline=30.
             if not data:
                 raise AssertionError(f"only {len(got)} of {P - first} members attached")
             got += data
-        creator.unlink()
+        creator.release()
         os.close(go_w)  # releases the children
         go_w = -1
         if parent_body is not None:
@@ -208,10 +209,6 @@ def fork_team(P, body, cfg_env=None, *, cfg=None, parent_body=None, deadline=30.
                 outcome.status = _status(os.waitpid(outcome.pid, 0)[1])
         creator.destroy()
     return [outcomes[r] for r in range(P)]
-
-
-def segment_path(name: str) -> str:
-    return "/dev/shm/" + name.lstrip("/")
 
 
 def timed(call) -> dict:
@@ -685,7 +682,7 @@ def test_mismatched_bcast_sizes_abort():
 
 def test_use_after_destroy():
     team = _core.Team.create(0, 1, make_cfg(1))
-    team.unlink()
+    team.release()
     team.barrier()
     buf = bytearray(b"abc")
     team.bcast(buf, 3, 0)
@@ -797,7 +794,7 @@ def test_oversubscribed_reductions_take_one_window():
         cfg = make_cfg(1)
         cfg["reduce_one_window"] = flag
         t = _core.Team.create(0, 1, cfg)
-        t.unlink()
+        t.release()
         try:
             assert t.config["reduce_one_window"] == flag
         finally:

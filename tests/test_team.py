@@ -13,6 +13,7 @@ import pytest
 
 import tests.mpi_harness as harness
 from tests.mpi_harness import list_test_functions, mpi_program_tests, run_mpi
+from tests.shm import segment_reachable
 
 PROGRAM = "team_setup.py"
 SCENARIOS = tuple(n for n in list_test_functions(PROGRAM) if n.startswith("test_scenario_"))
@@ -80,7 +81,7 @@ def new_entries(before: set[str], rounds: int = 4) -> set[str]:
 class Scenario:
     """One abnormal-ending job of team_setup.py and what it left behind."""
 
-    def __init__(self, name, np=4, env=None, auto_cleanup=True, monkeypatch=None):
+    def __init__(self, name, np=4, env=None, auto_cleanup=True, monkeypatch=None, kind="memfd"):
         before = pgascol_entries()
         with tempfile.TemporaryDirectory(prefix="pgascol-leak-") as tmp:
             if not auto_cleanup:
@@ -90,7 +91,8 @@ class Scenario:
                 monkeypatch.setattr(harness, "find_launcher",
                                     lambda: (prefix + ["-disable-auto-cleanup"], impl))
             self.result = run_mpi(PROGRAM, np, args=[tmp], select=[name],
-                                  env={"PGASCOL_TIMEOUT": "10", **(env or {})}, timeout=60)
+                                  env={"PGASCOL_TIMEOUT": "10", "PGASCOL_SEGMENT": kind, **(env or {})},
+                                  timeout=60)
             if not auto_cleanup:
                 monkeypatch.undo()
             files = {p.name: p.read_text() for p in Path(tmp).iterdir() if p.suffix != ".tmp"}
@@ -99,23 +101,30 @@ class Scenario:
                           for f, text in files.items() if f.startswith("survivor-")}
         self.files = files
         self.leaked = new_entries(before)
+        # the kind asked for is the kind made (a memfd never has a name)
+        assert all(n.startswith("memfd:" if kind == "memfd" else "/pgascol-") for n in self.names), self.names
 
     def assert_no_leak(self):
         __tracebackhide__ = True
         assert not self.leaked, f"left in /dev/shm: {sorted(self.leaked)}"
         for name in self.names:
-            assert not os.path.exists("/dev/shm" + name), name
+            assert not segment_reachable(name), name
 
 
-def test_no_leak_after_normal_exit():
-    s = Scenario("test_scenario_normal_exit")
+KINDS = ["memfd", "named"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_no_leak_after_normal_exit(kind):
+    s = Scenario("test_scenario_normal_exit", kind=kind)
     s.result.check()
     assert len(s.names) == 1 and len([f for f in s.files if f.startswith("name-")]) == 4
     s.assert_no_leak()
 
 
-def test_no_leak_after_exception_and_abort():
-    s = Scenario("test_scenario_raise_and_abort")
+@pytest.mark.parametrize("kind", KINDS)
+def test_no_leak_after_exception_and_abort(kind):
+    s = Scenario("test_scenario_raise_and_abort", kind=kind)
     assert not s.result.timed_out
     assert s.result.returncode != 0
     assert "aborting" in s.files  # rank 1 did raise and call Abort
@@ -142,9 +151,10 @@ LAUNCH_MODES = ["auto-cleanup", pytest.param("no-auto-cleanup", marks=pytest.mar
     harness.find_launcher()[1] != "mpich", reason="hydra's -disable-auto-cleanup"))]
 
 
+@pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("mode", LAUNCH_MODES)
 @pytest.mark.parametrize("np", [2, 4])
-def test_no_leak_after_sigkill(np, mode, monkeypatch):
+def test_no_leak_after_sigkill(np, mode, kind, monkeypatch):
     """Rank 1 SIGKILLs itself while the others wait in the team barrier
     (PGASCOL_TIMEOUT=10). The launcher may kill the survivors at once (it
     does by default; hydra's -disable-auto-cleanup mostly lets them live):
@@ -152,7 +162,7 @@ def test_no_leak_after_sigkill(np, mode, monkeypatch):
     timeout. Nothing may be left in /dev/shm either way."""
     start = time.monotonic()
     s = Scenario("test_scenario_sigkill", np=np, auto_cleanup=(mode == "auto-cleanup"),
-                 monkeypatch=monkeypatch)
+                 monkeypatch=monkeypatch, kind=kind)
     assert not s.result.timed_out
     assert time.monotonic() - start < 9, "survivors waited for the timeout"
     assert s.result.returncode != 0
@@ -161,19 +171,28 @@ def test_no_leak_after_sigkill(np, mode, monkeypatch):
     _check_survivors(s)
 
 
-def test_killed_during_setup_leaves_only_a_stale_segment():
-    """Rank 1 dies after rank 0 created the segment but before it attached:
-    the name cannot be removed by the team (rank 0 is killed by the launcher
-    in the set-up exchange). What is left must be recognisably stale: the
-    sweep run by the next NodeTeam on the node removes it."""
+def test_killed_during_setup_leaves_nothing_with_a_memfd():
+    """Rank 1 dies after rank 0 created the segment but before it attached
+    (rank 0 is then killed by the launcher in the set-up exchange): a memfd
+    has no name, so there is nothing to leave behind."""
+    s = Scenario("test_scenario_killed_during_setup", kind="memfd")
+    assert not s.result.timed_out
+    assert s.result.returncode != 0
+    s.assert_no_leak()
+
+
+def test_killed_during_setup_leaves_only_a_stale_segment_when_named():
+    """The same with PGASCOL_SEGMENT=named: the name cannot be removed by the
+    team. What is left must be recognisably stale: the sweep run by the next
+    NodeTeam on the node removes it."""
     from pgascol import _core
 
     before = pgascol_entries()
-    s = Scenario("test_scenario_killed_during_setup")
+    s = Scenario("test_scenario_killed_during_setup", kind="named")
     try:
         assert not s.result.timed_out
         assert s.result.returncode != 0
-        if s.leaked and hasattr(_core, "sweep_stale_segments"):
+        if s.leaked:
             _core.sweep_stale_segments()
             assert not (pgascol_entries() - before) & s.leaked, "the sweep kept a dead team's segment"
     finally:

@@ -25,9 +25,10 @@ from mpi4py import MPI
 
 import pgascol
 from pgascol import NodeTeam
+from tests.shm import segment_reachable
 
 DESCRIBE_KEYS = {"ranks", "nodes", "local_size", "node_index", "oversubscribed",
-                 "cpus_available", "home_cpus", "segment_bytes", "cma", "cma_reason", "config"}
+                 "cpus_available", "home_cpus", "segment_bytes", "segment_kind", "cma", "cma_reason", "config"}
 
 
 def expected_geometry(comm, env=os.environ):
@@ -56,11 +57,12 @@ def expected_geometry(comm, env=os.environ):
 
 
 def make_team(comm, env=None):
-    """NodeTeam(comm), checking that the segment's name is already gone."""
+    """NodeTeam(comm), checking that nobody else can attach any more."""
     team = NodeTeam(comm) if env is None else NodeTeam(comm, env=env)
     name = team.core.name
-    # The name is removed as soon as every member attached, before NodeTeam returns.
-    assert not os.path.exists("/dev/shm" + name), f"{name} still exists after NodeTeam()"
+    # The name is removed, or the memfd closed, as soon as every member
+    # attached, before NodeTeam returns.
+    assert not segment_reachable(name), f"{name} still reachable after NodeTeam()"
     return team, name
 
 
@@ -219,6 +221,76 @@ def test_cma_and_describe(comm):
         json.dumps(info)  # printable by `pgascol info`
     finally:
         team.free()
+
+
+def _team_works(team, comm):
+    """The node's first rank broadcasts its global rank through the team."""
+    buf = bytearray(b"%08d" % comm.Get_rank()) if team.local_rank == 0 else bytearray(8)
+    team.core.bcast(buf, 8, 0)
+    team.core.barrier()
+    return bytes(buf) == b"%08d" % team.node_comm.bcast(comm.Get_rank(), root=0)
+
+
+def test_segment_kinds(comm):
+    """A memfd by default, a /dev/shm name with PGASCOL_SEGMENT=named: every
+    member of a node holds the same kind and address, the team works, and
+    nobody can attach once NodeTeam returns (make_team)."""
+    for kind, env in (("memfd", {}), ("memfd", {"PGASCOL_SEGMENT": "memfd"}),
+                      ("named", {"PGASCOL_SEGMENT": "named"})):
+        env = {k: v for k, v in os.environ.items() if k != "PGASCOL_SEGMENT"} | env
+        team, name = make_team(comm, env=env)
+        try:
+            node = team.node_comm.allgather((team.core.segment_kind, name, team.describe()["segment_kind"]))
+            creator = team.node_comm.bcast(os.getpid(), root=0)
+            works = _team_works(team, comm)
+        finally:
+            team.free()
+        assert set(node) == {(kind, name, kind)}, node
+        # a memfd is reached through its creator's /proc entry
+        assert name.startswith("memfd:%d:" % creator if kind == "memfd" else "/pgascol-"), name
+        assert works
+
+
+def test_memfd_out_of_reach_falls_back_to_a_name(comm):
+    """A member that cannot open the creator's memfd (/proc mounted with
+    hidepid, a creator that is not dumpable; root can always, so it is
+    played here by the node's last member refusing memfd addresses) gets the
+    team all the same, under a /dev/shm name removed as usual."""
+    import pgascol.team as team_module
+
+    real = team_module._core
+    refuses = comm.Get_rank() == comm.Get_size() - 1
+
+    class RefusingTeam:
+        create = staticmethod(real.Team.create)
+
+        @staticmethod
+        def attach(rank, size, address):
+            if address.startswith("memfd:"):
+                raise pgascol.PgascolError("attaching %s failed: cannot open /proc/.../fd/...: "
+                                           "Permission denied" % address)
+            return real.Team.attach(rank, size, address)
+
+    class RefusingCore:
+        Team = RefusingTeam
+        sweep_stale_segments = staticmethod(real.sweep_stale_segments)
+
+    if refuses:
+        team_module._core = RefusingCore
+    try:
+        team, name = make_team(comm)
+    finally:
+        team_module._core = real
+    try:
+        refusers = team.node_comm.allgather(refuses)
+        kinds = team.node_comm.allgather(team.core.segment_kind)
+        works = _team_works(team, comm)
+    finally:
+        team.free()
+    fell_back = any(refusers[1:])   # the creator (local rank 0) never attaches
+    assert set(kinds) == {"named" if fell_back else "memfd"}, (refusers, kinds)
+    assert name.startswith("/pgascol-" if fell_back else "memfd:"), name
+    assert works
 
 
 def test_cma_disabled_by_env(comm):
