@@ -1,6 +1,7 @@
 /* coll.c - what the collectives share: method choice, op completion,
  * signatures (see coll.h). */
 #include <stdio.h>
+#include <string.h>
 
 #include "cma.h"
 #include "coll.h"
@@ -17,14 +18,13 @@ static void describe_sig(uint32_t sig, char *out, size_t size)
         return;
     }
     switch (coll) {
-    case PGC_COLL_BCAST: case PGC_COLL_REDUCE: case PGC_COLL_GATHER: case PGC_COLL_GATHERV:
+    case PGC_COLL_BCAST: case PGC_COLL_GATHER: case PGC_COLL_GATHERV:
     case PGC_COLL_SCATTER: case PGC_COLL_SCATTERV:
         snprintf(out, size, "%s (root %u)", name, arg);
         break;
-    case PGC_COLL_ALLREDUCE: case PGC_COLL_REDUCE_SCATTER: case PGC_COLL_REDUCE_SCATTER_BLOCK:
-    case PGC_COLL_SCAN: case PGC_COLL_EXSCAN:
-        snprintf(out, size, "%s (%s, %s)", name, pgc_dtype_name((pgc_dtype)(arg >> 8)),
-                 pgc_op_name((pgc_op)(arg & 0xffu)));
+    case PGC_COLL_REDUCE: case PGC_COLL_ALLREDUCE: case PGC_COLL_REDUCE_SCATTER:
+    case PGC_COLL_REDUCE_SCATTER_BLOCK: case PGC_COLL_SCAN: case PGC_COLL_EXSCAN:
+        snprintf(out, size, "%s (%s, %s)", name, pgc_dtype_name(PGC_SIG_DTYPE(arg)), pgc_op_name(PGC_SIG_OP(arg)));
         break;
     default:
         snprintf(out, size, "%s", name);
@@ -55,6 +55,19 @@ int pgc_signature_mismatch(pgc_team *t, int peer, uint32_t theirs)
                       "%s: local rank %d refused its arguments to %s (see the error it raised), "
                       "so this rank's %s cannot complete",
                       opname, peer, pgc_coll_name(pgc_sig_coll(theirs)), mine);
+    else if (strcmp(mine, other) == 0 && pgc_sig_coll(theirs) == pgc_sig_coll(t->sig) &&
+             pgc_sig_coll(t->sig) != PGC_COLL_REDUCE_SCATTER)
+        /* a reduction of another shape (coll.h: PGC_SIG_REDUCTION) */
+        pgc_set_error(&t->err, PGC_EMISMATCH, peer, 0,
+                      "%s: local rank %d reduces a different number of elements%s than this rank "
+                      "(local rank %d, %llu elements); every rank must pass the same count",
+                      opname, peer, pgc_sig_coll(t->sig) == PGC_COLL_REDUCE ? " (or to a different root)" : "",
+                      t->rank, (unsigned long long)t->sig_elems);
+    else if (strcmp(mine, other) == 0 && pgc_sig_coll(theirs) == pgc_sig_coll(t->sig))
+        pgc_set_error(&t->err, PGC_EMISMATCH, peer, 0,
+                      "%s: local rank %d passed other recvcounts than this rank (local rank %d, %llu "
+                      "elements in all); every rank must pass the same recvcounts",
+                      opname, peer, t->rank, (unsigned long long)t->sig_elems);
     else
         pgc_set_error(&t->err, PGC_EMISMATCH, peer, 0,
                       "%s: collectives out of step: local rank %d is in %s where this rank (local rank %d) "

@@ -32,14 +32,30 @@ int pgc_wait_peers_done(pgc_team *t, uint32_t back);
 /* Begin an op: a new op number, and its signature (team.h) in our hot line,
  * where every peer checks it at its first wait on us in this op. `arg` is
  * what must agree besides the collective: the root of a rooted collective,
- * PGC_SIG_TYPED(dtype, op) for Allreduce, Reduce_scatter(_block) and
- * (Ex)scan, 0 otherwise. No wait is needed before the store: a peer that
- * still reads an older slot finds another op byte and skips its check.
+ * PGC_SIG_REDUCTION(dtype, op, shape) for the reductions, 0 otherwise. No
+ * wait is needed before the store: a peer that still reads an older slot
+ * finds another op byte and skips its check.
  * The op byte tells ops apart because no member gets PGC_RUNAHEAD or more
  * ops ahead of a peer: every PGC_RUNAHEAD / 2 ops a member waits until its
  * peers are done with the op PGC_RUNAHEAD / 2 back. Most ops bound that
  * drift anyway; ops that wait for nobody (zero counts, refusals) would not. */
-#define PGC_SIG_TYPED(dtype, op) (((uint32_t)(dtype) << 8) | (uint32_t)(op))
+/* A reduction's signature argument: datatype (4 bits), operator (4 bits)
+ * and an 11-bit hash of its shape (pgc_sig_shape), so members that reduce
+ * different counts (or Reduce to different roots) fail with
+ * PGC_EMISMATCH instead of folding garbage: nothing else would tell them,
+ * since every member splits the vector by its own count. A different shape
+ * goes unseen with probability 2^-11. */
+#define PGC_SIG_REDUCTION(dtype, op, shape) \
+    (((uint32_t)(dtype) & 0xfu) << 15 | ((uint32_t)(op) & 0xfu) << 11 | ((shape) & 0x7ffu))
+#define PGC_SIG_DTYPE(arg) ((pgc_dtype)((arg) >> 15 & 0xfu))
+#define PGC_SIG_OP(arg) ((pgc_op)((arg) >> 11 & 0xfu))
+/* Fold one more 64-bit value into a shape hash (start from 0); the top 11
+ * bits of the result are the signature's part. */
+static inline uint64_t pgc_sig_shape(uint64_t h, uint64_t v)
+{
+    h = (h ^ v) * 0x9e3779b97f4a7c15ull;
+    return h ^ h >> 29;
+}
 static inline int pgc_coll_sign(pgc_team *t, uint32_t kind, uint32_t arg)
 {
     t->op++;

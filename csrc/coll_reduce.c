@@ -492,8 +492,14 @@ static int plan_path(pgc_team *t, rplan *p)
  * of the other path counts ops), count the path, move the data, end. */
 static int run(pgc_team *t, rplan *p)
 {
-    uint32_t sig_arg = p->kind == RK_REDUCE ? (uint32_t)p->root : PGC_SIG_TYPED(p->dt, p->op);
-    int rc = pgc_coll_begin(t, p->coll, sig_arg);
+    /* the shape: every block's bounds (Reduce_scatter's recvcounts, else
+     * the count), and the root of a Reduce */
+    uint64_t shape = pgc_sig_shape(0, p->kind == RK_REDUCE ? (uint64_t)p->root : 0);
+    for (int j = 1; j <= (p->kind == RK_RSCATTER ? t->nranks : 0); j++)
+        shape = pgc_sig_shape(shape, p->start[j]);
+    shape = pgc_sig_shape(shape, p->total);
+    t->sig_elems = p->total;
+    int rc = pgc_coll_begin(t, p->coll, PGC_SIG_REDUCTION(p->dt, p->op, (uint32_t)(shape >> 53)));
     if (rc)
         return rc;
     p->contributes = !(p->kind == RK_EXSCAN && t->rank == t->nranks - 1);

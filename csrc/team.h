@@ -23,7 +23,7 @@
 #include "segment.h"
 
 #define PGC_MAGIC 0x316c6f6373616770ull /* "pgascol1" */
-#define PGC_LAYOUT_VERSION 12
+#define PGC_LAYOUT_VERSION 13
 #define PGC_INLINE_SLOT_MAX 1024
 
 /* The last step of every op: "this member is done with op k". A member that
@@ -150,6 +150,7 @@ typedef struct pgc_team {
     int rank, nranks;
     uint32_t op;                /* collectives started on this team */
     uint32_t sig;               /* signature of the op in progress (coll.h: pgc_coll_begin) */
+    uint64_t sig_elems;         /* a reduction's element count, for mismatch messages */
     uint32_t abort_op;          /* the op in which this member aborted the team */
     uint32_t *sig_checked;      /* per member: the last op whose signature we checked */
     pgc_config cfg;             /* copy of hdr->cfg */

@@ -167,6 +167,67 @@ def test_calls_out_of_step_are_caught_before_data_moves():
         c.Free()
 
 
+def _shape_differs(name, call, words):
+    """Rank 0 passes another count (or recvcounts, or root) to a reduction
+    than the others: every member splits the vector by its own count, so
+    without the shape in the signature they would fold garbage. Every rank
+    raises a mismatch naming it, at once or at its next call, and none
+    returns a result it believes."""
+    c = _flat_comm()
+    if c is None:
+        return
+    start = time.monotonic()
+    try:
+        try:
+            call(c)
+            c.Barrier()     # a member that waited for nobody learns it here
+        except (CollectiveMismatchError, TeamAbortedError) as exc:
+            assert str(exc).startswith(name) or "aborted by local rank" in str(exc), str(exc)
+            assert all(w in str(exc) for w in words), str(exc)
+            assert time.monotonic() - start < 2.5
+        else:
+            raise AssertionError("rank %d: a %s of another shape went unnoticed" % (ME, name))
+    finally:
+        c.Free()
+
+
+def _counts(small, large):
+    """Rank 0's count and everyone else's."""
+    return small if ME == 0 else large
+
+
+def test_allreduce_of_different_counts_is_a_mismatch():
+    for small, large in ((4, 8), (1, 2), (40_000, 80_000), (1024, 2048)):    # inline and staged
+        n = _counts(small, large)
+        _shape_differs("Allreduce", lambda c: c.Allreduce(np.ones(n), np.zeros(n)),
+                       ["reduces a different number of elements", "every rank must pass the same count"])
+
+
+def test_reduce_of_different_counts_or_roots_is_a_mismatch():
+    n = _counts(4, 8)
+    _shape_differs("Reduce", lambda c: c.Reduce(np.ones(n), np.zeros(n), root=0),
+                   ["a different number of elements (or to a different root)"])
+    root = _counts(0, 1)
+    _shape_differs("Reduce", lambda c: c.Reduce(np.ones(4), np.zeros(4), root=root),
+                   ["a different number of elements (or to a different root)"])
+
+
+def test_scans_and_reduce_scatter_of_different_shapes_are_mismatches():
+    n = _counts(4, 8)
+    _shape_differs("Scan", lambda c: c.Scan(np.ones(n), np.zeros(n)), ["a different number of elements"])
+    _shape_differs("Exscan", lambda c: c.Exscan(np.ones(n), np.zeros(n)), ["a different number of elements"])
+    _shape_differs("Reduce_scatter_block",
+                   lambda c: c.Reduce_scatter_block(np.ones(n * P), np.zeros(n)),
+                   ["a different number of elements"])
+    # the same total, split otherwise: rank 0 moves an element from the last block to the first
+    counts = [3] * P
+    if ME == 0:
+        counts[0], counts[-1] = 4, 2
+    _shape_differs("Reduce_scatter",
+                   lambda c: c.Reduce_scatter(np.ones(3 * P), np.zeros(counts[ME]), counts),
+                   ["other recvcounts", "every rank must pass the same recvcounts"])
+
+
 def _one_rank_differs(bad, good, expected_words):
     """Rank 0's Allreduce arguments differ in kind from the others': every
     rank raises at once, naming what happened, and none returns data paired
