@@ -233,6 +233,40 @@ def test_attach_to_a_dead_creators_memfd_fails_cleanly():
         _core.Team.attach(1, 2, address)
 
 
+def test_attach_to_an_undumpable_creators_memfd_is_refused_by_the_kernel():
+    """A creator that is not dumpable has its /proc/<pid>/fd closed to
+    processes without CAP_SYS_PTRACE: attaching fails with the kernel's
+    reason (and NodeTeam then falls back to a name: team_setup.py)."""
+    from tests.shm import set_dumpable, set_ptrace_capability
+
+    addr_r, addr_w = os.pipe()
+    go_r, go_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(addr_r)
+            os.close(go_w)
+            team = _core.Team.create(0, 2, make_cfg(2))
+            set_dumpable(False)
+            os.write(addr_w, team.name.encode())
+            os.read(go_r, 1)      # until the parent is done
+        finally:
+            os._exit(0)
+    os.close(addr_w)
+    os.close(go_r)
+    address = os.read(addr_r, 200).decode()
+    os.close(addr_r)
+    had_cap = set_ptrace_capability(False)
+    try:
+        with pytest.raises(pgascol.PgascolError, match="cannot open /proc/%d/fd/.*(Permission denied|not permitted)" % pid):
+            _core.Team.attach(1, 2, address)
+    finally:
+        if had_cap:
+            set_ptrace_capability(True)
+        os.close(go_w)
+        os.waitpid(pid, 0)
+
+
 def _deny_memfd_create():
     """Install a seccomp filter on this process: memfd_create fails with
     ENOSYS (as on a kernel without it), every other call is allowed."""

@@ -252,43 +252,30 @@ def test_segment_kinds(comm):
 
 
 def test_memfd_out_of_reach_falls_back_to_a_name(comm):
-    """A member that cannot open the creator's memfd (/proc mounted with
-    hidepid, a creator that is not dumpable; root can always, so it is
-    played here by the node's last member refusing memfd addresses) gets the
-    team all the same, under a /dev/shm name removed as usual."""
-    import pgascol.team as team_module
+    """Every node's creator closes its /proc entries to the others (not
+    dumpable; the others lower CAP_SYS_PTRACE, which root has): the kernel
+    refuses them the memfd, and the node makes its segment again under a
+    /dev/shm name, removed as usual. Single copy from such a creator is
+    refused too; the team works all the same."""
+    from tests.shm import set_dumpable, set_ptrace_capability
 
-    real = team_module._core
-    refuses = comm.Get_rank() == comm.Get_size() - 1
-
-    class RefusingTeam:
-        create = staticmethod(real.Team.create)
-
-        @staticmethod
-        def attach(rank, size, address):
-            if address.startswith("memfd:"):
-                raise pgascol.PgascolError("attaching %s failed: cannot open /proc/.../fd/...: "
-                                           "Permission denied" % address)
-            return real.Team.attach(rank, size, address)
-
-    class RefusingCore:
-        Team = RefusingTeam
-        sweep_stale_segments = staticmethod(real.sweep_stale_segments)
-
-    if refuses:
-        team_module._core = RefusingCore
+    creator = expected_geometry(comm)["local_rank"] == 0
+    had_cap = set_ptrace_capability(False)
+    if creator:
+        set_dumpable(False)
     try:
         team, name = make_team(comm)
     finally:
-        team_module._core = real
+        set_dumpable(True)
+        if had_cap:
+            set_ptrace_capability(True)
     try:
-        refusers = team.node_comm.allgather(refuses)
         kinds = team.node_comm.allgather(team.core.segment_kind)
         works = _team_works(team, comm)
     finally:
         team.free()
-    fell_back = any(refusers[1:])   # the creator (local rank 0) never attaches
-    assert set(kinds) == {"named" if fell_back else "memfd"}, (refusers, kinds)
+    fell_back = team.local_size > 1     # a node of one never attaches
+    assert set(kinds) == {"named" if fell_back else "memfd"}, kinds
     assert name.startswith("/pgascol-" if fell_back else "memfd:"), name
     assert works
 
