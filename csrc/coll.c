@@ -77,6 +77,42 @@ int pgc_signature_mismatch(pgc_team *t, int peer, uint32_t theirs)
     return PGC_EMISMATCH;
 }
 
+int pgc_check_skipped_signatures(pgc_team *t, int peer, uint32_t last)
+{
+    /* The ops since `last` in which this member never waited on the peer (a
+     * Bcast root, a Reduce member that is not the root, zero counts) went
+     * unchecked; their signatures are still in both rings for up to
+     * PGC_SIG_RING - 1 ops back. Members that both took themselves for the
+     * root of a small Bcast wait for nobody: this is where they learn it,
+     * one op late but before this op moves any data. Refusals are left
+     * alone: a member that did not need the refusing one completed
+     * legitimately. */
+    _Atomic uint32_t *mine_ring = pgc_ctl_of(t, t->rank)->sig, *their_ring = pgc_ctl_of(t, peer)->sig;
+    uint32_t from = t->op - (PGC_SIG_RING - 1);
+    if ((int32_t)(last + 1 - from) > 0)
+        from = last + 1;
+    for (uint32_t j = from; j != t->op; j++) {
+        /* relaxed: ours we wrote; the peer's were stored before the value of
+         * this op that our wait acquired */
+        uint32_t mine = atomic_load_explicit(&mine_ring[j & (PGC_SIG_RING - 1)], memory_order_relaxed);
+        uint32_t theirs = atomic_load_explicit(&their_ring[j & (PGC_SIG_RING - 1)], memory_order_relaxed);
+        if (theirs == mine || pgc_sig_opbyte(mine) != (j & 0xffu) || pgc_sig_opbyte(theirs) != (j & 0xffu) ||
+            ((pgc_sig_kind(mine) | pgc_sig_kind(theirs)) & PGC_SIG_REFUSED))
+            continue;
+        char m[96], o[96];
+        describe_sig(mine, m, sizeof m);
+        describe_sig(theirs, o, sizeof o);
+        pgc_set_error(&t->err, PGC_EMISMATCH, peer, 0,
+                      "%s: collectives out of step %u call(s) before this one: local rank %d was in %s%s "
+                      "where this rank (local rank %d) was in %s; every rank must call the same collectives, "
+                      "with the same root and counts, in the same order", pgc_opname(t), t->op - j, peer, o,
+                      strcmp(m, o) == 0 ? " of another count or root" : "", t->rank, m);
+        pgc_team_abort(t, PGC_EMISMATCH, t->err.msg);
+        return PGC_EMISMATCH;
+    }
+    return PGC_OK;
+}
+
 int pgc_coll_refuse(pgc_team *t, pgc_coll coll)
 {
     if (pgc_check_aborted(t))
@@ -305,7 +341,7 @@ int pgc_coll_cma(pgc_team *t, int peer, int write, void *local, uint64_t remote,
         /* The usual cause: the peer died under us (ESRCH, or EFAULT as its
          * memory went). Reported as a dead peer, like a wait would. */
         if (!pgc_member_alive(t, peer))
-            return pgc_check_peers(t);
+            return pgc_check_peer(t, peer);
         char msg[sizeof t->err.msg];
         snprintf(msg, sizeof msg, "%s: single copy with local rank %d: %.250s", pgc_opname(t), peer, t->err.msg);
         pgc_set_error(&t->err, rc, peer, t->err.sys_errno, "%s", msg);

@@ -99,17 +99,22 @@ int pgc_member_alive(const pgc_team *t, int r)
     return pgc_process_alive(m->pid, m->starttime);
 }
 
+int pgc_check_peer(pgc_team *t, int r)
+{
+    if (r == t->rank || pgc_member_alive(t, r))
+        return PGC_OK;
+    pgc_set_error(&t->err, PGC_EPEERDEAD, r, 0, "%s: local rank %d (pid %d) of the node team died or exited",
+                  pgc_opname(t), r, pgc_member_of(t, r)->pid);
+    pgc_team_abort(t, PGC_EPEERDEAD, t->err.msg);
+    return PGC_EPEERDEAD;
+}
+
 int pgc_check_peers(pgc_team *t)
 {
     for (int r = 0; r < t->nranks; r++) {
-        if (r == t->rank || pgc_member_alive(t, r))
-            continue;
-        int pid = pgc_member_of(t, r)->pid;
-        pgc_set_error(&t->err, PGC_EPEERDEAD, r, 0,
-                      "%s: local rank %d (pid %d) of the node team died or exited",
-                      pgc_opname(t), r, pid);
-        pgc_team_abort(t, PGC_EPEERDEAD, t->err.msg);
-        return PGC_EPEERDEAD;
+        int rc = pgc_check_peer(t, r);
+        if (rc)
+            return rc;
     }
     return PGC_OK;
 }
@@ -195,8 +200,12 @@ int pgc_wait_slow(pgc_team *t, int peer, _Atomic uint64_t *word, uint64_t target
         if (is_aborted(t))
             return aborted_error(t);
         now = pgc_now_ns();
+        /* Only the member we wait for: one that finished its part of the
+         * op and exited (its program ended) is gone legitimately, and a dead
+         * one that somebody needs is found by whoever waits on it, whose
+         * abort reaches everyone. */
         if (now >= next_check) {
-            int rc = pgc_check_peers(t);
+            int rc = pgc_check_peer(t, peer);
             if (rc)
                 return rc;
             next_check = now + LIVENESS_EVERY_NS;

@@ -6,8 +6,8 @@
  * its CPUs), then sched_yield (hands the core to the member that must act
  * next when members outnumber CPUs), then sleep on a shared futex with a
  * timeout. A publisher pays for a wake-up only when someone sleeps. While it
- * sleeps, a waiter checks that its peers are alive and that the team was not
- * aborted; it fails after the team timeout. */
+ * sleeps, a waiter checks that the member it waits for is alive and that the
+ * team was not aborted; it fails after the team timeout. */
 #ifndef PGC_SYNC_H
 #define PGC_SYNC_H
 
@@ -36,6 +36,9 @@ int pgc_wait_slow(pgc_team *t, int peer, _Atomic uint64_t *word, uint64_t target
 /* The peer is in another collective (or refused this one): abort the team
  * with a message naming both; returns PGC_EMISMATCH (coll.c). */
 int pgc_signature_mismatch(pgc_team *t, int peer, uint32_t theirs);
+/* Check the peer's signatures of the ops since `last` (the op of our
+ * previous check of it) in which we did not wait on it (coll.c). */
+int pgc_check_skipped_signatures(pgc_team *t, int peer, uint32_t last);
 
 /* Once per peer and op, at the first wait that proves the peer has begun
  * this op: check that it is in the same collective as we are (signatures:
@@ -44,6 +47,7 @@ int pgc_signature_mismatch(pgc_team *t, int peer, uint32_t theirs);
  * a collective the others entered) before any data is read or written. */
 static inline int pgc_check_signature(pgc_team *t, int peer)
 {
+    uint32_t last = t->sig_checked[peer];
     t->sig_checked[peer] = t->op;
     /* relaxed: the wait that got here acquired a value the peer published
      * after storing its signature for this op. */
@@ -51,9 +55,12 @@ static inline int pgc_check_signature(pgc_team *t, int peer)
                                            memory_order_relaxed);
     /* A different op byte: the peer is PGC_SIG_RING or more ops ahead and
      * reused the slot; it got past this op, nothing left to check. */
-    if (PGC_LIKELY(theirs == t->sig || pgc_sig_opbyte(theirs) != pgc_sig_opbyte(t->sig)))
-        return PGC_OK;
-    return pgc_signature_mismatch(t, peer, theirs);
+    if (PGC_UNLIKELY(theirs != t->sig && pgc_sig_opbyte(theirs) == pgc_sig_opbyte(t->sig)))
+        return pgc_signature_mismatch(t, peer, theirs);
+    /* ops in which we did not wait on this peer */
+    if (PGC_UNLIKELY(last != t->op - 1))
+        return pgc_check_skipped_signatures(t, peer, last);
+    return PGC_OK;
 }
 
 static inline int pgc_wait_word(pgc_team *t, int peer, _Atomic uint64_t *word, uint64_t target)
@@ -102,7 +109,10 @@ int pgc_process_alive(int pid, uint64_t starttime);
 /* PGC_EABORTED (with the aborting member's reason) if the team was aborted. */
 int pgc_check_aborted(pgc_team *t);
 
-/* Check every peer; on a dead one, abort the team and return PGC_EPEERDEAD. */
+/* Check member r (a no-op for ourselves) or every peer; on a dead one,
+ * abort the team and return PGC_EPEERDEAD. Waits check only the member they
+ * wait for (pgc_wait_slow). */
+int pgc_check_peer(pgc_team *t, int r);
 int pgc_check_peers(pgc_team *t);
 
 /* Calibrate the spin budget: how many pause instructions fill `ns`. */

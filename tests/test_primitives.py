@@ -392,6 +392,26 @@ def test_dead_peer_detected(P, dies, how):
     assert "PeerDeadError" in types  # somebody detected it rather than everybody timing out
 
 
+@pytest.mark.parametrize("nbytes", [8, 64 * 1024])   # inline, copy-in/copy-out
+def test_a_member_that_finished_and_exited_is_not_dead(nbytes):
+    """Gather to local rank 1: rank 2 contributes, returns as soon as its
+    part is done and its process ends; rank 0 comes 0.6 s late, so the root
+    sleeps on it and checks liveness several times meanwhile. Only the member
+    waited for is judged (a program's ranks may end at different times): the
+    Gather completes with every block."""
+    def body(team, rank):
+        if rank == 0:
+            time.sleep(0.6)
+        send = bytes([rank + 1]) * nbytes
+        recv = bytearray(3 * nbytes) if rank == 1 else None
+        team.gather(send, nbytes, recv, [nbytes] * 3, None, 1)
+        return bytes(recv) if rank == 1 else "sent"
+
+    out = fork_team(3, body, {"PGASCOL_TIMEOUT": "30"})
+    assert out[1].get() == b"".join(bytes([r + 1]) * nbytes for r in range(3))
+    assert out[0].get() == out[2].get() == "sent"
+
+
 def test_dead_peer_zombie_detected_by_parent():
     """The waiting member is the dead member's parent and has not reaped it:
     a zombie counts as dead."""

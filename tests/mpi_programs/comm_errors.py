@@ -228,6 +228,35 @@ def test_scans_and_reduce_scatter_of_different_shapes_are_mismatches():
                    ["other recvcounts", "every rank must pass the same recvcounts"])
 
 
+def test_ranks_that_all_take_themselves_for_the_root_learn_it_at_the_next_call():
+    """Every rank calls a small Bcast with itself as the root (once, or
+    twice in a row): a root waits for nobody, so none of them can tell in
+    the Bcast; the next collective that waits on a peer compares the
+    signatures of the calls in which it did not, and every rank raises
+    before that call moves data, naming the Bcasts."""
+    for repeats in (1, 2):
+        c = _flat_comm()
+        if c is None:
+            return
+        y = np.zeros(4)
+        try:
+            try:
+                for _ in range(repeats):
+                    c.Bcast(np.full(4, ME), root=ME)
+                c.Allreduce(np.full(4, 1.0), y)
+            except (CollectiveMismatchError, TeamAbortedError) as exc:
+                # the rank that noticed, at the Allreduce; the others at the
+                # Allreduce or, if slower, at their second Bcast
+                assert "call(s) before this one" in str(exc), str(exc)
+                assert "Bcast (root " in str(exc), str(exc)
+                assert isinstance(exc, TeamAbortedError) or str(exc).startswith("Allreduce: "), str(exc)
+                assert not y.any()      # nothing was written
+            else:
+                raise AssertionError("rank %d: every rank a root went unnoticed" % ME)
+        finally:
+            c.Free()
+
+
 def _one_rank_differs(bad, good, expected_words):
     """Rank 0's Allreduce arguments differ in kind from the others': every
     rank raises at once, naming what happened, and none returns data paired
