@@ -107,22 +107,15 @@ int pgc_segment_create(pgc_segment *seg, size_t size, int hugepages, pgc_segment
     seg->memfd = -1;
     seg->hugepages = hugepages;
     size = PGC_ALIGN_UP(size, hugepages ? (size_t)2 << 20 : (size_t)PGC_PAGE);
-    int rc = PGC_ESYS;
-    if (kind == PGC_SEGMENT_MEMFD) {
-        rc = create_memfd(seg, size, err);
-        /* no memfd in this kernel (or seccomp forbids it): a named one */
-        if (rc && !(err->code == PGC_ESYS && (err->sys_errno == ENOSYS || err->sys_errno == EPERM)))
-            goto failed;
-    }
-    if (rc) {
-        memset(seg->name, 0, sizeof seg->name);
+    int rc = kind == PGC_SEGMENT_MEMFD ? create_memfd(seg, size, err) : PGC_ESYS;
+    /* asked for a name, or no memfd in this kernel (or seccomp forbids it) */
+    if (kind == PGC_SEGMENT_NAMED ||
+        (rc && err->code == PGC_ESYS && (err->sys_errno == ENOSYS || err->sys_errno == EPERM))) {
         seg->kind = PGC_SEGMENT_NAMED;
         rc = create_named(seg, size, err);
     }
-    if (rc == PGC_OK)
-        return PGC_OK;
-failed:
-    seg->name[0] = '\0';
+    if (rc)
+        seg->name[0] = '\0';
     return rc;
 }
 
