@@ -906,13 +906,23 @@ cdef class _State:
 cdef object _Testall = MPI.Request.Testall
 
 
+# How long _mpi_wait polls with sched_yield before it sleeps between polls.
+# A pipelined leg on an oversubscribed node often waits a few ms for a peer
+# that shares its CPU; a sleeping poller answers MPI's next step up to
+# ~150 us late each time: 16 MiB Allreduce on 2 virtual nodes of 2 (4 ranks
+# on 2 cores) took 1.08-1.38x native sleeping after 1 ms, 0.81-1.05x after
+# 50 ms (alternating jobs, docs/PERFORMANCE.md, eighteenth session).
+cdef double _MPI_YIELD_S = 0.05
+
+
 cdef int _mpi_wait(_State st, object reqs, str what) except -1:
     """Complete the requests of an inter-node leg, bounded as the engine's
     waits are: PGASCOL_TIMEOUT, and the node team's health (a local member
     that gave up or died ends the wait too). Otherwise a rank whose peers on
     other nodes failed before their MPI call would block forever. Testall
-    drives MPI's progress; after a short spin, yield, then 100 us sleeps so an
-    oversubscribed node keeps its CPUs for the ranks that do the work. On
+    drives MPI's progress; after a short spin it yields (an oversubscribed
+    node keeps its CPUs for the ranks that do the work), and sleeps 100 us
+    between polls only once the wait has lasted _MPI_YIELD_S. On
     timeout the node team is aborted: the pending MPI operation can never be
     matched reliably, so the communicator is not used again."""
     if _Testall(reqs):
@@ -932,7 +942,7 @@ cdef int _mpi_wait(_State st, object reqs, str what) except -1:
                 st.core.abort(msg)
                 raise PgascolTimeoutError(msg)
             check = now + 0.1
-        if now - start < 0.001:
+        if now - start < _MPI_YIELD_S:
             os.sched_yield()
         else:
             _sleep(100e-6)
