@@ -135,50 +135,90 @@ def human(n):
 # Rank side: the worker
 # ---------------------------------------------------------------------------
 
-def make_case(op, nbytes, comm, team, pcomm=None):
+CACHE_LINE = 64                  # --fresh stores one byte into every line of this size
+
+
+def fresh_input(buffers):
+    """A function that stores one byte into every cache line of `buffers`
+    (numpy arrays): what producing a call's input leaves in the caches, the
+    lines modified in this rank's cache, whatever read them before."""
+    import numpy as np
+    lines = [np.frombuffer(b, dtype=np.uint8)[::CACHE_LINE] for b in buffers]
+
+    def store():
+        for v in lines:
+            v.fill(1)   # the lowest byte of a float64 1.0: 1.0000000000000002
+    return store
+
+
+def _sides(ours, theirs, inputs, fresh):
+    """The case's two closures; with fresh, each first stores into the
+    inputs (fresh_input) and carries that store as `.store`."""
+    if not fresh:
+        return ours, theirs
+    store = fresh_input(inputs)
+    out = []
+    for call in (ours, theirs):
+        def fresh_call(call=call):
+            store()
+            call()
+        fresh_call.store = store
+        out.append(fresh_call)
+    return tuple(out)
+
+
+def make_case(op, nbytes, comm, team, pcomm=None, fresh=False):
     """Return (pgascol_call, mpi_call) closures for one op and payload size
     (bytes per rank's contribution, as IMB/OSU count them; Alltoall(v): the
     total a rank sends). With pcomm, the pgascol side makes the native calls
-    on that pgascol.Comm; otherwise it calls the team's engine directly."""
+    on that pgascol.Comm; otherwise it calls the team's engine directly.
+    fresh: every call first stores into the data this rank contributes (its
+    send buffer; a Bcast's or a Scatter's at the root only), as a program
+    that computes its input before each call does (_sides)."""
     import numpy as np
     from mpi4py import MPI
     from . import _core
 
     if pcomm is not None:
-        return make_case(op, nbytes, pcomm, team)[1], make_case(op, nbytes, comm, team)[1]
+        return (make_case(op, nbytes, pcomm, team, fresh=fresh)[1],
+                make_case(op, nbytes, comm, team, fresh=fresh)[1])
     F64, SUM = _core.DTYPES["float64"], _core.OPS["SUM"]
-    P = comm.Get_size()
+    P, me = comm.Get_size(), comm.Get_rank()
     n = max(nbytes // 8, 1)
     t = team.core
     if op == "barrier":
         return t.barrier, comm.Barrier
     if op == "bcast":
         buf = np.ones(n)
-        return (lambda: t.bcast(buf, buf.nbytes, 0)), (lambda: comm.Bcast(buf, 0))
+        return _sides(lambda: t.bcast(buf, buf.nbytes, 0), lambda: comm.Bcast(buf, 0),
+                      [buf] if me == 0 else [], fresh)
     if op == "reduce_scatter_block":
         big, y = np.ones(n * P), np.zeros(n)
-        return ((lambda: t.reduce_scatter(big, y, [n] * P, F64, SUM, block=True)),
-                (lambda: comm.Reduce_scatter_block(big, y, MPI.SUM)))
+        return _sides(lambda: t.reduce_scatter(big, y, [n] * P, F64, SUM, block=True),
+                      lambda: comm.Reduce_scatter_block(big, y, MPI.SUM), [big], fresh)
     if op in ("allreduce", "reduce", "scan", "exscan"):
         x, y = np.ones(n), np.zeros(n)
         if op == "allreduce":
-            return (lambda: t.allreduce(x, y, n, F64, SUM)), (lambda: comm.Allreduce(x, y, MPI.SUM))
-        if op == "reduce":
-            return (lambda: t.reduce(x, y, n, F64, SUM, 0)), (lambda: comm.Reduce(x, y, MPI.SUM, 0))
-        if op == "scan":
-            return (lambda: t.scan(x, y, n, F64, SUM)), (lambda: comm.Scan(x, y, MPI.SUM))
-        return (lambda: t.exscan(x, y, n, F64, SUM)), (lambda: comm.Exscan(x, y, MPI.SUM))
+            pair = (lambda: t.allreduce(x, y, n, F64, SUM)), (lambda: comm.Allreduce(x, y, MPI.SUM))
+        elif op == "reduce":
+            pair = (lambda: t.reduce(x, y, n, F64, SUM, 0)), (lambda: comm.Reduce(x, y, MPI.SUM, 0))
+        elif op == "scan":
+            pair = (lambda: t.scan(x, y, n, F64, SUM)), (lambda: comm.Scan(x, y, MPI.SUM))
+        else:
+            pair = (lambda: t.exscan(x, y, n, F64, SUM)), (lambda: comm.Exscan(x, y, MPI.SUM))
+        return _sides(*pair, [x], fresh)
     if op in ("alltoall", "alltoallv"):
         per = max(nbytes // P // 8, 1)
         s2, r2 = np.ones(per * P), np.zeros(per * P)
         c2 = [per * 8] * P
         d2 = [i * per * 8 for i in range(P)]
         if op == "alltoall":
-            return ((lambda: t.alltoall(s2, c2, None, r2, c2, None)), (lambda: comm.Alltoall(s2, r2)))
+            return _sides(lambda: t.alltoall(s2, c2, None, r2, c2, None),
+                          lambda: comm.Alltoall(s2, r2), [s2], fresh)
         ec, ed = [per] * P, [i * per for i in range(P)]
         vs, vr = [s2, ec, ed, MPI.DOUBLE], [r2, ec, ed, MPI.DOUBLE]
-        return ((lambda: t.alltoall(s2, c2, d2, r2, c2, d2, v=True)),
-                (lambda: comm.Alltoallv(vs, vr)))
+        return _sides(lambda: t.alltoall(s2, c2, d2, r2, c2, d2, v=True),
+                      lambda: comm.Alltoallv(vs, vr), [s2], fresh)
     b = n * 8
     small = np.ones(n)
     big = np.zeros(n * P)
@@ -186,25 +226,26 @@ def make_case(op, nbytes, comm, team, pcomm=None):
     displs = [i * b for i in range(P)]
     ecounts = [n] * P                        # elements, for MPI (v-variants: equal counts)
     edispls = [i * n for i in range(P)]
+    vbig = [big, ecounts, edispls, MPI.DOUBLE]
     if op == "allgather":
-        return (lambda: t.allgather(small, b, big, counts, None)), (lambda: comm.Allgather(small, big))
-    if op == "allgatherv":
-        vbig = [big, ecounts, edispls, MPI.DOUBLE]
-        return ((lambda: t.allgather(small, b, big, counts, displs, v=True)),
+        pair = (lambda: t.allgather(small, b, big, counts, None)), (lambda: comm.Allgather(small, big))
+    elif op == "allgatherv":
+        pair = ((lambda: t.allgather(small, b, big, counts, displs, v=True)),
                 (lambda: comm.Allgatherv(small, vbig)))
-    if op == "gather":
-        return (lambda: t.gather(small, b, big, counts, None, 0)), (lambda: comm.Gather(small, big, 0))
-    if op == "gatherv":
-        vbig = [big, ecounts, edispls, MPI.DOUBLE]
-        return ((lambda: t.gather(small, b, big, counts, displs, 0, v=True)),
+    elif op == "gather":
+        pair = (lambda: t.gather(small, b, big, counts, None, 0)), (lambda: comm.Gather(small, big, 0))
+    elif op == "gatherv":
+        pair = ((lambda: t.gather(small, b, big, counts, displs, 0, v=True)),
                 (lambda: comm.Gatherv(small, vbig, 0)))
-    if op == "scatter":
-        return (lambda: t.scatter(big, counts, None, small, b, 0)), (lambda: comm.Scatter(big, small, 0))
-    if op == "scatterv":
-        vbig = [big, ecounts, edispls, MPI.DOUBLE]
-        return ((lambda: t.scatter(big, counts, displs, small, b, 0, v=True)),
-                (lambda: comm.Scatterv(vbig, small, 0)))
-    raise BenchError("unknown op %r" % op)
+    elif op == "scatter":
+        return _sides(lambda: t.scatter(big, counts, None, small, b, 0),
+                      lambda: comm.Scatter(big, small, 0), [big] if me == 0 else [], fresh)
+    elif op == "scatterv":
+        return _sides(lambda: t.scatter(big, counts, displs, small, b, 0, v=True),
+                      lambda: comm.Scatterv(vbig, small, 0), [big] if me == 0 else [], fresh)
+    else:
+        raise BenchError("unknown op %r" % op)
+    return _sides(*pair, [small], fresh)
 
 
 def case_bytes(op, nbytes, P):
@@ -286,11 +327,12 @@ def memcpy_floor(nbytes, rounds=3, sets=1):
     return best
 
 
-def _stats_row(impl, op, nbytes, P, times, iters, path, floor, sets):
+def _stats_row(impl, op, nbytes, P, times, iters, path, floor, sets, store=None):
     return {"op": op, "bytes": nbytes, "np": P, "impl": impl,
             "t_min_us": min(times) * 1e6, "t_avg_us": sum(times) / len(times) * 1e6,
             "t_max_us": max(times) * 1e6, "path": path, "memcpy_us": floor * 1e6,
-            "iters": iters, "rounds": len(times), "buffer_sets": sets}
+            "iters": iters, "rounds": len(times), "buffer_sets": sets,
+            "store_us": None if store is None else store * 1e6}
 
 
 def iters_text(iters, target_ms):
@@ -304,6 +346,11 @@ def cache_text(off_cache, llc, llc_source):
         return "off-cache (each side rotates buffer sets covering %d x %s)" % (OFF_CACHE_FACTOR,
                                                                             llc_text)
     return "in cache (same buffers every call; %s)" % llc_text
+
+
+def fresh_text(fresh):
+    return ("; fresh input (every call first stores into each %d-byte line of the rank's "
+            "input; times include it)" % CACHE_LINE if fresh else "")
 
 
 def worker_main(argv=None):
@@ -322,6 +369,8 @@ def worker_main(argv=None):
     ap.add_argument("--off-cache", action="store_true",
                     help="rotate through buffer sets covering %d x the last-level cache"
                          % OFF_CACHE_FACTOR)
+    ap.add_argument("--fresh", action="store_true",
+                    help="every call first stores into each cache line of the rank's input")
     ap.add_argument("--json")
     args = ap.parse_args(argv)
     try:
@@ -348,10 +397,10 @@ def worker_main(argv=None):
     results = []
     out = sys.stdout
     if me == 0:
-        out.write("# np=%d, %s; pgascol via %s; %d rounds per case, %s; %s; time = slowest "
+        out.write("# np=%d, %s; pgascol via %s; %d rounds per case, %s; %s%s; time = slowest "
                   "rank's mean per call, best round\n" % (
                       P, lib, args.via, args.rounds, iters_text(args.iters, args.target_ms),
-                      cache_text(args.off_cache, llc, llc_source)))
+                      cache_text(args.off_cache, llc, llc_source), fresh_text(args.fresh)))
         out.flush()
     counters = (lambda: pgascol.stats(pcomm)) if pcomm is not None else team.core.stats
     for k, (op, nbytes) in enumerate(cases, 1):
@@ -359,16 +408,17 @@ def worker_main(argv=None):
         if nsets > 1 and pcomm is None:
             # --via team: make_case's two closures share buffers; cold data
             # needs a set of its own for each side
-            sets = [(make_case(op, nbytes, comm, team)[0], make_case(op, nbytes, comm, team)[1])
-                    for _ in range(nsets)]
+            sets = [(make_case(op, nbytes, comm, team, fresh=args.fresh)[0],
+                     make_case(op, nbytes, comm, team, fresh=args.fresh)[1]) for _ in range(nsets)]
         else:
-            sets = [make_case(op, nbytes, comm, team, pcomm) for _ in range(nsets)]
+            sets = [make_case(op, nbytes, comm, team, pcomm, args.fresh) for _ in range(nsets)]
         name = op.capitalize()
         before = dict(counters().get(name, {}))
         for ours, theirs in sets:  # warm up, fault pages in
             ours()
             theirs()
         ours, theirs = (itertools.cycle([s[side] for s in sets]) for side in (0, 1))
+        stores = [getattr(s[0], "store", None) for s in sets]
         del sets
         if args.iters:
             iters = args.iters
@@ -379,27 +429,32 @@ def worker_main(argv=None):
         for _ in range(args.rounds):
             tp.append(time_calls(ours, iters, comm))
             tm.append(time_calls(theirs, iters, comm))
-        del ours, theirs  # free the buffers before the memcpy floor allocates its own
+        # --fresh: the stores alone (both sides' times include them)
+        store = (min(time_calls(itertools.cycle(stores), iters, comm) for _ in range(3))
+                 if args.fresh and None not in stores else None)
+        del ours, theirs, stores  # free the buffers before the memcpy floor allocates its own
         floor = memcpy_floor(nbytes, sets=buffer_sets(2 * nbytes, llc) if args.off_cache else 1) \
             if nbytes else 0.0
         floor = comm.bcast(floor, 0)
         after = counters().get(name, {})
         paths = {p: v - before.get(p, 0) for p, v in after.items() if v > before.get(p, 0)}
         path = max(paths, key=paths.get) if paths else "-"
-        results.append(_stats_row("pgascol", op, nbytes, P, tp, iters, path, floor, nsets))
-        results.append(_stats_row("mpi", op, nbytes, P, tm, iters, None, floor, nsets))
+        results.append(_stats_row("pgascol", op, nbytes, P, tp, iters, path, floor, nsets, store))
+        results.append(_stats_row("mpi", op, nbytes, P, tm, iters, None, floor, nsets, store))
         if me == 0:
             out.write("[%d/%d] %-20s %6s  pgascol %10.2f us  mpi %10.2f us  ratio %5.2f  "
-                      "memcpy %9.2f us  %s%s\n" % (
+                      "memcpy %9.2f us  %s%s%s\n" % (
                           k, len(cases), op, human(nbytes) if nbytes else "-", min(tp) * 1e6,
                           min(tm) * 1e6, min(tp) / min(tm), floor * 1e6, path,
-                          "  (%d buffer sets)" % nsets if args.off_cache else ""))
+                          "  (%d buffer sets)" % nsets if args.off_cache else "",
+                          "  (stores alone %.2f us)" % (store * 1e6) if store is not None else ""))
             out.flush()
     if me == 0 and args.json:
         with open(args.json, "w") as f:
             json.dump({"np": P, "mpi_library": lib, "via": args.via, "rounds": args.rounds,
                        "iters": args.iters, "target_ms": None if args.iters else args.target_ms,
-                       "off_cache": args.off_cache, "llc_bytes": llc, "llc_source": llc_source,
+                       "off_cache": args.off_cache, "fresh": args.fresh, "llc_bytes": llc,
+                       "llc_source": llc_source,
                        "results": results}, f, indent=1)
     if pcomm is not None:
         pcomm.Free()
@@ -522,22 +577,27 @@ def collect_meta(command, np_, vns, mpi_library, launcher, impl):
 
 
 def format_table(results):
-    """The readable table: one line per (op, bytes) with both sides."""
+    """The readable table: one line per (op, bytes) with both sides (and the
+    stores alone of a --fresh run)."""
     pg = {(r["op"], r["bytes"]): r for r in results if r["impl"] == "pgascol"}
     mp = {(r["op"], r["bytes"]): r for r in results if r["impl"] == "mpi"}
+    fresh = any(r.get("store_us") is not None for r in results)
     lines = ["times in us: the slowest rank's mean per call; min = best round, avg over rounds; "
-             "ratio = pgascol min / mpi min (below 1: pgascol faster)",
+             "ratio = pgascol min / mpi min (below 1: pgascol faster)"
+             + ("; stores = --fresh's stores alone (included in both sides' times)" if fresh else ""),
              "%-20s %7s %11s %11s %11s %11s %7s %11s %9s  %s" % (
                  "op", "bytes", "pgascol min", "pgascol avg", "mpi min", "mpi avg", "ratio",
-                 "memcpy", "GB/s", "path")]
+                 "memcpy", "GB/s", "path") + ("  stores" if fresh else "")]
     for key, p in pg.items():
         m = mp.get(key)
         ratio = p["t_min_us"] / m["t_min_us"] if m and m["t_min_us"] > 0 else float("nan")
         bw = key[1] / (p["t_min_us"] * 1e3) if key[1] and p["t_min_us"] > 0 else 0.0
+        store = p.get("store_us")
         lines.append("%-20s %7s %11.2f %11.2f %11s %11s %7.2f %11s %9s  %s" % (
             key[0], human(key[1]) if key[1] else "-", p["t_min_us"], p["t_avg_us"],
             "%.2f" % m["t_min_us"] if m else "-", "%.2f" % m["t_avg_us"] if m else "-", ratio,
-            "%.2f" % p["memcpy_us"] if key[1] else "-", "%.2f" % bw if key[1] else "-", p["path"]))
+            "%.2f" % p["memcpy_us"] if key[1] else "-", "%.2f" % bw if key[1] else "-", p["path"])
+            + ("  %.2f" % store if store is not None else "  -" if fresh else ""))
     return "\n".join(lines)
 
 
@@ -596,6 +656,8 @@ def cmd_run(args, argv):
             command += ["--iters", str(args.iters)]
         if args.off_cache:
             command.append("--off-cache")
+        if args.fresh:
+            command.append("--fresh")
         print("# launching: %s" % shlex.join(command), flush=True)
         proc = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 text=True, errors="replace", start_new_session=True)
@@ -615,7 +677,7 @@ def cmd_run(args, argv):
                         job["mpi_library"], shlex.join(prefix), impl)
     meta["rounds"] = rounds
     meta["via"] = job["via"]
-    for key in ("iters", "target_ms", "off_cache", "llc_bytes", "llc_source"):
+    for key in ("iters", "target_ms", "off_cache", "fresh", "llc_bytes", "llc_source"):
         meta[key] = job[key]
     doc = {"schema": SCHEMA, "meta": meta, "results": job["results"]}
     print()
@@ -649,7 +711,7 @@ def describe_run(meta):
         parts.append(iters_text(meta.get("iters"), meta.get("target_ms")))
     if "off_cache" in meta:
         parts.append(cache_text(meta["off_cache"], meta.get("llc_bytes") or LLC_FALLBACK,
-                                meta.get("llc_source")))
+                                meta.get("llc_source")) + fresh_text(meta.get("fresh")))
     return ", ".join(parts)
 
 
@@ -785,7 +847,8 @@ def cmd_compare(args):
     base_doc, new_doc = load_doc(args.base), load_doc(args.new)
     base, new = results_by_case(base_doc), results_by_case(new_doc)
     bm, nm = base_doc.get("meta", {}), new_doc.get("meta", {})
-    for key, default in (("off_cache", False), ("cpu_model", None), ("mpi_library", None)):
+    for key, default in (("off_cache", False), ("fresh", False), ("cpu_model", None),
+                         ("mpi_library", None)):
         if bm.get(key, default) != nm.get(key, default):
             print("note: %s differs: base %r, new %r (the times may not be comparable)"
                   % (key, bm.get(key, default), nm.get(key, default)))
@@ -847,6 +910,9 @@ def _parser():
     r.add_argument("--off-cache", action="store_true",
                    help="rotate through buffer sets covering %d x the last-level cache, so "
                         "calls find their data cold (both sides)" % OFF_CACHE_FACTOR)
+    r.add_argument("--fresh", action="store_true",
+                   help="every call first stores into each cache line of the rank's input, as a "
+                        "program that computes it does (both sides; the stores alone are timed too)")
     r.add_argument("--virtual-node-size", type=int, metavar="K",
                    help="split the node into virtual nodes of K ranks (PGASCOL_NODE_SIZE)")
     r.add_argument("--mpi-launcher", metavar="CMD",

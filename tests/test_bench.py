@@ -1,5 +1,5 @@
 """pgascol-bench (pgascol/bench.py): a real tiny sweep under MPI (with plots, fixed
---iters, --off-cache), compare, plot, bad arguments."""
+--iters, --off-cache, --fresh), compare, plot, bad arguments."""
 import copy
 import json
 import subprocess
@@ -50,6 +50,8 @@ def test_run_writes_valid_json(tiny_run):
     assert meta["np"] == 2 and meta["virtual_node_size"] is None
     assert meta["cores"]["logical"] >= 1
     assert meta["off_cache"] is False and meta["llc_bytes"] > 0
+    assert meta["fresh"] is False and "fresh" not in stdout
+    assert all(r["store_us"] is None for r in doc["results"])
     assert meta["iters"] is None and meta["target_ms"] > 0
     cases = {(r["op"], r["bytes"], r["np"], r["impl"]): r for r in doc["results"]}
     for op in ("bcast", "allreduce"):
@@ -124,6 +126,42 @@ def test_off_cache(tmp_path):
         assert row["buffer_sets"] == bench.buffer_sets(footprint, meta["llc_bytes"]) > 1
         if row["buffer_sets"] < bench.MAX_BUFFER_SETS:  # the sets cover 2 x the LLC
             assert row["buffer_sets"] * footprint >= 2 * meta["llc_bytes"]
+
+
+def test_fresh(tmp_path):
+    out = tmp_path / "fresh.json"
+    r = cli("run", "--np", 2, "--ops", "barrier,bcast,alltoall", "--sizes", "8,64K",
+            "--rounds", 2, "--iters", 10, "--fresh", "--json", out)
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads(out.read_text())
+    assert doc["meta"]["fresh"] is True
+    assert "fresh input" in r.stdout and "stores alone" in r.stdout
+    header = [line for line in r.stdout.splitlines() if line.startswith("op ")]
+    assert header and header[-1].rstrip().endswith("stores"), r.stdout
+    for row in doc["results"]:
+        if row["op"] == "barrier":      # no input to store into
+            assert row["store_us"] is None
+        else:
+            assert 0 < row["store_us"] < row["t_min_us"], row
+
+
+def test_fresh_calls_store_into_every_line_first():
+    import numpy as np
+    buf, other = np.zeros(1000), np.zeros(3)    # 8000 and 24 bytes
+    seen = []
+    ours, theirs = bench._sides(lambda: seen.append(("ours", buf.copy())),
+                                lambda: seen.append(("theirs", buf.copy())), [buf, other], True)
+    ours()
+    theirs()
+    assert [name for name, _ in seen] == ["ours", "theirs"]
+    lines = np.zeros(8000, np.uint8)
+    lines[::bench.CACHE_LINE] = 1
+    for _, data in seen:    # stored before the call: every line has its byte
+        assert (data.view(np.uint8) == lines).all()
+    assert other.view(np.uint8)[0] == 1 and not other.view(np.uint8)[1:].any()
+    assert ours.store is theirs.store
+    plain = (lambda: None, lambda: None)
+    assert bench._sides(*plain, [buf], False) == plain
 
 
 def test_llc_size_from_sysfs(tmp_path):
