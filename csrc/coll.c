@@ -220,14 +220,14 @@ pgc_path pgc_choose_member_path(pgc_team *t, pgc_coll coll, size_t bytes)
         atomic_compare_exchange_strong_explicit(&c->probe, &probe, 0, memory_order_relaxed,
                                                 memory_order_relaxed)) {
         uint32_t backoff = atomic_load_explicit(&c->probe_backoff, memory_order_relaxed);
-        if ((pgc_path)(probe & 0xff) == path)
-            backoff = 0; /* the probed path took over */
+        if ((pgc_path)(probe & 0xff) == path) /* the probed path took over */
+            backoff = backoff < PGC_PROBE_BACKOFF_RESET ? backoff : PGC_PROBE_BACKOFF_RESET;
         else if (backoff < PGC_PROBE_BACKOFF_MAX)
             backoff++;
         atomic_store_explicit(&c->probe_backoff, backoff, memory_order_relaxed);
     }
     /* Call a probe of the other path when it is stale and ours was measured. */
-    const uint64_t gap = PGC_PROBE_NS << atomic_load_explicit(&c->probe_backoff, memory_order_relaxed);
+    const uint64_t gap = pgc_probe_interval_ns(atomic_load_explicit(&c->probe_backoff, memory_order_relaxed));
     uint64_t now = pgc_now_ns(), last = atomic_load_explicit(&c->probe_ns, memory_order_relaxed);
     if (now - last_measured(c, other) > gap && last_measured(c, path) && now - last > gap &&
         atomic_compare_exchange_strong_explicit(&c->probe_ns, &last, now, memory_order_relaxed,
@@ -275,7 +275,7 @@ void pgc_costs_seed(pgc_team *t, const uint32_t ps_per_byte[PGC_NXFER])
             atomic_store_explicit(&c->measured_ns[k], now, memory_order_relaxed);
         }
     atomic_store_explicit(&c->probe, 0, memory_order_relaxed);
-    atomic_store_explicit(&c->probe_backoff, 0, memory_order_relaxed);
+    atomic_store_explicit(&c->probe_backoff, PGC_PROBE_BACKOFF_RESET, memory_order_relaxed);
     atomic_store_explicit(&c->probe_ns, now, memory_order_relaxed);
 }
 

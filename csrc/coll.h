@@ -199,20 +199,33 @@ pgc_path pgc_choose_path(const pgc_team *t, pgc_coll coll, size_t bytes);
  * readers hold) and a cross-core copy out, both of which slow down several
  * fold when the cores stop sharing a cache well, while single copy of a
  * buffer the owner did not change keeps its speed.
- * The path not taken is re-measured when nobody has for PGC_PROBE_NS: the
- * member that notices calls a probe, PGC_PROBE_OPS ops from its current one
- * in which every member takes that path, so that it is measured in steady
- * state, not as one op among ops of the other path. A probe that confirms
- * the path taken doubles the interval, up to PGC_PROBE_NS <<
- * PGC_PROBE_BACKOFF_MAX (0.8 s); one that changes it resets the interval.
+ * The path not taken is re-measured when nobody has for the probe interval:
+ * the member that notices calls a probe, PGC_PROBE_OPS ops from its current
+ * one in which every member takes that path, so that it is measured in
+ * steady state, not as one op among ops of the other path. The interval is
+ * PGC_PROBE_FIRST_NS << costs.probe_backoff. A probe that confirms the path
+ * taken doubles it, up to 0.8 s (PGC_PROBE_BACKOFF_MAX); one that changes
+ * the path brings it back to PGC_PROBE_NS (PGC_PROBE_BACKOFF_RESET) if it
+ * was longer, and seeded costs set it to that.
+ * A new team starts at 12.5 ms: its first costs are measured on cold
+ * staging and freshly faulted pages, and a path chosen on them held for
+ * 100 ms (np=2, 1 MiB Alltoall in a quiet period: single copy 0.9x MPICH
+ * through most of a benchmark's rounds where staging measured 0.6-0.7x).
  * A probe runs the dearer path: in a slow period staging costs 3-5x single
  * copy, and 4 staged ops every 100 ms took a tenth of the time of 4 MiB
- * Reduce_scatter_block at np=2. Only a change in favour of the path not
- * taken waits for a probe (the path taken is measured by every op), so the
- * cap bounds how long a team stays on single copy after a slow period. */
+ * Reduce_scatter_block at np=2, hence no shorter interval after the start.
+ * Only a change in favour of the path not taken waits for a probe (the path
+ * taken is measured by every op), so the cap bounds how long a team stays
+ * on single copy after a slow period. */
 #define PGC_PROBE_NS (100ull * 1000 * 1000)
+#define PGC_PROBE_FIRST_NS (PGC_PROBE_NS >> 3)
+#define PGC_PROBE_BACKOFF_RESET 3u
+#define PGC_PROBE_BACKOFF_MAX 6u
 #define PGC_PROBE_OPS 4u
-#define PGC_PROBE_BACKOFF_MAX 3u
+static inline uint64_t pgc_probe_interval_ns(uint32_t backoff)
+{
+    return PGC_PROBE_FIRST_NS << backoff;
+}
 pgc_path pgc_choose_member_path(pgc_team *t, pgc_coll coll, size_t bytes);
 /* Whether that run-time choice applies to `coll` at `bytes` (and so whether
  * its copies are worth timing). */

@@ -23,7 +23,7 @@
 #include "segment.h"
 
 #define PGC_MAGIC 0x316c6f6373616770ull /* "pgascol1" */
-#define PGC_LAYOUT_VERSION 13
+#define PGC_LAYOUT_VERSION 14
 #define PGC_INLINE_SLOT_MAX 1024
 
 /* The last step of every op: "this member is done with op k". A member that
@@ -125,7 +125,7 @@ typedef struct pgc_costs {
     _Atomic uint64_t measured_ns[PGC_NXFER]; /* when each was last folded in */
     _Atomic uint64_t probe_ns;               /* when a member last called for a probe */
     _Atomic uint64_t probe;                  /* the last probe: (first op << 32) | path; 0 once judged */
-    _Atomic uint32_t probe_backoff;          /* probes are PGC_PROBE_NS << this apart (coll.c) */
+    _Atomic uint32_t probe_backoff;          /* probes are pgc_probe_interval_ns(this) apart (coll.h) */
 } __attribute__((aligned(PGC_CACHELINE))) pgc_costs;
 
 typedef struct pgc_header {

@@ -120,7 +120,7 @@ cdef extern from "coll.h" nogil:
     int pgc_coll_refuse(pgc_team *t, pgc_coll coll)
     int pgc_coll_to_mpi(pgc_team *t, pgc_coll coll)
     void pgc_costs_seed(pgc_team *t, const uint32_t *ps_per_byte)
-    unsigned long long PGC_PROBE_NS
+    unsigned long long pgc_probe_interval_ns(uint32_t backoff)
     int pgc_barrier(pgc_team *t)
     int pgc_bcast(pgc_team *t, void *buf, size_t nbytes, int root)
     int pgc_reduce(pgc_team *t, const void *sendbuf, void *recvbuf, size_t count,

@@ -417,11 +417,11 @@ cdef class Team:
     @property
     def probe_interval(self):
         """Seconds between re-measurements of the path not taken by the
-        collectives in config['adapt']: 0.1, doubled by each probe that
-        confirms the path taken (up to 0.8), back to 0.1 when one changes
-        it or the costs are seeded."""
+        collectives in config['adapt']: 0.0125 for a new team, doubled by
+        each probe that confirms the path taken (up to 0.8), back to 0.1
+        (if longer) when one changes it, 0.1 when the costs are seeded."""
         cdef pgc_team *t = self._use()
-        return (PGC_PROBE_NS << t.hdr.costs.probe_backoff) / 1e9
+        return pgc_probe_interval_ns(t.hdr.costs.probe_backoff) / 1e9
 
     def seed_costs(self, **ps_per_byte):
         """Set some of the team's costs (picoseconds per byte, by the names

@@ -10,9 +10,9 @@
  * deterministic: the path the costs say (Allreduce pulling each byte
  * twice), a probe of the path not taken once
  * it is stale, followed for PGC_PROBE_OPS ops and judged a whole op later;
- * a probe that confirms the path taken doubles the interval up to
- * PGC_PROBE_NS << PGC_PROBE_BACKOFF_MAX, one that changes it resets it, and
- * so does seeding the costs; a member lagging behind a probe neither
+ * a new team's interval is 12.5 ms, a probe that confirms the path taken
+ * doubles it up to 0.8 s, one that changes the path brings it back to
+ * 100 ms (a shorter one stays), and seeding the costs sets 100 ms; a member lagging behind a probe neither
  * follows nor judges it; staging costs what the stores pgc_stage_xfer
  * favours cost (streaming ones in slow periods). Skipped (with a pass)
  * where single copy is not allowed: the choice applies only with it.
@@ -106,12 +106,36 @@ static int checks(pgc_team *t)
     if (!t->cma_ok)
         return 1;
     pgc_costs *c = &t->hdr->costs;
+
+    /* A new team probes after 12.5 ms, and a probe that changes its path
+     * keeps that interval (its first costs come from cold staging). */
+    CHECK(atomic_load(&c->probe_backoff) == 0 && pgc_probe_interval_ns(0) == PGC_PROBE_NS / 8,
+          "a new team: backoff %u", atomic_load(&c->probe_backoff));
+    set_costs(t, 1000, 1000, 100, 20 * MS, 0);
+    last_probe(t, 20 * MS);
+    pgc_path p = choose(t, 1);
+    CHECK(p == PGC_PATH_CICO, "a new team's staging stale for 20 ms not probed (%s)", name(p));
+    run_probe(t, 1, PGC_PATH_CICO);
+    set_costs(t, 40, 40, 100, 0, 20 * MS);
+    last_probe(t, 20 * MS);
+    p = choose(t, 1 + PGC_PROBE_OPS + 1);
+    CHECK(p == PGC_PATH_CMA && atomic_load(&c->probe_backoff) == 0,
+          "after the new team's probe changed the path: %s (a probe of single copy), backoff %u", name(p),
+          atomic_load(&c->probe_backoff));
+    run_probe(t, 1 + PGC_PROBE_OPS + 1, PGC_PATH_CMA);
+    set_costs(t, 40, 40, 100, 0, 0);
+    p = choose(t, 2 * PGC_PROBE_OPS + 3);
+    CHECK(p == PGC_PATH_CICO && atomic_load(&c->probe_backoff) == 1, "confirmed: %s, backoff %u", name(p),
+          atomic_load(&c->probe_backoff));
+
     const uint32_t seed[PGC_NXFER] = {1000, 1000, 100, 0};
     pgc_costs_seed(t, seed);
-    CHECK(atomic_load(&c->probe_backoff) == 0, "seeded: backoff %u", atomic_load(&c->probe_backoff));
+    CHECK(atomic_load(&c->probe_backoff) == PGC_PROBE_BACKOFF_RESET &&
+          pgc_probe_interval_ns(PGC_PROBE_BACKOFF_RESET) == PGC_PROBE_NS, "seeded: backoff %u",
+          atomic_load(&c->probe_backoff));
 
     /* Single copy clearly cheaper, everything fresh: single copy. */
-    pgc_path p = choose(t, 10);
+    p = choose(t, 10);
     CHECK(p == PGC_PATH_CMA, "op 10: %s", name(p));
     CHECK(choose(t, 11) == PGC_PATH_CMA, "op 11");
     /* Dearer but not by a quarter (4 * 80 >= 3 * (50 + 50)): staging. */
@@ -193,7 +217,7 @@ static int checks(pgc_team *t)
     p = choose(t, op + PGC_PROBE_OPS + 1);
     CHECK(p == PGC_PATH_CMA, "after a confirming probe: %s", name(p));
     CHECK(atomic_load(&c->probe) == 0, "the probe was not judged");
-    CHECK(atomic_load(&c->probe_backoff) == 1, "backoff %u after one confirming probe",
+    CHECK(atomic_load(&c->probe_backoff) == PGC_PROBE_BACKOFF_RESET + 1, "backoff %u after one confirming probe",
           atomic_load(&c->probe_backoff));
 
     /* Now 200 ms apart: stale for 150 ms is not enough, 250 ms is. */
@@ -213,7 +237,7 @@ static int checks(pgc_team *t)
     set_costs(t, 40, 40, 100, 0, 0);
     p = choose(t, op + PGC_PROBE_OPS + 1);
     CHECK(p == PGC_PATH_CICO, "after a probe that changed the path: %s", name(p));
-    CHECK(atomic_load(&c->probe_backoff) == 0, "backoff %u after a probe that changed the path",
+    CHECK(atomic_load(&c->probe_backoff) == PGC_PROBE_BACKOFF_RESET, "backoff %u after a probe that changed the path",
           atomic_load(&c->probe_backoff));
     op = 60;
     set_costs(t, 40, 40, 100, 0, 150 * MS);
@@ -223,13 +247,14 @@ static int checks(pgc_team *t)
     run_probe(t, op, PGC_PATH_CMA);
     set_costs(t, 40, 40, 100, 0, 0);
     p = choose(t, op + PGC_PROBE_OPS + 1);
-    CHECK(p == PGC_PATH_CICO && atomic_load(&c->probe_backoff) == 1, "single copy confirmed dearer: %s, "
+    CHECK(p == PGC_PATH_CICO && atomic_load(&c->probe_backoff) == PGC_PROBE_BACKOFF_RESET + 1,
+          "single copy confirmed dearer: %s, "
           "backoff %u", name(p), atomic_load(&c->probe_backoff));
 
     /* Confirming probes, one after the other: the interval stops at
-     * PGC_PROBE_NS << PGC_PROBE_BACKOFF_MAX. */
+     * 0.8 s (PGC_PROBE_BACKOFF_MAX). */
     for (uint32_t i = 0; i < PGC_PROBE_BACKOFF_MAX + 3; i++) {
-        uint64_t gap = PGC_PROBE_NS << atomic_load(&c->probe_backoff);
+        uint64_t gap = pgc_probe_interval_ns(atomic_load(&c->probe_backoff));
         op += 10;
         set_costs(t, 40, 40, 100, 0, gap + 50 * MS);
         last_probe(t, gap + 50 * MS);
@@ -239,14 +264,15 @@ static int checks(pgc_team *t)
         set_costs(t, 40, 40, 100, 0, 0);
         CHECK(choose(t, op + PGC_PROBE_OPS + 1) == PGC_PATH_CICO, "round %u: staging lost", i);
     }
-    CHECK(atomic_load(&c->probe_backoff) == PGC_PROBE_BACKOFF_MAX, "backoff %u, expected the cap %u",
+    CHECK(atomic_load(&c->probe_backoff) == PGC_PROBE_BACKOFF_MAX &&
+          pgc_probe_interval_ns(PGC_PROBE_BACKOFF_MAX) == 800 * MS, "backoff %u, expected the cap %u",
           atomic_load(&c->probe_backoff), PGC_PROBE_BACKOFF_MAX);
 
     /* A member behind a probe (its op before the probe's first) neither
      * follows it nor judges it. */
     op = 200;
-    set_costs(t, 40, 40, 100, 0, (PGC_PROBE_NS << PGC_PROBE_BACKOFF_MAX) + 50 * MS);
-    last_probe(t, (PGC_PROBE_NS << PGC_PROBE_BACKOFF_MAX) + 50 * MS);
+    set_costs(t, 40, 40, 100, 0, pgc_probe_interval_ns(PGC_PROBE_BACKOFF_MAX) + 50 * MS);
+    last_probe(t, pgc_probe_interval_ns(PGC_PROBE_BACKOFF_MAX) + 50 * MS);
     CHECK(choose(t, op) == PGC_PATH_CMA, "no probe at the longest interval");
     uint64_t word = atomic_load(&c->probe);
     p = choose(t, op - 3);
@@ -254,7 +280,8 @@ static int checks(pgc_team *t)
 
     /* Seeding the costs ends the probe and resets the interval. */
     pgc_costs_seed(t, seed);
-    CHECK(atomic_load(&c->probe) == 0 && atomic_load(&c->probe_backoff) == 0, "seed: probe %#llx backoff %u",
+    CHECK(atomic_load(&c->probe) == 0 && atomic_load(&c->probe_backoff) == PGC_PROBE_BACKOFF_RESET,
+          "seed: probe %#llx backoff %u",
           (unsigned long long)atomic_load(&c->probe), atomic_load(&c->probe_backoff));
 
     /* Outside the adaptive collectives and sizes the thresholds decide. */

@@ -453,7 +453,8 @@ def test_large_messages():
 def test_paths_follow_the_measured_costs():
     """Alltoall payloads that the thresholds stage go by single copy while
     the team's measured costs say so; the path not taken is re-measured
-    after 100 ms; the data arrive whatever path each sender takes."""
+    after 12.5 ms in a new team, after 100 ms once costs are seeded; the
+    data arrive whatever path each sender takes."""
     if P == 1:
         return
     env = _fresh_env(PGASCOL_ADAPT_MIN=64 << 10)
@@ -461,6 +462,7 @@ def test_paths_follow_the_measured_costs():
     team = pgascol.NodeTeam(c, env)
     t = team.core
     try:
+        assert t.probe_interval == 0.0125, t.probe_interval   # a new team
         cfg = t.config
         assert cfg["adapt_min"] == 64 << 10
         assert set(cfg["adapt"]) == {n for n in ("Gather", "Gatherv", "Allgather", "Allgatherv",
