@@ -52,7 +52,8 @@
  * each own stream (slot k % slots, reusable once the consumers acknowledged
  * chunk k - slots), post seq ROUND + k, copy chunk k of the member's own
  * block (src -> dst: useful work while the peers stage chunk k, and the
- * source is still in cache), copy out chunk k of each incoming stream, post
+ * source is still in cache; with streaming stores from cfg.own_stream_min
+ * bytes), copy out chunk k of each incoming stream, post
  * ack k + 1. Producing round k depends only on rounds <= k - slots
  * and consuming it only on round k being produced, so no cycle can form
  * however many streams cross (proof: the smallest round anyone is stuck in
@@ -197,6 +198,11 @@ int pgc_xchg_run(pgc_team *t, const pgc_ring *g, const pgc_stream *out, int nout
         return pgc_xchg_fail(t, PGC_EINVAL, -1, "%s: %zu chunks exceed the step counter", pgc_opname(t), rounds);
 
     const pgc_xfer stage = nout ? pgc_stage_xfer(t) : PGC_XFER_STAGE;
+    /* A large own block goes to memory with streaming stores: across the
+     * node the op then writes more than the cache holds, so an ordinary
+     * store would first fetch each line it overwrites (cfg.own_stream_min:
+     * np=2, 16 MiB Alltoall 0.76-0.83 of MPICH against 0.96-1.01). */
+    const int own_streams = self && t->cfg.own_stream_min && self->len >= t->cfg.own_stream_min;
     for (uint32_t k = 0; k < rounds; k++) {
         size_t off = (size_t)k * chunk;
         int rc, staged = 0;
@@ -218,8 +224,12 @@ int pgc_xchg_run(pgc_team *t, const pgc_ring *g, const pgc_stream *out, int nout
         }
         if (staged)
             pgc_post_seq(t, PGC_XCHG_STEP_ROUND + k);
-        if (self && off < self->len)
-            pgc_copy(t, self->dst + off, self->src + off, min_size(chunk, self->len - off));
+        if (self && off < self->len) {
+            if (own_streams)
+                pgc_copy_stream(self->dst + off, self->src + off, min_size(chunk, self->len - off));
+            else
+                pgc_copy(t, self->dst + off, self->src + off, min_size(chunk, self->len - off));
+        }
         for (int i = 0; i < nin; i++) {
             const pgc_stream *s = &in[i];
             if (off >= s->len)

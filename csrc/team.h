@@ -23,7 +23,7 @@
 #include "segment.h"
 
 #define PGC_MAGIC 0x316c6f6373616770ull /* "pgascol1" */
-#define PGC_LAYOUT_VERSION 14
+#define PGC_LAYOUT_VERSION 15
 #define PGC_INLINE_SLOT_MAX 1024
 
 /* The last step of every op: "this member is done with op k". A member that
@@ -85,6 +85,8 @@ typedef struct pgc_config {
                                * much cheaper (pgc_stage_xfer), 2 always */
     uint32_t simd;            /* 1: copies and reduction kernels use the widest loops the CPU
                                * runs (pgc_simd_of_cpu), 0: the baseline ones */
+    uint64_t own_stream_min;  /* an exchange's own block of this many bytes or more is copied
+                               * with streaming stores (coll_gather.c; 0: never) */
 } pgc_config;
 
 /* A member's hot line: written by its owner only (sleepers excepted). */

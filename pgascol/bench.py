@@ -34,7 +34,6 @@ docs/PERFORMANCE.md, as is the regression rule of `compare`.
 """
 import argparse
 import datetime
-import glob
 import itertools
 import json
 import os
@@ -266,27 +265,11 @@ def case_bytes(op, nbytes, P):
 
 
 def llc_size(root="/sys/devices/system/cpu/cpu0/cache"):
-    """(bytes, source) of the last-level cache: cpu0's level-3 data/unified
-    cache in sysfs, else its highest level; (LLC_FALLBACK, "fallback") when
-    sysfs says nothing."""
-    found = {}
-    for d in glob.glob(os.path.join(root, "index*")):
-        try:
-            with open(os.path.join(d, "level")) as f:
-                level = int(f.read())
-            with open(os.path.join(d, "size")) as f:
-                size = parse_size(f.read())
-            ctype = ""
-            if os.path.exists(os.path.join(d, "type")):
-                with open(os.path.join(d, "type")) as f:
-                    ctype = f.read().strip()
-        except (OSError, ValueError, BenchError):
-            continue
-        if ctype != "Instruction":
-            found[level] = max(size, found.get(level, 0))
-    if not found:
-        return LLC_FALLBACK, "fallback"
-    return found.get(3) or found[max(found)], "sysfs"
+    """(bytes, source) of the last-level cache (topology.last_level_cache);
+    (LLC_FALLBACK, "fallback") when sysfs says nothing."""
+    from .topology import last_level_cache
+    size = last_level_cache(root)
+    return (size, "sysfs") if size else (LLC_FALLBACK, "fallback")
 
 
 def buffer_sets(footprint, llc):

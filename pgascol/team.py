@@ -77,7 +77,8 @@ class NodeTeam:
         cfg = error = None
         if self.local_rank == 0:
             try:
-                cfg = config.team_config(self.layout.oversubscribed, env, self.layout.n_cpus_available)
+                cfg = config.team_config(self.layout.oversubscribed, env, self.layout.n_cpus_available,
+                                         len(self.layout.home_cpus))
             except Exception as exc:  # every member must learn of it, or they would wait forever
                 error = exc
         core, failed, memfd = self._attach_all(cfg, error)

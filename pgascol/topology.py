@@ -234,6 +234,25 @@ def _cpu_caches(cpu_dir: Path, cpu_id: int) -> tuple[Cache, ...]:
     return tuple(sorted(set(caches), key=lambda c: (_cache_level(c[0]), c[0])))
 
 
+_CACHE_SIZE = re.compile(r"\s*(\d+)\s*([KMG]?)\s*")
+
+
+def last_level_cache(cache_dir: str | os.PathLike[str] = "/sys/devices/system/cpu/cpu0/cache") -> int:
+    """Bytes of cpu0's last-level cache: its level-3 data or unified cache in
+    sysfs, else its highest level; 0 when sysfs does not say."""
+    found: dict[int, int] = {}
+    for index in _numbered_dirs(Path(cache_dir), "index").values():
+        level, kind = _read_int(index / "level"), _read(index / "type")
+        m = _CACHE_SIZE.fullmatch((_read(index / "size") or "").upper())
+        if level is None or m is None or kind == "Instruction":
+            continue
+        size = int(m.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30}[m.group(2)]
+        found[level] = max(size, found.get(level, 0))
+    if not found:
+        return 0
+    return found.get(3) or found[max(found)]
+
+
 def discover(sysfs_root: str | os.PathLike[str] = "/sys") -> Topology:
     """Read the topology of this machine from sysfs.
 

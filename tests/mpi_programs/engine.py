@@ -822,6 +822,55 @@ def test_vector_loops_give_the_same_bytes():
         assert u.tobytes() == v.tobytes(), i
 
 
+def test_own_blocks_streamed_give_the_same_bytes():
+    """An exchange member's own block copied with streaming stores
+    (PGASCOL_OWN_STREAM_MIN: from 1 byte, so every own block, whatever its
+    length and alignment) lands as with ordinary stores: Gather(v) and
+    Scatter(v) at every root, Allgather(v), Alltoall(v), on copy-in/copy-out
+    and by single copy where it works."""
+    n = 3 * 4096 + 77
+    for cma_min in ("never", "0"):
+        env = _fresh_env(PGASCOL_OWN_STREAM_MIN=1, PGASCOL_STAGING_BYTES=64 * 1024,
+                         PGASCOL_CHUNK_BYTES=4096, PGASCOL_XCHG_CHUNK_BYTES=4096, PGASCOL_ADAPT=0,
+                         **{"PGASCOL_CMA_MIN_" + name: cma_min for name in
+                            ("GATHER", "GATHERV", "SCATTER", "SCATTERV", "ALLGATHER", "ALLGATHERV",
+                             "ALLTOALL", "ALLTOALLV")})
+        c = WORLD.Dup()
+        team = pgascol.NodeTeam(c, env)
+        t = team.core
+        try:
+            assert t.config["own_stream_min"] == 1
+            for count in (1, 63, n):
+                counts = [count + r for r in range(P)]
+                displs = [sum(counts[:r]) + 3 * r for r in range(P)]   # odd offsets
+                extent = displs[-1] + counts[-1]
+                want = np.zeros(extent, np.uint8)
+                for r in range(P):
+                    want[displs[r]:displs[r] + counts[r]] = _block_of(r, counts[r], 11)
+                mine = _block_of(ME, counts[ME], 11)
+                for root in range(P):
+                    got = np.zeros(extent, np.uint8)
+                    t.gather(mine, counts[ME], got, counts, displs, root, v=True)
+                    if ME == root:
+                        assert np.array_equal(got, want), (cma_min, count, root)
+                    back = np.zeros(counts[ME], np.uint8)
+                    t.scatter(want, counts, displs, back, counts[ME], root, v=True)
+                    assert np.array_equal(back, mine), (cma_min, count, root)
+                got = np.zeros(extent, np.uint8)
+                t.allgather(mine, counts[ME], got, counts, displs, v=True)
+                assert np.array_equal(got, want), (cma_min, count)
+                send = np.concatenate([_block_of(ME * P + d, count, 12) for d in range(P)])
+                recv = np.zeros_like(send)
+                t.alltoall(send, [count] * P, None, recv, [count] * P, None)
+                expect = np.concatenate([_block_of(s * P + ME, count, 12) for s in range(P)])
+                assert np.array_equal(recv, expect), (cma_min, count)
+            if P > 1 and cma_min == "0" and t.cma_ok:
+                assert t.stats()["Alltoall"].get("cma", 0) > 0, t.stats()
+        finally:
+            team.free()
+            c.Free()
+
+
 def test_stats_show_the_paths():
     s = T.stats()
     for op in ("Bcast", "Allreduce", "Gatherv", "Allgatherv", "Alltoallv"):
