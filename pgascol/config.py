@@ -61,8 +61,6 @@ VARIABLES = {
     "PGASCOL_ADAPT_MIN": (str(256 * KiB), int, "... for payloads of this many bytes or more"),
     "PGASCOL_STREAM": ("1", int, "1: copy-in/copy-out writers fill their staging with streaming "
                        "stores while the team measures ordinary ones 3x dearer (0: never; 2: always)"),
-    # np=8 on 2 cores, 1 MiB: Bcast 20-35% and Allreduce 2-28% faster with
-    # AVX2 (in-job alternation, Open MPI); np=2 the same or up to 13% faster.
     # auto: np=2, Alltoall of 16 MiB (own block 8 MiB) 0.76-0.83 of MPICH
     # against 0.96-1.01, Allgather of 8 / 16 MiB 0.87-0.98 / 0.89-0.98
     # against 0.97-1.23 / 1.00-1.13 (three alternating pairs of jobs,
@@ -71,6 +69,8 @@ VARIABLES = {
                                "Allgather and Alltoall (and v forms) with streaming stores from this many "
                                "bytes (auto: the last-level cache / (2 x local ranks), where the op's data "
                                "outgrows the cache; 0: never)"),
+    # np=8 on 2 cores, 1 MiB: Bcast 20-35% and Allreduce 2-28% faster with
+    # AVX2 (in-job alternation, Open MPI); np=2 the same or up to 13% faster.
     "PGASCOL_SIMD": ("1", int, "1: copies and reduction kernels use AVX2 where the CPU has it "
                      "(0: the baseline SSE2 loops)"),
     "PGASCOL_HUGEPAGES": ("0", int, "1 advises transparent huge pages for the segment"),
