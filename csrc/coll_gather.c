@@ -225,10 +225,11 @@ int pgc_xchg_run(pgc_team *t, const pgc_ring *g, const pgc_stream *out, int nout
         if (staged)
             pgc_post_seq(t, PGC_XCHG_STEP_ROUND + k);
         if (self && off < self->len) {
+            size_t n = min_size(chunk, self->len - off);
             if (own_streams)
-                pgc_copy_stream(self->dst + off, self->src + off, min_size(chunk, self->len - off));
+                pgc_copy_stream(self->dst + off, self->src + off, n);
             else
-                pgc_copy(t, self->dst + off, self->src + off, min_size(chunk, self->len - off));
+                pgc_copy(t, self->dst + off, self->src + off, n);
         }
         for (int i = 0; i < nin; i++) {
             const pgc_stream *s = &in[i];

@@ -226,6 +226,7 @@ def make_case(op, nbytes, comm, team, pcomm=None, fresh=False):
     ecounts = [n] * P                        # elements, for MPI (v-variants: equal counts)
     edispls = [i * n for i in range(P)]
     vbig = [big, ecounts, edispls, MPI.DOUBLE]
+    inputs = [small]                         # what this rank contributes
     if op == "allgather":
         pair = (lambda: t.allgather(small, b, big, counts, None)), (lambda: comm.Allgather(small, big))
     elif op == "allgatherv":
@@ -237,14 +238,15 @@ def make_case(op, nbytes, comm, team, pcomm=None, fresh=False):
         pair = ((lambda: t.gather(small, b, big, counts, displs, 0, v=True)),
                 (lambda: comm.Gatherv(small, vbig, 0)))
     elif op == "scatter":
-        return _sides(lambda: t.scatter(big, counts, None, small, b, 0),
-                      lambda: comm.Scatter(big, small, 0), [big] if me == 0 else [], fresh)
+        pair = (lambda: t.scatter(big, counts, None, small, b, 0)), (lambda: comm.Scatter(big, small, 0))
+        inputs = [big] if me == 0 else []
     elif op == "scatterv":
-        return _sides(lambda: t.scatter(big, counts, displs, small, b, 0, v=True),
-                      lambda: comm.Scatterv(vbig, small, 0), [big] if me == 0 else [], fresh)
+        pair = ((lambda: t.scatter(big, counts, displs, small, b, 0, v=True)),
+                (lambda: comm.Scatterv(vbig, small, 0)))
+        inputs = [big] if me == 0 else []
     else:
         raise BenchError("unknown op %r" % op)
-    return _sides(*pair, [small], fresh)
+    return _sides(*pair, inputs, fresh)
 
 
 def case_bytes(op, nbytes, P):
