@@ -30,13 +30,14 @@ def main():
     counts = [count // L + (1 if count % L > i else 0) for i in range(L)]
     block, block2 = np.empty(counts[st.lrank]), np.empty(counts[st.lrank])
     f64, add = _core.DTYPES["float64"], _core.OPS["SUM"]
+    cold = 0 < st.cold_min <= nbytes          # as pgascol.Comm's Allreduce decides
     phases = [
         ("native", lambda: WORLD.Allreduce(x, y)),
         ("pgascol", lambda: comm.Allreduce(x, y)),
         ("node reduce-scatter", lambda: st.core.reduce_scatter(x, block, counts, f64, add)),
         ("inter-node allreduce", lambda: st.xcomm.Allreduce(MPI.IN_PLACE, block2)),
         ("node allgather", lambda: st.core.allgather(block, block.nbytes, y, [c * 8 for c in counts],
-                                                     None, True)),
+                                                     None, True, cold)),
     ]
     best = {name: float("inf") for name, _ in phases}
     for _ in range(7):

@@ -289,8 +289,13 @@ int pgc_gather(pgc_team *t, pgc_coll coll, const void *sendbuf, size_t sendbytes
                void *recvbuf, const size_t *recvbytes, const size_t *displs, int root);
 int pgc_scatter(pgc_team *t, pgc_coll coll, const void *sendbuf, const size_t *sendbytes,
                 const size_t *displs, void *recvbuf, size_t recvbytes, int root);
+/* pgc_allgather's flags. PGC_RECV_COLD: the caller's receive buffer leaves
+ * the cache before anyone reads it (a hierarchical Allreduce larger than
+ * the cache, gathered segment by segment): the member writes it with
+ * streaming stores, instead of fetching each line only to overwrite it. */
+#define PGC_RECV_COLD 1u
 int pgc_allgather(pgc_team *t, pgc_coll coll, const void *sendbuf, size_t sendbytes,
-                  void *recvbuf, const size_t *recvbytes, const size_t *displs);
+                  void *recvbuf, const size_t *recvbytes, const size_t *displs, unsigned flags);
 int pgc_alltoall(pgc_team *t, pgc_coll coll, const void *sendbuf, const size_t *sendbytes,
                  const size_t *sdispls, void *recvbuf, const size_t *recvbytes,
                  const size_t *rdispls);

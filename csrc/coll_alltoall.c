@@ -95,7 +95,7 @@ static int a2a_work(pgc_team *t, pgc_path path, const char *src, const size_t *s
             out[nout++] = (pgc_stream){p, pgc_xchg_win(t, me, p), src + sd[p], NULL, sb[p]};
     }
     pgc_stream self = {me, 0, src + sd[me], recvbuf + rdispls[me], in_place ? 0 : sb[me]};
-    if ((rc = pgc_xchg_run(t, g, out, nout, in, nin, &self)))
+    if ((rc = pgc_xchg_run(t, g, out, nout, in, nin, &self, 0)))
         return rc;
 
     /* After the engine: in place, our cico blocks are staged by now. */

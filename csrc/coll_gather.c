@@ -53,7 +53,8 @@
  * chunk k - slots), post seq ROUND + k, copy chunk k of the member's own
  * block (src -> dst: useful work while the peers stage chunk k, and the
  * source is still in cache; with streaming stores from cfg.own_stream_min
- * bytes), copy out chunk k of each incoming stream, post
+ * bytes), copy out chunk k of each incoming stream (streaming too when the
+ * caller says the receive buffer is cold: PGC_RECV_COLD), post
  * ack k + 1. Producing round k depends only on rounds <= k - slots
  * and consuming it only on round k being produced, so no cycle can form
  * however many streams cross (proof: the smallest round anyone is stuck in
@@ -187,9 +188,10 @@ static inline size_t max_chunks(size_t rounds, const pgc_stream *s, int n, size_
  * and its descriptor posted); `in`: the streams it consumes, in the order to
  * read them (rotated by the caller); `self` (or NULL): the own block, copied
  * locally alongside. Zero-length streams may be listed; with no stream at
- * all, this is a chunked local copy. */
+ * all, this is a chunked local copy. recv_cold: every write into the
+ * receive buffer (own block, copy-outs) uses streaming stores. */
 int pgc_xchg_run(pgc_team *t, const pgc_ring *g, const pgc_stream *out, int nout,
-                 const pgc_stream *in, int nin, const pgc_stream *self)
+                 const pgc_stream *in, int nin, const pgc_stream *self, int recv_cold)
 {
     size_t chunk = g->chunk;
     size_t rounds = max_chunks(max_chunks(self ? max_chunks(0, self, 1, chunk) : 0, out, nout, chunk),
@@ -202,7 +204,8 @@ int pgc_xchg_run(pgc_team *t, const pgc_ring *g, const pgc_stream *out, int nout
      * node the op then writes more than the cache holds, so an ordinary
      * store would first fetch each line it overwrites (cfg.own_stream_min:
      * np=2, 16 MiB Alltoall 0.76-0.83 of MPICH against 0.96-1.01). */
-    const int own_streams = self && t->cfg.own_stream_min && self->len >= t->cfg.own_stream_min;
+    const int own_streams =
+        self && (recv_cold || (t->cfg.own_stream_min && self->len >= t->cfg.own_stream_min));
     for (uint32_t k = 0; k < rounds; k++) {
         size_t off = (size_t)k * chunk;
         int rc, staged = 0;
@@ -237,8 +240,11 @@ int pgc_xchg_run(pgc_team *t, const pgc_ring *g, const pgc_stream *out, int nout
                 continue;
             if ((rc = pgc_wait_seq(t, s->peer, PGC_XCHG_STEP_ROUND + k)))
                 return rc;
-            pgc_timed_copy(t, PGC_XFER_COPYOUT, s->dst + off, slot_of(t, g, s->peer, s->win, k),
-                           min_size(chunk, s->len - off));
+            const char *slot = slot_of(t, g, s->peer, s->win, k);
+            if (recv_cold) /* untimed: the costs are those of ordinary copy-outs */
+                pgc_copy_stream(s->dst + off, slot, min_size(chunk, s->len - off));
+            else
+                pgc_timed_copy(t, PGC_XFER_COPYOUT, s->dst + off, slot, min_size(chunk, s->len - off));
         }
         /* Posted every round while consuming anything (even when this round
          * brought nothing): producers wait for ack >= k + 1 on any stream
@@ -310,7 +316,7 @@ static int gather_root(pgc_team *t, pgc_coll coll, const void *sendbuf, char *re
         /* cma: the sender wrote the block before posting its descriptor */
     }
     pgc_stream self = {me, 0, sendbuf, recvbuf + displs[me], sendbuf ? recvbytes[me] : 0};
-    return pgc_xchg_run(t, g, NULL, 0, in, nin, &self);
+    return pgc_xchg_run(t, g, NULL, 0, in, nin, &self, 0);
 }
 
 static int gather_send(pgc_team *t, pgc_coll coll, const void *sendbuf, size_t n, int root,
@@ -347,7 +353,7 @@ static int gather_send(pgc_team *t, pgc_coll coll, const void *sendbuf, size_t n
             return rc;
         pgc_xchg_publish(t, path, n);
         pgc_stream s = {root, 0, sendbuf, NULL, n};
-        return pgc_xchg_run(t, g, &s, 1, NULL, 0, NULL);
+        return pgc_xchg_run(t, g, &s, 1, NULL, 0, NULL, 0);
     }
     }
 }
@@ -426,7 +432,7 @@ static int scatter_root(pgc_team *t, pgc_coll coll, const char *sendbuf, const s
         out[nout++] = (pgc_stream){q, pgc_xchg_win(t, me, q), sendbuf + displs[q], NULL, sendbytes[q]};
     }
     pgc_stream self = {me, 0, sendbuf + displs[me], recvbuf, recvbuf ? sendbytes[me] : 0};
-    if ((rc = pgc_xchg_run(t, g, out, nout, NULL, 0, &self)))
+    if ((rc = pgc_xchg_run(t, g, out, nout, NULL, 0, &self, 0)))
         return rc;
     /* cma: the receivers read our send buffer until they post FIN */
     return path == PGC_PATH_CMA ? pgc_wait_ack_all(t, PGC_XCHG_STEP_FIN) : PGC_OK;
@@ -457,7 +463,7 @@ static int scatter_recv(pgc_team *t, pgc_coll coll, void *recvbuf, size_t n, int
     }
     default: {
         pgc_stream s = {root, pgc_xchg_win(t, root, t->rank), NULL, recvbuf, n};
-        return pgc_xchg_run(t, g, NULL, 0, &s, 1, NULL);
+        return pgc_xchg_run(t, g, NULL, 0, &s, 1, NULL, 0);
     }
     }
 }
@@ -493,7 +499,7 @@ int pgc_scatter(pgc_team *t, pgc_coll coll, const void *sendbuf, const size_t *s
 /* ======================= Allgather(v) ======================= */
 
 int pgc_allgather(pgc_team *t, pgc_coll coll, const void *sendbuf, size_t sendbytes,
-                  void *recvbuf, const size_t *recvbytes, const size_t *displs)
+                  void *recvbuf, const size_t *recvbytes, const size_t *displs, unsigned flags)
 {
     const char *name = pgc_coll_name(coll);
     CHECK_COLL(t, coll, PGC_COLL_ALLGATHER, PGC_COLL_ALLGATHERV);
@@ -552,7 +558,7 @@ int pgc_allgather(pgc_team *t, pgc_coll coll, const void *sendbuf, size_t sendby
     if (!rc) {
         pgc_stream out = {-1, 0, src, NULL, path == PGC_PATH_CICO ? n : 0};
         pgc_stream self = {me, 0, sendbuf, (char *)recvbuf + displs[me], sendbuf ? n : 0};
-        rc = pgc_xchg_run(t, &g, &out, 1, in, nin, &self);
+        rc = pgc_xchg_run(t, &g, &out, 1, in, nin, &self, (flags & PGC_RECV_COLD) != 0);
     }
     /* Ack: our block may be reused once every reader posted FIN. */
     if (!rc)

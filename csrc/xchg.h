@@ -41,7 +41,7 @@ int pgc_xchg_ring(pgc_team *t, pgc_ring *g, uint32_t nwin, const char *name);
 void pgc_xchg_publish(pgc_team *t, pgc_path path, size_t len);
 int pgc_xchg_desc(pgc_team *t, int peer, pgc_path *path, size_t *len);
 int pgc_xchg_run(pgc_team *t, const pgc_ring *g, const pgc_stream *out, int nout,
-                 const pgc_stream *in, int nin, const pgc_stream *self);
+                 const pgc_stream *in, int nin, const pgc_stream *self, int recv_cold);
 int pgc_xchg_finish(pgc_team *t, int owner);
 
 #endif

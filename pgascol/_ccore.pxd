@@ -138,8 +138,9 @@ cdef extern from "coll.h" nogil:
                    void *recvbuf, const size_t *recvbytes, const size_t *displs, int root)
     int pgc_scatter(pgc_team *t, pgc_coll coll, const void *sendbuf, const size_t *sendbytes,
                     const size_t *displs, void *recvbuf, size_t recvbytes, int root)
+    unsigned PGC_RECV_COLD
     int pgc_allgather(pgc_team *t, pgc_coll coll, const void *sendbuf, size_t sendbytes,
-                      void *recvbuf, const size_t *recvbytes, const size_t *displs)
+                      void *recvbuf, const size_t *recvbytes, const size_t *displs, unsigned flags)
     int pgc_alltoall(pgc_team *t, pgc_coll coll, const void *sendbuf, const size_t *sendbytes,
                      const size_t *sdispls, void *recvbuf, const size_t *recvbytes,
                      const size_t *rdispls)

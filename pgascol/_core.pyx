@@ -701,8 +701,11 @@ cdef class Team:
         self.busy = 0
         self._check(rc)
 
-    def allgather(self, sendbuf, size_t sendbytes, recvbuf, recvbytes, displs, bint v=False):
-        """Allgather(v) in bytes (sendbuf None: in place, my block at displs[rank])."""
+    def allgather(self, sendbuf, size_t sendbytes, recvbuf, recvbytes, displs, bint v=False,
+                  bint recv_cold=False):
+        """Allgather(v) in bytes (sendbuf None: in place, my block at displs[rank]).
+        recv_cold: recvbuf will leave the cache before it is read (the
+        caller's whole operation outgrows it): write it with streaming stores."""
         cdef pgc_team *t = self._use()
         cdef _Sizes counts = _Sizes(recvbytes, t.nranks, "recvcounts")
         cdef _Sizes offs = _packed_displs(counts) if displs is None else _Sizes(displs, t.nranks, "displs")
@@ -718,7 +721,7 @@ cdef class Team:
         cdef int rc
         self.busy = 1
         with nogil:
-            rc = pgc_allgather(t, coll, s, sendbytes, r, counts.v, offs.v)
+            rc = pgc_allgather(t, coll, s, sendbytes, r, counts.v, offs.v, PGC_RECV_COLD if recv_cold else 0)
         self.busy = 0
         self._check(rc)
 

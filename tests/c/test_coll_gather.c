@@ -166,14 +166,17 @@ static void run_allgather(ctx_t *c, size_t B, int var, unsigned seed)
         memcpy(c->recv + dsp[me], c->send, cnt[me]);
         sb = NULL;
     }
+    /* every other case declares the receive buffer cold: streamed writes */
+    unsigned flags = seed & 1 ? PGC_RECV_COLD : 0;
     int rc = pgc_allgather(t, var == FIXED ? PGC_COLL_ALLGATHER : PGC_COLL_ALLGATHERV, sb, cnt[me],
-                           c->recv, cnt, dsp);
+                           c->recv, cnt, dsp, flags);
     memset(c->send, SCRIBBLE, cnt[me]);
-    CHECK_MEMBER(t, rc == 0, "Allgather %s B=%zu: rc %d: %s", vname[var], B, rc, t->err.msg);
+    CHECK_MEMBER(t, rc == 0, "Allgather %s B=%zu flags=%u: rc %d: %s", vname[var], B, flags, rc, t->err.msg);
     memset(c->exp, SENT, span);
     for (int q = 0; q < P; q++)
         fill_block(c->exp + dsp[q], cnt[q], seed, q, -1);
-    CHECK_MEMBER(t, same(c, c->recv, span, "allgather"), "Allgather %s B=%zu: wrong data", vname[var], B);
+    CHECK_MEMBER(t, same(c, c->recv, span, "allgather"), "Allgather %s B=%zu flags=%u: wrong data", vname[var],
+                 B, flags);
     if (var == INPLACE)
         memset(c->recv, SCRIBBLE, span);
 }
@@ -233,7 +236,7 @@ static int body(pgc_team *t, void *arg)
                  "bad root accepted");
     CHECK_MEMBER(t, pgc_scatter(t, PGC_COLL_SCATTER, c.send, one, zero, c.recv, 0, -1) == PGC_EINVAL,
                  "bad root accepted");
-    CHECK_MEMBER(t, pgc_allgather(t, PGC_COLL_BCAST, c.send, 0, c.recv, one, zero) == PGC_EINVAL,
+    CHECK_MEMBER(t, pgc_allgather(t, PGC_COLL_BCAST, c.send, 0, c.recv, one, zero, 0) == PGC_EINVAL,
                  "bad coll accepted");
     CHECK_MEMBER(t, pgc_alltoall(t, PGC_NCOLL, c.send, one, zero, c.recv, one, zero) == PGC_EINVAL,
                  "bad coll accepted");
@@ -320,7 +323,7 @@ static int mismatch_body(pgc_team *t, void *arg)
         break;
     case 2: /* member 0 expects one byte more from the last member */
         rcnt[odd] += me == 0;
-        rc = pgc_allgather(t, PGC_COLL_ALLGATHERV, s, rcnt[me], r, rcnt, dsp);
+        rc = pgc_allgather(t, PGC_COLL_ALLGATHERV, s, rcnt[me], r, rcnt, dsp, 0);
         break;
     case 3:
         rcnt[odd] += me == 0;

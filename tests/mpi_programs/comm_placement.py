@@ -118,6 +118,29 @@ def test_reduce_allreduce_every_root():
 
 
 @collective_test
+def test_allreduce_into_a_cold_receive_buffer():
+    """The hierarchical Allreduce writes a receive buffer larger than the
+    cache with streaming stores (_State.cold_min; here from 1 byte, so
+    every call): the same results, in place too, across segments."""
+    comm = PG.Dup()
+    comm._pg.cold_min = 1
+    try:
+        for dtype in (np.float64, np.int32, np.uint8):
+            for n in (1, 1001, 150001):     # 150001 doubles: beyond the hierarchy's 1 MiB segment
+                want = data(0, n, dtype)
+                for q in range(1, P):
+                    want = want + data(q, n, dtype)
+                y = np.full(n, 99, dtype)
+                comm.Allreduce(data(ME, n, dtype), y, MPI.SUM)
+                same(y, want, ("Allreduce cold", dtype, n))
+                ip = data(ME, n, dtype)
+                comm.Allreduce(MPI.IN_PLACE, ip, MPI.SUM)
+                same(ip, want, ("Allreduce cold in place", dtype, n))
+    finally:
+        comm.Free()
+
+
+@collective_test
 def test_reduce_scatter_and_block():
     for per in (0, 1, 33, 5000):
         counts = [per + (r * 5) % 3 for r in range(P)]

@@ -827,7 +827,9 @@ def test_own_blocks_streamed_give_the_same_bytes():
     (PGASCOL_OWN_STREAM_MIN: from 1 byte, so every own block, whatever its
     length and alignment) lands as with ordinary stores: Gather(v) and
     Scatter(v) at every root, Allgather(v), Alltoall(v), on copy-in/copy-out
-    and by single copy where it works."""
+    and by single copy where it works. So does an Allgather(v) whose receive
+    buffer the caller declares cold (recv_cold: every copy into it streams),
+    in place too."""
     n = 3 * 4096 + 77
     for cma_min in ("never", "0"):
         env = _fresh_env(PGASCOL_OWN_STREAM_MIN=1, PGASCOL_STAGING_BYTES=64 * 1024,
@@ -859,6 +861,13 @@ def test_own_blocks_streamed_give_the_same_bytes():
                 got = np.zeros(extent, np.uint8)
                 t.allgather(mine, counts[ME], got, counts, displs, v=True)
                 assert np.array_equal(got, want), (cma_min, count)
+                got = np.zeros(extent, np.uint8)
+                t.allgather(mine, counts[ME], got, counts, displs, v=True, recv_cold=True)
+                assert np.array_equal(got, want), (cma_min, count, "recv_cold")
+                got = np.zeros(extent, np.uint8)
+                got[displs[ME]:displs[ME] + counts[ME]] = mine
+                t.allgather(None, counts[ME], got, counts, displs, v=True, recv_cold=True)
+                assert np.array_equal(got, want), (cma_min, count, "recv_cold in place")
                 send = np.concatenate([_block_of(ME * P + d, count, 12) for d in range(P)])
                 recv = np.zeros_like(send)
                 t.alltoall(send, [count] * P, None, recv, [count] * P, None)
