@@ -55,7 +55,20 @@ FOLDS = ((MPI.SUM, np.add), (MPI.PROD, np.multiply), (MPI.MIN, np.minimum), (MPI
 REDUCTIONS = ("Reduce", "Allreduce", "Reduce_scatter", "Reduce_scatter_block", "Scan", "Exscan")
 MOVES = ("Bcast", "Gather", "Gatherv", "Scatter", "Scatterv", "Allgather", "Allgatherv",
          "Alltoall", "Alltoallv")
-COLLECTIVES = ("Barrier",) + MOVES + REDUCTIONS
+# What goes to MPI instead (pgascol.Comm's fallbacks) and the pickle-based
+# methods, between the others: whatever they leave behind must not disturb
+# the engine's next call.
+ELSEWHERE = ("nonblocking", "user operator", "derived type", "pickled")
+COLLECTIVES = ("Barrier",) + MOVES + REDUCTIONS + ELSEWHERE
+
+
+def _add_float64(inbuf, inoutbuf, datatype):
+    a = np.frombuffer(inbuf, np.float64)
+    b = np.frombuffer(inoutbuf, np.float64)
+    b += a
+
+
+USER_SUM = MPI.Op.Create(_add_float64, commute=True)
 
 
 def operators(dtype):
@@ -177,6 +190,8 @@ def run_one(d):
     if coll == "Barrier":
         comm.Barrier()
         return
+    if coll in ELSEWHERE:
+        return run_elsewhere(d, comm, P, me, root, what)
     if coll == "Bcast":
         b = mine(d.n, root) if me == root else sentinel(d.n, dt)
         comm.Bcast(b, root=root)
@@ -313,6 +328,39 @@ def run_one(d):
         same(r[counts[me]:], sentinel(1, dt), what + ("past the block",))
 
 
+def run_elsewhere(d, comm, P, me, root, what):
+    """A call pgascol.Comm hands to MPI, or a pickle-based one."""
+    n, call = d.n // 8, d.call
+    parts = [contribution(q, P, call, n, np.float64) for q in range(P)]
+    if d.coll == "nonblocking":
+        y = sentinel(n, np.float64)
+        comm.Iallreduce(parts[me], y, MPI.SUM).Wait()
+        same(y, folded(parts, MPI.SUM, np.float64), what)
+    elif d.coll == "user operator":
+        y = sentinel(n, np.float64)
+        comm.Allreduce(parts[me], y, USER_SUM)
+        same(y, folded(parts, MPI.SUM, np.float64), what)
+    elif d.coll == "derived type":       # every other element of the root's buffer
+        strided = MPI.DOUBLE.Create_vector(n, 1, 2).Commit()
+        b = np.full(2 * n, -7.0)
+        if me == root:
+            b[::2] = parts[root]
+        comm.Bcast([b, 1 if n else 0, strided], root=root)
+        strided.Free()
+        same(b[::2], parts[root], what)
+        same(b[1::2], np.full(n, -7.0), what + ("between the elements",))
+    else:                                # a dict with an array, by pickle (large: out of band)
+        obj = {"rank": me, "call": call, "data": parts[me]}
+        got = comm.allgather(obj)
+        for q in range(P):
+            same(got[q]["data"], parts[q], what + ("allgather from", q))
+            assert (got[q]["rank"], got[q]["call"]) == (q, call), (what, got[q]["rank"], got[q]["call"])
+        b = comm.bcast(obj if me == root else None, root=root)
+        same(b["data"], parts[root], what + ("bcast",))
+        total = comm.allreduce(int(parts[me].sum()) if n else me, op=MPI.SUM)
+        assert total == sum(int(p.sum()) if n else q for q, p in enumerate(parts)), (what, total)
+
+
 def paths_taken():
     """{path: calls} over the three communicators and every collective."""
     seen = {}
@@ -355,6 +403,8 @@ def test_the_sequences_took_every_path_the_environment_allows():
             expect.add("cma")
     if st.hier:
         expect.add("hier")
+    if PG.Get_size() > 1:
+        expect.add("mpi")                    # the fallbacks (ELSEWHERE)
     missing = expect - set(seen)
     assert not missing, "paths never taken: %s (taken: %s)" % (sorted(missing), seen)
     if os.environ.get("PGASCOL_CMA") == "0":
