@@ -1,6 +1,9 @@
 """Where the time of a hierarchical Allreduce goes: native MPI, pgascol.Comm,
-and each phase alone (the node reduce-scatter on the engine, the inter-node
-Allreduce of one local rank's block, the node allgather), in one job.
+the same with the node allgather's ordinary stores (a second pgascol.Comm
+whose receive buffer never counts as cold: _State.cold_min = 0), and each
+phase alone (the node reduce-scatter on the engine, the inter-node
+Allreduce of one local rank's block, the node allgather as pgascol.Comm
+runs it), in one job.
 
     PGASCOL_NODE_SIZE=2 mpiexec -n 4 python bench/hier_allreduce_phases.py 16M
 
@@ -22,6 +25,8 @@ WORLD = MPI.COMM_WORLD
 def main():
     nbytes = parse_size(sys.argv[1] if len(sys.argv) > 1 else "16M")
     comm = pgascol.Comm(WORLD)
+    ordinary = pgascol.Comm(WORLD)
+    ordinary._pg.cold_min = 0
     st = comm._pg
     if not st.hier or not st.equal:
         sys.exit("needs several nodes of equal size (e.g. PGASCOL_NODE_SIZE=2 with 4 ranks)")
@@ -34,6 +39,7 @@ def main():
     phases = [
         ("native", lambda: WORLD.Allreduce(x, y)),
         ("pgascol", lambda: comm.Allreduce(x, y)),
+        ("pgascol (ordinary stores)", lambda: ordinary.Allreduce(x, y)),
         ("node reduce-scatter", lambda: st.core.reduce_scatter(x, block, counts, f64, add)),
         ("inter-node allreduce", lambda: st.xcomm.Allreduce(MPI.IN_PLACE, block2)),
         ("node allgather", lambda: st.core.allgather(block, block.nbytes, y, [c * 8 for c in counts],
@@ -51,6 +57,7 @@ def main():
         print("np=%d, nodes of %d, %d bytes: " % (WORLD.size, L, nbytes) +
               ", ".join("%s %.2f ms" % (k, v * 1e3) for k, v in best.items()))
     comm.Free()
+    ordinary.Free()
 
 
 if __name__ == "__main__":
