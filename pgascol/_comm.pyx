@@ -1120,7 +1120,8 @@ cdef int _hier_allreduce(_State st, object sobj, object robj, Py_ssize_t count, 
     it with streaming stores: the segments gathered first are out of the
     cache by the end anyway, and an ordinary store would fetch each line
     only to overwrite it (2 virtual nodes of 2, 16 MiB: the allgather
-    phase 3.6-3.9 ms instead of 4.3-4.9).
+    phase 3.1-5.0 ms instead of 4.3-5.3; docs/PERFORMANCE.md, nineteenth
+    session).
     Unequal nodes: node reduce to the leader, leaders' allreduce, node
     broadcast."""
     core = st.core
