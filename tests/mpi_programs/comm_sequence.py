@@ -15,7 +15,8 @@ is crossed), the root, in place or not, v-form counts with zeros and
 displacements in rotated order with gaps, and how the buffers are given
 (a bare array, [buf, type], [buf, counts, displs, type], [buf, (counts,
 displs)], [buf, (counts, displs), type]).
-Before some calls one rank sleeps a little, so ranks arrive in every order.
+Between them come calls of other kinds (ELSEWHERE). Before some calls
+one rank sleeps a little, so ranks arrive in every order.
 
 Each rank computes every rank's contribution locally (small integers:
 every sum and product is exact), so a result is compared with numpy's,
@@ -38,7 +39,10 @@ PG = pgascol.Comm(WORLD)
 DUP = PG.Dup()
 HALF = PG.Split(PG.Get_rank() % 2, PG.Get_rank())
 COMMS = (PG, DUP, HALF)
+# Longer or other sequences by hand: PGASCOL_TEST_SEQUENCE_CALLS=2000
+# PGASCOL_TEST_SEQUENCE_SEED=5 mpiexec -n 4 python -m tests.mpi_harness comm_sequence.py /tmp/out
 CALLS = int(os.environ.get("PGASCOL_TEST_SEQUENCE_CALLS", "240"))
+SEED = int(os.environ.get("PGASCOL_TEST_SEQUENCE_SEED", "20261124"))
 MAX_BYTES = 2 << 20
 
 INTS = (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64)
@@ -55,9 +59,10 @@ FOLDS = ((MPI.SUM, np.add), (MPI.PROD, np.multiply), (MPI.MIN, np.minimum), (MPI
 REDUCTIONS = ("Reduce", "Allreduce", "Reduce_scatter", "Reduce_scatter_block", "Scan", "Exscan")
 MOVES = ("Bcast", "Gather", "Gatherv", "Scatter", "Scatterv", "Allgather", "Allgatherv",
          "Alltoall", "Alltoallv")
-# What goes to MPI instead (pgascol.Comm's fallbacks) and the pickle-based
-# methods, between the others: whatever they leave behind must not disturb
-# the engine's next call.
+# Calls of other kinds between the others: what pgascol.Comm hands to MPI
+# (a nonblocking collective, a user-defined operator), a derived datatype
+# (packed by MPI, moved by the engine as bytes) and the pickle-based
+# methods. Whatever they leave behind must not disturb the next call.
 ELSEWHERE = ("nonblocking", "user operator", "derived type", "pickled")
 COLLECTIVES = ("Barrier",) + MOVES + REDUCTIONS + ELSEWHERE
 
@@ -329,7 +334,7 @@ def run_one(d):
 
 
 def run_elsewhere(d, comm, P, me, root, what):
-    """A call pgascol.Comm hands to MPI, or a pickle-based one."""
+    """A call of one of the ELSEWHERE kinds."""
     n, call = d.n // 8, d.call
     parts = [contribution(q, P, call, n, np.float64) for q in range(P)]
     if d.coll == "nonblocking":
@@ -379,7 +384,7 @@ def run_sequence(seed):
 
 @collective_test
 def test_random_sequence():
-    run_sequence(20261124)
+    run_sequence(SEED)
 
 
 @collective_test
@@ -404,7 +409,7 @@ def test_the_sequences_took_every_path_the_environment_allows():
     if st.hier:
         expect.add("hier")
     if PG.Get_size() > 1:
-        expect.add("mpi")                    # the fallbacks (ELSEWHERE)
+        expect.add("mpi")                    # the user-defined operator (ELSEWHERE)
     missing = expect - set(seen)
     assert not missing, "paths never taken: %s (taken: %s)" % (sorted(missing), seen)
     if os.environ.get("PGASCOL_CMA") == "0":
