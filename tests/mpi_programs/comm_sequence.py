@@ -359,11 +359,11 @@ def run_elsewhere(d, comm, P, me, root, what):
         got = comm.allgather(obj)
         for q in range(P):
             same(got[q]["data"], parts[q], what + ("allgather from", q))
-            assert (got[q]["rank"], got[q]["call"]) == (q, call), (what, got[q]["rank"], got[q]["call"])
+            same([got[q]["rank"], got[q]["call"]], [q, call], what + ("allgather's header from", q))
         b = comm.bcast(obj if me == root else None, root=root)
         same(b["data"], parts[root], what + ("bcast",))
         total = comm.allreduce(int(parts[me].sum()) if n else me, op=MPI.SUM)
-        assert total == sum(int(p.sum()) if n else q for q, p in enumerate(parts)), (what, total)
+        same(total, sum(int(p.sum()) if n else q for q, p in enumerate(parts)), what + ("allreduce",))
 
 
 def paths_taken():
