@@ -52,10 +52,9 @@
  * each own stream (slot k % slots, reusable once the consumers acknowledged
  * chunk k - slots), post seq ROUND + k, copy chunk k of the member's own
  * block (src -> dst: useful work while the peers stage chunk k, and the
- * source is still in cache; with streaming stores from cfg.own_stream_min
- * bytes), copy out chunk k of each incoming stream (streaming too when the
- * caller says the receive buffer is cold: PGC_RECV_COLD), post
- * ack k + 1. Producing round k depends only on rounds <= k - slots
+ * source is still in cache), copy out chunk k of each incoming stream, post
+ * ack k + 1; both copies into the receive buffer with streaming stores when
+ * it is cold (a block of cfg.recv_stream_min bytes, or PGC_RECV_COLD). Producing round k depends only on rounds <= k - slots
  * and consuming it only on round k being produced, so no cycle can form
  * however many streams cross (proof: the smallest round anyone is stuck in
  * would have to wait for an earlier one).
@@ -188,8 +187,8 @@ static inline size_t max_chunks(size_t rounds, const pgc_stream *s, int n, size_
  * and its descriptor posted); `in`: the streams it consumes, in the order to
  * read them (rotated by the caller); `self` (or NULL): the own block, copied
  * locally alongside. Zero-length streams may be listed; with no stream at
- * all, this is a chunked local copy. recv_cold: every write into the
- * receive buffer (own block, copy-outs) uses streaming stores. */
+ * all, this is a chunked local copy. recv_cold: the caller knows the
+ * receive buffer is cold (PGC_RECV_COLD). */
 int pgc_xchg_run(pgc_team *t, const pgc_ring *g, const pgc_stream *out, int nout,
                  const pgc_stream *in, int nin, const pgc_stream *self, int recv_cold)
 {
@@ -200,12 +199,18 @@ int pgc_xchg_run(pgc_team *t, const pgc_ring *g, const pgc_stream *out, int nout
         return pgc_xchg_fail(t, PGC_EINVAL, -1, "%s: %zu chunks exceed the step counter", pgc_opname(t), rounds);
 
     const pgc_xfer stage = nout ? pgc_stage_xfer(t) : PGC_XFER_STAGE;
-    /* A large own block goes to memory with streaming stores: across the
-     * node the op then writes more than the cache holds, so an ordinary
-     * store would first fetch each line it overwrites (cfg.own_stream_min:
-     * np=2, 16 MiB Alltoall 0.76-0.83 of MPICH against 0.96-1.01). */
-    const int own_streams =
-        self && (recv_cold || (t->cfg.own_stream_min && self->len >= t->cfg.own_stream_min));
+    /* Writes into the receive buffer (own block, copy-outs) go to memory
+     * with streaming stores once a block reaches cfg.recv_stream_min: across
+     * the node the op then writes more than the cache holds, so an ordinary
+     * store would first fetch each line it overwrites (np=2, 16 MiB
+     * Alltoall 0.76-0.83 of MPICH against 0.96-1.01; np=8, Allgather of
+     * 2 / 4 MiB per rank 0.53-0.58 / 0.55-0.57 against 0.64-0.69 /
+     * 0.68-0.77). Streamed copy-outs are not timed: the team's costs stay
+     * those of ordinary ones. */
+    size_t largest = self ? self->len : 0;
+    for (int i = 0; i < nin; i++)
+        largest = in[i].len > largest ? in[i].len : largest;
+    const int cold = recv_cold || (t->cfg.recv_stream_min && largest >= t->cfg.recv_stream_min);
     for (uint32_t k = 0; k < rounds; k++) {
         size_t off = (size_t)k * chunk;
         int rc, staged = 0;
@@ -229,7 +234,7 @@ int pgc_xchg_run(pgc_team *t, const pgc_ring *g, const pgc_stream *out, int nout
             pgc_post_seq(t, PGC_XCHG_STEP_ROUND + k);
         if (self && off < self->len) {
             size_t n = min_size(chunk, self->len - off);
-            if (own_streams)
+            if (cold)
                 pgc_copy_stream(self->dst + off, self->src + off, n);
             else
                 pgc_copy(t, self->dst + off, self->src + off, n);
@@ -241,7 +246,7 @@ int pgc_xchg_run(pgc_team *t, const pgc_ring *g, const pgc_stream *out, int nout
             if ((rc = pgc_wait_seq(t, s->peer, PGC_XCHG_STEP_ROUND + k)))
                 return rc;
             const char *slot = slot_of(t, g, s->peer, s->win, k);
-            if (recv_cold) /* untimed: the costs are those of ordinary copy-outs */
+            if (cold)
                 pgc_copy_stream(s->dst + off, slot, min_size(chunk, s->len - off));
             else
                 pgc_timed_copy(t, PGC_XFER_COPYOUT, s->dst + off, slot, min_size(chunk, s->len - off));

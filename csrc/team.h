@@ -85,8 +85,9 @@ typedef struct pgc_config {
                                * much cheaper (pgc_stage_xfer), 2 always */
     uint32_t simd;            /* 1: copies and reduction kernels use the widest loops the CPU
                                * runs (pgc_simd_of_cpu), 0: the baseline ones */
-    uint64_t own_stream_min;  /* an exchange's own block of this many bytes or more is copied
-                               * with streaming stores (coll_gather.c; 0: never) */
+    uint64_t recv_stream_min; /* an exchange member writes its receive buffer with streaming
+                               * stores once a block reaches this many bytes (coll_gather.c;
+                               * 0: never) */
 } pgc_config;
 
 /* A member's hot line: written by its owner only (sleepers excepted). */

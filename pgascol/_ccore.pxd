@@ -56,7 +56,7 @@ cdef extern from "team.h" nogil:
         uint32_t reduce_one_window
         uint32_t stream
         uint32_t simd
-        uint64_t own_stream_min
+        uint64_t recv_stream_min
 
     ctypedef enum pgc_xfer:
         PGC_XFER_STAGE, PGC_XFER_COPYOUT, PGC_XFER_CMA, PGC_XFER_STREAM, PGC_NXFER

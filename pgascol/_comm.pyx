@@ -830,9 +830,9 @@ cdef class _State:
         self.core = t.core
         cfg = t.core.config
         self.timeout = cfg["timeout_s"]
-        # The node's share of the cache per member (PGASCOL_OWN_STREAM_MIN;
-        # 0: never), the bound the engine streams own blocks from.
-        self.cold_min = cfg["own_stream_min"]
+        # The node's share of the cache per member (PGASCOL_RECV_STREAM_MIN;
+        # 0: never), the block size from which the engine streams receives.
+        self.cold_min = cfg["recv_stream_min"]
         self.rank, self.size = comm.Get_rank(), comm.Get_size()
         self.lrank, self.lsize = t.local_rank, t.local_size
         self.nidx, self.nnodes = t.node_index, t.num_nodes

@@ -92,10 +92,10 @@ def check_config(dict config):
         raise ArgumentError("stream (PGASCOL_STREAM) must be 0, 1 or 2 (got %r)" % config["stream"])
     if config.get("segment", "memfd") not in ("memfd", "named"):
         raise ArgumentError("segment (PGASCOL_SEGMENT) must be 'memfd' or 'named' (got %r)" % config["segment"])
-    own = config.get("own_stream_min", 0)
-    if not isinstance(own, int) or own < 0:
-        raise ArgumentError("own_stream_min (PGASCOL_OWN_STREAM_MIN) must be a number of bytes >= 0 "
-                            "(got %r)" % (own,))
+    recv_min = config.get("recv_stream_min", 0)
+    if not isinstance(recv_min, int) or recv_min < 0:
+        raise ArgumentError("recv_stream_min (PGASCOL_RECV_STREAM_MIN) must be a number of bytes >= 0 "
+                            "(got %r)" % (recv_min,))
     if config.get("simd", 1) not in (0, 1):
         raise ArgumentError("simd (PGASCOL_SIMD) must be 0 or 1 (got %r)" % config["simd"])
     radix = config.get("bcast_radix", 4)
@@ -294,7 +294,7 @@ cdef class Team:
         cfg.reduce_one_window = 1 if config.get("reduce_one_window") else 0
         cfg.stream = config.get("stream", 1)
         cfg.simd = config.get("simd", 1)
-        cfg.own_stream_min = config.get("own_stream_min", 0)
+        cfg.recv_stream_min = config.get("recv_stream_min", 0)
         cdef pgc_team *t
         with nogil:
             t = pgc_team_create(rank, size, &cfg, &err)
@@ -398,7 +398,7 @@ cdef class Team:
                             for i, name in enumerate(COLLECTIVES)},
                 "adapt": [name for i, name in enumerate(COLLECTIVES) if t.cfg.adapt_mask >> i & 1],
                 "adapt_min": t.cfg.adapt_min, "reduce_one_window": t.cfg.reduce_one_window,
-                "stream": t.cfg.stream, "simd": t.cfg.simd, "own_stream_min": t.cfg.own_stream_min}
+                "stream": t.cfg.stream, "simd": t.cfg.simd, "recv_stream_min": t.cfg.recv_stream_min}
 
     @property
     def simd(self):

@@ -75,9 +75,9 @@ def info(args):
         % (", ".join(cfg["adapt"]), _human(cfg["adapt_min"])) if cfg["adapt"] and d["cma"] else "off"))
     out.write("staging:    written with streaming stores %s (PGASCOL_STREAM)\n" % (
         ("never", "while measured 3x cheaper than ordinary stores", "always")[cfg["stream"]]))
-    out.write("own blocks: %s (PGASCOL_OWN_STREAM_MIN)\n" % (
-        "copied with streaming stores from %s" % _human(cfg["own_stream_min"]) if cfg["own_stream_min"]
-        else "copied with ordinary stores"))
+    out.write("receiving:  %s (PGASCOL_RECV_STREAM_MIN)\n" % (
+        "streaming stores once a block reaches %s" % _human(cfg["recv_stream_min"]) if cfg["recv_stream_min"]
+        else "ordinary stores"))
     cpu = _core.cpu_simd()
     out.write("vectors:    copies and reduction kernels use %s (PGASCOL_SIMD=%d; this CPU: %s)\n" % (
         "AVX2" if team.core.simd == "avx2" else "the baseline loops", cfg["simd"],

@@ -63,12 +63,14 @@ VARIABLES = {
                        "stores while the team measures ordinary ones 3x dearer (0: never; 2: always)"),
     # auto: np=2, Alltoall of 16 MiB (own block 8 MiB) 0.76-0.83 of MPICH
     # against 0.96-1.01, Allgather of 8 / 16 MiB 0.87-0.98 / 0.89-0.98
-    # against 0.97-1.23 / 1.00-1.13 (three alternating pairs of jobs,
-    # docs/PERFORMANCE.md, eighteenth session).
-    "PGASCOL_OWN_STREAM_MIN": ("auto", str, "a member copies its own block in Gather/Scatter (root), "
-                               "Allgather and Alltoall (and v forms) with streaming stores from this many "
-                               "bytes (auto: the last-level cache / (2 x local ranks), where the op's data "
-                               "outgrows the cache; 0: never)"),
+    # against 0.97-1.23 / 1.00-1.13 (own blocks, eighteenth session); np=8,
+    # Allgather of 2 / 4 MiB per rank 0.53-0.58 / 0.55-0.57 against
+    # 0.64-0.69 / 0.68-0.77 (copy-outs too, nineteenth; docs/PERFORMANCE.md).
+    "PGASCOL_RECV_STREAM_MIN": ("auto", str, "Gather/Scatter (root), Allgather and Alltoall (and v forms): "
+                                "a member writes its receive buffer (own block, copy-outs) with streaming "
+                                "stores once a block reaches this many bytes (auto: the last-level cache / "
+                                "(2 x local ranks), where the op's data outgrows the cache; 0: never); "
+                                "across nodes, also an Allreduce of this many bytes per rank"),
     # np=8 on 2 cores, 1 MiB: Bcast 20-35% and Allreduce 2-28% faster with
     # AVX2 (in-job alternation, Open MPI); np=2 the same or up to 13% faster.
     "PGASCOL_SIMD": ("1", int, "1: copies and reduction kernels use AVX2 where the CPU has it "
@@ -218,14 +220,14 @@ def _adaptive(cfg, env):
             and "PGASCOL_CMA_MIN_" + name.upper() not in env]
 
 
-def own_stream_min(env=os.environ, members=0, llc=None):
-    """PGASCOL_OWN_STREAM_MIN in bytes (0: never). auto: the last-level
+def recv_stream_min(env=os.environ, members=0, llc=None):
+    """PGASCOL_RECV_STREAM_MIN in bytes (0: never). auto: the last-level
     cache (topology.last_level_cache, or `llc`) over 2 x the team's members:
-    an exchange whose own block is that large writes, across the node, at
+    an exchange whose blocks are that large writes, across the node, at
     least half the cache in blocks alone, besides reading as much, so the
     lines it writes cannot stay cached and ordinary stores would fetch each
     from memory first. 0 when the cache size or the team size is unknown."""
-    raw = env.get("PGASCOL_OWN_STREAM_MIN", "auto").strip().lower()
+    raw = env.get("PGASCOL_RECV_STREAM_MIN", "auto").strip().lower()
     if raw in ("", "auto"):
         if llc is None:
             from .topology import last_level_cache
@@ -236,8 +238,8 @@ def own_stream_min(env=os.environ, members=0, llc=None):
     except ValueError:
         value = -1
     if value < 0:
-        raise ArgumentError("PGASCOL_OWN_STREAM_MIN=%r: expected a number of bytes (0: never) or auto"
-                            % env["PGASCOL_OWN_STREAM_MIN"])
+        raise ArgumentError("PGASCOL_RECV_STREAM_MIN=%r: expected a number of bytes (0: never) or auto"
+                            % env["PGASCOL_RECV_STREAM_MIN"])
     return value
 
 
@@ -269,7 +271,7 @@ def team_config(oversubscribed, env=os.environ, cpus=0, members=0):
         # (1.0-1.3x than single copy, which it otherwise switches to).
         "stream": _get(env, "PGASCOL_STREAM"),
         "simd": _get(env, "PGASCOL_SIMD"),
-        "own_stream_min": own_stream_min(env, members),
+        "recv_stream_min": recv_stream_min(env, members),
     }
     if oversubscribed:
         _oversubscribed_bcast(cfg, env, cpus)

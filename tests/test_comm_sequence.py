@@ -11,7 +11,7 @@ from tests.mpi_harness import mpi_program_tests
 
 PROGRAM = "comm_sequence.py"
 SMALL = {"PGASCOL_INLINE_MAX": "64", "PGASCOL_CHUNK_BYTES": "4096", "PGASCOL_XCHG_CHUNK_BYTES": "4096",
-         "PGASCOL_STAGING_BYTES": "65536", "PGASCOL_OWN_STREAM_MIN": "1000", "PGASCOL_STREAM": "2",
+         "PGASCOL_STAGING_BYTES": "65536", "PGASCOL_RECV_STREAM_MIN": "1000", "PGASCOL_STREAM": "2",
          "PGASCOL_BCAST_TREE_MIN": "3", "PGASCOL_BCAST_RADIX": "2",
          **{"PGASCOL_CMA_MIN_" + name.upper(): "32768" for name in COLLECTIVES},
          "PGASCOL_TEST_EXPECT_CMA": "1"}

@@ -822,24 +822,24 @@ def test_oversubscribed_reductions_take_one_window():
             t.destroy()
 
 
-def test_own_block_streaming_config(tmp_path):
-    """PGASCOL_OWN_STREAM_MIN: auto is the last-level cache over 2 x the
+def test_recv_streaming_config(tmp_path):
+    """PGASCOL_RECV_STREAM_MIN: auto is the last-level cache over 2 x the
     team's members (0, never, when either is unknown); a number of bytes
     is taken as given; anything else is refused. The creator's value
     becomes the team's."""
     env = {"PGASCOL_CALIBRATION": "/nonexistent"}
-    assert config.own_stream_min({}, 2, llc=32 << 20) == 8 << 20
-    assert config.own_stream_min({"PGASCOL_OWN_STREAM_MIN": "auto"}, 8, llc=32 << 20) == 2 << 20
-    assert config.own_stream_min({}, 0, llc=32 << 20) == 0
-    assert config.own_stream_min({}, 2, llc=0) == 0
-    assert config.own_stream_min({"PGASCOL_OWN_STREAM_MIN": "0"}, 2, llc=32 << 20) == 0
-    assert config.own_stream_min({"PGASCOL_OWN_STREAM_MIN": "65536"}, 2, llc=32 << 20) == 65536
+    assert config.recv_stream_min({}, 2, llc=32 << 20) == 8 << 20
+    assert config.recv_stream_min({"PGASCOL_RECV_STREAM_MIN": "auto"}, 8, llc=32 << 20) == 2 << 20
+    assert config.recv_stream_min({}, 0, llc=32 << 20) == 0
+    assert config.recv_stream_min({}, 2, llc=0) == 0
+    assert config.recv_stream_min({"PGASCOL_RECV_STREAM_MIN": "0"}, 2, llc=32 << 20) == 0
+    assert config.recv_stream_min({"PGASCOL_RECV_STREAM_MIN": "65536"}, 2, llc=32 << 20) == 65536
     for bad in ("-1", "1M", "x"):
-        with pytest.raises(ArgumentError, match="PGASCOL_OWN_STREAM_MIN"):
-            config.own_stream_min({"PGASCOL_OWN_STREAM_MIN": bad}, 2)
+        with pytest.raises(ArgumentError, match="PGASCOL_RECV_STREAM_MIN"):
+            config.recv_stream_min({"PGASCOL_RECV_STREAM_MIN": bad}, 2)
     llc = topology.last_level_cache()
-    assert config.team_config(False, env, 2, 2)["own_stream_min"] == (llc // 4 if llc else 0)
-    assert config.team_config(False, env, 2)["own_stream_min"] == 0      # team size unknown
+    assert config.team_config(False, env, 2, 2)["recv_stream_min"] == (llc // 4 if llc else 0)
+    assert config.team_config(False, env, 2)["recv_stream_min"] == 0      # team size unknown
     # sysfs as the kernel lays it out (sizes in K), instruction caches skipped
     for i, (level, kind, size) in enumerate(((1, "Instruction", "64K"), (2, "Unified", "512K"))):
         d = tmp_path / ("index%d" % i)
@@ -849,15 +849,15 @@ def test_own_block_streaming_config(tmp_path):
     assert topology.last_level_cache(tmp_path) == 512 << 10
     assert topology.last_level_cache(tmp_path / "none") == 0
     cfg = make_cfg(1)
-    cfg["own_stream_min"] = 12345
+    cfg["recv_stream_min"] = 12345
     t = _core.Team.create(0, 1, cfg)
     t.release()
     try:
-        assert t.config["own_stream_min"] == 12345
+        assert t.config["recv_stream_min"] == 12345
     finally:
         t.destroy()
-    cfg["own_stream_min"] = -1
-    with pytest.raises(ArgumentError, match="own_stream_min"):
+    cfg["recv_stream_min"] = -1
+    with pytest.raises(ArgumentError, match="recv_stream_min"):
         _core.Team.create(0, 1, cfg)
 
 

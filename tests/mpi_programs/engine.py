@@ -822,17 +822,17 @@ def test_vector_loops_give_the_same_bytes():
         assert u.tobytes() == v.tobytes(), i
 
 
-def test_own_blocks_streamed_give_the_same_bytes():
-    """An exchange member's own block copied with streaming stores
-    (PGASCOL_OWN_STREAM_MIN: from 1 byte, so every own block, whatever its
-    length and alignment) lands as with ordinary stores: Gather(v) and
+def test_receive_buffers_streamed_give_the_same_bytes():
+    """Receive buffers written with streaming stores (PGASCOL_RECV_STREAM_MIN
+    from 1 byte: every own block and copy-out, whatever its length and
+    alignment) get the same bytes as with ordinary stores: Gather(v) and
     Scatter(v) at every root, Allgather(v), Alltoall(v), on copy-in/copy-out
-    and by single copy where it works. So does an Allgather(v) whose receive
-    buffer the caller declares cold (recv_cold: every copy into it streams),
-    in place too."""
+    and by single copy where it works. So does an Allgather(v) whose caller
+    declares its receive buffer cold (recv_cold), in place too, also on a
+    team that streams nothing else (PGASCOL_RECV_STREAM_MIN=0)."""
     n = 3 * 4096 + 77
-    for cma_min in ("never", "0"):
-        env = _fresh_env(PGASCOL_OWN_STREAM_MIN=1, PGASCOL_STAGING_BYTES=64 * 1024,
+    for cma_min, recv_min in (("never", 1), ("0", 1), ("never", 0)):
+        env = _fresh_env(PGASCOL_RECV_STREAM_MIN=recv_min, PGASCOL_STAGING_BYTES=64 * 1024,
                          PGASCOL_CHUNK_BYTES=4096, PGASCOL_XCHG_CHUNK_BYTES=4096, PGASCOL_ADAPT=0,
                          **{"PGASCOL_CMA_MIN_" + name: cma_min for name in
                             ("GATHER", "GATHERV", "SCATTER", "SCATTERV", "ALLGATHER", "ALLGATHERV",
@@ -841,7 +841,7 @@ def test_own_blocks_streamed_give_the_same_bytes():
         team = pgascol.NodeTeam(c, env)
         t = team.core
         try:
-            assert t.config["own_stream_min"] == 1
+            assert t.config["recv_stream_min"] == recv_min
             for count in (1, 63, n):
                 counts = [count + r for r in range(P)]
                 displs = [sum(counts[:r]) + 3 * r for r in range(P)]   # odd offsets
@@ -854,25 +854,25 @@ def test_own_blocks_streamed_give_the_same_bytes():
                     got = np.zeros(extent, np.uint8)
                     t.gather(mine, counts[ME], got, counts, displs, root, v=True)
                     if ME == root:
-                        assert np.array_equal(got, want), (cma_min, count, root)
+                        assert np.array_equal(got, want), (cma_min, recv_min, count, root)
                     back = np.zeros(counts[ME], np.uint8)
                     t.scatter(want, counts, displs, back, counts[ME], root, v=True)
-                    assert np.array_equal(back, mine), (cma_min, count, root)
+                    assert np.array_equal(back, mine), (cma_min, recv_min, count, root)
                 got = np.zeros(extent, np.uint8)
                 t.allgather(mine, counts[ME], got, counts, displs, v=True)
-                assert np.array_equal(got, want), (cma_min, count)
+                assert np.array_equal(got, want), (cma_min, recv_min, count)
                 got = np.zeros(extent, np.uint8)
                 t.allgather(mine, counts[ME], got, counts, displs, v=True, recv_cold=True)
-                assert np.array_equal(got, want), (cma_min, count, "recv_cold")
+                assert np.array_equal(got, want), (cma_min, recv_min, count, "recv_cold")
                 got = np.zeros(extent, np.uint8)
                 got[displs[ME]:displs[ME] + counts[ME]] = mine
                 t.allgather(None, counts[ME], got, counts, displs, v=True, recv_cold=True)
-                assert np.array_equal(got, want), (cma_min, count, "recv_cold in place")
+                assert np.array_equal(got, want), (cma_min, recv_min, count, "recv_cold in place")
                 send = np.concatenate([_block_of(ME * P + d, count, 12) for d in range(P)])
                 recv = np.zeros_like(send)
                 t.alltoall(send, [count] * P, None, recv, [count] * P, None)
                 expect = np.concatenate([_block_of(s * P + ME, count, 12) for s in range(P)])
-                assert np.array_equal(recv, expect), (cma_min, count)
+                assert np.array_equal(recv, expect), (cma_min, recv_min, count)
             if P > 1 and cma_min == "0" and t.cma_ok:
                 assert t.stats()["Alltoall"].get("cma", 0) > 0, t.stats()
         finally:
