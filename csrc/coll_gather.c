@@ -204,8 +204,8 @@ int pgc_xchg_run(pgc_team *t, const pgc_ring *g, const pgc_stream *out, int nout
      * the node the op then writes more than the cache holds, so an ordinary
      * store would first fetch each line it overwrites (np=2, 16 MiB
      * Alltoall 0.76-0.83 of MPICH against 0.96-1.01; np=8, Allgather of
-     * 2 / 4 MiB per rank 0.53-0.58 / 0.55-0.57 against 0.64-0.69 /
-     * 0.68-0.77). Streamed copy-outs are not timed: the team's costs stay
+     * 2 / 4 MiB per rank 0.52-0.61 / 0.55-0.59 against 0.64-0.85 /
+     * 0.64-0.77). Streamed copy-outs are not timed: the team's costs stay
      * those of ordinary ones. */
     size_t largest = self ? self->len : 0;
     for (int i = 0; i < nin; i++)

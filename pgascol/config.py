@@ -64,8 +64,8 @@ VARIABLES = {
     # auto: np=2, Alltoall of 16 MiB (own block 8 MiB) 0.76-0.83 of MPICH
     # against 0.96-1.01, Allgather of 8 / 16 MiB 0.87-0.98 / 0.89-0.98
     # against 0.97-1.23 / 1.00-1.13 (own blocks, eighteenth session); np=8,
-    # Allgather of 2 / 4 MiB per rank 0.53-0.58 / 0.55-0.57 against
-    # 0.64-0.69 / 0.68-0.77 (copy-outs too, nineteenth; docs/PERFORMANCE.md).
+    # Allgather of 2 / 4 MiB per rank 0.52-0.61 / 0.55-0.59 against
+    # 0.64-0.85 / 0.64-0.77 (copy-outs too, nineteenth; docs/PERFORMANCE.md).
     "PGASCOL_RECV_STREAM_MIN": ("auto", str, "Gather/Scatter (root), Allgather and Alltoall (and v forms): "
                                 "a member writes its receive buffer (own block, copy-outs) with streaming "
                                 "stores once a block reaches this many bytes (auto: the last-level cache / "
