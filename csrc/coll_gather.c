@@ -54,7 +54,8 @@
  * block (src -> dst: useful work while the peers stage chunk k, and the
  * source is still in cache), copy out chunk k of each incoming stream, post
  * ack k + 1; both copies into the receive buffer with streaming stores when
- * it is cold (a block of cfg.recv_stream_min bytes, or PGC_RECV_COLD). Producing round k depends only on rounds <= k - slots
+ * it is cold (a block of cfg.recv_stream_min bytes, or PGC_RECV_COLD).
+ * Producing round k depends only on rounds <= k - slots
  * and consuming it only on round k being produced, so no cycle can form
  * however many streams cross (proof: the smallest round anyone is stuck in
  * would have to wait for an earlier one).
