@@ -66,7 +66,7 @@ VARIABLES = {
     # against 0.97-1.23 / 1.00-1.13 (own blocks, eighteenth session); np=8,
     # Allgather of 2 / 4 MiB per rank 0.52-0.61 / 0.55-0.59 against
     # 0.64-0.85 / 0.64-0.77 (copy-outs too, nineteenth; docs/PERFORMANCE.md).
-    "PGASCOL_RECV_STREAM_MIN": ("auto", str, "Gather/Scatter (root), Allgather and Alltoall (and v forms): "
+    "PGASCOL_RECV_STREAM_MIN": ("auto", str, "Gather, Scatter, Allgather and Alltoall (and v forms): "
                                 "a member writes its receive buffer (own block, copy-outs) with streaming "
                                 "stores once a block reaches this many bytes (auto: the last-level cache / "
                                 "(2 x local ranks), where the op's data outgrows the cache; 0: never); "
