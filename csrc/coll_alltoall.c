@@ -7,8 +7,11 @@
  * Alltoallv a member cannot know what the others send; for Alltoall the
  * run-time choice may differ between members during a probe). At DESC a
  * member's staging table holds (length, offset) of its block for every
- * member, which the receiver checks against its own count:
- *   inline  all blocks for the others packed in the sender's inline slot
+ * member (on the inline path, the end offsets in its inline slot), which the
+ * receiver checks against its own count:
+ *   inline  all blocks for the others packed in the sender's inline slot,
+ *           after their end offsets; the sender runs ahead (see
+ *           pgc_xchg_pack_inline)
  *   cico    one window per receiver in the sender's ring; all pairs
  *           exchange chunk k in round k of the engine
  *   cma     the sender publishes its send buffer; each receiver r pulls its
@@ -40,15 +43,21 @@ static int a2a_start(pgc_team *t, pgc_path path, size_t total, const char *src, 
                      const size_t *sd, int in_place, char **tmp)
 {
     int P = t->nranks, me = t->rank;
-    int rc = pgc_wait_peers_done(t, 1); /* the table goes into staging */
+    /* inline: the blocks and their offsets go into the op's inline slot,
+     * which rotates (runs ahead like Bcast); otherwise the table goes into
+     * staging: peers must be done with op - 1 */
+    int rc = pgc_wait_peers_done(t, path == PGC_PATH_INLINE ? PGC_RUNAHEAD : 1);
     if (rc)
         return rc;
+    if (path == PGC_PATH_INLINE) {
+        pgc_xchg_pack_inline(t, src, sb, sd);
+        pgc_xchg_publish(t, path, total);
+        return PGC_OK;
+    }
     pgc_blk *tbl = pgc_xchg_table(t, me);
     const char *base = src; /* what ctl addr publishes (cma) */
-    char *pack = NULL;      /* where blocks are packed: inline slot or temporary */
-    if (path == PGC_PATH_INLINE)
-        pack = pgc_inline_of(t, me, t->op);
-    else if (path == PGC_PATH_CMA && in_place && total > sb[me]) {
+    char *pack = NULL;      /* cma in place: the blocks for the others, packed */
+    if (path == PGC_PATH_CMA && in_place && total > sb[me]) {
         if (!(pack = *tmp = malloc(total - sb[me])))
             return pgc_xchg_fail(t, PGC_ENOMEM, -1, "%s: out of memory for a %zu-byte in-place copy",
                                  pgc_opname(t), total - sb[me]);
@@ -85,7 +94,8 @@ static int a2a_work(pgc_team *t, pgc_path path, const char *src, const size_t *s
         size_t total;
         if ((rc = pgc_xchg_desc(t, p, &pp, &total)))
             return rc;
-        uint64_t len = pgc_xchg_table(t, p)[me].len;
+        const char *packed;
+        uint64_t len = pgc_xchg_block(t, p, pp, &packed).len;
         if (len != recvbytes[p])
             return pgc_xchg_fail(t, PGC_EINVAL, p, "%s: local rank %d sends %" PRIu64 " bytes to this rank, which expects %zu",
                                  pgc_opname(t), p, len, recvbytes[p]);
@@ -105,10 +115,11 @@ static int a2a_work(pgc_team *t, pgc_path path, const char *src, const size_t *s
         size_t total;
         if ((rc = pgc_xchg_desc(t, p, &pp, &total))) /* already posted: no wait */
             return rc;
-        pgc_blk b = pgc_xchg_table(t, p)[me];
+        const char *packed;
+        pgc_blk b = pgc_xchg_block(t, p, pp, &packed);
         char *dst = recvbuf + rdispls[p];
         if (pp == PGC_PATH_INLINE && b.len)
-            memcpy(dst, (const char *)pgc_inline_of(t, p, t->op) + b.off, b.len);
+            memcpy(dst, packed + b.off, b.len);
         else if (pp == PGC_PATH_CMA) {
             uint64_t addr = atomic_load_explicit(&pgc_ctl_of(t, p)->addr, memory_order_relaxed);
             if ((rc = pgc_coll_cma(t, p, 0, dst, addr + b.off, b.len)))
@@ -148,7 +159,11 @@ int pgc_alltoall(pgc_team *t, pgc_coll coll, const void *sendbuf, const size_t *
     if ((rc = pgc_xchg_ring(t, &g, P > 1 ? (uint32_t)P - 1 : 1, name)) ||
         (rc = pgc_coll_begin(t, coll, 0)))
         return pgc_coll_end(t, rc);
-    pgc_path path = pgc_choose_member_path(t, coll, total);
+    /* inline when the blocks for the others and their offsets fit the inline
+     * slot; otherwise by the total */
+    pgc_path path = pgc_choose_path(t, coll, pgc_xchg_inline_bytes(t, total - sb[me]));
+    if (path != PGC_PATH_INLINE && (path = pgc_choose_member_path(t, coll, total)) == PGC_PATH_INLINE)
+        path = PGC_PATH_CICO;
     pgc_count(t, coll, path);
 
     char *tmp = NULL;

@@ -1,8 +1,9 @@
 /* xchg.h - the copy-in/copy-out exchange engine shared by Gather(v),
  * Scatter(v), Allgather(v) (coll_gather.c) and Alltoall(v) (coll_alltoall.c):
- * descriptors, per-member (length, offset) tables at the tail of staging, and
- * ONE chunked-ring mechanism (pgc_xchg_run). The protocol is described at the
- * top of coll_gather.c. */
+ * descriptors, per-member (length, offset) tables (at the tail of staging;
+ * on the inline path, end offsets in the inline slot), and ONE chunked-ring
+ * mechanism (pgc_xchg_run). The protocol is described at the top of
+ * coll_gather.c. */
 #ifndef PGC_XCHG_H
 #define PGC_XCHG_H
 
@@ -34,6 +35,9 @@ typedef struct pgc_stream {
 
 size_t pgc_xchg_table_bytes(const pgc_team *t);
 pgc_blk *pgc_xchg_table(const pgc_team *t, int r);
+size_t pgc_xchg_inline_bytes(const pgc_team *t, size_t packed);
+void pgc_xchg_pack_inline(pgc_team *t, const char *src, const size_t *len, const size_t *displs);
+pgc_blk pgc_xchg_block(const pgc_team *t, int sender, pgc_path path, const char **packed);
 uint32_t pgc_xchg_win(const pgc_team *t, int producer, int consumer);
 int pgc_xchg_fail(pgc_team *t, int code, int peer, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

@@ -16,6 +16,8 @@
  * mismatch must fail the member that detects it with PGC_EINVAL, the others
  * with PGC_EABORTED (or success if they were already done), without a hang;
  * so must a member refusing its arguments (the root passing no counts).
+ * Then back-to-back small Scatterv and Alltoallv with a slow member, whose
+ * inline senders run ahead (run_ahead_body).
  * PGC_TEST_STATS=1 prints the paths taken per collective.
  * Prints "N passed, M failed"; exits 1 on failure. */
 #include <pthread.h>
@@ -296,6 +298,68 @@ static int body(pgc_team *t, void *arg)
     return !ok || atomic_load(&check_n->fail) != fail0;
 }
 
+/* ---- inline senders run ahead ----
+ * Back-to-back small Scatterv and Alltoallv with a slow member: the root and
+ * the senders that publish inline return without waiting for their readers
+ * and run up to PGC_RUNAHEAD ops ahead (pgc_xchg_pack_inline). A slot must
+ * not be overwritten while the slow member still reads an earlier op, and
+ * every 37th call, too large for the slot (the table in staging), must wait
+ * for it. Blocks change size every call (offsets move in the slot); send
+ * buffers are scribbled at once. */
+static int run_ahead_body(pgc_team *t, void *arg)
+{
+    (void)arg;
+    int P = t->nranks, me = t->rank, root = 0, slow = P - 1, bad = 0;
+    int fail0 = atomic_load(&check_n->fail);
+    uint8_t send[MAXP * 320], recv[MAXP * 320];
+    size_t cnt[MAXP], dsp[MAXP], rcnt[MAXP], rdsp[MAXP];
+    uint64_t paths[PGC_NPATH] = {0};
+    for (int it = 0; it < 400 && !bad; it++) {
+        unsigned seed = (unsigned)it * 11u + 5u;
+        size_t off = 0;
+        for (int q = 0; q < P; q++) {
+            cnt[q] = it % 37 == 36 ? 300 + (size_t)q : (size_t)((it + q) % 5) * 3;
+            dsp[q] = off;
+            off += cnt[q];
+        }
+        if (me == slow && P > 1 && it % 7 == 0)
+            usleep(300);
+        /* Scatterv from member 0 */
+        for (int q = 0; q < P && me == root; q++)
+            fill_block(send + dsp[q], cnt[q], seed, root, q);
+        memset(recv, SENT, sizeof recv);
+        int rc = pgc_scatter(t, PGC_COLL_SCATTERV, send, me == root ? cnt : NULL, me == root ? dsp : NULL,
+                             recv, cnt[me], root);
+        memset(send, SCRIBBLE, sizeof send);
+        for (size_t i = 0; i < cnt[me] && !rc; i++)
+            bad |= recv[i] != pat(seed, root, me, i);
+        bad |= rc != 0 || recv[cnt[me]] != SENT;
+        CHECK_MEMBER(t, !bad, "run-ahead Scatterv %d: rc %d %s", it, rc, t->err.msg);
+        /* Alltoallv: member p sends cnt[q] bytes to q */
+        for (int q = 0; q < P; q++) {
+            fill_block(send + dsp[q], cnt[q], seed + 1, me, q);
+            rcnt[q] = cnt[me];
+            rdsp[q] = (size_t)q * cnt[me];
+        }
+        memset(recv, SENT, sizeof recv);
+        rc = pgc_alltoall(t, PGC_COLL_ALLTOALLV, send, cnt, dsp, recv, rcnt, rdsp);
+        memset(send, SCRIBBLE, sizeof send);
+        for (int p = 0; p < P && !rc; p++)
+            for (size_t i = 0; i < cnt[me]; i++)
+                bad |= recv[rdsp[p] + i] != pat(seed + 1, p, me, i);
+        bad |= rc != 0 || recv[(size_t)P * cnt[me]] != SENT;
+        CHECK_MEMBER(t, !bad, "run-ahead Alltoallv %d: rc %d %s", it, rc, t->err.msg);
+    }
+    for (int p = 0; p < PGC_NPATH; p++)
+        paths[p] = t->stats[PGC_COLL_SCATTERV][p] + t->stats[PGC_COLL_ALLTOALLV][p];
+    if (P > 1)
+        CHECK_MEMBER(t, paths[PGC_PATH_INLINE] > 0 && paths[PGC_PATH_CICO] > 0,
+                     "run-ahead: paths inline %lu cico %lu", (unsigned long)paths[PGC_PATH_INLINE],
+                     (unsigned long)paths[PGC_PATH_CICO]);
+    int ok = pgc_barrier(t) == 0;
+    return !ok || atomic_load(&check_n->fail) != fail0;
+}
+
 /* ---- count mismatch: the detecting member fails, nobody hangs ---- */
 
 typedef struct {
@@ -415,6 +479,12 @@ int main(void)
                    (double)(pgc_now_ns() - t0) * 1e-9);
             CHECK(f == 0, "P=%d %s: %d members failed", P, modes[mode], f);
         }
+    for (int P = 1; P <= MAXP; P++) {
+        pgc_config cfg = pgc_test_config();
+        int f = pgc_test_fork(P, &cfg, run_ahead_body, NULL);
+        printf("P=%d inline run-ahead: %s\n", P, f ? "FAIL" : "ok");
+        CHECK(f == 0, "P=%d inline run-ahead: %d members failed", P, f);
+    }
     int mp = atomic_load(&check_n->pass), mf = atomic_load(&check_n->fail);
     for (int cma_mode = 0; cma_mode < 2; cma_mode++)
         for (int P = 2; P <= MAXP; P += 2)
