@@ -21,6 +21,7 @@ import threading
 from time import monotonic as _monotonic, sleep as _sleep
 
 cimport cython
+from libc.stdlib cimport free, malloc
 from cpython.buffer cimport (PyBUF_ANY_CONTIGUOUS, PyBUF_FORMAT, PyBUF_WRITABLE,
                              PyBuffer_Release, PyObject_CheckBuffer, PyObject_GetBuffer)
 from cpython.list cimport PyList_Check
@@ -706,15 +707,53 @@ cdef int _need(_Msg m, Py_ssize_t nbytes, str what) except -1:
     return 0
 
 
-cdef tuple _byte_layout(_State st, _Msg m, bint v, str what):
-    """(counts, displs) in bytes of a buffer laid out per rank (displs None:
-    packed, the fixed-size forms), after checking the buffer holds it."""
-    cdef Py_ssize_t esize = m.esize
-    if v:
-        _need(m, _vec_extent(m), what)
-        return [c * esize for c in m.counts], [d * esize for d in m.displs]
-    _need(m, m.count * esize * st.size, what)
-    return st.blist(m.count * esize), None
+@cython.freelist(8)
+cdef class _Layout:
+    """The blocks of a buffer laid out per rank, in bytes, as C arrays for the
+    engine (Team.c_*). One per call and side: a thread that calls a
+    collective on a communicator already in one gets the engine's error, not
+    another call's blocks. Up to 16 ranks without an allocation."""
+    cdef size_t *counts
+    cdef size_t *displs
+    cdef Py_ssize_t n
+    cdef size_t inline_[32]
+
+    def __cinit__(self, Py_ssize_t n):
+        self.n = n
+        if n <= 16:
+            self.counts = self.inline_
+        else:
+            self.counts = <size_t *>malloc(2 * n * sizeof(size_t))
+            if self.counts == NULL:
+                raise MemoryError()
+        self.displs = self.counts + max(n, 16)
+
+    def __dealloc__(self):
+        if self.counts != self.inline_:
+            free(self.counts)
+
+    cdef int fill(self, _Msg m, bint v, str what) except -1:
+        """m's blocks (v: its counts and displacements; else m.count elements
+        each, one after another), once m's buffer is known to hold them."""
+        cdef Py_ssize_t esize = m.esize, c, i
+        if v:
+            _need(m, _vec_extent(m), what)
+            for i in range(self.n):
+                self.counts[i] = <Py_ssize_t>m.counts[i] * esize
+                self.displs[i] = <Py_ssize_t>m.displs[i] * esize
+            return 0
+        c = m.count * esize
+        _need(m, c * self.n, what)
+        for i in range(self.n):
+            self.counts[i] = c
+            self.displs[i] = i * c
+        return 0
+
+    cdef list count_list(self):
+        return [self.counts[i] for i in range(self.n)]
+
+    cdef list displ_list(self):
+        return [self.displs[i] for i in range(self.n)]
 
 
 cdef object _last_op = None
@@ -819,7 +858,6 @@ cdef class _State:
     cdef public int rank, size, lrank, lsize, nnodes, nidx
     cdef public bint hier, equal, debug
     cdef public list node_of, local_of, members, node_total_cache
-    cdef dict bytelists
     cdef list scratch_bufs      # pre-faulted work areas of the hierarchical legs
     cdef long long counters[NOPS_][NPATHS_]
 
@@ -838,7 +876,6 @@ cdef class _State:
         self.nidx, self.nnodes = t.node_index, t.num_nodes
         self.ncomm = t.node_comm
         self.hier = self.nnodes > 1
-        self.bytelists = {}
         self.scratch_bufs = [None, None]
         self.xcomm = self.pcomm = None
         if self.hier:
@@ -868,16 +905,6 @@ cdef class _State:
         self.counters[op][path] += 1
         if self.debug:
             self.log("%s -> %s" % (_OPNAMES[op], _PATHNAMES[path]))
-
-    cdef list blist(self, Py_ssize_t nbytes):
-        """[nbytes] * size, cached (fixed-size forms)."""
-        lst = self.bytelists.get(nbytes)
-        if lst is None:
-            if len(self.bytelists) > 64:
-                self.bytelists.clear()
-            lst = [nbytes] * self.size
-            self.bytelists[nbytes] = lst
-        return lst
 
     cdef object scratch(self, int which, Py_ssize_t nbytes):
         """Work area `which` (0 or 1) of at least nbytes, kept between calls:
@@ -1244,8 +1271,8 @@ cdef int _gather(_State st, object sendbuf, object recvbuf, int root, bint v) ex
     cdef bint at_root = st.rank == root
     cdef bint inplace = at_root and _is_in_place(sendbuf)
     cdef _Msg s = None, r = None
+    cdef _Layout lay = None
     cdef Py_ssize_t sb = 0
-    bcounts = bdispls = None
     if not inplace:
         s = _simple(sendbuf, False, 0, True)
         if s is None:
@@ -1256,28 +1283,25 @@ cdef int _gather(_State st, object sendbuf, object recvbuf, int root, bint v) ex
         r = _vector(recvbuf, True, st.size, True) if v else _simple(recvbuf, True, st.size, True)
         if r is None:
             return 0
-        bcounts, bdispls = _byte_layout(st, r, v, "recvbuf")
+        lay = _Layout(st.size)
+        lay.fill(r, v, "recvbuf")
         if inplace:
-            sb = bcounts[root]
-        elif bcounts[root] != sb:
+            sb = lay.counts[root]
+        elif <Py_ssize_t>lay.counts[root] != sb:
             raise ArgumentError("Gather%s: the root sends %d bytes but expects %d from itself"
-                                % ("v" if v else "", sb, bcounts[root]))
+                                % ("v" if v else "", sb, lay.counts[root]))
         if inplace and r.packed:
             _pack(r, root)      # the root's own block, where the engine leaves it
-    cdef object sobj = None if s is None else s.obj
-    cdef object robj = None if r is None else r.obj
     cdef int opi = O_GATHERV if v else O_GATHER
     if not st.hier:
-        if at_root:
-            st.core.gather(sobj, sb, robj, bcounts, bdispls, root, v)
-        else:
-            st.core.gather(sobj, sb, None, None, None, root, v)
+        st.core.c_gather(v, NULL if s is None else s.ptr, sb, NULL if r is None else r.ptr,
+                         NULL if lay is None else lay.counts, NULL if lay is None else lay.displs, root)
         _done(st, opi, P_ENGINE, s, r)
         return 1
-    if at_root and bdispls is None:
-        bdispls = [i * bcounts[0] for i in range(st.size)]
     try:
-        _hier_gather(st, sobj, sb, robj, bcounts if at_root else None, bdispls if at_root else None, root, v)
+        _hier_gather(st, None if s is None else s.obj, sb, None if r is None else r.obj,
+                     lay.count_list() if at_root else None, lay.displ_list() if at_root else None,
+                     root, v)
     except PgascolError as exc:
         _in_hierarchy(exc, opi)
     _done(st, opi, P_HIER, s, r)
@@ -1339,8 +1363,8 @@ cdef int _scatter(_State st, object sendbuf, object recvbuf, int root, bint v) e
     cdef bint at_root = st.rank == root
     cdef bint inplace = at_root and _is_in_place(recvbuf)
     cdef _Msg s = None, r = None
+    cdef _Layout lay = None
     cdef Py_ssize_t rb = 0
-    bcounts = bdispls = None
     if not inplace:
         r = _simple(recvbuf, True, 0, True)
         if r is None:
@@ -1351,26 +1375,22 @@ cdef int _scatter(_State st, object sendbuf, object recvbuf, int root, bint v) e
         s = _vector(sendbuf, False, st.size, True) if v else _simple(sendbuf, False, st.size, True)
         if s is None:
             return 0
-        bcounts, bdispls = _byte_layout(st, s, v, "sendbuf")
+        lay = _Layout(st.size)
+        lay.fill(s, v, "sendbuf")
         if inplace:
-            rb = bcounts[root]
-        elif bcounts[root] != rb:
+            rb = lay.counts[root]
+        elif <Py_ssize_t>lay.counts[root] != rb:
             raise ArgumentError("Scatter%s: the root sends %d bytes to itself but receives %d"
-                                % ("v" if v else "", bcounts[root], rb))
-    cdef object sobj = None if s is None else s.obj
-    cdef object robj = None if r is None else r.obj
+                                % ("v" if v else "", lay.counts[root], rb))
     cdef int opi = O_SCATTERV if v else O_SCATTER
     if not st.hier:
-        if at_root:
-            st.core.scatter(sobj, bcounts, bdispls, robj, rb, root, v)
-        else:
-            st.core.scatter(None, None, None, robj, rb, root, v)
+        st.core.c_scatter(v, NULL if s is None else s.ptr, NULL if lay is None else lay.counts,
+                          NULL if lay is None else lay.displs, NULL if r is None else r.ptr, rb, root)
         _done(st, opi, P_ENGINE, s, r)
         return 1
-    if at_root and bdispls is None:
-        bdispls = [i * bcounts[0] for i in range(st.size)]
     try:
-        _hier_scatter(st, sobj, bcounts if at_root else None, bdispls if at_root else None, robj, rb, root, v)
+        _hier_scatter(st, None if s is None else s.obj, lay.count_list() if at_root else None,
+                      lay.displ_list() if at_root else None, None if r is None else r.obj, rb, root, v)
     except PgascolError as exc:
         _in_hierarchy(exc, opi)
     _done(st, opi, P_HIER, s, r)
@@ -1416,10 +1436,11 @@ cdef int _allgather(_State st, object sendbuf, object recvbuf, bint v) except -1
     cdef _Msg r = _vector(recvbuf, True, st.size, True) if v else _simple(recvbuf, True, st.size, True)
     if r is None:
         return 0
+    cdef _Layout lay = _Layout(st.size)
+    lay.fill(r, v, "recvbuf")
     cdef Py_ssize_t sb
-    bcounts, bdispls = _byte_layout(st, r, v, "recvbuf")
     if inplace:
-        sb = bcounts[st.rank]
+        sb = lay.counts[st.rank]
         if r.packed:
             _pack(r, st.rank)   # my own block, which the engine reads in place
     else:
@@ -1428,16 +1449,15 @@ cdef int _allgather(_State st, object sendbuf, object recvbuf, bint v) except -1
             return 0
         sb = s.count * s.esize
         _need(s, sb, "sendbuf")
-        if sb != bcounts[st.rank]:
+        if sb != <Py_ssize_t>lay.counts[st.rank]:
             raise ArgumentError("Allgather%s: this rank sends %d bytes but receives %d from itself"
-                                % ("v" if v else "", sb, bcounts[st.rank]))
+                                % ("v" if v else "", sb, lay.counts[st.rank]))
     cdef int opi = O_ALLGATHERV if v else O_ALLGATHER
     if not st.hier:
-        st.core.allgather(None if inplace else s.obj, sb, r.obj, bcounts, bdispls, v)
+        st.core.c_allgather(v, NULL if inplace else s.ptr, sb, r.ptr, lay.counts, lay.displs, False)
         _done(st, opi, P_ENGINE, s, r)
         return 1
-    if bdispls is None:
-        bdispls = [i * bcounts[0] for i in range(st.size)]
+    bcounts, bdispls = lay.count_list(), lay.displ_list()
     if inplace:
         sobj = _u8(r.obj)[bdispls[st.rank]:bdispls[st.rank] + sb]
     else:
@@ -1487,31 +1507,30 @@ cdef int _alltoall(_State st, object sendbuf, object recvbuf, bint v) except -1:
     cdef _Msg r = _vector(recvbuf, True, st.size, True) if v else _simple(recvbuf, True, st.size, True)
     if r is None:
         return 0
-    rcounts, rdispls = _byte_layout(st, r, v, "recvbuf")
-    scounts = sdispls = None
+    cdef _Layout rlay = _Layout(st.size), slay = _Layout(st.size)
+    rlay.fill(r, v, "recvbuf")
     if not inplace:
         s = _vector(sendbuf, False, st.size, True) if v else _simple(sendbuf, False, st.size, True)
         if s is None:
             return 0
-        scounts, sdispls = _byte_layout(st, s, v, "sendbuf")
-        if scounts[st.rank] != rcounts[st.rank]:
+        slay.fill(s, v, "sendbuf")
+        if slay.counts[st.rank] != rlay.counts[st.rank]:
             raise ArgumentError("Alltoall%s: this rank sends %d bytes to itself but receives %d"
-                                % ("v" if v else "", scounts[st.rank], rcounts[st.rank]))
+                                % ("v" if v else "", slay.counts[st.rank], rlay.counts[st.rank]))
     if inplace and r.packed:
         _pack(r, -1)        # in place, every block is read from the receive buffer
     cdef int opi = O_ALLTOALLV if v else O_ALLTOALL
     if not st.hier:
-        st.core.alltoall(None if inplace else s.obj, scounts, sdispls, r.obj, rcounts, rdispls, v)
+        st.core.c_alltoall(v, NULL if inplace else s.ptr, NULL if inplace else slay.counts,
+                           NULL if inplace else slay.displs, r.ptr, rlay.counts, rlay.displs)
         _done(st, opi, P_ENGINE, s, r)
         return 1
-    if rdispls is None:
-        rdispls = [i * rcounts[0] for i in range(st.size)]
-    if not inplace and sdispls is None:
-        sdispls = [i * scounts[0] for i in range(st.size)]
     try:
-        _hier_alltoall(st, None if inplace else s.obj, scounts, sdispls, r.obj, rcounts, rdispls, v)
+        _hier_alltoall(st, None if inplace else s.obj, None if inplace else slay.count_list(),
+                       None if inplace else slay.displ_list(), r.obj, rlay.count_list(),
+                       rlay.displ_list(), v)
     except PgascolError as exc:
-        _in_hierarchy(exc, O_ALLTOALLV if v else O_ALLTOALL)
+        _in_hierarchy(exc, opi)
     _done(st, opi, P_HIER, s, r)
     return 1
 

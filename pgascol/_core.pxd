@@ -9,6 +9,8 @@ cdef class Team:
 
     cdef pgc_team *_use(self) except NULL
     cdef int _check(self, int rc) except -1
+    cdef pgc_team *_begin(self, size_t nbytes) except NULL
+    cdef int _end(self, int rc) except -1
     cdef int _root(self, int root) except -1
     cdef size_t _vector_bytes(self, size_t count, int dtype, int op) except? 0
     cdef int c_barrier(self) except -1
@@ -18,4 +20,13 @@ cdef class Team:
     cdef int c_bcast(self, char *buf, size_t nbytes, int root) except -1
     cdef int c_elementwise(self, int which, const char *sendbuf, char *recvbuf, size_t count,
                            int dtype, int op) except -1
+    cdef int c_gather(self, bint v, const char *sendbuf, size_t sendbytes, char *recvbuf,
+                      const size_t *recvbytes, const size_t *displs, int root) except -1
+    cdef int c_scatter(self, bint v, const char *sendbuf, const size_t *sendbytes,
+                       const size_t *displs, char *recvbuf, size_t recvbytes, int root) except -1
+    cdef int c_allgather(self, bint v, const char *sendbuf, size_t sendbytes, char *recvbuf,
+                         const size_t *recvbytes, const size_t *displs, bint recv_cold) except -1
+    cdef int c_alltoall(self, bint v, const char *sendbuf, const size_t *sendbytes,
+                        const size_t *sdispls, char *recvbuf, const size_t *recvbytes,
+                        const size_t *rdispls) except -1
     cdef int _elementwise_obj(self, int which, sendbuf, recvbuf, size_t count, int dtype, int op) except -1

@@ -207,6 +207,13 @@ cdef class _Buffers:
                 PyBuffer_Release(&self.views[i])
 
 
+cdef inline size_t _sum(const size_t *v, int n) noexcept:
+    cdef size_t s = 0
+    for i in range(n):
+        s += v[i]
+    return s
+
+
 cdef class _Sizes:
     """A Python sequence of non-negative integers as a C size_t array."""
     cdef size_t *v
@@ -236,10 +243,7 @@ cdef class _Sizes:
         return e
 
     cdef size_t total(self):
-        cdef size_t s = 0
-        for i in range(self.n):
-            s += self.v[i]
-        return s
+        return _sum(self.v, self.n)
 
     def __dealloc__(self):
         free(self.v)
@@ -334,6 +338,19 @@ cdef class Team:
         if rc != PGC_OK:
             _raise(rc, &self.t.err)
         return 0
+
+    cdef pgc_team *_begin(self, size_t nbytes) except NULL:
+        """Enter an engine call moving about nbytes (the GIL: see _enter)."""
+        cdef pgc_team *t = self._use()
+        self.busy = 1
+        _enter(t, nbytes)
+        return t
+
+    cdef int _end(self, int rc) except -1:
+        """Leave the engine call _begin entered; raise its error."""
+        _leave(self.t)
+        self.busy = 0
+        return self._check(rc)
 
     def check_idle(self):
         """Raise unless freeing is safe: a collective on this team running
@@ -503,13 +520,8 @@ cdef class Team:
     # the def methods are the same for Python callers.
 
     cdef int c_barrier(self) except -1:
-        cdef pgc_team *t = self._use()
-        self.busy = 1
-        _enter(t, 0)
-        cdef int rc = pgc_barrier(t)
-        _leave(t)
-        self.busy = 0
-        return self._check(rc)
+        cdef pgc_team *t = self._begin(0)
+        return self._end(pgc_barrier(t))
 
     def barrier(self):
         self.c_barrier()
@@ -531,24 +543,13 @@ cdef class Team:
         """The caller runs collective `coll` on MPI: see pgc_coll_to_mpi.
         Raises (CollectiveMismatchError, TeamAbortedError, ...) when a peer
         did not go to MPI too, instead of leaving it waiting."""
-        cdef pgc_team *t = self._use()
-        self.busy = 1
-        _enter(t, 0)
-        cdef int rc = pgc_coll_to_mpi(t, <pgc_coll>coll)
-        _leave(t)
-        self.busy = 0
-        return self._check(rc)
+        cdef pgc_team *t = self._begin(0)
+        return self._end(pgc_coll_to_mpi(t, <pgc_coll>coll))
 
     cdef int c_bcast(self, char *buf, size_t nbytes, int root) except -1:
-        cdef pgc_team *t = self._use()
         self._root(root)
-        cdef int rc
-        self.busy = 1
-        _enter(t, nbytes)
-        rc = pgc_bcast(t, buf, nbytes, root)
-        _leave(t)
-        self.busy = 0
-        return self._check(rc)
+        cdef pgc_team *t = self._begin(nbytes)
+        return self._end(pgc_bcast(t, buf, nbytes, root))
 
     def bcast(self, buf, size_t nbytes, int root):
         """Broadcast nbytes of buf from member root."""
@@ -557,8 +558,9 @@ cdef class Team:
         self.c_bcast(b.get(0, buf, t.rank != root, nbytes, "buffer"), nbytes, root)
 
     cdef int _root(self, int root) except -1:
-        if root < 0 or root >= self.t.nranks:
-            raise ArgumentError("root %d out of range for a team of %d" % (root, self.t.nranks))
+        cdef pgc_team *t = self._use()
+        if root < 0 or root >= t.nranks:
+            raise ArgumentError("root %d out of range for a team of %d" % (root, t.nranks))
         return 0
 
     cdef size_t _vector_bytes(self, size_t count, int dtype, int op) except? 0:
@@ -596,15 +598,8 @@ cdef class Team:
     cdef int c_elementwise(self, int which, const char *sendbuf, char *recvbuf, size_t count,
                            int dtype, int op) except -1:
         """Allreduce (which 0), Scan (1), Exscan (2); sendbuf NULL: in place."""
-        cdef pgc_team *t = self._use()
-        cdef size_t n = self._vector_bytes(count, dtype, op)
-        cdef int rc
-        self.busy = 1
-        _enter(t, n)
-        rc = _elementwise(t, which, sendbuf, recvbuf, count, dtype, op)
-        _leave(t)
-        self.busy = 0
-        return self._check(rc)
+        cdef pgc_team *t = self._begin(self._vector_bytes(count, dtype, op))
+        return self._end(_elementwise(t, which, sendbuf, recvbuf, count, dtype, op))
 
     cdef int _elementwise_obj(self, int which, sendbuf, recvbuf, size_t count, int dtype, int op) except -1:
         cdef size_t n = self._vector_bytes(count, dtype, op)
@@ -638,6 +633,41 @@ cdef class Team:
         self.busy = 0
         self._check(rc)
 
+    # Gather(v), Scatter(v), Allgather(v), Alltoall(v): C-level entry points
+    # for callers that hold the buffers and have laid out the blocks in bytes
+    # (pgascol/_comm.pyx), then the Python methods, which check and convert
+    # their arguments first. NULL counts/displacements where the operation
+    # does not need them (off the root); the engine refuses what does not
+    # match (csrc/coll_gather.c).
+
+    cdef int c_gather(self, bint v, const char *sendbuf, size_t sendbytes, char *recvbuf,
+                      const size_t *recvbytes, const size_t *displs, int root) except -1:
+        self._root(root)
+        cdef pgc_team *t = self._begin(_sum(recvbytes, self.t.nranks) if recvbytes != NULL else sendbytes)
+        return self._end(pgc_gather(t, PGC_COLL_GATHERV if v else PGC_COLL_GATHER, sendbuf, sendbytes,
+                                    recvbuf, recvbytes, displs, root))
+
+    cdef int c_scatter(self, bint v, const char *sendbuf, const size_t *sendbytes,
+                       const size_t *displs, char *recvbuf, size_t recvbytes, int root) except -1:
+        self._root(root)
+        cdef pgc_team *t = self._begin(_sum(sendbytes, self.t.nranks) if sendbytes != NULL else recvbytes)
+        return self._end(pgc_scatter(t, PGC_COLL_SCATTERV if v else PGC_COLL_SCATTER, sendbuf, sendbytes,
+                                     displs, recvbuf, recvbytes, root))
+
+    cdef int c_allgather(self, bint v, const char *sendbuf, size_t sendbytes, char *recvbuf,
+                         const size_t *recvbytes, const size_t *displs, bint recv_cold) except -1:
+        cdef pgc_team *t = self._begin(_sum(recvbytes, self._use().nranks))
+        return self._end(pgc_allgather(t, PGC_COLL_ALLGATHERV if v else PGC_COLL_ALLGATHER, sendbuf,
+                                       sendbytes, recvbuf, recvbytes, displs,
+                                       PGC_RECV_COLD if recv_cold else 0))
+
+    cdef int c_alltoall(self, bint v, const char *sendbuf, const size_t *sendbytes,
+                        const size_t *sdispls, char *recvbuf, const size_t *recvbytes,
+                        const size_t *rdispls) except -1:
+        cdef pgc_team *t = self._begin(_sum(recvbytes, self._use().nranks))
+        return self._end(pgc_alltoall(t, PGC_COLL_ALLTOALLV if v else PGC_COLL_ALLTOALL, sendbuf,
+                                      sendbytes, sdispls, recvbuf, recvbytes, rdispls))
+
     def gather(self, sendbuf, size_t sendbytes, recvbuf, recvbytes, displs, int root, bint v=False):
         """Gather(v) in bytes. recvbytes/displs matter at the root only (displs None: packed)."""
         cdef pgc_team *t = self._use()
@@ -659,15 +689,8 @@ cdef class Team:
             raise ArgumentError("only the root may gather in place")
         if sendbuf is not None:
             s = b.get(0, sendbuf, False, sendbytes, "sendbuf")
-        cdef pgc_coll coll = PGC_COLL_GATHERV if v else PGC_COLL_GATHER
-        cdef int rc
-        cdef size_t *cv = NULL if counts is None else counts.v
-        cdef size_t *dv = NULL if offs is None else offs.v
-        self.busy = 1
-        with nogil:
-            rc = pgc_gather(t, coll, s, sendbytes, r, cv, dv, root)
-        self.busy = 0
-        self._check(rc)
+        self.c_gather(v, s, sendbytes, r, NULL if counts is None else counts.v,
+                      NULL if offs is None else offs.v, root)
 
     def scatter(self, sendbuf, sendbytes, displs, recvbuf, size_t recvbytes, int root, bint v=False):
         """Scatter(v) in bytes. sendbytes/displs matter at the root only. recvbuf None
@@ -691,15 +714,8 @@ cdef class Team:
             raise ArgumentError("only the root may scatter in place")
         if recvbuf is not None:
             r = b.get(1, recvbuf, True, recvbytes, "recvbuf")
-        cdef pgc_coll coll = PGC_COLL_SCATTERV if v else PGC_COLL_SCATTER
-        cdef int rc
-        cdef size_t *cv = NULL if counts is None else counts.v
-        cdef size_t *dv = NULL if offs is None else offs.v
-        self.busy = 1
-        with nogil:
-            rc = pgc_scatter(t, coll, s, cv, dv, r, recvbytes, root)
-        self.busy = 0
-        self._check(rc)
+        self.c_scatter(v, s, NULL if counts is None else counts.v, NULL if offs is None else offs.v,
+                       r, recvbytes, root)
 
     def allgather(self, sendbuf, size_t sendbytes, recvbuf, recvbytes, displs, bint v=False,
                   bint recv_cold=False):
@@ -717,13 +733,7 @@ cdef class Team:
                                 % (sendbytes, t.rank, counts.v[t.rank]))
         cdef const char *s = NULL if sendbuf is None else b.get(0, sendbuf, False, sendbytes, "sendbuf")
         cdef char *r = b.get(1, recvbuf, True, offs.extent(counts), "recvbuf")
-        cdef pgc_coll coll = PGC_COLL_ALLGATHERV if v else PGC_COLL_ALLGATHER
-        cdef int rc
-        self.busy = 1
-        with nogil:
-            rc = pgc_allgather(t, coll, s, sendbytes, r, counts.v, offs.v, PGC_RECV_COLD if recv_cold else 0)
-        self.busy = 0
-        self._check(rc)
+        self.c_allgather(v, s, sendbytes, r, counts.v, offs.v, recv_cold)
 
     def alltoall(self, sendbuf, sendbytes, sdispls, recvbuf, recvbytes, rdispls, bint v=False):
         """Alltoall(v) in bytes (sendbuf None: in place, using the receive layout)."""
@@ -736,10 +746,4 @@ cdef class Team:
         cdef _Buffers b = _Buffers()
         cdef const char *s = NULL if sendbuf is None else b.get(0, sendbuf, False, sd.extent(sc), "sendbuf")
         cdef char *r = b.get(1, recvbuf, True, rd.extent(rc_), "recvbuf")
-        cdef pgc_coll coll = PGC_COLL_ALLTOALLV if v else PGC_COLL_ALLTOALL
-        cdef int rc
-        self.busy = 1
-        with nogil:
-            rc = pgc_alltoall(t, coll, s, sc.v, sd.v, r, rc_.v, rd.v)
-        self.busy = 0
-        self._check(rc)
+        self.c_alltoall(v, s, sc.v, sd.v, r, rc_.v, rd.v)
