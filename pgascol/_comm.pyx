@@ -749,6 +749,13 @@ cdef class _Layout:
             self.displs[i] = i * c
         return 0
 
+    cdef int set_counts(self, list counts) except -1:
+        """Counts as given (Reduce_scatter's, in elements); no displacements."""
+        cdef Py_ssize_t i
+        for i in range(self.n):
+            self.counts[i] = counts[i]
+        return 0
+
     cdef list count_list(self):
         return [self.counts[i] for i in range(self.n)]
 
@@ -1230,7 +1237,8 @@ cdef int _reduce(_State st, object sendbuf, object recvbuf, object op, int root)
     cdef object sobj = None if s is None else s.obj
     cdef object robj = None if r is None else r.obj
     if not st.hier:
-        st.core.reduce(sobj, robj, t.count, t.code, opc, root)
+        st.core.c_reduce(NULL if s is None else s.ptr, NULL if r is None else r.ptr, t.count, t.code,
+                         opc, root)
         st.count(O_REDUCE, P_ENGINE)
         return 1
     try:
@@ -1600,6 +1608,7 @@ cdef int _reduce_scatter(_State st, object sendbuf, object recvbuf, object recvc
                          bint block) except -1:
     cdef bint inplace = _is_in_place(sendbuf)
     cdef _Msg s = None, r
+    cdef _Layout lay
     cdef Py_ssize_t total, i
     r = _simple(recvbuf, True, st.size if (inplace and block) else 0, False)
     if r is None:
@@ -1644,7 +1653,9 @@ cdef int _reduce_scatter(_State st, object sendbuf, object recvbuf, object recvc
         return 0
     cdef int opi = O_RSB if block else O_RS
     if not st.hier:
-        st.core.reduce_scatter(None if inplace else s.obj, r.obj, counts, r.code, opc, block)
+        lay = _Layout(st.size)
+        lay.set_counts(counts)
+        st.core.c_reduce_scatter(block, NULL if inplace else s.ptr, r.ptr, lay.counts, r.code, opc)
         st.count(opi, P_ENGINE)
         return 1
     # hierarchy: allreduce the whole vector, keep my part

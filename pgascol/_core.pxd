@@ -20,6 +20,10 @@ cdef class Team:
     cdef int c_bcast(self, char *buf, size_t nbytes, int root) except -1
     cdef int c_elementwise(self, int which, const char *sendbuf, char *recvbuf, size_t count,
                            int dtype, int op) except -1
+    cdef int c_reduce(self, const char *sendbuf, char *recvbuf, size_t count, int dtype, int op,
+                      int root) except -1
+    cdef int c_reduce_scatter(self, bint block, const char *sendbuf, char *recvbuf,
+                              const size_t *recvcounts, int dtype, int op) except -1
     cdef int c_gather(self, bint v, const char *sendbuf, size_t sendbytes, char *recvbuf,
                       const size_t *recvbytes, const size_t *displs, int root) except -1
     cdef int c_scatter(self, bint v, const char *sendbuf, const size_t *sendbytes,

@@ -573,6 +573,13 @@ cdef class Team:
                 pgc_op_name(<pgc_op>op).decode(), pgc_dtype_name(<pgc_dtype>dtype).decode()))
         return count * pgc_dtype_size(<pgc_dtype>dtype)
 
+    cdef int c_reduce(self, const char *sendbuf, char *recvbuf, size_t count, int dtype, int op,
+                      int root) except -1:
+        """Reduce to member root; sendbuf NULL: in place at the root."""
+        self._root(root)
+        cdef pgc_team *t = self._begin(self._vector_bytes(count, dtype, op))
+        return self._end(pgc_reduce(t, sendbuf, recvbuf, count, <pgc_dtype>dtype, <pgc_op>op, root))
+
     def reduce(self, sendbuf, recvbuf, size_t count, int dtype, int op, int root):
         """Reduce count elements to member root (sendbuf None: in place at the root)."""
         cdef pgc_team *t = self._use()
@@ -588,12 +595,7 @@ cdef class Team:
             s = b.get(0, sendbuf, False, n, "sendbuf")
         if t.rank == root:
             r = b.get(1, recvbuf, True, n, "recvbuf")
-        cdef int rc
-        self.busy = 1
-        with nogil:
-            rc = pgc_reduce(t, s, r, count, <pgc_dtype>dtype, <pgc_op>op, root)
-        self.busy = 0
-        self._check(rc)
+        self.c_reduce(s, r, count, dtype, op, root)
 
     cdef int c_elementwise(self, int which, const char *sendbuf, char *recvbuf, size_t count,
                            int dtype, int op) except -1:
@@ -616,6 +618,14 @@ cdef class Team:
     def exscan(self, sendbuf, recvbuf, size_t count, int dtype, int op):
         self._elementwise_obj(2, sendbuf, recvbuf, count, dtype, op)
 
+    cdef int c_reduce_scatter(self, bint block, const char *sendbuf, char *recvbuf,
+                              const size_t *recvcounts, int dtype, int op) except -1:
+        """recvcounts: elements per member; sendbuf NULL: in place (the input in recvbuf)."""
+        cdef size_t esize = self._vector_bytes(1, dtype, op)
+        cdef pgc_team *t = self._begin(_sum(recvcounts, self._use().nranks) * esize)
+        return self._end(pgc_reduce_scatter(t, PGC_COLL_REDUCE_SCATTER_BLOCK if block else PGC_COLL_REDUCE_SCATTER,
+                                            sendbuf, recvbuf, recvcounts, <pgc_dtype>dtype, <pgc_op>op))
+
     def reduce_scatter(self, sendbuf, recvbuf, recvcounts, int dtype, int op, bint block=False):
         """recvcounts: elements per member; in place (sendbuf None): the input is in recvbuf."""
         cdef pgc_team *t = self._use()
@@ -625,13 +635,7 @@ cdef class Team:
         cdef _Buffers b = _Buffers()
         cdef const char *s = NULL if sendbuf is None else b.get(0, sendbuf, False, total, "sendbuf")
         cdef char *r = b.get(1, recvbuf, True, total if sendbuf is None else mine, "recvbuf")
-        cdef pgc_coll coll = PGC_COLL_REDUCE_SCATTER_BLOCK if block else PGC_COLL_REDUCE_SCATTER
-        cdef int rc
-        self.busy = 1
-        with nogil:
-            rc = pgc_reduce_scatter(t, coll, s, r, counts.v, <pgc_dtype>dtype, <pgc_op>op)
-        self.busy = 0
-        self._check(rc)
+        self.c_reduce_scatter(block, s, r, counts.v, dtype, op)
 
     # Gather(v), Scatter(v), Allgather(v), Alltoall(v): C-level entry points
     # for callers that hold the buffers and have laid out the blocks in bytes
