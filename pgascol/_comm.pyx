@@ -14,7 +14,6 @@ rank <-> (node, local rank) map, counters) lives in a _State object in the
 `_pg` attribute. It is created eagerly (collectively) by Comm(comm) and by the
 communicator constructors (Dup, Split, ...), and released by Free().
 """
-import operator
 import os
 import sys
 import threading
@@ -25,6 +24,7 @@ from libc.stdlib cimport free, malloc
 from cpython.buffer cimport (PyBUF_ANY_CONTIGUOUS, PyBUF_FORMAT, PyBUF_WRITABLE,
                              PyBuffer_Release, PyObject_CheckBuffer, PyObject_GetBuffer)
 from cpython.list cimport PyList_Check
+from cpython.number cimport PyNumber_Index
 from cpython.object cimport PyObject, PyTypeObject, Py_TYPE
 from cpython.sequence cimport PySequence_Check
 from cpython.tuple cimport PyTuple_Check
@@ -332,7 +332,7 @@ cdef bint _index(object x, Py_ssize_t *value) except -1:
     if PySequence_Check(x):
         return 0
     try:
-        value[0] = operator.index(x)
+        value[0] = PyNumber_Index(x)
     except TypeError:
         return 0
     return 1
@@ -342,7 +342,7 @@ cdef list _index_list(object xs, int blocks):
     """A sequence of `blocks` integers as a list of ints (numpy arrays
     too), or None where mpi4py raises (not integers, wrong length)."""
     try:
-        out = [operator.index(x) for x in xs]
+        out = [PyNumber_Index(x) for x in xs]
     except TypeError:
         return None
     return out if len(out) == blocks else None
@@ -1619,7 +1619,7 @@ cdef int _reduce_scatter(_State st, object sendbuf, object recvbuf, object recvc
         if recvcounts is None:
             return 0   # mpi4py allgathers the counts itself
         try:
-            counts = [operator.index(c) for c in recvcounts]
+            counts = [PyNumber_Index(c) for c in recvcounts]
         except (TypeError, ValueError):
             return 0
         if len(counts) != st.size or min(counts) < 0:
