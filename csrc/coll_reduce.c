@@ -6,7 +6,8 @@
  * timing. Allreduce results are therefore bit-identical on all members and
  * across runs, even for floating point.
  *
- *   inline  (whole vector <= inline_max and fits an inline slot) every member
+ *   inline  (whole vector <= inline_max and fits an inline slot, and no
+ *           member folds more than PGC_INLINE_FOLD_MAX bytes) every member
  *           copies its input into its inline slot of this op and
  *           posts step 1; each member that has a result waits for the
  *           members it needs and folds their slots in rank order into its
@@ -447,6 +448,10 @@ static int plan_path(pgc_team *t, rplan *p)
     int P = t->nranks;
     size_t bytes = p->total * p->esz;
     p->path = pgc_choose_path(t, p->coll, bytes);
+    /* inline, a member folds P inputs (Reduce_scatter: of its block only) */
+    size_t folded = p->kind == RK_RSCATTER ? bytes : bytes * (size_t)P;
+    if (p->path == PGC_PATH_INLINE && folded > PGC_INLINE_FOLD_MAX)
+        p->path = PGC_PATH_CICO;
     if (p->path == PGC_PATH_CMA)
         p->path = PGC_PATH_CICO; /* the pipeline, each member exposing or not (run) */
     if (p->path != PGC_PATH_CICO || P == 1)

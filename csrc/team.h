@@ -23,8 +23,18 @@
 #include "segment.h"
 
 #define PGC_MAGIC 0x316c6f6373616770ull /* "pgascol1" */
-#define PGC_LAYOUT_VERSION 15
-#define PGC_INLINE_SLOT_MAX 1024
+#define PGC_LAYOUT_VERSION 16
+/* The largest inline slot (PGASCOL_INLINE_MAX is capped to it): PGC_RUNAHEAD
+ * of them per member, 512 KiB. Below a pipeline chunk, copy-in/copy-out
+ * copies as often as inline but adds its protocol: up to 8 KiB inline was
+ * faster at every size measured (np=2 / 4 / 8 on 2 cores; docs/PERFORMANCE.md,
+ * twentieth session). */
+#define PGC_INLINE_SLOT_MAX 8192
+/* A reduction whose members would fold more than this many bytes out of the
+ * inline slots (Allreduce, Scan: P x the vector) takes the partitioned path,
+ * where each folds 1/P: inline folding grows with the team, the partitioned
+ * path's synchronisation does not. */
+#define PGC_INLINE_FOLD_MAX (64u << 10)
 
 /* The last step of every op: "this member is done with op k". A member that
  * has posted (k, DONE) no longer reads anyone's staging, inline slots or

@@ -39,7 +39,7 @@ VARIABLES = {
     "PGASCOL_TIMEOUT": ("300", float, "seconds a wait may last before it fails"),
     "PGASCOL_SPIN_US": ("20", float, "busy-wait budget (us) when ranks fit the node's CPUs"),
     "PGASCOL_YIELD_US": ("1000", float, "sched_yield budget (us) before sleeping on the futex"),
-    "PGASCOL_INLINE_MAX": ("512", int, "payloads up to this many bytes travel inline"),
+    "PGASCOL_INLINE_MAX": ("8192", int, "payloads up to this many bytes travel inline"),
     # 2 MiB: reductions get 256 KiB slots at np=2 (Reduce_scatter_block of
     # 1-4 MiB: 0.39-0.54 of MPICH, against 0.63-0.89 with 1 MiB).
     "PGASCOL_STAGING_BYTES": (str(2 * MiB), int, "per-rank copy-in/copy-out staging area"),
@@ -253,7 +253,7 @@ def team_config(oversubscribed, env=os.environ, cpus=0, members=0):
         # CPUs the rank we wait for may need our core (shared/FACTS.md).
         "spin_ns": 0 if oversubscribed else int(_get(env, "PGASCOL_SPIN_US") * 1000),
         "yield_ns": int(_get(env, "PGASCOL_YIELD_US") * 1000),
-        "inline_max": min(_get(env, "PGASCOL_INLINE_MAX"), 1024),
+        "inline_max": min(_get(env, "PGASCOL_INLINE_MAX"), 8192),   # PGC_INLINE_SLOT_MAX
         "staging_bytes": _get(env, "PGASCOL_STAGING_BYTES"),
         "chunk_bytes": _get(env, "PGASCOL_CHUNK_BYTES"),
         "xchg_chunk_bytes": _get(env, "PGASCOL_XCHG_CHUNK_BYTES"),

@@ -607,7 +607,8 @@ def test_bcast_back_to_back_sizes_in_step(first, second):
 @pytest.mark.parametrize("P", [2, 5])
 def test_bcast_many_sizes_and_roots_in_step(P):
     """Bcasts of every path from every root, each followed by a barrier."""
-    sizes = (0, 1, 512, 513, 16 * 1024, 16 * 1024 + 1, 300_000)
+    inline = make_cfg(P)["inline_max"]      # below the chunk (16 KiB)
+    sizes = (0, 1, inline, inline + 1, 16 * 1024, 16 * 1024 + 1, 300_000)
 
     def body(team, rank):
         bad = []
@@ -890,3 +891,34 @@ def test_run_time_path_choice_config():
     # Team.create refuses it the same way, before reading the configuration
     with pytest.raises(pgascol.ArgumentError, match="unknown collectives Bogus"):
         _core.Team.create(0, 1, {**fits, "adapt": ["Alltoall", "Bogus"]})
+
+
+def test_inline_reductions_bounded_by_what_a_member_folds():
+    """Inline, every Allreduce/Scan member folds all P inputs: once that
+    would exceed PGC_INLINE_FOLD_MAX (64 KiB) the vector is partitioned,
+    though it fits the inline slot; Reduce_scatter members fold their own
+    block only and stay inline."""
+    P = 12
+    f64, add = _core.DTYPES["float64"], _core.OPS["SUM"]
+
+    def body(team, rank):
+        results = []
+        for n in (500, 1000):        # 4000 bytes (48000 folded), 8000 (96000)
+            x = np.arange(n, dtype=np.float64) * (rank + 1)
+            y = np.zeros(n)
+            team.allreduce(x, y, n, f64, add)
+            results.append(np.array_equal(y, np.arange(n) * (P * (P + 1) // 2)))
+            team.scan(x, y, n, f64, add)
+            results.append(np.array_equal(y, np.arange(n) * ((rank + 1) * (rank + 2) // 2)))
+        x = np.arange(P * 80, dtype=np.float64) + rank     # 7680 bytes, 80 elements each
+        y = np.zeros(80)
+        team.reduce_scatter(x, y, [80] * P, f64, add, block=True)
+        results.append(np.array_equal(y, (np.arange(80) + rank * 80) * P + P * (P - 1) // 2))
+        return results, team.stats()
+
+    for o in fork_team(P, body, deadline=60.0):
+        results, stats = o.get()
+        assert all(results), results
+        assert stats["Allreduce"] == {"inline": 1, "cico": 1}, stats["Allreduce"]
+        assert stats["Scan"] == {"inline": 1, "cico": 1}, stats["Scan"]
+        assert stats["Reduce_scatter_block"] == {"inline": 1}, stats["Reduce_scatter_block"]

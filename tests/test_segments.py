@@ -125,7 +125,7 @@ def test_segment_size_respects_staging(created):
     assert sizes[1024 * 1024] - sizes[64 * 1024] == P * (1024 - 64) * 1024
     assert sizes[3 * 1024 * 1024] - sizes[1024 * 1024] == P * 2 * 1024 * 1024
     # and the control part is small: per member a few lines and
-    # PGC_RUNAHEAD (64) inline slots of inline_max bytes (512 by default)
+    # PGC_RUNAHEAD (64) inline slots of inline_max bytes (8 KiB by default)
     assert sizes[64 * 1024] - P * 64 * 1024 <= 4 * PAGE + P * (PAGE + 64 * team.config["inline_max"])
 
 

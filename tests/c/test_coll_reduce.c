@@ -640,7 +640,7 @@ static int body_cfg2(pgc_team *t, void *arg)
     (void)arg;
     run_matrix(t, K_ALLREDUCE, few_combos, NFEW, 1);
     run_matrix(t, K_SCAN, few_combos, 2, 1);
-    tcase c = {K_ALLREDUCE, 0, 0, PGC_INT64, PGC_SUM, 700 /* 5600 bytes <= inline_max, > slot */, ++case_seed};
+    tcase c = {K_ALLREDUCE, 0, 0, PGC_INT64, PGC_SUM, 1500 /* 12000 bytes <= inline_max, > slot */, ++case_seed};
     run_case(t, &c);
     test_stats(t, 100000);
     return 0;
@@ -694,7 +694,7 @@ int main(void)
     }
     for (int P = 2; P <= 3; P++) {
         pgc_config cfg = pgc_test_config();
-        cfg.inline_max = 8192;
+        cfg.inline_max = 4 * PGC_INLINE_SLOT_MAX;
         for (int i = 0; i < PGC_NCOLL; i++)
             cfg.cma_min[i] = 4096;
         int f0 = atomic_load(&check_n->fail);
