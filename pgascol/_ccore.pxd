@@ -28,6 +28,7 @@ cdef extern from "reduce_ops.h" nogil:
 
 
 cdef extern from "team.h" nogil:
+    enum: PGC_INLINE_SLOT_MAX
     ctypedef enum pgc_coll:
         PGC_COLL_BARRIER, PGC_COLL_BCAST, PGC_COLL_REDUCE, PGC_COLL_ALLREDUCE,
         PGC_COLL_GATHER, PGC_COLL_GATHERV, PGC_COLL_SCATTER, PGC_COLL_SCATTERV,

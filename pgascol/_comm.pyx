@@ -1234,15 +1234,14 @@ cdef int _reduce(_State st, object sendbuf, object recvbuf, object op, int root)
         _need(r, n, "recvbuf")
     if s is not None:
         _need(s, n, "sendbuf")
-    cdef object sobj = None if s is None else s.obj
-    cdef object robj = None if r is None else r.obj
     if not st.hier:
         st.core.c_reduce(NULL if s is None else s.ptr, NULL if r is None else r.ptr, t.count, t.code,
                          opc, root)
         st.count(O_REDUCE, P_ENGINE)
         return 1
     try:
-        _hier_reduce(st, sobj, robj, t.count, t.esize, t.code, opc, t.mpitype, op, root)
+        _hier_reduce(st, None if s is None else s.obj, None if r is None else r.obj, t.count, t.esize,
+                     t.code, opc, t.mpitype, op, root)
     except PgascolError as exc:
         _in_hierarchy(exc, O_REDUCE)
     st.count(O_REDUCE, P_HIER)
@@ -1515,12 +1514,13 @@ cdef int _alltoall(_State st, object sendbuf, object recvbuf, bint v) except -1:
     cdef _Msg r = _vector(recvbuf, True, st.size, True) if v else _simple(recvbuf, True, st.size, True)
     if r is None:
         return 0
-    cdef _Layout rlay = _Layout(st.size), slay = _Layout(st.size)
+    cdef _Layout rlay = _Layout(st.size), slay = None
     rlay.fill(r, v, "recvbuf")
     if not inplace:
         s = _vector(sendbuf, False, st.size, True) if v else _simple(sendbuf, False, st.size, True)
         if s is None:
             return 0
+        slay = _Layout(st.size)
         slay.fill(s, v, "sendbuf")
         if slay.counts[st.rank] != rlay.counts[st.rank]:
             raise ArgumentError("Alltoall%s: this rank sends %d bytes to itself but receives %d"

@@ -27,6 +27,7 @@ COLLECTIVES = ("Barrier", "Bcast", "Reduce", "Allreduce", "Gather", "Gatherv", "
                "Scatterv", "Allgather", "Allgatherv", "Alltoall", "Alltoallv", "Reduce_scatter",
                "Reduce_scatter_block", "Scan", "Exscan")
 PATHS = ("inline", "cico", "cma")
+INLINE_SLOT_MAX = PGC_INLINE_SLOT_MAX   # the cap of PGASCOL_INLINE_MAX (csrc/team.h)
 DTYPES = {pgc_dtype_name(<pgc_dtype>i).decode(): i for i in range(PGC_NDTYPES)}
 OPS = {pgc_op_name(<pgc_op>i).decode(): i for i in range(PGC_NOPS)}
 

@@ -7,6 +7,7 @@ variable. The values of the node's first rank become the team-wide values, so
 every member picks the same method for the same call."""
 import os
 
+from . import _core
 from .errors import ArgumentError
 
 KiB = 1024
@@ -253,7 +254,7 @@ def team_config(oversubscribed, env=os.environ, cpus=0, members=0):
         # CPUs the rank we wait for may need our core (shared/FACTS.md).
         "spin_ns": 0 if oversubscribed else int(_get(env, "PGASCOL_SPIN_US") * 1000),
         "yield_ns": int(_get(env, "PGASCOL_YIELD_US") * 1000),
-        "inline_max": min(_get(env, "PGASCOL_INLINE_MAX"), 8192),   # PGC_INLINE_SLOT_MAX
+        "inline_max": min(_get(env, "PGASCOL_INLINE_MAX"), _core.INLINE_SLOT_MAX),
         "staging_bytes": _get(env, "PGASCOL_STAGING_BYTES"),
         "chunk_bytes": _get(env, "PGASCOL_CHUNK_BYTES"),
         "xchg_chunk_bytes": _get(env, "PGASCOL_XCHG_CHUNK_BYTES"),
