@@ -25,6 +25,8 @@ cdef extern from "reduce_ops.h" nogil:
     const char *pgc_dtype_name(pgc_dtype t)
     const char *pgc_op_name(pgc_op op)
     int pgc_op_valid(pgc_op op, pgc_dtype t)
+    void pgc_reduce_3(pgc_simd simd, pgc_op op, pgc_dtype t, void *out, const void *a, const void *b,
+                      size_t count)
 
 
 cdef extern from "team.h" nogil:

@@ -21,6 +21,7 @@ from time import monotonic as _monotonic, sleep as _sleep
 
 cimport cython
 from libc.stdlib cimport free, malloc
+from libc.string cimport memcpy
 from cpython.buffer cimport (PyBUF_ANY_CONTIGUOUS, PyBUF_FORMAT, PyBUF_WRITABLE,
                              PyBuffer_Release, PyObject_CheckBuffer, PyObject_GetBuffer)
 from cpython.list cimport PyList_Check
@@ -756,6 +757,14 @@ cdef class _Layout:
             self.counts[i] = counts[i]
         return 0
 
+    cdef bint consecutive(self):
+        """Every block starts where the one of the rank before ends."""
+        cdef Py_ssize_t i
+        for i in range(1, self.n):
+            if self.displs[i] != self.displs[i - 1] + self.counts[i - 1]:
+                return False
+        return True
+
     cdef list count_list(self):
         return [self.counts[i] for i in range(self.n)]
 
@@ -847,6 +856,15 @@ cdef enum:
 # 256 KiB-16 MiB for a 16 MiB Allreduce on 2 virtual nodes.
 cdef Py_ssize_t _SEGMENT = 1 << 20
 
+# Hierarchical Allreduce of vectors up to this many bytes: node reduce, one
+# leaders' allreduce per node, node broadcast, instead of the partitioned
+# pipeline (node reduce-scatter, every local rank's own allreduce, node
+# allgather) that spreads large vectors over all local ranks. 2 virtual
+# nodes of 2 (pgascol-bench, one job each way): 16 KiB 116 against 361 us,
+# 64 KiB 135 against 455 us; 256 KiB-1 MiB the partitioned one ahead
+# (docs/PERFORMANCE.md, twenty-first session).
+cdef Py_ssize_t _HIER_ROOTED_MAX = 64 << 10
+
 
 def _u8(obj):
     """A writable-if-possible flat uint8 numpy view of a contiguous buffer."""
@@ -863,6 +881,7 @@ cdef class _State:
     cdef public double timeout
     cdef public Py_ssize_t cold_min  # a hierarchical Allreduce of this many bytes outgrows the cache
     cdef public int rank, size, lrank, lsize, nnodes, nidx
+    cdef public int mpi_spin    # polls of an inter-node leg before it yields (_mpi_wait)
     cdef public bint hier, equal, debug
     cdef public list node_of, local_of, members, node_total_cache
     cdef list scratch_bufs      # pre-faulted work areas of the hierarchical legs
@@ -878,12 +897,18 @@ cdef class _State:
         # The node's share of the cache per member (PGASCOL_RECV_STREAM_MIN;
         # 0: never), the block size from which the engine streams receives.
         self.cold_min = cfg["recv_stream_min"]
+        # Ranks outnumber CPUs (the engine then never spins either): polling
+        # MPI holds a CPU the peer it waits for may need, so yield at once.
+        # 2 virtual nodes of 2, small Allreduce/Allgather/Scan, three
+        # alternating jobs each: 8 B Allreduce 1.06-1.16 of MPICH, against
+        # 1.18-5.03 after 256 polls (docs/PERFORMANCE.md, twenty-first session).
+        self.mpi_spin = 256 if cfg["spin_ns"] else 0
         self.rank, self.size = comm.Get_rank(), comm.Get_size()
         self.lrank, self.lsize = t.local_rank, t.local_size
         self.nidx, self.nnodes = t.node_index, t.num_nodes
         self.ncomm = t.node_comm
         self.hier = self.nnodes > 1
-        self.scratch_bufs = [None, None]
+        self.scratch_bufs = [None, None, None]
         self.xcomm = self.pcomm = None
         if self.hier:
             placement = comm.allgather((self.nidx, self.lrank))
@@ -914,7 +939,7 @@ cdef class _State:
             self.log("%s -> %s" % (_OPNAMES[op], _PATHNAMES[path]))
 
     cdef object scratch(self, int which, Py_ssize_t nbytes):
-        """Work area `which` (0 or 1) of at least nbytes, kept between calls:
+        """Work area `which` (0, 1 or 2) of at least nbytes, kept between calls:
         a fresh np.empty of megabytes costs a page fault per 4 KiB on every
         call."""
         buf = self.scratch_bufs[which]
@@ -959,8 +984,9 @@ cdef int _mpi_wait(_State st, object reqs, str what) except -1:
     waits are: PGASCOL_TIMEOUT, and the node team's health (a local member
     that gave up or died ends the wait too). Otherwise a rank whose peers on
     other nodes failed before their MPI call would block forever. Testall
-    drives MPI's progress; after a short spin it yields (an oversubscribed
-    node keeps its CPUs for the ranks that do the work), and sleeps 100 us
+    drives MPI's progress; after a short spin (none when ranks outnumber
+    CPUs: st.mpi_spin) it yields (an oversubscribed node keeps its CPUs for
+    the ranks that do the work), and sleeps 100 us
     between polls only once the wait has lasted _MPI_YIELD_S. On
     timeout the node team is aborted: the pending MPI operation can never be
     matched reliably, so the communicator is not used again."""
@@ -970,7 +996,7 @@ cdef int _mpi_wait(_State st, object reqs, str what) except -1:
     cdef int polls = 0
     while not _Testall(reqs):
         polls += 1
-        if polls < 256:
+        if polls < st.mpi_spin:
             continue
         now = _monotonic()
         if now >= check:
@@ -1066,29 +1092,29 @@ cdef int _bcast(_State st, object buf, int root) except -1:
         _done(st, O_BCAST, P_ENGINE, m, None)
         return 1
     try:
-        _hier_bcast(st, m.obj, n, root)
+        _hier_bcast(st, m, n, root)
     except PgascolError as exc:
         _in_hierarchy(exc, O_BCAST)
     _done(st, O_BCAST, P_HIER, m, None)
     return 1
 
 
-cdef int _hier_bcast(_State st, object obj, Py_ssize_t n, int root) except -1:
+cdef int _hier_bcast(_State st, _Msg m, Py_ssize_t n, int root) except -1:
     """Root's node first (if the root is not its leader), then the leaders
     (MPI), then every other node from its leader; large messages in segments
     so the leaders' transfer of segment i overlaps the node copy of i-1."""
     cdef int rn = st.node_of[root], rl = st.local_of[root]
-    core = st.core
+    cdef Team core = st.core
     if st.nidx == rn and rl != 0:
-        core.bcast(obj, n, rl)
+        core.c_bcast(m.ptr, n, rl)
     cdef bint node_phase = st.nidx != rn or rl == 0
     if n <= _SEGMENT:      # the same choice on every leader: it depends on n only
         if st.lrank == 0:
-            _mpi_wait(st, [st.xcomm.Ibcast([obj, n, _BYTE], root=rn)], "Bcast")
+            _mpi_wait(st, [st.xcomm.Ibcast([m.obj, n, _BYTE], root=rn)], "Bcast")
         if node_phase:
-            core.bcast(obj, n, 0)
+            core.c_bcast(m.ptr, n, 0)
         return 0
-    mv = _u8(obj)
+    mv = _u8(m.obj)
     cdef Py_ssize_t off = 0, prev = -1, plen = 0, seg
     req = None
     while off < n or prev >= 0:
@@ -1096,7 +1122,7 @@ cdef int _hier_bcast(_State st, object obj, Py_ssize_t n, int root) except -1:
         if st.lrank == 0 and seg:
             req = [st.xcomm.Ibcast([mv[off:off + seg], seg, _BYTE], root=rn)]
         if prev >= 0 and node_phase:
-            core.bcast(mv[prev:prev + plen], plen, 0)
+            core.c_bcast(m.ptr + prev, plen, 0)
         if req is not None:
             _mpi_wait(st, req, "Bcast")
             req = None
@@ -1133,16 +1159,17 @@ cdef int _allreduce(_State st, object sendbuf, object recvbuf, object op) except
         st.count(O_ALLREDUCE, P_ENGINE)
         return 1
     try:
-        _hier_allreduce(st, None if inplace else s.obj, r.obj, r.count, r.esize, r.code, opc,
-                        r.mpitype, op)
+        _hier_allreduce(st, None if inplace else s.obj, r.obj, NULL if inplace else s.ptr, r.ptr,
+                        r.count, r.esize, r.code, opc, r.mpitype, op)
     except PgascolError as exc:
         _in_hierarchy(exc, O_ALLREDUCE)
     st.count(O_ALLREDUCE, P_HIER)
     return 1
 
 
-cdef int _hier_allreduce(_State st, object sobj, object robj, Py_ssize_t count, Py_ssize_t esize,
-                         int code, int opc, object mpitype, object op) except -1:
+cdef int _hier_allreduce(_State st, object sobj, object robj, const char *sptr, char *rptr,
+                         Py_ssize_t count, Py_ssize_t esize, int code, int opc, object mpitype,
+                         object op) except -1:
     """Equal nodes (HierKNEM's and PGASCol's scheme), segment by segment:
     node reduce-scatter on the engine, then every local rank allreduces its
     own block across nodes on its own inter-node communicator (all local
@@ -1156,12 +1183,14 @@ cdef int _hier_allreduce(_State st, object sobj, object robj, Py_ssize_t count, 
     only to overwrite it (2 virtual nodes of 2, 16 MiB: the allgather
     phase 3.1-5.0 ms instead of 4.3-5.3; docs/PERFORMANCE.md, nineteenth
     session).
-    Unequal nodes: node reduce to the leader, leaders' allreduce, node
-    broadcast."""
-    core = st.core
+    Vectors up to _HIER_ROOTED_MAX, and unequal nodes: node reduce to the
+    leader, leaders' allreduce, node broadcast (one MPI call per node: the
+    latency of a small vector is in its steps, not its bytes).
+    sobj None / sptr NULL: in place (the data in robj)."""
+    cdef Team core = st.core
     cdef Py_ssize_t L = st.lsize, l = st.lrank, seg, first = 0, n, mine, off, i, k = 0
     cdef bint inplace = sobj is None, cold = 0 < st.cold_min <= count * esize
-    if st.equal:
+    if st.equal and count * esize > _HIER_ROOTED_MAX:
         out = _u8(robj)
         src = out if inplace else _u8(sobj)
         seg = max(L, _SEGMENT // esize)
@@ -1194,11 +1223,11 @@ cdef int _hier_allreduce(_State st, object sobj, object robj, Py_ssize_t count, 
             pending = nxt
         return 0
     if st.lrank == 0:
-        core.reduce(sobj, robj, count, code, opc, 0)
+        core.c_reduce(sptr, rptr, count, code, opc, 0)
         _mpi_wait(st, [st.xcomm.Iallreduce(_IN_PLACE, [robj, count, mpitype], op)], "Allreduce")
     else:
-        core.reduce(robj if sobj is None else sobj, None, count, code, opc, 0)
-    core.bcast(robj, count * esize, 0)
+        core.c_reduce(rptr if sptr == NULL else sptr, NULL, count, code, opc, 0)
+    core.c_bcast(rptr, count * esize, 0)
     return 0
 
 
@@ -1240,36 +1269,38 @@ cdef int _reduce(_State st, object sendbuf, object recvbuf, object op, int root)
         st.count(O_REDUCE, P_ENGINE)
         return 1
     try:
-        _hier_reduce(st, None if s is None else s.obj, None if r is None else r.obj, t.count, t.esize,
-                     t.code, opc, t.mpitype, op, root)
+        _hier_reduce(st, s, r, t, opc, op, root)
     except PgascolError as exc:
         _in_hierarchy(exc, O_REDUCE)
     st.count(O_REDUCE, P_HIER)
     return 1
 
 
-cdef int _hier_reduce(_State st, object sobj, object robj, Py_ssize_t count, Py_ssize_t esize,
-                      int code, int opc, object mpitype, object op, int root) except -1:
-    core = st.core
+cdef int _hier_reduce(_State st, _Msg s, _Msg r, _Msg t, int opc, object op, int root) except -1:
+    """Node reduce to the leader, leaders' Reduce to the root's node (MPI),
+    then to the root if it does not lead its node. s None: in place at the
+    root; r: the root's; t: the message that tells count and type."""
+    cdef Team core = st.core
     cdef int rn = st.node_of[root], rl = st.local_of[root]
-    cdef Py_ssize_t n = count * esize
+    cdef Py_ssize_t count = t.count, n = count * t.esize
     cdef bint at_root = st.rank == root
-    acc = None
+    cdef char *accp
     if st.lrank == 0:
-        acc = robj if (at_root) else np.empty(n, np.uint8)
-        # in place at a root that leads its node: the data is already in robj
-        core.reduce(sobj, acc, count, code, opc, 0)
+        acc = r.obj if at_root else st.scratch(0, n)
+        accp = r.ptr if at_root else <char *>cnp.PyArray_DATA(acc)
+        # in place at a root that leads its node: the data is already in r
+        core.c_reduce(NULL if s is None else s.ptr, accp, count, t.code, opc, 0)
         if st.nidx == rn:
-            req = st.xcomm.Ireduce(_IN_PLACE, [acc, count, mpitype], op, root=rn)
+            req = st.xcomm.Ireduce(_IN_PLACE, [acc, count, t.mpitype], op, root=rn)
         else:
-            req = st.xcomm.Ireduce([acc, count, mpitype], None, op, root=rn)
+            req = st.xcomm.Ireduce([acc, count, t.mpitype], None, op, root=rn)
         _mpi_wait(st, [req], "Reduce")
         if st.nidx == rn and rl != 0:
             _mpi_wait(st, [st.ncomm.Isend([acc, n, _BYTE], dest=rl, tag=TAG_REDUCE)], "Reduce")
     else:
-        core.reduce(robj if sobj is None else sobj, None, count, code, opc, 0)
+        core.c_reduce(r.ptr if s is None else s.ptr, NULL, count, t.code, opc, 0)
         if at_root:
-            _mpi_wait(st, [st.ncomm.Irecv([robj, n, _BYTE], source=0, tag=TAG_REDUCE)], "Reduce")
+            _mpi_wait(st, [st.ncomm.Irecv([r.obj, n, _BYTE], source=0, tag=TAG_REDUCE)], "Reduce")
     return 0
 
 
@@ -1306,62 +1337,104 @@ cdef int _gather(_State st, object sendbuf, object recvbuf, int root, bint v) ex
         _done(st, opi, P_ENGINE, s, r)
         return 1
     try:
-        _hier_gather(st, None if s is None else s.obj, sb, None if r is None else r.obj,
-                     lay.count_list() if at_root else None, lay.displ_list() if at_root else None,
-                     root, v)
+        _hier_gather(st, s, sb, r, lay, root, v)
     except PgascolError as exc:
         _in_hierarchy(exc, opi)
     _done(st, opi, P_HIER, s, r)
     return 1
 
 
-cdef list _node_sizes(_State st, Py_ssize_t mine, bint v):
-    """Byte counts of my node's members (local rank order), known to the
-    leader: equal for fixed-size forms, exchanged on the engine for v forms."""
-    if not v:
-        return [mine] * st.lsize
-    arr = np.array([mine], np.int64)
-    out = np.zeros(st.lsize, np.int64) if st.lrank == 0 else None
-    st.core.gather(arr, 8, out, [8] * st.lsize if st.lrank == 0 else None, None, 0, False)
-    return None if out is None else [int(x) for x in out]
+cdef _Layout _node_sizes(_State st, Py_ssize_t mine, bint v):
+    """Byte counts of my node's members (local rank order) one after
+    another, known to the leader (None elsewhere): equal for fixed-size
+    forms, exchanged on the engine for v forms."""
+    cdef _Layout ml = _Layout(st.lsize) if st.lrank == 0 else None
+    cdef Py_ssize_t i
+    if v:
+        arr = np.array([mine], np.int64)
+        out = np.zeros(st.lsize, np.int64) if ml is not None else None
+        st.core.gather(arr, 8, out, [8] * st.lsize if ml is not None else None, None, 0, False)
+    if ml is not None:
+        for i in range(st.lsize):
+            ml.counts[i] = out[i] if v else mine
+            ml.displs[i] = 0 if i == 0 else ml.displs[i - 1] + ml.counts[i - 1]
+    return ml
 
 
-cdef int _hier_gather(_State st, object sobj, Py_ssize_t sb, object robj, list bcounts, list bdispls,
-                      int root, bint v) except -1:
-    core = st.core
+cdef _Layout _members_layout(_State st, _Layout lay, int node):
+    """The blocks of `node`'s members (local rank order) out of the
+    communicator-wide layout."""
+    mem = st.members[node]
+    cdef _Layout ml = _Layout(len(mem))
+    cdef Py_ssize_t i = 0
+    for q in mem:
+        ml.counts[i] = lay.counts[<int>q]
+        ml.displs[i] = lay.displs[<int>q]
+        i += 1
+    return ml
+
+
+cdef Py_ssize_t _node_bytes(_State st, _Layout lay, int node):
+    cdef Py_ssize_t tot = 0
+    for q in st.members[node]:
+        tot += lay.counts[<int>q]
+    return tot
+
+
+cdef int _hier_gather(_State st, _Msg s, Py_ssize_t sb, _Msg r, _Layout lay, int root,
+                      bint v) except -1:
+    """Every other node gathers its blocks at its leader, which sends them
+    to the root in one message (pcomm); the root's node gathers on the
+    engine meanwhile. With nodes of consecutive ranks and blocks one after
+    another (the usual case) a node's message lands straight at its place
+    in the root's buffer; otherwise the root places each block. s None: in
+    place at the root."""
+    cdef Team core = st.core
     cdef int rn = st.node_of[root], rl = st.local_of[root], n
-    cdef Py_ssize_t off
+    cdef Py_ssize_t off, tot
+    cdef _Layout ml
     if st.nidx == rn:
-        mem = st.members[rn]
-        if st.rank == root:
-            core.gather(sobj, sb, robj, [bcounts[r] for r in mem], [bdispls[r] for r in mem], rl, True)
-            reqs, bufs = [], []
-            for n in range(st.nnodes):
-                if n == rn:
-                    continue
-                tot = sum(bcounts[r] for r in st.members[n])
+        if st.rank != root:
+            core.c_gather(True, s.ptr, sb, NULL, NULL, NULL, rl)
+            return 0
+        in_order = _block_placement(st) and lay.consecutive()
+        dst = _u8(r.obj)
+        reqs, bufs = [], []
+        for n in range(st.nnodes):
+            if n == rn:
+                continue
+            tot = _node_bytes(st, lay, n)
+            first = st.members[n][0]
+            if in_order:
+                b = dst[lay.displs[first]:lay.displs[first] + tot]
+            else:
                 b = np.empty(tot, np.uint8)
                 bufs.append((n, b))
-                reqs.append(st.pcomm.Irecv([b, tot, _BYTE], source=st.members[n][0], tag=TAG_GATHER))
+            reqs.append(st.pcomm.Irecv([b, tot, _BYTE], source=first, tag=TAG_GATHER))
+        ml = _members_layout(st, lay, rn)
+        try:
+            core.c_gather(True, NULL if s is None else s.ptr, sb, r.ptr, ml.counts, ml.displs, rl)
+        except BaseException:
+            for req in reqs:        # no receive may stay posted into this call's buffers
+                req.Cancel()
             _mpi_wait(st, reqs, "Gather")
-            dst = _u8(robj)
-            for n, b in bufs:
-                off = 0
-                for r in st.members[n]:
-                    c = bcounts[r]
-                    dst[bdispls[r]:bdispls[r] + c] = b[off:off + c]
-                    off += c
-        else:
-            core.gather(sobj, sb, None, None, None, rl, True)
+            raise
+        _mpi_wait(st, reqs, "Gather")
+        for n, b in bufs:
+            off = 0
+            for q in st.members[n]:
+                tot = lay.counts[<int>q]
+                dst[lay.displs[<int>q]:lay.displs[<int>q] + tot] = b[off:off + tot]
+                off += tot
         return 0
-    sizes = _node_sizes(st, sb, v)
-    if st.lrank == 0:
-        tot = sum(sizes)
-        b = np.empty(tot, np.uint8)
-        core.gather(sobj, sb, b, sizes, None, 0, True)
-        _mpi_wait(st, [st.pcomm.Isend([b, tot, _BYTE], dest=root, tag=TAG_GATHER)], "Gather")
-    else:
-        core.gather(sobj, sb, None, None, None, 0, True)
+    ml = _node_sizes(st, sb, v)
+    if ml is None:
+        core.c_gather(True, s.ptr, sb, NULL, NULL, NULL, 0)
+        return 0
+    tot = ml.displs[st.lsize - 1] + ml.counts[st.lsize - 1]
+    b = st.scratch(0, tot)
+    core.c_gather(True, s.ptr, sb, <char *>cnp.PyArray_DATA(b), ml.counts, ml.displs, 0)
+    _mpi_wait(st, [st.pcomm.Isend([b, tot, _BYTE], dest=root, tag=TAG_GATHER)], "Gather")
     return 0
 
 
@@ -1396,44 +1469,56 @@ cdef int _scatter(_State st, object sendbuf, object recvbuf, int root, bint v) e
         _done(st, opi, P_ENGINE, s, r)
         return 1
     try:
-        _hier_scatter(st, None if s is None else s.obj, lay.count_list() if at_root else None,
-                      lay.displ_list() if at_root else None, None if r is None else r.obj, rb, root, v)
+        _hier_scatter(st, s, lay, r, rb, root, v)
     except PgascolError as exc:
         _in_hierarchy(exc, opi)
     _done(st, opi, P_HIER, s, r)
     return 1
 
 
-cdef int _hier_scatter(_State st, object sobj, list bcounts, list bdispls, object robj, Py_ssize_t rb,
-                       int root, bint v) except -1:
-    core = st.core
+cdef int _hier_scatter(_State st, _Msg s, _Layout lay, _Msg r, Py_ssize_t rb, int root,
+                       bint v) except -1:
+    """Gather's mirror: the root sends every other node its members' blocks
+    in one message (pcomm; with nodes of consecutive ranks and blocks one
+    after another, straight out of the send buffer), its leader scatters
+    them on the engine; the root's node scatters from the root meanwhile.
+    r None: in place at the root."""
+    cdef Team core = st.core
     cdef int rn = st.node_of[root], rl = st.local_of[root], n
-    cdef Py_ssize_t off
+    cdef Py_ssize_t tot
+    cdef _Layout ml
+    cdef char *rptr = NULL if r is None else r.ptr
     if st.nidx == rn:
-        mem = st.members[rn]
-        if st.rank == root:
-            src = _u8(sobj)
-            reqs, keep = [], []
-            for n in range(st.nnodes):
-                if n == rn:
-                    continue
-                parts = [src[bdispls[r]:bdispls[r] + bcounts[r]] for r in st.members[n]]
+        if st.rank != root:
+            core.c_scatter(True, NULL, NULL, NULL, rptr, rb, rl)
+            return 0
+        in_order = _block_placement(st) and lay.consecutive()
+        src = _u8(s.obj)
+        reqs = []
+        for n in range(st.nnodes):
+            if n == rn:
+                continue
+            tot = _node_bytes(st, lay, n)
+            first = st.members[n][0]
+            if in_order:
+                b = src[lay.displs[first]:lay.displs[first] + tot]
+            else:
+                parts = [src[lay.displs[<int>q]:lay.displs[<int>q] + lay.counts[<int>q]]
+                         for q in st.members[n]]
                 b = np.concatenate(parts) if parts else np.empty(0, np.uint8)
-                keep.append(b)
-                reqs.append(st.pcomm.Isend([b, b.size, _BYTE], dest=st.members[n][0], tag=TAG_SCATTER))
-            core.scatter(sobj, [bcounts[r] for r in mem], [bdispls[r] for r in mem], robj, rb, rl, True)
-            _mpi_wait(st, reqs, "Scatter")
-        else:
-            core.scatter(None, None, None, robj, rb, rl, True)
+            reqs.append(st.pcomm.Isend([b, tot, _BYTE], dest=first, tag=TAG_SCATTER))
+        ml = _members_layout(st, lay, rn)
+        core.c_scatter(True, s.ptr, ml.counts, ml.displs, rptr, rb, rl)
+        _mpi_wait(st, reqs, "Scatter")
         return 0
-    sizes = _node_sizes(st, rb, v)
-    if st.lrank == 0:
-        tot = sum(sizes)
-        b = np.empty(tot, np.uint8)
-        _mpi_wait(st, [st.pcomm.Irecv([b, tot, _BYTE], source=root, tag=TAG_SCATTER)], "Scatter")
-        core.scatter(b, sizes, None, robj, rb, 0, True)
-    else:
-        core.scatter(None, None, None, robj, rb, 0, True)
+    ml = _node_sizes(st, rb, v)
+    if ml is None:
+        core.c_scatter(True, NULL, NULL, NULL, rptr, rb, 0)
+        return 0
+    tot = ml.displs[st.lsize - 1] + ml.counts[st.lsize - 1]
+    b = st.scratch(0, tot)
+    _mpi_wait(st, [st.pcomm.Irecv([b, tot, _BYTE], source=root, tag=TAG_SCATTER)], "Scatter")
+    core.c_scatter(True, <char *>cnp.PyArray_DATA(b), ml.counts, ml.displs, rptr, rb, 0)
     return 0
 
 
@@ -1464,17 +1549,49 @@ cdef int _allgather(_State st, object sendbuf, object recvbuf, bint v) except -1
         st.core.c_allgather(v, NULL if inplace else s.ptr, sb, r.ptr, lay.counts, lay.displs, False)
         _done(st, opi, P_ENGINE, s, r)
         return 1
-    bcounts, bdispls = lay.count_list(), lay.displ_list()
-    if inplace:
-        sobj = _u8(r.obj)[bdispls[st.rank]:bdispls[st.rank] + sb]
-    else:
-        sobj = s.obj
     try:
-        _hier_allgather(st, sobj, sb, r.obj, bcounts, bdispls)
+        if _block_placement(st) and lay.consecutive():
+            _hier_allgather_in_order(st, NULL if inplace else s.ptr, sb, r, lay)
+        else:
+            bcounts, bdispls = lay.count_list(), lay.displ_list()
+            sobj = _u8(r.obj)[bdispls[st.rank]:bdispls[st.rank] + sb] if inplace else s.obj
+            _hier_allgather(st, sobj, sb, r.obj, bcounts, bdispls)
     except PgascolError as exc:
         _in_hierarchy(exc, opi)
     _done(st, opi, P_HIER, s, r)
     return 1
+
+
+cdef int _hier_allgather_in_order(_State st, const char *sptr, Py_ssize_t sb, _Msg r,
+                                  _Layout lay) except -1:
+    """Nodes of consecutive ranks in rank order, blocks one after another in
+    rank order (the usual case): every node's blocks already lie together
+    in the receive buffer, so the node gathers straight into the leader's
+    receive buffer, the leaders allgather their nodes' stretches in place
+    (MPI), and the node broadcasts the whole; no scratch, no reordering.
+    sptr NULL: in place (my block at its place in r)."""
+    cdef Team core = st.core
+    cdef int first = st.members[st.nidx][0], nn
+    cdef bint lead = st.lrank == 0
+    cdef size_t start = lay.displs[0], total = lay.displs[st.size - 1] + lay.counts[st.size - 1] - start
+    if sptr == NULL and not lead:
+        sptr = r.ptr + lay.displs[st.rank]
+    core.c_gather(True, sptr, sb, r.ptr if lead else NULL, lay.counts + first if lead else NULL,
+                  lay.displs + first if lead else NULL, 0)
+    if lead:
+        node_tot, offs = [], []
+        for m in st.members:
+            nn = m[0]
+            offs.append(lay.displs[nn] - start)
+            node_tot.append(lay.displs[nn + len(m) - 1] + lay.counts[nn + len(m) - 1] - lay.displs[nn])
+        whole = _u8(r.obj)[start:start + total]
+        if node_tot.count(node_tot[0]) == st.nnodes:    # MPI's Allgather costs less than its v-form
+            req = st.xcomm.Iallgather(_IN_PLACE, [whole, node_tot[0], _BYTE])
+        else:
+            req = st.xcomm.Iallgatherv(_IN_PLACE, [whole, (node_tot, offs), _BYTE])
+        _mpi_wait(st, [req], "Allgather")
+    core.c_bcast(r.ptr + start, total, 0)
+    return 0
 
 
 cdef int _hier_allgather(_State st, object sobj, Py_ssize_t sb, object robj, list bcounts,
@@ -1662,7 +1779,8 @@ cdef int _reduce_scatter(_State st, object sendbuf, object recvbuf, object recvc
     cdef Py_ssize_t esize = r.esize, start = sum(counts[:st.rank]) * esize, mine = counts[st.rank] * esize
     tmp = np.empty(total * esize, np.uint8)
     try:
-        _hier_allreduce(st, r.obj if inplace else s.obj, tmp, total, esize, r.code, opc, r.mpitype, op)
+        _hier_allreduce(st, r.obj if inplace else s.obj, tmp, r.ptr if inplace else s.ptr,
+                        <char *>cnp.PyArray_DATA(tmp), total, esize, r.code, opc, r.mpitype, op)
     except PgascolError as exc:
         _in_hierarchy(exc, opi)
     _u8(r.obj)[:mine] = tmp[start:start + mine]
@@ -1695,8 +1813,7 @@ cdef int _scan(_State st, object sendbuf, object recvbuf, object op, bint ex) ex
         _need(s, n, "sendbuf")
     if st.hier:
         try:
-            _hier_scan(st, None if inplace else s.obj, r.obj, r.count, r.esize, r.code, opc,
-                       r.mpitype, op, ex)
+            _hier_scan(st, s, r, opc, op, ex)
         except PgascolError as exc:
             _in_hierarchy(exc, O_EXSCAN if ex else O_SCAN)
         st.count(O_EXSCAN if ex else O_SCAN, P_HIER)
@@ -1733,53 +1850,56 @@ cdef bint _block_placement(_State st) except -1:
     return ok
 
 
-cdef int _hier_scan(_State st, object sobj, object robj, Py_ssize_t count, Py_ssize_t esize, int code,
-                    int opc, object mpitype, object op, bint ex) except -1:
+cdef int _hier_scan(_State st, _Msg s, _Msg r, int opc, object op, bint ex) except -1:
     """Scan/Exscan over nodes of consecutive ranks in rank order (see
     _block_placement): the node's own (ex)scan on the engine; the Exscan of
     the node totals across nodes (MPI, on an xcomm, whose rank is the node
     index) by the holder of the total: with equal nodes the last local rank
     of every node, otherwise the leaders after a node broadcast of the total;
     the node broadcast of that prefix from the holder; locally prefix op own
-    part (lower ranks on the left). Exscan leaves rank 0's buffer untouched."""
-    core = st.core
-    cdef Py_ssize_t n = count * esize
-    cdef int last = st.lsize - 1
+    part (lower ranks on the left). Exscan leaves rank 0's buffer untouched.
+    s None: in place."""
+    cdef Team core = st.core
+    cdef Py_ssize_t count = r.count, n = count * r.esize
+    cdef int code = r.code, last = st.lsize - 1
     cdef int holder = last if st.equal else 0
-    tot = np.empty(n, np.uint8)
-    pre = np.empty(n, np.uint8)
+    tot, pre = st.scratch(0, n), st.scratch(1, n)
+    cdef char *totp = <char *>cnp.PyArray_DATA(tot)
+    cdef char *prep = <char *>cnp.PyArray_DATA(pre)
+    cdef char *part = r.ptr
+    cdef const char *x
     if not ex:
-        core.scan(sobj, robj, count, code, opc)        # robj: my node's members up to me
+        core.c_elementwise(1, NULL if s is None else s.ptr, r.ptr, count, code, opc)  # my node up to me
         if st.lrank == last:
-            tot[:] = _u8(robj)[:n]
-        part = robj
+            memcpy(totp, r.ptr, n)
     else:
-        x = robj if sobj is None else sobj
-        part = np.empty(n, np.uint8)
-        core.exscan(x, part, count, code, opc)          # my node's members before me (not at lrank 0)
+        x = r.ptr if s is None else s.ptr
+        part = <char *>cnp.PyArray_DATA(st.scratch(2, n))
+        core.c_elementwise(2, x, part, count, code, opc)   # my node's members before me (not at lrank 0)
         if st.lrank == last:
-            tot[:] = _u8(x)[:n]
             if last > 0:
-                op.Reduce_local([part, count, mpitype], [tot, count, mpitype])
+                core.c_fold(totp, part, x, count, code, opc)
+            else:
+                memcpy(totp, x, n)
     if holder != last:
-        core.bcast(tot, n, last)
+        core.c_bcast(totp, n, last)
     if st.lrank == holder:
-        _mpi_wait(st, [st.xcomm.Iexscan([tot, count, mpitype], [pre, count, mpitype], op)],
+        _mpi_wait(st, [st.xcomm.Iexscan([tot, count, r.mpitype], [pre, count, r.mpitype], op)],
                   "Exscan" if ex else "Scan")
     if st.nidx > 0:
-        core.bcast(pre, n, holder)
+        core.c_bcast(prep, n, holder)
     if not ex:
         if st.nidx > 0:
-            op.Reduce_local([pre, count, mpitype], [robj, count, mpitype])
+            core.c_fold(r.ptr, prep, r.ptr, count, code, opc)
         return 0
     if st.nidx > 0:
         if st.lrank > 0:
-            op.Reduce_local([pre, count, mpitype], [part, count, mpitype])
+            core.c_fold(part, prep, part, count, code, opc)
         else:
-            part = pre
+            part = prep
     elif st.lrank == 0:
         return 0        # rank 0: undefined in MPI, the buffer stays as it was
-    _u8(robj)[:n] = part
+    memcpy(r.ptr, part, n)
     return 0
 
 

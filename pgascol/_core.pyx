@@ -520,6 +520,14 @@ cdef class Team:
     # The c_ methods are what pgascol.Comm calls (no Python call in between);
     # the def methods are the same for Python callers.
 
+    cdef int c_fold(self, char *out, const char *a, const char *b, size_t count, int dtype, int op) except -1:
+        """out = a (op) b elementwise, on this member alone, with the team's
+        kernels (a: the lower ranks' part); out may be a or b, never a part of either."""
+        cdef pgc_team *t = self._use()
+        self._vector_bytes(count, dtype, op)
+        pgc_reduce_3(t.simd, <pgc_op>op, <pgc_dtype>dtype, out, a, b, count)
+        return 0
+
     cdef int c_barrier(self) except -1:
         cdef pgc_team *t = self._begin(0)
         return self._end(pgc_barrier(t))

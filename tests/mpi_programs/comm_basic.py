@@ -273,10 +273,10 @@ def test_gather_scatter_every_root():
             same(a, b, ("Gather/Scatter", n, root))
 
 
-def test_gatherv_scatterv_uneven_with_gaps():
-    for scale in (1, 3000):
+def test_gatherv_scatterv_uneven_with_and_without_gaps():
+    for scale, gap in ((1, 2), (3000, 2), (3000, 0)):
         counts = [((r * 5 + 1) % 4) * scale for r in range(P)]
-        displs = [sum(counts[:r]) + 2 * r for r in range(P)]
+        displs = [sum(counts[:r]) + gap * r for r in range(P)]
         total = displs[-1] + counts[-1] + 3
         for root in range(P):
             def f(c):
@@ -289,7 +289,7 @@ def test_gatherv_scatterv_uneven_with_gaps():
                            [out, counts[ME], MPI.SHORT], root)
                 return np.concatenate([r if ME == root else np.zeros(0, np.int16), out])
             a, b = both(f)
-            same(a, b, ("Gatherv/Scatterv", scale, root))
+            same(a, b, ("Gatherv/Scatterv", scale, gap, root))
 
 
 def test_allgather_alltoall_and_v():
@@ -310,10 +310,16 @@ def test_allgather_alltoall_and_v():
     counts = [(r % 3) * 11 + 1 for r in range(P)]
     displs = [sum(counts[:r]) + r for r in range(P)]
     total = displs[-1] + counts[-1] + 1
+    tight = [sum(counts[:r]) for r in range(P)]       # blocks one after another (hierarchy: in order)
 
     def g(c):
         r = np.full(total, -1.0)
         c.Allgatherv(data(ME, counts[ME]), [r, (counts, displs), MPI.DOUBLE])
+        t = np.full(sum(counts) + 1, -1.0)
+        c.Allgatherv(data(ME, counts[ME]), [t, (counts, tight), MPI.DOUBLE])
+        ti = np.full(sum(counts), -1.0)
+        ti[tight[ME]:tight[ME] + counts[ME]] = data(ME, counts[ME])
+        c.Allgatherv(MPI.IN_PLACE, [ti, (counts, tight), MPI.DOUBLE])
         sc = [(ME + j) % 3 + 1 for j in range(P)]
         rc = [(j + ME) % 3 + 1 for j in range(P)]
         sd = [sum(sc[:j]) for j in range(P)]
@@ -321,7 +327,7 @@ def test_allgather_alltoall_and_v():
         sbuf = np.arange(sum(sc), dtype=np.float64) + 100 * ME
         rbuf = np.full(rd[-1] + rc[-1] + 1, -1.0)
         c.Alltoallv([sbuf, (sc, sd), MPI.DOUBLE], [rbuf, (rc, rd), MPI.DOUBLE])
-        return np.concatenate([r, rbuf])
+        return np.concatenate([r, t, ti, rbuf])
     a, b = both(g)
     same(a, b, "Allgatherv/Alltoallv")
 
