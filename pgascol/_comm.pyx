@@ -1651,9 +1651,7 @@ cdef int _alltoall(_State st, object sendbuf, object recvbuf, bint v) except -1:
         _done(st, opi, P_ENGINE, s, r)
         return 1
     try:
-        _hier_alltoall(st, None if inplace else s.obj, None if inplace else slay.count_list(),
-                       None if inplace else slay.displ_list(), r.obj, rlay.count_list(),
-                       rlay.displ_list(), v)
+        _hier_alltoall(st, s, slay, r, rlay, v)
     except PgascolError as exc:
         _in_hierarchy(exc, opi)
     _done(st, opi, P_HIER, s, r)
@@ -1664,58 +1662,56 @@ cdef int _alltoall(_State st, object sendbuf, object recvbuf, bint v) except -1:
 cdef int _TAG_ALLTOALL = 21
 
 
-cdef int _hier_alltoall(_State st, object sobj, list scounts, list sdispls, object robj, list rcounts,
-                        list rdispls, bint v) except -1:
+cdef int _hier_alltoall(_State st, _Msg s, _Layout slay, _Msg r, _Layout rlay, bint v) except -1:
     """Blocks between members of my node through the engine (an Alltoallv
     over the node restricted to the members' counts and displacements), the
     blocks to and from every other rank by MPI point-to-point on pcomm, posted
     before the engine part and completed after it. Every block goes straight
     between the two ranks' buffers at their own offsets, so rank order holds
-    whatever the placement of ranks on nodes. In place (sobj None) the blocks
+    whatever the placement of ranks on nodes. In place (s None) the blocks
     for remote ranks are copied out of recvbuf before anything is received."""
-    core = st.core
+    cdef Team core = st.core
     pcomm = st.pcomm
     node_of = st.node_of
-    mem = st.members[st.nidx]
     cdef int P = st.size, me = st.rank, nid = st.nidx, i, q
     cdef Py_ssize_t c, d, off
-    dst = _u8(robj)
+    cdef bint inplace = s is None
+    dst = _u8(r.obj)
     reqs = []
     # (peer, offset in src, bytes) of the remote blocks, peers in rotated
     # order me+1, me+2, ... so that the ranks do not all start on rank 0
     sends = []
-    if sobj is None:
+    if inplace:
         # in place: the outgoing remote blocks (receive layout) are copied out
         # of recvbuf first, as the incoming ones land on them
         off = 0
         for i in range(1, P):
             q = (me + i) % P
-            if node_of[q] != nid and rcounts[q]:
-                sends.append((q, off, rcounts[q]))
-                off += rcounts[q]
+            if node_of[q] != nid and rlay.counts[q]:
+                sends.append((q, off, rlay.counts[q]))
+                off += rlay.counts[q]
         src = np.empty(off, np.uint8)
         for q, off, c in sends:
-            d = rdispls[q]
+            d = rlay.displs[q]
             src[off:off + c] = dst[d:d + c]
     else:
-        src = _u8(sobj)
+        src = _u8(s.obj)
         for i in range(1, P):
             q = (me + i) % P
-            if node_of[q] != nid and scounts[q]:
-                sends.append((q, sdispls[q], scounts[q]))
+            if node_of[q] != nid and slay.counts[q]:
+                sends.append((q, slay.displs[q], slay.counts[q]))
     for q in range(P):
         if node_of[q] != nid:
-            c = rcounts[q]
+            c = rlay.counts[q]
             if c:
-                d = rdispls[q]
+                d = rlay.displs[q]
                 reqs.append(pcomm.Irecv([dst[d:d + c], c, _BYTE], source=q, tag=_TAG_ALLTOALL))
     for q, off, c in sends:
         reqs.append(pcomm.Isend([src[off:off + c], c, _BYTE], dest=q, tag=_TAG_ALLTOALL))
-    if sobj is None:
-        core.alltoall(None, None, None, robj, [rcounts[q] for q in mem], [rdispls[q] for q in mem], v)
-    else:
-        core.alltoall(sobj, [scounts[q] for q in mem], [sdispls[q] for q in mem],
-                      robj, [rcounts[q] for q in mem], [rdispls[q] for q in mem], v)
+    cdef _Layout mr = _members_layout(st, rlay, nid)
+    cdef _Layout ms = None if inplace else _members_layout(st, slay, nid)
+    core.c_alltoall(v, NULL if inplace else s.ptr, NULL if inplace else ms.counts,
+                    NULL if inplace else ms.displs, r.ptr, mr.counts, mr.displs)
     if reqs:
         _mpi_wait(st, reqs, "Alltoallv" if v else "Alltoall")
     return 0
@@ -1777,13 +1773,14 @@ cdef int _reduce_scatter(_State st, object sendbuf, object recvbuf, object recvc
         return 1
     # hierarchy: allreduce the whole vector, keep my part
     cdef Py_ssize_t esize = r.esize, start = sum(counts[:st.rank]) * esize, mine = counts[st.rank] * esize
-    tmp = np.empty(total * esize, np.uint8)
+    tmp = st.scratch(2, total * esize)      # (the Allreduce uses 0 and 1 only in place)
+    cdef char *tp = <char *>cnp.PyArray_DATA(tmp)
     try:
-        _hier_allreduce(st, r.obj if inplace else s.obj, tmp, r.ptr if inplace else s.ptr,
-                        <char *>cnp.PyArray_DATA(tmp), total, esize, r.code, opc, r.mpitype, op)
+        _hier_allreduce(st, r.obj if inplace else s.obj, tmp, r.ptr if inplace else s.ptr, tp,
+                        total, esize, r.code, opc, r.mpitype, op)
     except PgascolError as exc:
         _in_hierarchy(exc, opi)
-    _u8(r.obj)[:mine] = tmp[start:start + mine]
+    memcpy(r.ptr, tp + start, mine)
     st.count(opi, P_HIER)
     return 1
 
