@@ -883,7 +883,7 @@ cdef class _State:
     cdef public int rank, size, lrank, lsize, nnodes, nidx
     cdef public int mpi_spin    # polls of an inter-node leg before it yields (_mpi_wait)
     cdef public bint hier, equal, debug
-    cdef public list node_of, local_of, members, node_total_cache
+    cdef public list node_of, local_of, members
     cdef list scratch_bufs      # pre-faulted work areas of the hierarchical legs
     cdef long long counters[NOPS_][NPATHS_]
 
