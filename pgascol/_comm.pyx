@@ -883,6 +883,10 @@ cdef class _State:
     cdef public int rank, size, lrank, lsize, nnodes, nidx
     cdef public int mpi_spin    # polls of an inter-node leg before it yields (_mpi_wait)
     cdef public bint hier, equal, debug
+    # Every node holds consecutive ranks and the nodes follow one another in
+    # rank order: hierarchical Scan/Exscan need it; Allgather, Gather and
+    # Scatter then find each node's blocks together in the user's buffer.
+    cdef public bint in_rank_order
     cdef public list node_of, local_of, members
     cdef list scratch_bufs      # pre-faulted work areas of the hierarchical legs
     cdef long long counters[NOPS_][NPATHS_]
@@ -921,6 +925,7 @@ cdef class _State:
                 self.members[n].sort(key=lambda r: self.local_of[r])
             sizes = set(len(m) for m in self.members)
             self.equal = len(sizes) == 1
+            self.in_rank_order = [q for m in self.members for q in m] == list(range(self.size))
             # Per-local-rank inter-node communicator; its rank is the node index.
             self.xcomm = comm.Split(self.lrank, self.nidx)
             self.pcomm = comm.Dup()
@@ -1381,6 +1386,30 @@ cdef Py_ssize_t _node_bytes(_State st, _Layout lay, int node):
     return tot
 
 
+cdef object _node_message(_State st, _Layout lay, object u8, int node, bint in_order, bint fill):
+    """The blocks of `node`'s members (u8: the root's whole buffer as bytes)
+    as the one message its leader and the root exchange: with blocks in
+    rank order their stretch of u8 itself; otherwise a temporary, filled
+    from u8 (fill: Scatter) or to be placed into it (_place_node_message:
+    Gather)."""
+    cdef int first = st.members[node][0]
+    if in_order:
+        return u8[lay.displs[first]:lay.displs[first] + _node_bytes(st, lay, node)]
+    if fill:
+        parts = [u8[lay.displs[<int>q]:lay.displs[<int>q] + lay.counts[<int>q]] for q in st.members[node]]
+        return np.concatenate(parts) if parts else np.empty(0, np.uint8)
+    return np.empty(_node_bytes(st, lay, node), np.uint8)
+
+
+cdef int _place_node_message(_State st, _Layout lay, object u8, int node, object msg) except -1:
+    cdef Py_ssize_t off = 0, c
+    for q in st.members[node]:
+        c = lay.counts[<int>q]
+        u8[lay.displs[<int>q]:lay.displs[<int>q] + c] = msg[off:off + c]
+        off += c
+    return 0
+
+
 cdef int _hier_gather(_State st, _Msg s, Py_ssize_t sb, _Msg r, _Layout lay, int root,
                       bint v) except -1:
     """Every other node gathers its blocks at its leader, which sends them
@@ -1391,26 +1420,21 @@ cdef int _hier_gather(_State st, _Msg s, Py_ssize_t sb, _Msg r, _Layout lay, int
     place at the root."""
     cdef Team core = st.core
     cdef int rn = st.node_of[root], rl = st.local_of[root], n
-    cdef Py_ssize_t off, tot
+    cdef Py_ssize_t tot
     cdef _Layout ml
     if st.nidx == rn:
         if st.rank != root:
             core.c_gather(True, s.ptr, sb, NULL, NULL, NULL, rl)
             return 0
-        in_order = _block_placement(st) and lay.consecutive()
+        in_order = st.in_rank_order and lay.consecutive()
         dst = _u8(r.obj)
         reqs, bufs = [], []
         for n in range(st.nnodes):
-            if n == rn:
-                continue
-            tot = _node_bytes(st, lay, n)
-            first = st.members[n][0]
-            if in_order:
-                b = dst[lay.displs[first]:lay.displs[first] + tot]
-            else:
-                b = np.empty(tot, np.uint8)
-                bufs.append((n, b))
-            reqs.append(st.pcomm.Irecv([b, tot, _BYTE], source=first, tag=TAG_GATHER))
+            if n != rn:
+                b = _node_message(st, lay, dst, n, in_order, False)
+                if not in_order:
+                    bufs.append((n, b))
+                reqs.append(st.pcomm.Irecv([b, len(b), _BYTE], source=st.members[n][0], tag=TAG_GATHER))
         ml = _members_layout(st, lay, rn)
         try:
             core.c_gather(True, NULL if s is None else s.ptr, sb, r.ptr, ml.counts, ml.displs, rl)
@@ -1421,11 +1445,7 @@ cdef int _hier_gather(_State st, _Msg s, Py_ssize_t sb, _Msg r, _Layout lay, int
             raise
         _mpi_wait(st, reqs, "Gather")
         for n, b in bufs:
-            off = 0
-            for q in st.members[n]:
-                tot = lay.counts[<int>q]
-                dst[lay.displs[<int>q]:lay.displs[<int>q] + tot] = b[off:off + tot]
-                off += tot
+            _place_node_message(st, lay, dst, n, b)
         return 0
     ml = _node_sizes(st, sb, v)
     if ml is None:
@@ -1492,21 +1512,13 @@ cdef int _hier_scatter(_State st, _Msg s, _Layout lay, _Msg r, Py_ssize_t rb, in
         if st.rank != root:
             core.c_scatter(True, NULL, NULL, NULL, rptr, rb, rl)
             return 0
-        in_order = _block_placement(st) and lay.consecutive()
+        in_order = st.in_rank_order and lay.consecutive()
         src = _u8(s.obj)
         reqs = []
         for n in range(st.nnodes):
-            if n == rn:
-                continue
-            tot = _node_bytes(st, lay, n)
-            first = st.members[n][0]
-            if in_order:
-                b = src[lay.displs[first]:lay.displs[first] + tot]
-            else:
-                parts = [src[lay.displs[<int>q]:lay.displs[<int>q] + lay.counts[<int>q]]
-                         for q in st.members[n]]
-                b = np.concatenate(parts) if parts else np.empty(0, np.uint8)
-            reqs.append(st.pcomm.Isend([b, tot, _BYTE], dest=first, tag=TAG_SCATTER))
+            if n != rn:
+                b = _node_message(st, lay, src, n, in_order, True)
+                reqs.append(st.pcomm.Isend([b, len(b), _BYTE], dest=st.members[n][0], tag=TAG_SCATTER))
         ml = _members_layout(st, lay, rn)
         core.c_scatter(True, s.ptr, ml.counts, ml.displs, rptr, rb, rl)
         _mpi_wait(st, reqs, "Scatter")
@@ -1550,7 +1562,7 @@ cdef int _allgather(_State st, object sendbuf, object recvbuf, bint v) except -1
         _done(st, opi, P_ENGINE, s, r)
         return 1
     try:
-        if _block_placement(st) and lay.consecutive():
+        if st.in_rank_order and lay.consecutive():
             _hier_allgather_in_order(st, NULL if inplace else s.ptr, sb, r, lay)
         else:
             bcounts, bdispls = lay.count_list(), lay.displ_list()
@@ -1786,7 +1798,7 @@ cdef int _reduce_scatter(_State st, object sendbuf, object recvbuf, object recvc
 
 
 cdef int _scan(_State st, object sendbuf, object recvbuf, object op, bint ex) except -1:
-    if st.hier and not _block_placement(st):
+    if st.hier and not st.in_rank_order:
         return 0   # nodes interleave in rank order: MPI's own Scan/Exscan (counted as 'mpi')
     cdef _Msg r = _simple(recvbuf, True, 0, False)
     if r is None:
@@ -1823,33 +1835,9 @@ cdef int _scan(_State st, object sendbuf, object recvbuf, object op, bint ex) ex
     return 1
 
 
-cdef dict _BLOCK_PLACEMENT = {}   # id(_State) -> (its members list, verdict)
-
-
-cdef bint _block_placement(_State st) except -1:
-    """True if every node holds consecutive ranks and the nodes follow one
-    another in rank order (node index order = rank order), the condition of
-    the hierarchical Scan/Exscan. Cached per state (keyed by id, checked
-    against the members list the entry keeps alive)."""
-    hit = _BLOCK_PLACEMENT.get(id(st))
-    if hit is not None and hit[0] is st.members:
-        return hit[1]
-    cdef bint ok = True
-    cdef int expect = 0
-    for m in st.members:
-        for q in m:
-            if q != expect:
-                ok = False
-            expect += 1
-    if len(_BLOCK_PLACEMENT) > 64:
-        _BLOCK_PLACEMENT.clear()
-    _BLOCK_PLACEMENT[id(st)] = (st.members, ok)
-    return ok
-
-
 cdef int _hier_scan(_State st, _Msg s, _Msg r, int opc, object op, bint ex) except -1:
     """Scan/Exscan over nodes of consecutive ranks in rank order (see
-    _block_placement): the node's own (ex)scan on the engine; the Exscan of
+    _State.in_rank_order): the node's own (ex)scan on the engine; the Exscan of
     the node totals across nodes (MPI, on an xcomm, whose rank is the node
     index) by the holder of the total: with equal nodes the last local rank
     of every node, otherwise the leaders after a node broadcast of the total;
