@@ -1,4 +1,5 @@
-"""Build of pgascol's C core (csrc/) through its Cython wrapper (pgascol/_core.pyx)."""
+"""Build of pgascol's C core (csrc/) through its Cython wrapper (pgascol/engine/_core.pyx)
+and of the communicator layer (pgascol/comm/_comm.pyx)."""
 from glob import glob
 
 import numpy
@@ -6,8 +7,8 @@ from Cython.Build import cythonize
 from setuptools import Extension, setup
 
 core = Extension(
-    "pgascol._core",
-    sources=["pgascol/_core.pyx"] + sorted(glob("csrc/*.c")),
+    "pgascol.engine._core",
+    sources=["pgascol/engine/_core.pyx"] + sorted(glob("csrc/*.c")),
     include_dirs=["csrc"],
     # -O3: the reduction kernels vectorise only at -O3 with gcc 12.
     extra_compile_args=["-O3", "-std=gnu11", "-Wall", "-Wno-unused-function"],
@@ -15,10 +16,10 @@ core = Extension(
 
 # The communicator layer (pgascol.Comm): pure Cython over mpi4py's Python API,
 # no mpi.h, so one build serves MPICH and Open MPI alike. It calls the node
-# team's hot collectives at C level (pgascol/_core.pxd; csrc/ headers only).
+# team's hot collectives at C level (pgascol/engine/_core.pxd; csrc/ headers only).
 # numpy's C API: numpy arrays are read without the buffer protocol on the hot
-# path (pgascol/_comm.pyx, _numpy_direct).
-comm = Extension("pgascol._comm", sources=["pgascol/_comm.pyx"],
+# path (pgascol/comm/_comm.pyx, _numpy_direct).
+comm = Extension("pgascol.comm._comm", sources=["pgascol/comm/_comm.pyx"],
                  include_dirs=["csrc", numpy.get_include()],
                  define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
                  extra_compile_args=["-O2"])

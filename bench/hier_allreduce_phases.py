@@ -16,8 +16,8 @@ import numpy as np
 from mpi4py import MPI
 
 import pgascol
-from pgascol import _core
-from pgascol.bench import parse_size
+from pgascol.engine import _core
+from pgascol.tools.bench import parse_size
 
 WORLD = MPI.COMM_WORLD
 

@@ -11,7 +11,7 @@
  *
  * Byte counts and displacements are in bytes; reductions take element counts
  * and a (dtype, op) pair. A NULL send buffer means MPI_IN_PLACE. Arguments are
- * validated by the caller (pgascol/_core.pyx) against the real buffer sizes;
+ * validated by the caller (pgascol/engine/_core.pyx) against the real buffer sizes;
  * the checks here are the last line: they refuse what would corrupt memory,
  * before any data moves. */
 #ifndef PGC_COLL_H

@@ -188,7 +188,7 @@ typedef struct pgc_team {
     uint64_t stream_probe_ns;   /* when this member last staged the other way to re-measure it */
     /* Called once, by the first wait of a call that may block, then cleared:
      * a caller may enter a short call holding a lock others need (the
-     * Python GIL, pgascol/_core.pyx) and give it up only if it must wait. */
+     * Python GIL, pgascol/engine/_core.pyx) and give it up only if it must wait. */
     void (*before_wait)(struct pgc_team *t);
     void *before_wait_state;    /* the hook's (the released thread state) */
 } pgc_team;

@@ -12,7 +12,7 @@ from .errors import (ArgumentError, CollectiveMismatchError, PeerDeadError, Pgas
 
 # Loaded on first use (PEP 562), so that tools which only launch jobs
 # (pgascol-bench, the test harness) do not initialise MPI by importing pgascol.
-_LAZY = {"Comm": "._comm", "NodeTeam": ".team", "stats": ".stats"}
+_LAZY = {"Comm": ".comm", "NodeTeam": ".node.team", "stats": ".comm"}
 
 
 def __getattr__(name):

@@ -1,4 +1,4 @@
-"""python -m pgascol ...: see pgascol.cli."""
-from .cli import main
+"""python -m pgascol ...: see pgascol.tools.cli."""
+from .tools.cli import main
 
 raise SystemExit(main())

@@ -127,9 +127,9 @@ def list_test_functions(program: str | os.PathLike) -> list[str]:
 
 @functools.lru_cache(maxsize=None)
 def _detect_launcher() -> tuple[tuple[str, ...], str]:
-    # pgascol.bench finds the launcher for `pgascol-bench` too; importing it
+    # pgascol.tools.bench finds the launcher for `pgascol-bench` too; importing it
     # loads neither MPI nor the C extension (pgascol/__init__ is lazy).
-    from pgascol.bench import find_launcher as find
+    from pgascol.tools.bench import find_launcher as find
     prefix, impl = find(os.environ.get("PGASCOL_TEST_LAUNCHER"))
     return tuple(prefix), impl
 

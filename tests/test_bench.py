@@ -1,4 +1,4 @@
-"""pgascol-bench (pgascol/bench.py): a real tiny sweep under MPI (with plots, fixed
+"""pgascol-bench (pgascol/tools/bench.py): a real tiny sweep under MPI (with plots, fixed
 --iters, --off-cache, --fresh), compare, plot, bad arguments."""
 import copy
 import json
@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from pgascol import bench
+from pgascol.tools import bench
 
 REPO = Path(__file__).resolve().parent.parent
-# The console script `pgascol-bench` is pgascol.bench:main; `python -m
-# pgascol.bench` is the same entry point and needs no reinstall.
-CLI = [sys.executable, "-m", "pgascol.bench"]
+# The console script `pgascol-bench` is pgascol.tools.bench:main; `python -m
+# pgascol.tools.bench` is the same entry point and needs no reinstall.
+CLI = [sys.executable, "-m", "pgascol.tools.bench"]
 
 
 def cli(*args, timeout=120):
@@ -89,7 +89,7 @@ def test_plot_subcommand_into_a_directory(tiny_run, tmp_path):
 
 def test_plot_without_matplotlib_says_what_to_install(tiny_run, tmp_path):
     path, _ = tiny_run
-    code = ("import sys; sys.modules['matplotlib'] = None; from pgascol.bench import main; "
+    code = ("import sys; sys.modules['matplotlib'] = None; from pgascol.tools.bench import main; "
             "sys.exit(main(sys.argv[1:]))")
     r = subprocess.run([sys.executable, "-c", code, "plot", str(path), "--plot",
                         str(tmp_path / "x.png")], capture_output=True, text=True, timeout=60, cwd=REPO)
@@ -280,4 +280,4 @@ def test_sizes_and_entry_point():
     assert bench.parse_sizes("8:128") == [8, 32, 128]
     assert bench.parse_sizes("1K:8K:2") == [1024, 2048, 4096, 8192]
     text = (REPO / "pyproject.toml").read_text()
-    assert 'pgascol-bench = "pgascol.bench:main"' in text
+    assert 'pgascol-bench = "pgascol.tools.bench:main"' in text

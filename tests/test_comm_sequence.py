@@ -6,7 +6,7 @@ on one node with the defaults, with small thresholds (every transfer
 method, a binary Bcast tree, streaming stores everywhere), with single copy
 and AVX2 off, on virtual nodes (consecutive and round robin), and with
 named segments and the path fixed by size."""
-from pgascol._core import COLLECTIVES
+from pgascol.engine._core import COLLECTIVES
 from tests.mpi_harness import mpi_program_tests
 
 PROGRAM = "comm_sequence.py"

@@ -38,7 +38,7 @@ def _info(**env):
 def test_unmodified_script_runs_on_pgascol(np_):
     proc = _run(np_, str(SCRIPT), "hello")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "COMM_WORLD is pgascol._comm.Comm; argv=['hello']" in proc.stdout
+    assert "COMM_WORLD is pgascol.comm._comm.Comm; argv=['hello']" in proc.stdout
     assert "'Allreduce': {'inline'" in proc.stdout or "'Allreduce': {'cico'" in proc.stdout, proc.stdout
 
 
@@ -105,7 +105,7 @@ def test_info_shows_the_staging_stores_and_refuses_bad_variables():
 
 
 def test_info_shows_the_vector_loops():
-    from pgascol import _core
+    from pgascol.engine import _core
     cpu = "AVX2" if _core.cpu_simd() == "avx2" else "no AVX2"
     used = "AVX2" if cpu == "AVX2" else "the baseline loops"
     assert "vectors:    copies and reduction kernels use %s (PGASCOL_SIMD=1; this CPU: %s)" % (used, cpu) \

@@ -2,7 +2,7 @@
 ranks, in four configurations so every size lands on both sides of every
 threshold and each transfer method, Bcast shape, set of vector loops and
 way of writing staging runs (tests/mpi_programs/engine.py)."""
-from pgascol._core import COLLECTIVES
+from pgascol.engine._core import COLLECTIVES
 from tests.mpi_harness import mpi_program_tests
 
 SMALL = {"PGASCOL_INLINE_MAX": "64", "PGASCOL_CHUNK_BYTES": "4096", "PGASCOL_XCHG_CHUNK_BYTES": "4096",

@@ -1,4 +1,4 @@
-"""Tests of the C core's primitives through pgascol._core.Team, without MPI.
+"""Tests of the C core's primitives through pgascol.engine._core.Team, without MPI.
 
 A team is formed by forking: the test process creates the segment
 (``Team.create``), forked children attach as ranks 0..P-1 (or 1..P-1 when the
@@ -22,7 +22,8 @@ import numpy as np
 import pytest
 
 import pgascol
-from pgascol import _core, config, topology
+from pgascol.engine import _core
+from pgascol.node import config, topology
 from pgascol.errors import ArgumentError
 from tests.shm import segment_path, segment_reachable  # noqa: F401 (used by other test modules)
 

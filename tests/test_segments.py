@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import pgascol
-from pgascol import _core
+from pgascol.engine import _core
 from tests.shm import segment_path, segment_reachable
 from tests.test_primitives import fork_team, make_cfg
 

@@ -185,7 +185,7 @@ def test_killed_during_setup_leaves_only_a_stale_segment_when_named():
     """The same with PGASCOL_SEGMENT=named: the name cannot be removed by the
     team. What is left must be recognisably stale: the sweep run by the next
     NodeTeam on the node removes it."""
-    from pgascol import _core
+    from pgascol.engine import _core
 
     before = pgascol_entries()
     s = Scenario("test_scenario_killed_during_setup", kind="named")

@@ -1,4 +1,4 @@
-"""Tests for pgascol.topology: sysfs discovery, overrides, distances, node layout."""
+"""Tests for pgascol.node.topology: sysfs discovery, overrides, distances, node layout."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pgascol import topology
-from pgascol.topology import CPU, Topology, discover, from_spec, load, node_layout, parse_cpulist
+from pgascol.node import topology
+from pgascol.node.topology import CPU, Topology, discover, from_spec, load, node_layout, parse_cpulist
 
 
 def cpulist(cpus: list[int]) -> str:

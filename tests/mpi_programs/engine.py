@@ -14,7 +14,7 @@ import numpy as np
 from mpi4py import MPI
 
 import pgascol
-from pgascol import _core
+from pgascol.engine import _core
 
 WORLD = MPI.COMM_WORLD
 TEAM = pgascol.NodeTeam(WORLD)

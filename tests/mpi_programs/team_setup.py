@@ -107,7 +107,7 @@ def test_virtual_nodes_share_the_machine_cpus(comm):
     whatever the virtual split: 4 ranks as 2 nodes of 2 on 2 CPUs are
     oversubscribed and must not spin. Home CPUs are those the whole machine's
     layout gives each rank."""
-    from pgascol import topology
+    from pgascol.node import topology
     team, _ = make_team(comm)
     try:
         whole = topology.node_layout(team.topology, comm.allgather(topology.rank_cpus()))
@@ -188,7 +188,7 @@ def test_roundrobin_node_map(comm):
 
 
 def test_node_map_invalid(comm):
-    from pgascol import config
+    from pgascol.node import config
 
     env = {**os.environ, "PGASCOL_NODE_SIZE": "2", "PGASCOL_NODE_MAP": "cyclic"}
     try:
@@ -480,10 +480,10 @@ def test_scenario_sigkill(comm):
 
 def test_scenario_killed_during_setup(comm):
     """Rank 1 dies after rank 0 created the segment, before attaching."""
-    import pgascol.team as team_module
+    import pgascol.node.team as team_module
 
     class DieOnAttach:
-        """Stands in for pgascol._core in pgascol.team on rank 1."""
+        """Stands in for pgascol.engine._core in pgascol.node.team on rank 1."""
         class Team:
             @staticmethod
             def attach(*args):

@@ -7,7 +7,7 @@
     pgascol-bench plot RESULTS.json --plot FILE.png | DIR/
 
 `run` starts the MPI job itself; every rank runs the worker of this module
-(``python -m pgascol.bench worker ...``, also what bench/engine_vs_mpi.py
+(``python -m pgascol.tools.bench worker ...``, also what bench/engine_vs_mpi.py
 calls under your own ``mpiexec``). For each operation and size, rounds
 alternate pgascol and the native collective on the same buffers (--via comm:
 the same mpi4py calls made on a pgascol.Comm; --via team: the node team's C
@@ -176,7 +176,7 @@ def make_case(op, nbytes, comm, team, pcomm=None, fresh=False):
     that computes its input before each call does (_sides)."""
     import numpy as np
     from mpi4py import MPI
-    from . import _core
+    from ..engine import _core
 
     if pcomm is not None:
         return (make_case(op, nbytes, pcomm, team, fresh=fresh)[1],
@@ -269,7 +269,7 @@ def case_bytes(op, nbytes, P):
 def llc_size(root="/sys/devices/system/cpu/cpu0/cache"):
     """(bytes, source) of the last-level cache (topology.last_level_cache);
     (LLC_FALLBACK, "fallback") when sysfs says nothing."""
-    from .topology import last_level_cache
+    from ..node.topology import last_level_cache
     size = last_level_cache(root)
     return (size, "sysfs") if size else (LLC_FALLBACK, "fallback")
 
@@ -342,7 +342,7 @@ def worker_main(argv=None):
     """Run under MPI on every rank; rank 0 prints one line per case (flushed)
     and, with --json, writes {"np", "mpi_library", "via", "rounds", "iters",
     "target_ms", "off_cache", "llc_bytes", "llc_source", "results"}."""
-    ap = argparse.ArgumentParser(prog="python -m pgascol.bench worker",
+    ap = argparse.ArgumentParser(prog="python -m pgascol.tools.bench worker",
                                  description="pgascol vs native MPI, one MPI job (run under mpiexec)")
     ap.add_argument("--ops", default=",".join(OPS))
     ap.add_argument("--sizes", default=DEFAULT_SIZES)
@@ -550,7 +550,7 @@ def collect_meta(command, np_, vns, mpi_library, launcher, impl):
         mpi4py_version = mpi4py.__version__
     except Exception:
         mpi4py_version = None
-    from . import __version__
+    from .. import __version__
     return {"machine": platform.node(), "cpu_model": _cpu_model(),
             "cores": {"logical": os.cpu_count(), "physical": physical},
             "os": "%s %s" % (platform.system(), platform.release()),
@@ -634,7 +634,7 @@ def cmd_run(args, argv):
         env["PGASCOL_NODE_SIZE"] = str(args.virtual_node_size)
     with tempfile.TemporaryDirectory(prefix="pgascol-bench-") as tmp:
         raw = os.path.join(tmp, "raw.json")
-        command = [*prefix, "-n", str(np_), sys.executable, "-m", "pgascol.bench", "worker",
+        command = [*prefix, "-n", str(np_), sys.executable, "-m", "pgascol.tools.bench", "worker",
                    "--via", "comm", "--ops", ",".join(ops), "--sizes", sizes,
                    "--rounds", str(rounds), "--target-ms", str(target), "--json", raw]
         if args.iters:

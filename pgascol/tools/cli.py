@@ -5,8 +5,11 @@ import os
 import platform
 import sys
 
-from . import __version__, _core, calibrate, config, topology
-from .errors import ArgumentError
+from .. import __version__
+from ..engine import _core
+from ..node import calibration, config, topology
+from . import calibrate
+from ..errors import ArgumentError
 
 
 def _mpi_line():
@@ -18,7 +21,7 @@ def _mpi_line():
 
 def info(args):
     from mpi4py import MPI
-    from .team import NodeTeam
+    from ..node.team import NodeTeam
 
     comm = MPI.COMM_WORLD
     team = NodeTeam(comm)
@@ -67,8 +70,8 @@ def info(args):
                                      % (tree, cfg["bcast_radix"], tree,
                                         "tree" if d["local_size"] >= tree else "flat")))
     cma_min = ", ".join("%s >= %s" % (k, _human(v)) for k, v in cfg["cma_min"].items() if v is not None)
-    cal = calibrate.default_path()
-    source = ("calibrated: " + cal) if calibrate.load() else "defaults (no calibration file; run `mpiexec -n 2 pgascol calibrate`)"
+    cal = calibration.default_path()
+    source = ("calibrated: " + cal) if calibration.load() else "defaults (no calibration file; run `mpiexec -n 2 pgascol calibrate`)"
     out.write("single copy from: %s\n            [%s]\n" % (cma_min or "never", source))
     out.write("run-time choice: %s\n" % (
         "%s from %s: single copy instead of staging while measured cheaper (PGASCOL_ADAPT)"
@@ -102,13 +105,13 @@ def main(argv=None):
     # Zero-code-change mode: a script (or -m module, -c command, - for stdin)
     # runs with COMM_WORLD replaced by a pgascol communicator (pgascol.run).
     if argv and (argv[0] in ("-m", "-c", "-") or argv[0].endswith(".py") or os.path.isfile(argv[0])):
-        from .run import main as run_main
+        from ..comm.run import main as run_main
         return run_main(argv)
     parser = argparse.ArgumentParser(prog="pgascol", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command")
     sub.add_parser("info", help="describe the machine, MPI, node layout, single copy and thresholds")
     cal = sub.add_parser("calibrate", help="measure where single copy wins (run under mpiexec -n 2)")
-    cal.add_argument("--output", help="file to write (default: %s)" % calibrate.default_path())
+    cal.add_argument("--output", help="file to write (default: %s)" % calibration.default_path())
     args = parser.parse_args(argv)
     try:
         if args.command == "info":

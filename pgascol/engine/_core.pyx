@@ -15,8 +15,8 @@ from libc.stdint cimport uint64_t, UINT64_MAX
 from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 
-from ._ccore cimport *
-from .errors import (ArgumentError, CollectiveMismatchError, PeerDeadError, PgascolError,
+from .ccore cimport *
+from ..errors import (ArgumentError, CollectiveMismatchError, PeerDeadError, PgascolError,
                      PgascolTimeoutError, TeamAbortedError, TeamClosedError)
 
 # Names of the C enums, in order.
@@ -648,7 +648,7 @@ cdef class Team:
 
     # Gather(v), Scatter(v), Allgather(v), Alltoall(v): C-level entry points
     # for callers that hold the buffers and have laid out the blocks in bytes
-    # (pgascol/_comm.pyx), then the Python methods, which check and convert
+    # (pgascol/comm/_comm.pyx), then the Python methods, which check and convert
     # their arguments first. NULL counts/displacements where the operation
     # does not need them (off the root); the engine refuses what does not
     # match (csrc/coll_gather.c).

@@ -34,10 +34,10 @@ cimport numpy as cnp
 import numpy as np
 from mpi4py import MPI
 
-from . import _core
-from ._core cimport Team
-from .errors import ArgumentError, PgascolError, PgascolTimeoutError
-from .team import NodeTeam
+from ..engine import _core
+from ..engine._core cimport Team
+from ..errors import ArgumentError, PgascolError, PgascolTimeoutError
+from ..node.team import NodeTeam
 
 # ----------------------------------------------------------------- datatypes
 
@@ -1891,8 +1891,8 @@ cdef int _hier_scan(_State st, _Msg s, _Msg r, int opc, object op, bint ex) exce
 # ----------------------------------------------------------------- pickle-based methods through shm
 
 # The lowercase methods on one node (pickle protocol 5, out-of-band buffers
-# moved by the engine's byte collectives): pure Python, see _pickle.py.
-from . import _pickle
+# moved by the engine's byte collectives): pure Python, see msgpickle.py.
+from . import msgpickle as _pickle
 
 
 cdef object _shm_call(_State st, int op, object fn, tuple args):
@@ -2116,7 +2116,7 @@ class Comm(MPI.Intracomm):
 
     # bcast, reduce, allreduce, gather, scatter, allgather, alltoall keep
     # mpi4py's semantics. On one node the pickles (protocol 5, large buffers
-    # out of band) move through the node's shared memory: pgascol/_pickle.py,
+    # out of band) move through the node's shared memory: pgascol/comm/msgpickle.py,
     # path "shm" in pgascol.stats. With several nodes (real, or virtual with
     # PGASCOL_NODE_SIZE) they are mpi4py's own methods over MPI (path "mpi").
 
@@ -2215,7 +2215,7 @@ cdef int _fallback(object st, int op) except -1:
 
 # _refused hands O_* codes to the engine as its collective ids: same order.
 if _OPNAMES[:len(_core.COLLECTIVES)] != _core.COLLECTIVES:
-    raise ImportError("pgascol._comm: operation codes out of step with the engine's collectives")
+    raise ImportError("pgascol.comm._comm: operation codes out of step with the engine's collectives")
 
 
 cdef int _refused(_State st, int op) except -1:

@@ -7,8 +7,8 @@ variable. The values of the node's first rank become the team-wide values, so
 every member picks the same method for the same call."""
 import os
 
-from . import _core
-from .errors import ArgumentError
+from ..engine import _core
+from ..errors import ArgumentError
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -143,9 +143,9 @@ def cma_min(env=os.environ):
     """Per-collective single-copy thresholds: the defaults, then this
     machine's calibration file (`pgascol calibrate`), then PGASCOL_CMA_MIN_<NAME>
     overrides (bytes, or 'never')."""
-    from . import calibrate
+    from . import calibration
     out = dict(CMA_MIN_DEFAULTS)
-    out.update(calibrate.load(env.get("PGASCOL_CALIBRATION")))
+    out.update(calibration.load(env.get("PGASCOL_CALIBRATION")))
     for name in list(out):
         raw = env.get("PGASCOL_CMA_MIN_" + name.upper())
         if raw is None:
@@ -279,6 +279,6 @@ def team_config(oversubscribed, env=os.environ, cpus=0, members=0):
         _oversubscribed_cma(cfg, env)
     cfg["adapt"] = _adaptive(cfg, env)
     cfg["adapt_min"] = _get(env, "PGASCOL_ADAPT_MIN")
-    from ._core import check_config  # the one check, also made by _core.Team.create
+    from ..engine._core import check_config  # the one check, also made by _core.Team.create
     check_config(cfg)
     return cfg

@@ -10,8 +10,9 @@ import os
 
 from mpi4py import MPI
 
-from . import _core, config, topology
-from .errors import ArgumentError, PgascolError
+from ..engine import _core
+from . import config, topology
+from ..errors import ArgumentError, PgascolError
 
 
 class NodeTeam:

@@ -2,7 +2,7 @@
 
 mpi4py's lowercase methods -- bcast, gather, scatter, allgather, alltoall,
 reduce, allreduce -- with mpi4py's semantics, the bytes moving through the
-node engine's byte collectives (a pgascol._core.Team) instead of MPI
+node engine's byte collectives (a pgascol.engine._core.Team) instead of MPI
 messages. pgascol.Comm calls these only when the whole communicator is one
 node team; across nodes it uses mpi4py's own methods.
 
@@ -59,7 +59,7 @@ import mpi4py
 import numpy as np
 from mpi4py import MPI
 
-from .errors import ArgumentError, PgascolError
+from ..errors import ArgumentError, PgascolError
 
 _HDR = struct.Struct("4q")  # per message: status, frames, len(frame 0), packed length
 _HB = _HDR.size

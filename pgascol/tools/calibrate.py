@@ -16,29 +16,11 @@ import time
 
 import numpy as np
 
-from . import _core
+from ..engine import _core
+from ..node.calibration import default_path
 
 SIZES = [4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20]
 CALIBRATED = ("Bcast", "Gather", "Scatter", "Allgather", "Alltoall")
-
-
-def default_path():
-    env = os.environ.get("PGASCOL_CALIBRATION")
-    if env:
-        return env
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "pgascol", "calibration-%s.json" % socket.gethostname())
-
-
-def load(path=None):
-    """{collective: bytes or None} from the calibration file, or {} if absent/unreadable."""
-    path = path or default_path()
-    try:
-        with open(path) as f:
-            data = json.load(f)
-        return {k: (None if v is None else int(v)) for k, v in data["cma_min"].items()}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return {}
 
 
 def _call(team, op, nbytes):
@@ -76,7 +58,7 @@ def _best(comm, fn, nbytes, rounds=5):
 def run(comm, output=None, log=print):
     from mpi4py import MPI
 
-    from .team import NodeTeam
+    from ..node.team import NodeTeam
     names = [n for n in _core.COLLECTIVES if n.rstrip("v") in CALIBRATED]
     env_cico = {k: v for k, v in os.environ.items() if not k.startswith("PGASCOL_CMA_MIN_")}
     env_cma = dict(env_cico, **{"PGASCOL_CMA_MIN_" + n.upper(): "0" for n in names})

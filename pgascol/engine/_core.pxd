@@ -1,6 +1,6 @@
-# The node team as other Cython modules see it (pgascol/_comm.pyx calls the
+# The node team as other Cython modules see it (pgascol/comm/_comm.pyx calls the
 # hot collectives through these C-level methods, without a Python call).
-from ._ccore cimport pgc_team
+from .ccore cimport pgc_team
 
 
 cdef class Team:

@@ -1,0 +1,2 @@
+"""Command-line tools: ``pgascol`` (info, calibrate, the zero-code runner) and
+``pgascol-bench``."""
