@@ -1,0 +1,329 @@
+# Gather(v), Scatter(v), Allgather(v) (csrc/coll_gather.c), node and hierarchical bodies,
+# and the helpers that lay out a node's blocks.
+
+cdef int _gather(_State st, object sendbuf, object recvbuf, int root, bint v) except -1:
+    _check_root(st, root)
+    cdef bint at_root = st.rank == root
+    cdef bint inplace = at_root and _is_in_place(sendbuf)
+    cdef _Msg s = None, r = None
+    cdef _Layout lay = None
+    cdef Py_ssize_t sb = 0
+    if not inplace:
+        s = _simple(sendbuf, False, 0, True)
+        if s is None:
+            return 0
+        sb = s.count * s.esize
+        _need(s, sb, "sendbuf")
+    if at_root:
+        r = _vector(recvbuf, True, st.size, True) if v else _simple(recvbuf, True, st.size, True)
+        if r is None:
+            return 0
+        lay = _Layout(st.size)
+        lay.fill(r, v, "recvbuf")
+        if inplace:
+            sb = lay.counts[root]
+        elif <Py_ssize_t>lay.counts[root] != sb:
+            raise ArgumentError("Gather%s: the root sends %d bytes but expects %d from itself"
+                                % ("v" if v else "", sb, lay.counts[root]))
+        if inplace and r.packed:
+            _pack(r, root)      # the root's own block, where the engine leaves it
+    cdef int coll = PGC_COLL_GATHERV if v else PGC_COLL_GATHER
+    if not st.hier:
+        st.core.c_gather(v, NULL if s is None else s.ptr, sb, NULL if r is None else r.ptr,
+                         NULL if lay is None else lay.counts, NULL if lay is None else lay.displs, root)
+        _done(st, coll, P_ENGINE, s, r)
+        return 1
+    try:
+        _hier_gather(st, s, sb, r, lay, root, v)
+    except PgascolError as exc:
+        _in_hierarchy(exc, coll)
+    _done(st, coll, P_HIER, s, r)
+    return 1
+
+
+cdef _Layout _node_sizes(_State st, Py_ssize_t mine, bint v):
+    """Byte counts of my node's members (local rank order) one after
+    another, known to the leader (None elsewhere): equal for fixed-size
+    forms, exchanged on the engine for v forms."""
+    cdef _Layout ml = _Layout(st.lsize) if st.lrank == 0 else None
+    cdef Py_ssize_t i
+    if v:
+        arr = np.array([mine], np.int64)
+        out = np.zeros(st.lsize, np.int64) if ml is not None else None
+        st.core.gather(arr, 8, out, [8] * st.lsize if ml is not None else None, None, 0, False)
+    if ml is not None:
+        for i in range(st.lsize):
+            ml.counts[i] = out[i] if v else mine
+            ml.displs[i] = 0 if i == 0 else ml.displs[i - 1] + ml.counts[i - 1]
+    return ml
+
+
+cdef _Layout _members_layout(_State st, _Layout lay, int node):
+    """The blocks of `node`'s members (local rank order) out of the
+    communicator-wide layout."""
+    mem = st.members[node]
+    cdef _Layout ml = _Layout(len(mem))
+    cdef Py_ssize_t i = 0
+    for q in mem:
+        ml.counts[i] = lay.counts[<int>q]
+        ml.displs[i] = lay.displs[<int>q]
+        i += 1
+    return ml
+
+
+cdef Py_ssize_t _node_bytes(_State st, _Layout lay, int node):
+    cdef Py_ssize_t tot = 0
+    for q in st.members[node]:
+        tot += lay.counts[<int>q]
+    return tot
+
+
+cdef object _node_message(_State st, _Layout lay, object u8, int node, bint in_order, bint fill):
+    """The blocks of `node`'s members (u8: the root's whole buffer as bytes)
+    as the one message its leader and the root exchange: with blocks in
+    rank order their stretch of u8 itself; otherwise a temporary, filled
+    from u8 (fill: Scatter) or to be placed into it (_place_node_message:
+    Gather)."""
+    cdef int first = st.members[node][0]
+    if in_order:
+        return u8[lay.displs[first]:lay.displs[first] + _node_bytes(st, lay, node)]
+    if fill:
+        parts = [u8[lay.displs[<int>q]:lay.displs[<int>q] + lay.counts[<int>q]] for q in st.members[node]]
+        return np.concatenate(parts) if parts else np.empty(0, np.uint8)
+    return np.empty(_node_bytes(st, lay, node), np.uint8)
+
+
+cdef int _place_node_message(_State st, _Layout lay, object u8, int node, object msg) except -1:
+    cdef Py_ssize_t off = 0, c
+    for q in st.members[node]:
+        c = lay.counts[<int>q]
+        u8[lay.displs[<int>q]:lay.displs[<int>q] + c] = msg[off:off + c]
+        off += c
+    return 0
+
+
+cdef int _hier_gather(_State st, _Msg s, Py_ssize_t sb, _Msg r, _Layout lay, int root,
+                      bint v) except -1:
+    """Every other node gathers its blocks at its leader, which sends them
+    to the root in one message (pcomm); the root's node gathers on the
+    engine meanwhile. With nodes of consecutive ranks and blocks one after
+    another (the usual case) a node's message lands straight at its place
+    in the root's buffer; otherwise the root places each block. s None: in
+    place at the root."""
+    cdef Team core = st.core
+    cdef int rn = st.node_of[root], rl = st.local_of[root], n
+    cdef Py_ssize_t tot
+    cdef _Layout ml
+    if st.nidx == rn:
+        if st.rank != root:
+            core.c_gather(True, s.ptr, sb, NULL, NULL, NULL, rl)
+            return 0
+        in_order = st.in_rank_order and lay.consecutive()
+        dst = _u8(r.obj)
+        reqs, bufs = [], []
+        for n in range(st.nnodes):
+            if n != rn:
+                b = _node_message(st, lay, dst, n, in_order, False)
+                if not in_order:
+                    bufs.append((n, b))
+                reqs.append(st.pcomm.Irecv([b, len(b), _BYTE], source=st.members[n][0], tag=TAG_GATHER))
+        ml = _members_layout(st, lay, rn)
+        try:
+            core.c_gather(True, NULL if s is None else s.ptr, sb, r.ptr, ml.counts, ml.displs, rl)
+        except BaseException:
+            for req in reqs:        # no receive may stay posted into this call's buffers
+                req.Cancel()
+            _mpi_wait(st, reqs, "Gather")
+            raise
+        _mpi_wait(st, reqs, "Gather")
+        for n, b in bufs:
+            _place_node_message(st, lay, dst, n, b)
+        return 0
+    ml = _node_sizes(st, sb, v)
+    if ml is None:
+        core.c_gather(True, s.ptr, sb, NULL, NULL, NULL, 0)
+        return 0
+    tot = ml.displs[st.lsize - 1] + ml.counts[st.lsize - 1]
+    b = st.scratch(0, tot)
+    core.c_gather(True, s.ptr, sb, <char *>cnp.PyArray_DATA(b), ml.counts, ml.displs, 0)
+    _mpi_wait(st, [st.pcomm.Isend([b, tot, _BYTE], dest=root, tag=TAG_GATHER)], "Gather")
+    return 0
+
+
+cdef int _scatter(_State st, object sendbuf, object recvbuf, int root, bint v) except -1:
+    _check_root(st, root)
+    cdef bint at_root = st.rank == root
+    cdef bint inplace = at_root and _is_in_place(recvbuf)
+    cdef _Msg s = None, r = None
+    cdef _Layout lay = None
+    cdef Py_ssize_t rb = 0
+    if not inplace:
+        r = _simple(recvbuf, True, 0, True)
+        if r is None:
+            return 0
+        rb = r.count * r.esize
+        _need(r, rb, "recvbuf")
+    if at_root:
+        s = _vector(sendbuf, False, st.size, True) if v else _simple(sendbuf, False, st.size, True)
+        if s is None:
+            return 0
+        lay = _Layout(st.size)
+        lay.fill(s, v, "sendbuf")
+        if inplace:
+            rb = lay.counts[root]
+        elif <Py_ssize_t>lay.counts[root] != rb:
+            raise ArgumentError("Scatter%s: the root sends %d bytes to itself but receives %d"
+                                % ("v" if v else "", lay.counts[root], rb))
+    cdef int coll = PGC_COLL_SCATTERV if v else PGC_COLL_SCATTER
+    if not st.hier:
+        st.core.c_scatter(v, NULL if s is None else s.ptr, NULL if lay is None else lay.counts,
+                          NULL if lay is None else lay.displs, NULL if r is None else r.ptr, rb, root)
+        _done(st, coll, P_ENGINE, s, r)
+        return 1
+    try:
+        _hier_scatter(st, s, lay, r, rb, root, v)
+    except PgascolError as exc:
+        _in_hierarchy(exc, coll)
+    _done(st, coll, P_HIER, s, r)
+    return 1
+
+
+cdef int _hier_scatter(_State st, _Msg s, _Layout lay, _Msg r, Py_ssize_t rb, int root,
+                       bint v) except -1:
+    """Gather's mirror: the root sends every other node its members' blocks
+    in one message (pcomm; with nodes of consecutive ranks and blocks one
+    after another, straight out of the send buffer), its leader scatters
+    them on the engine; the root's node scatters from the root meanwhile.
+    r None: in place at the root."""
+    cdef Team core = st.core
+    cdef int rn = st.node_of[root], rl = st.local_of[root], n
+    cdef Py_ssize_t tot
+    cdef _Layout ml
+    cdef char *rptr = NULL if r is None else r.ptr
+    if st.nidx == rn:
+        if st.rank != root:
+            core.c_scatter(True, NULL, NULL, NULL, rptr, rb, rl)
+            return 0
+        in_order = st.in_rank_order and lay.consecutive()
+        src = _u8(s.obj)
+        reqs = []
+        for n in range(st.nnodes):
+            if n != rn:
+                b = _node_message(st, lay, src, n, in_order, True)
+                reqs.append(st.pcomm.Isend([b, len(b), _BYTE], dest=st.members[n][0], tag=TAG_SCATTER))
+        ml = _members_layout(st, lay, rn)
+        core.c_scatter(True, s.ptr, ml.counts, ml.displs, rptr, rb, rl)
+        _mpi_wait(st, reqs, "Scatter")
+        return 0
+    ml = _node_sizes(st, rb, v)
+    if ml is None:
+        core.c_scatter(True, NULL, NULL, NULL, rptr, rb, 0)
+        return 0
+    tot = ml.displs[st.lsize - 1] + ml.counts[st.lsize - 1]
+    b = st.scratch(0, tot)
+    _mpi_wait(st, [st.pcomm.Irecv([b, tot, _BYTE], source=root, tag=TAG_SCATTER)], "Scatter")
+    core.c_scatter(True, <char *>cnp.PyArray_DATA(b), ml.counts, ml.displs, rptr, rb, 0)
+    return 0
+
+
+cdef int _allgather(_State st, object sendbuf, object recvbuf, bint v) except -1:
+    cdef bint inplace = _is_in_place(sendbuf)
+    cdef _Msg s = None
+    cdef _Msg r = _vector(recvbuf, True, st.size, True) if v else _simple(recvbuf, True, st.size, True)
+    if r is None:
+        return 0
+    cdef _Layout lay = _Layout(st.size)
+    lay.fill(r, v, "recvbuf")
+    cdef Py_ssize_t sb
+    if inplace:
+        sb = lay.counts[st.rank]
+        if r.packed:
+            _pack(r, st.rank)   # my own block, which the engine reads in place
+    else:
+        s = _simple(sendbuf, False, 0, True)
+        if s is None:
+            return 0
+        sb = s.count * s.esize
+        _need(s, sb, "sendbuf")
+        if sb != <Py_ssize_t>lay.counts[st.rank]:
+            raise ArgumentError("Allgather%s: this rank sends %d bytes but receives %d from itself"
+                                % ("v" if v else "", sb, lay.counts[st.rank]))
+    cdef int coll = PGC_COLL_ALLGATHERV if v else PGC_COLL_ALLGATHER
+    if not st.hier:
+        st.core.c_allgather(v, NULL if inplace else s.ptr, sb, r.ptr, lay.counts, lay.displs, False)
+        _done(st, coll, P_ENGINE, s, r)
+        return 1
+    try:
+        if st.in_rank_order and lay.consecutive():
+            _hier_allgather_in_order(st, NULL if inplace else s.ptr, sb, r, lay)
+        else:
+            bcounts, bdispls = lay.count_list(), lay.displ_list()
+            sobj = _u8(r.obj)[bdispls[st.rank]:bdispls[st.rank] + sb] if inplace else s.obj
+            _hier_allgather(st, sobj, sb, r.obj, bcounts, bdispls)
+    except PgascolError as exc:
+        _in_hierarchy(exc, coll)
+    _done(st, coll, P_HIER, s, r)
+    return 1
+
+
+cdef int _hier_allgather_in_order(_State st, const char *sptr, Py_ssize_t sb, _Msg r,
+                                  _Layout lay) except -1:
+    """Nodes of consecutive ranks in rank order, blocks one after another in
+    rank order (the usual case): every node's blocks already lie together
+    in the receive buffer, so the node gathers straight into the leader's
+    receive buffer, the leaders allgather their nodes' stretches in place
+    (MPI), and the node broadcasts the whole; no scratch, no reordering.
+    sptr NULL: in place (my block at its place in r)."""
+    cdef Team core = st.core
+    cdef int first = st.members[st.nidx][0], nn
+    cdef bint lead = st.lrank == 0
+    cdef size_t start = lay.displs[0], total = lay.displs[st.size - 1] + lay.counts[st.size - 1] - start
+    if sptr == NULL and not lead:
+        sptr = r.ptr + lay.displs[st.rank]
+    core.c_gather(True, sptr, sb, r.ptr if lead else NULL, lay.counts + first if lead else NULL,
+                  lay.displs + first if lead else NULL, 0)
+    if lead:
+        node_tot, offs = [], []
+        for m in st.members:
+            nn = m[0]
+            offs.append(lay.displs[nn] - start)
+            node_tot.append(lay.displs[nn + len(m) - 1] + lay.counts[nn + len(m) - 1] - lay.displs[nn])
+        whole = _u8(r.obj)[start:start + total]
+        if node_tot.count(node_tot[0]) == st.nnodes:    # MPI's Allgather costs less than its v-form
+            req = st.xcomm.Iallgather(_IN_PLACE, [whole, node_tot[0], _BYTE])
+        else:
+            req = st.xcomm.Iallgatherv(_IN_PLACE, [whole, (node_tot, offs), _BYTE])
+        _mpi_wait(st, [req], "Allgather")
+    core.c_bcast(r.ptr + start, total, 0)
+    return 0
+
+
+cdef int _hier_allgather(_State st, object sobj, Py_ssize_t sb, object robj, list bcounts,
+                         list bdispls) except -1:
+    """Node gather to the leader, leaders' Allgatherv of node blocks (MPI),
+    node broadcast of the whole, every rank places the blocks."""
+    core = st.core
+    mem = st.members[st.nidx]
+    sizes = [bcounts[r] for r in mem]
+    node_tot = [sum(bcounts[r] for r in st.members[n]) for n in range(st.nnodes)]
+    offs = []
+    cdef Py_ssize_t off = 0, total
+    for t in node_tot:
+        offs.append(off)
+        off += t
+    total = off
+    full = np.empty(total, np.uint8)
+    mine = full[offs[st.nidx]:offs[st.nidx] + node_tot[st.nidx]]
+    core.gather(sobj, sb, mine if st.lrank == 0 else None, sizes if st.lrank == 0 else None, None, 0, True)
+    if st.lrank == 0:
+        _mpi_wait(st, [st.xcomm.Iallgatherv(_IN_PLACE, [full, (node_tot, offs), _BYTE])], "Allgather")
+    core.bcast(full, total, 0)
+    dst = _u8(robj)
+    for n in range(st.nnodes):
+        off = offs[n]
+        for r in st.members[n]:
+            c = bcounts[r]
+            if c:
+                dst[bdispls[r]:bdispls[r] + c] = full[off:off + c]
+            off += c
+    return 0

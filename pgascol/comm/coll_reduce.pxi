@@ -1,0 +1,345 @@
+# Reductions: Allreduce, Reduce, Reduce_scatter(_block), Scan, Exscan (csrc/coll_reduce.c),
+# each with its node body and its hierarchical body.
+
+cdef int _allreduce(_State st, object sendbuf, object recvbuf, object op) except -1:
+    cdef _Msg r = _simple(recvbuf, True, 0, False)
+    if r is None:
+        return 0
+    cdef _Msg s = None
+    cdef bint inplace = _is_in_place(sendbuf)
+    if not inplace:
+        s = _simple(sendbuf, False, 0, False)
+        if s is None:
+            return 0
+        _same_types(s, r, "Allreduce")
+        if s.count != r.count:
+            raise ArgumentError("Allreduce: send count %d and receive count %d differ" % (s.count, r.count))
+    cdef int opc = _op_code(op, r)
+    if opc < 0:
+        return 0
+    cdef Py_ssize_t n = r.count * r.esize
+    _need(r, n, "recvbuf")
+    if s is not None:
+        _need(s, n, "sendbuf")
+    if not st.hier:
+        st.core.c_elementwise(0, NULL if inplace else s.ptr, r.ptr, r.count, r.code, opc)
+        st.count(PGC_COLL_ALLREDUCE, P_ENGINE)
+        return 1
+    try:
+        _hier_allreduce(st, None if inplace else s.obj, r.obj, NULL if inplace else s.ptr, r.ptr,
+                        r.count, r.esize, r.code, opc, r.mpitype, op)
+    except PgascolError as exc:
+        _in_hierarchy(exc, PGC_COLL_ALLREDUCE)
+    st.count(PGC_COLL_ALLREDUCE, P_HIER)
+    return 1
+
+
+cdef int _hier_allreduce(_State st, object sobj, object robj, const char *sptr, char *rptr,
+                         Py_ssize_t count, Py_ssize_t esize, int code, int opc, object mpitype,
+                         object op) except -1:
+    """Equal nodes (HierKNEM's and PGASCol's scheme), segment by segment:
+    node reduce-scatter on the engine, then every local rank allreduces its
+    own block across nodes on its own inter-node communicator (all local
+    ranks share the network work), then node allgather. The inter-node
+    allreduce of segment i is in flight while the node reduce-scatters
+    segment i+1, and segments keep the working set in cache. Results land
+    straight in recvbuf (in place: blocks go through two scratch areas);
+    when recvbuf outgrows the cache (cold_min), the node allgather writes
+    it with streaming stores: the segments gathered first are out of the
+    cache by the end anyway, and an ordinary store would fetch each line
+    only to overwrite it (2 virtual nodes of 2, 16 MiB: the allgather
+    phase 3.1-5.0 ms instead of 4.3-5.3 with ordinary stores;
+    `PGASCOL_NODE_SIZE=2 mpiexec -n 4 python bench/hier_allreduce_phases.py 16M`).
+    Every leg is a C-level engine call (Team.c_*), as in the other collectives.
+    Vectors up to _HIER_ROOTED_MAX, and unequal nodes: node reduce to the
+    leader, leaders' allreduce, node broadcast (one MPI call per node: the
+    latency of a small vector is in its steps, not its bytes).
+    sobj None / sptr NULL: in place (the data in robj)."""
+    cdef Team core = st.core
+    cdef Py_ssize_t L = st.lsize, l = st.lrank, seg, first = 0, n, mine, off, c, i, k = 0
+    cdef Py_ssize_t laid = -1   # the segment length the block layouts below are for
+    cdef bint inplace = sobj is None, cold = 0 < st.cold_min <= count * esize
+    cdef _Layout elay = None, blay = None, gathered   # a segment's blocks per local rank: elements, bytes
+    cdef char *bptr
+    cdef const char *src = sptr
+    cdef const char *gsend
+    if inplace:
+        src = rptr
+    if st.equal and count * esize > _HIER_ROOTED_MAX:
+        out = _u8(robj)
+        seg = max(L, _SEGMENT // esize)
+        pending = None          # the previous segment: (requests, its scratch block or None, bytes, offset, blay)
+        while first < count or pending is not None:
+            nxt = None
+            if first < count:
+                n = min(seg, count - first)
+                if n != laid:   # once for the full segments, once for the last one
+                    elay, blay = _Layout(L), _Layout(L)
+                    off = 0
+                    for i in range(L):
+                        c = n // L + (1 if n % L > i else 0)
+                        elay.counts[i] = c
+                        blay.counts[i] = c * esize
+                        blay.displs[i] = off
+                        off += c * esize
+                    laid = n
+                mine = elay.counts[l]
+                off = first * esize
+                if inplace:
+                    blk = st.scratch(k & 1, mine * esize)
+                    bptr = <char *>cnp.PyArray_DATA(blk)
+                else:
+                    blk = out[off + blay.displs[l]:off + blay.displs[l] + mine * esize]
+                    bptr = rptr + off + blay.displs[l]
+                core.c_reduce_scatter(False, src + off, bptr, elay.counts, code, opc)
+                req = [st.xcomm.Iallreduce(_IN_PLACE, [blk, mine, mpitype], op)] if mine else []
+                nxt = (req, blk if inplace else None, mine * esize, off, blay)
+                first += n
+                k += 1
+            if pending is not None:
+                _mpi_wait(st, pending[0], "Allreduce")
+                gsend = NULL if pending[1] is None else <const char *>cnp.PyArray_DATA(pending[1])
+                gathered = <_Layout>pending[4]
+                core.c_allgather(True, gsend, pending[2], rptr + <Py_ssize_t>pending[3],
+                                 gathered.counts, gathered.displs, cold)
+            pending = nxt
+        return 0
+    if st.lrank == 0:
+        core.c_reduce(sptr, rptr, count, code, opc, 0)
+        _mpi_wait(st, [st.xcomm.Iallreduce(_IN_PLACE, [robj, count, mpitype], op)], "Allreduce")
+    else:
+        core.c_reduce(rptr if sptr == NULL else sptr, NULL, count, code, opc, 0)
+    core.c_bcast(rptr, count * esize, 0)
+    return 0
+
+
+cdef int _reduce(_State st, object sendbuf, object recvbuf, object op, int root) except -1:
+    _check_root(st, root)
+    cdef bint at_root = st.rank == root
+    cdef bint inplace = _is_in_place(sendbuf)
+    cdef _Msg s = None, r = None, t
+    if at_root:
+        r = _simple(recvbuf, True, 0, False)
+        if r is None:
+            return 0
+        if not inplace:
+            s = _simple(sendbuf, False, 0, False)
+            if s is None:
+                return 0
+            _same_types(s, r, "Reduce")
+            if s.count != r.count:
+                raise ArgumentError("Reduce: send count %d and receive count %d differ" % (s.count, r.count))
+        t = r
+    else:
+        if inplace:
+            return 0   # erroneous in MPI: let MPI report it
+        s = _simple(sendbuf, False, 0, False)
+        if s is None:
+            return 0
+        t = s
+    cdef int opc = _op_code(op, t)
+    if opc < 0:
+        return 0
+    cdef Py_ssize_t n = t.count * t.esize
+    if r is not None:
+        _need(r, n, "recvbuf")
+    if s is not None:
+        _need(s, n, "sendbuf")
+    if not st.hier:
+        st.core.c_reduce(NULL if s is None else s.ptr, NULL if r is None else r.ptr, t.count, t.code,
+                         opc, root)
+        st.count(PGC_COLL_REDUCE, P_ENGINE)
+        return 1
+    try:
+        _hier_reduce(st, s, r, t, opc, op, root)
+    except PgascolError as exc:
+        _in_hierarchy(exc, PGC_COLL_REDUCE)
+    st.count(PGC_COLL_REDUCE, P_HIER)
+    return 1
+
+
+cdef int _hier_reduce(_State st, _Msg s, _Msg r, _Msg t, int opc, object op, int root) except -1:
+    """Node reduce to the leader, leaders' Reduce to the root's node (MPI),
+    then to the root if it does not lead its node. s None: in place at the
+    root; r: the root's; t: the message that tells count and type."""
+    cdef Team core = st.core
+    cdef int rn = st.node_of[root], rl = st.local_of[root]
+    cdef Py_ssize_t count = t.count, n = count * t.esize
+    cdef bint at_root = st.rank == root
+    cdef char *accp
+    if st.lrank == 0:
+        acc = r.obj if at_root else st.scratch(0, n)
+        accp = r.ptr if at_root else <char *>cnp.PyArray_DATA(acc)
+        # in place at a root that leads its node: the data is already in r
+        core.c_reduce(NULL if s is None else s.ptr, accp, count, t.code, opc, 0)
+        if st.nidx == rn:
+            req = st.xcomm.Ireduce(_IN_PLACE, [acc, count, t.mpitype], op, root=rn)
+        else:
+            req = st.xcomm.Ireduce([acc, count, t.mpitype], None, op, root=rn)
+        _mpi_wait(st, [req], "Reduce")
+        if st.nidx == rn and rl != 0:
+            _mpi_wait(st, [st.ncomm.Isend([acc, n, _BYTE], dest=rl, tag=TAG_REDUCE)], "Reduce")
+    else:
+        core.c_reduce(r.ptr if s is None else s.ptr, NULL, count, t.code, opc, 0)
+        if at_root:
+            _mpi_wait(st, [st.ncomm.Irecv([r.obj, n, _BYTE], source=0, tag=TAG_REDUCE)], "Reduce")
+    return 0
+
+
+cdef int _reduce_scatter(_State st, object sendbuf, object recvbuf, object recvcounts, object op,
+                         bint block) except -1:
+    cdef bint inplace = _is_in_place(sendbuf)
+    cdef _Msg s = None, r
+    cdef _Layout lay
+    cdef Py_ssize_t total, i
+    r = _simple(recvbuf, True, st.size if (inplace and block) else 0, False)
+    if r is None:
+        return 0
+    if block:
+        counts = [r.count] * st.size
+    else:
+        if recvcounts is None:
+            return 0   # mpi4py allgathers the counts itself
+        try:
+            counts = [PyNumber_Index(c) for c in recvcounts]
+        except (TypeError, ValueError):
+            return 0
+        if len(counts) != st.size or min(counts) < 0:
+            return 0
+    total = sum(counts)
+    if not inplace:
+        s = _simple(sendbuf, False, st.size if block else 0, False)
+        if s is None:
+            return 0
+        _same_types(s, r, "Reduce_scatter_block" if block else "Reduce_scatter")
+        if block:
+            if s.count != r.count:
+                raise ArgumentError("Reduce_scatter_block: send count %d per rank and receive count %d differ"
+                                    % (s.count, r.count))
+        else:
+            if s.count != total:
+                raise ArgumentError("Reduce_scatter: send count %d and sum(recvcounts) %d differ"
+                                    % (s.count, total))
+            if r.count != counts[st.rank]:
+                raise ArgumentError("Reduce_scatter: receive count %d and recvcounts[%d] %d differ"
+                                    % (r.count, st.rank, counts[st.rank]))
+        _need(s, total * s.esize, "sendbuf")
+        _need(r, counts[st.rank] * r.esize, "recvbuf")
+    else:
+        if not block and r.count != total:
+            raise ArgumentError("Reduce_scatter: receive count %d and sum(recvcounts) %d differ"
+                                % (r.count, total))
+        _need(r, total * r.esize, "recvbuf")
+    cdef int opc = _op_code(op, r)
+    if opc < 0:
+        return 0
+    cdef int coll = PGC_COLL_REDUCE_SCATTER_BLOCK if block else PGC_COLL_REDUCE_SCATTER
+    if not st.hier:
+        lay = _Layout(st.size)
+        lay.set_counts(counts)
+        st.core.c_reduce_scatter(block, NULL if inplace else s.ptr, r.ptr, lay.counts, r.code, opc)
+        st.count(coll, P_ENGINE)
+        return 1
+    # hierarchy: allreduce the whole vector, keep my part
+    cdef Py_ssize_t esize = r.esize, start = sum(counts[:st.rank]) * esize, mine = counts[st.rank] * esize
+    tmp = st.scratch(2, total * esize)      # (the Allreduce uses 0 and 1 only in place)
+    cdef char *tp = <char *>cnp.PyArray_DATA(tmp)
+    try:
+        _hier_allreduce(st, r.obj if inplace else s.obj, tmp, r.ptr if inplace else s.ptr, tp,
+                        total, esize, r.code, opc, r.mpitype, op)
+    except PgascolError as exc:
+        _in_hierarchy(exc, coll)
+    memcpy(r.ptr, tp + start, mine)
+    st.count(coll, P_HIER)
+    return 1
+
+
+cdef int _scan(_State st, object sendbuf, object recvbuf, object op, bint ex) except -1:
+    if st.hier and not st.in_rank_order:
+        return 0   # nodes interleave in rank order: MPI's own Scan/Exscan (counted as 'mpi')
+    cdef _Msg r = _simple(recvbuf, True, 0, False)
+    if r is None:
+        return 0
+    cdef _Msg s = None
+    cdef bint inplace = _is_in_place(sendbuf)
+    if not inplace:
+        s = _simple(sendbuf, False, 0, False)
+        if s is None:
+            return 0
+        _same_types(s, r, "Exscan" if ex else "Scan")
+        if s.count != r.count:
+            raise ArgumentError("%s: send count %d and receive count %d differ"
+                                % ("Exscan" if ex else "Scan", s.count, r.count))
+    cdef int opc = _op_code(op, r)
+    if opc < 0:
+        return 0
+    cdef Py_ssize_t n = r.count * r.esize
+    _need(r, n, "recvbuf")
+    if s is not None:
+        _need(s, n, "sendbuf")
+    if st.hier:
+        try:
+            _hier_scan(st, s, r, opc, op, ex)
+        except PgascolError as exc:
+            _in_hierarchy(exc, PGC_COLL_EXSCAN if ex else PGC_COLL_SCAN)
+        st.count(PGC_COLL_EXSCAN if ex else PGC_COLL_SCAN, P_HIER)
+        return 1
+    if ex:
+        st.core.c_elementwise(2, NULL if inplace else s.ptr, r.ptr, r.count, r.code, opc)
+    else:
+        st.core.c_elementwise(1, NULL if inplace else s.ptr, r.ptr, r.count, r.code, opc)
+    st.count(PGC_COLL_EXSCAN if ex else PGC_COLL_SCAN, P_ENGINE)
+    return 1
+
+
+cdef int _hier_scan(_State st, _Msg s, _Msg r, int opc, object op, bint ex) except -1:
+    """Scan/Exscan over nodes of consecutive ranks in rank order (see
+    _State.in_rank_order): the node's own (ex)scan on the engine; the Exscan of
+    the node totals across nodes (MPI, on an xcomm, whose rank is the node
+    index) by the holder of the total: with equal nodes the last local rank
+    of every node, otherwise the leaders after a node broadcast of the total;
+    the node broadcast of that prefix from the holder; locally prefix op own
+    part (lower ranks on the left). Exscan leaves rank 0's buffer untouched.
+    s None: in place."""
+    cdef Team core = st.core
+    cdef Py_ssize_t count = r.count, n = count * r.esize
+    cdef int code = r.code, last = st.lsize - 1
+    cdef int holder = last if st.equal else 0
+    tot, pre = st.scratch(0, n), st.scratch(1, n)
+    cdef char *totp = <char *>cnp.PyArray_DATA(tot)
+    cdef char *prep = <char *>cnp.PyArray_DATA(pre)
+    cdef char *part = r.ptr
+    cdef const char *x
+    if not ex:
+        core.c_elementwise(1, NULL if s is None else s.ptr, r.ptr, count, code, opc)  # my node up to me
+        if st.lrank == last:
+            memcpy(totp, r.ptr, n)
+    else:
+        x = r.ptr if s is None else s.ptr
+        part = <char *>cnp.PyArray_DATA(st.scratch(2, n))
+        core.c_elementwise(2, x, part, count, code, opc)   # my node's members before me (not at lrank 0)
+        if st.lrank == last:
+            if last > 0:
+                core.c_fold(totp, part, x, count, code, opc)
+            else:
+                memcpy(totp, x, n)
+    if holder != last:
+        core.c_bcast(totp, n, last)
+    if st.lrank == holder:
+        _mpi_wait(st, [st.xcomm.Iexscan([tot, count, r.mpitype], [pre, count, r.mpitype], op)],
+                  "Exscan" if ex else "Scan")
+    if st.nidx > 0:
+        core.c_bcast(prep, n, holder)
+    if not ex:
+        if st.nidx > 0:
+            core.c_fold(r.ptr, prep, r.ptr, count, code, opc)
+        return 0
+    if st.nidx > 0:
+        if st.lrank > 0:
+            core.c_fold(part, prep, part, count, code, opc)
+        else:
+            part = prep
+    elif st.lrank == 0:
+        return 0        # rank 0: undefined in MPI, the buffer stays as it was
+    memcpy(r.ptr, part, n)
+    return 0

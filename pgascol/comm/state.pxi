@@ -1,0 +1,284 @@
+# Per-communicator state (_State), the bounded waits of the inter-node legs
+# (_mpi_wait), and the bookkeeping every collective shares: which path ran, refusals, stats.
+
+# ----------------------------------------------------------------- state
+
+# Operations counted by the communicator layer (index -> name).
+# The collectives the communicator counts: the engine's (pgc_coll, whose
+# names are _core.COLLECTIVES), then the pickle-based methods.
+cdef enum:
+    COLL_OBJ_BCAST = PGC_NCOLL
+    COLL_OBJ_REDUCE
+    COLL_OBJ_ALLREDUCE
+    COLL_OBJ_GATHER
+    COLL_OBJ_SCATTER
+    COLL_OBJ_ALLGATHER
+    COLL_OBJ_ALLTOALL
+    COLL_OBJ_BARRIER
+    NCOLL_COUNTED
+_COLL_NAMES = _core.COLLECTIVES + ("bcast", "reduce", "allreduce", "gather", "scatter", "allgather",
+                                   "alltoall", "barrier")
+_PATHNAMES = ("engine", "hier", "mpi", "shm")
+cdef enum:
+    P_ENGINE, P_HIER, P_MPI, P_SHM
+    NPATHS_
+
+# Tags of the private point-to-point communicator of the hierarchy.
+cdef enum:
+    TAG_GATHER = 11
+    TAG_SCATTER = 12
+    TAG_REDUCE = 13
+
+# Pipeline segment of the inter-node legs: 1 MiB measured faster than
+# 256 KiB-16 MiB for a 16 MiB Allreduce on 2 virtual nodes.
+cdef Py_ssize_t _SEGMENT = 1 << 20
+
+# Hierarchical Allreduce of vectors up to this many bytes: node reduce, one
+# leaders' allreduce per node, node broadcast, instead of the partitioned
+# pipeline (node reduce-scatter, every local rank's own allreduce, node
+# allgather) that spreads large vectors over all local ranks. 2 virtual
+# nodes of 2 (pgascol-bench, one job each way): 16 KiB 116 against 361 us,
+# 64 KiB 135 against 455 us; 256 KiB-1 MiB the partitioned one ahead
+# (docs/PERFORMANCE.md, twenty-first session).
+cdef Py_ssize_t _HIER_ROOTED_MAX = 64 << 10
+
+
+def _u8(obj):
+    """A writable-if-possible flat uint8 numpy view of a contiguous buffer."""
+    try:
+        return np.frombuffer(obj, dtype=np.uint8)
+    except (ValueError, TypeError, BufferError):
+        return np.asarray(obj).reshape(-1, order="A").view(np.uint8)
+
+
+cdef class _State:
+    """pgascol's side of one communicator."""
+    cdef public object team, xcomm, pcomm, ncomm
+    cdef public Team core       # typed: the hot collectives are C-level calls (Team.c_*)
+    cdef public double timeout
+    cdef public Py_ssize_t cold_min  # a hierarchical Allreduce of this many bytes outgrows the cache
+    cdef public int rank, size, lrank, lsize, nnodes, nidx
+    cdef public int mpi_spin    # polls of an inter-node leg before it yields (_mpi_wait)
+    cdef public bint hier, equal, debug
+    # Every node holds consecutive ranks and the nodes follow one another in
+    # rank order: hierarchical Scan/Exscan need it; Allgather, Gather and
+    # Scatter then find each node's blocks together in the user's buffer.
+    cdef public bint in_rank_order
+    cdef public list node_of, local_of, members
+    cdef list scratch_bufs      # pre-faulted work areas of the hierarchical legs
+    cdef long long counters[<int>NCOLL_COUNTED][<int>NPATHS_]
+
+    def __init__(self, comm, env=os.environ):
+        self.debug = env.get("PGASCOL_DEBUG", "0") not in ("", "0")
+        self.team = NodeTeam(comm, env)
+        t = self.team
+        self.core = t.core
+        cfg = t.core.config
+        self.timeout = cfg["timeout_s"]
+        # The node's share of the cache per member (PGASCOL_RECV_STREAM_MIN;
+        # 0: never), the block size from which the engine streams receives.
+        self.cold_min = cfg["recv_stream_min"]
+        # Ranks outnumber CPUs (the engine then never spins either): polling
+        # MPI holds a CPU the peer it waits for may need, so yield at once.
+        # 2 virtual nodes of 2, small Allreduce/Allgather/Scan, three
+        # alternating jobs each: 8 B Allreduce 1.06-1.16 of MPICH, against
+        # 1.18-5.03 after 256 polls (docs/PERFORMANCE.md, twenty-first session).
+        self.mpi_spin = 256 if cfg["spin_ns"] else 0
+        self.rank, self.size = comm.Get_rank(), comm.Get_size()
+        self.lrank, self.lsize = t.local_rank, t.local_size
+        self.nidx, self.nnodes = t.node_index, t.num_nodes
+        self.ncomm = t.node_comm
+        self.hier = self.nnodes > 1
+        self.scratch_bufs = [None, None, None]
+        self.xcomm = self.pcomm = None
+        if self.hier:
+            placement = comm.allgather((self.nidx, self.lrank))
+            self.node_of = [p[0] for p in placement]
+            self.local_of = [p[1] for p in placement]
+            self.members = [[] for _ in range(self.nnodes)]
+            for r, (n, l) in enumerate(placement):
+                self.members[n].append(r)
+            for n in range(self.nnodes):
+                self.members[n].sort(key=lambda r: self.local_of[r])
+            sizes = set(len(m) for m in self.members)
+            self.equal = len(sizes) == 1
+            self.in_rank_order = [q for m in self.members for q in m] == list(range(self.size))
+            # Per-local-rank inter-node communicator; its rank is the node index.
+            self.xcomm = comm.Split(self.lrank, self.nidx)
+            self.pcomm = comm.Dup()
+        self.log("ready: rank %d of %d, node %d of %d, local rank %d of %d%s" % (
+            self.rank, self.size, self.nidx, self.nnodes, self.lrank, self.lsize,
+            " (hierarchical)" if self.hier else ""))
+
+    def log(self, msg):
+        if self.debug:
+            sys.stderr.write("[pgascol %d] %s\n" % (self.rank, msg))
+            sys.stderr.flush()
+
+    cdef inline void count(self, int coll, int path):
+        self.counters[coll][path] += 1
+        if self.debug:
+            self.log("%s -> %s" % (_COLL_NAMES[coll], _PATHNAMES[path]))
+
+    cdef object scratch(self, int which, Py_ssize_t nbytes):
+        """Work area `which` (0, 1 or 2) of at least nbytes, kept between calls:
+        a fresh np.empty of megabytes costs a page fault per 4 KiB on every
+        call."""
+        buf = self.scratch_bufs[which]
+        if buf is None or buf.size < nbytes:
+            buf = np.empty(max(nbytes, 4096), np.uint8)
+            buf.fill(0)
+            self.scratch_bufs[which] = buf
+        return buf[:nbytes]
+
+    def counts(self):
+        out = {}
+        for o in range(NCOLL_COUNTED):
+            for p in range(NPATHS_):
+                if self.counters[o][p]:
+                    out.setdefault(_COLL_NAMES[o], {})[_PATHNAMES[p]] = self.counters[o][p]
+        return out
+
+    def free(self):
+        for c in (self.xcomm, self.pcomm):
+            if c is not None and c != MPI.COMM_NULL:
+                c.Free()
+        self.xcomm = self.pcomm = None
+        if self.team is not None:
+            self.team.free()
+        self.team = self.core = None
+
+
+cdef object _Testall = MPI.Request.Testall
+
+
+# How long _mpi_wait polls with sched_yield before it sleeps between polls.
+# A pipelined leg on an oversubscribed node often waits a few ms for a peer
+# that shares its CPU; a sleeping poller answers MPI's next step up to
+# ~150 us late each time: 16 MiB Allreduce on 2 virtual nodes of 2 (4 ranks
+# on 2 cores) took 1.08-1.38x native sleeping after 1 ms, 0.81-1.05x after
+# 50 ms (alternating jobs, docs/PERFORMANCE.md, eighteenth session).
+cdef double _MPI_YIELD_S = 0.05
+
+
+cdef int _mpi_wait(_State st, object reqs, str what) except -1:
+    """Complete the requests of an inter-node leg, bounded as the engine's
+    waits are: PGASCOL_TIMEOUT, and the node team's health (a local member
+    that gave up or died ends the wait too). Otherwise a rank whose peers on
+    other nodes failed before their MPI call would block forever. Testall
+    drives MPI's progress; after a short spin (none when ranks outnumber
+    CPUs: st.mpi_spin) it yields (an oversubscribed node keeps its CPUs for
+    the ranks that do the work), and sleeps 100 us
+    between polls only once the wait has lasted _MPI_YIELD_S. On
+    timeout the node team is aborted: the pending MPI operation can never be
+    matched reliably, so the communicator is not used again."""
+    if _Testall(reqs):
+        return 0
+    cdef double start = _monotonic(), now, check = start + 0.1
+    cdef int polls = 0
+    while not _Testall(reqs):
+        polls += 1
+        if polls < st.mpi_spin:
+            continue
+        now = _monotonic()
+        if now >= check:
+            st.core.check_alive()
+            if now - start > st.timeout:
+                msg = ("%s: the inter-node MPI phase did not complete within PGASCOL_TIMEOUT=%gs "
+                       "(a rank on another node failed or is not calling %s)" % (what, st.timeout, what))
+                st.core.abort(msg)
+                raise PgascolTimeoutError(msg)
+            check = now + 0.1
+        if now - start < _MPI_YIELD_S:
+            os.sched_yield()
+        else:
+            _sleep(100e-6)
+    return 0
+
+
+cdef int _in_hierarchy(object exc, int coll) except -1:
+    """Re-raise an error of a hierarchical collective under the name of the
+    collective the user called (the engine names its own step, e.g. the
+    Reduce_scatter inside a hierarchical Allreduce)."""
+    name = _COLL_NAMES[coll]
+    msg = str(exc)
+    if not msg.startswith(name):
+        exc.args = ("%s (hierarchical): %s" % (name, msg),) + tuple(exc.args[1:])
+    raise exc
+
+
+# Where a Comm keeps its _pg slot (0: unknown, use getattr): the slot comes
+# right after mpi4py's object, so every collective reads it with one load
+# instead of a generic attribute lookup (~130 instructions). Set once Comm
+# exists (_locate_slot), checked against Comm's size.
+cdef Py_ssize_t _PG_OFFSET = 0
+cdef PyTypeObject *_COMM_TYPE = NULL
+
+
+cdef inline _State _st(object comm):
+    cdef PyObject *raw
+    if Py_TYPE(comm) == _COMM_TYPE:
+        raw = (<PyObject **>(<char *><PyObject *>comm + _PG_OFFSET))[0]
+        st = <object>raw if raw != NULL else None   # NULL: made by MPI without __init__
+    else:
+        st = getattr(comm, "_pg", None)
+    if st is None:
+        return None
+    if (<_State>st).core is None:
+        return None
+    return <_State>st
+
+
+cdef int _check_root(_State st, int root) except -1:
+    if root < 0 or root >= st.size:
+        raise ArgumentError("root %d out of range for a communicator of %d ranks" % (root, st.size))
+    return 0
+
+
+cdef int _done(_State st, int coll, int path, _Msg a, _Msg b) except -1:
+    """The end of a data-movement collective that succeeded: a packed
+    receive message is unpacked into the user's buffer; the call counted."""
+    if (a is not None and a.packed) or (b is not None and b.packed):
+        _unpack(a)
+        _unpack(b)
+        if st.debug:
+            st.log("%s: derived datatype or MPI.BOTTOM as packed bytes" % _COLL_NAMES[coll])
+    st.count(coll, path)
+    return 0
+
+
+cdef int _fallback(object st, int coll) except -1:
+    """The call goes to MPI: count it."""
+    if st is not None:
+        (<_State>st).count(coll, P_MPI)
+    return 0
+
+
+cdef int _refused(_State st, int coll) except -1:
+    """This rank raised an ArgumentError before its call reached the engine,
+    while the other ranks may be in it: the node team takes the op as
+    refused, so a peer waiting for this rank fails at once with a message
+    naming it, and the sequence numbers stay in step (pgc_coll_refuse in
+    the C core)."""
+    if st.core is not None:
+        st.core.c_refuse(coll)
+    return 0
+
+
+def _stats(comm):
+    st = getattr(comm, "_pg", None) if isinstance(comm, Comm) else None
+    if st is None or st.core is None:
+        return {}
+    out = {}
+    engine = st.core.stats()
+    for coll, paths in engine.items():
+        for p, n in paths.items():
+            if n > 0:
+                name = ("node:" + coll) if st.hier else coll
+                out.setdefault(name, {})[p] = n
+    for coll, paths in st.counts().items():
+        for p, n in paths.items():
+            if p == "engine":
+                continue    # the engine's own counters say which method (inline/cico/cma)
+            out.setdefault(coll, {})[p] = out.get(coll, {}).get(p, 0) + n
+    return out
