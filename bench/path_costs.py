@@ -7,7 +7,7 @@ collective on the engine.
     PGASCOL_ADAPT=0 mpiexec -n 2 python bench/path_costs.py allgather 1M
 
 Six rounds of 200 calls; rank 0 prints the time per call, the costs and the
-calls per path so far (docs/PERFORMANCE.md, seventh session)."""
+calls per path so far."""
 import sys
 import time
 

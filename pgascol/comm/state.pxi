@@ -39,7 +39,8 @@ cdef Py_ssize_t _SEGMENT = 1 << 20
 # allgather) that spreads large vectors over all local ranks. 2 virtual
 # nodes of 2 (pgascol-bench, one job each way): 16 KiB 116 against 361 us,
 # 64 KiB 135 against 455 us; 256 KiB-1 MiB the partitioned one ahead
-# (docs/PERFORMANCE.md, twenty-first session).
+# (`pgascol-bench run --np 4 --virtual-node-size 2 --ops allreduce`;
+# docs/PERFORMANCE.md, Decisions).
 cdef Py_ssize_t _HIER_ROOTED_MAX = 64 << 10
 
 
@@ -82,7 +83,7 @@ cdef class _State:
         # MPI holds a CPU the peer it waits for may need, so yield at once.
         # 2 virtual nodes of 2, small Allreduce/Allgather/Scan, three
         # alternating jobs each: 8 B Allreduce 1.06-1.16 of MPICH, against
-        # 1.18-5.03 after 256 polls (docs/PERFORMANCE.md, twenty-first session).
+        # 1.18-5.03 after 256 polls (`pgascol-bench run --np 4 --virtual-node-size 2`).
         self.mpi_spin = 256 if cfg["spin_ns"] else 0
         self.rank, self.size = comm.Get_rank(), comm.Get_size()
         self.lrank, self.lsize = t.local_rank, t.local_size
@@ -157,7 +158,7 @@ cdef object _Testall = MPI.Request.Testall
 # that shares its CPU; a sleeping poller answers MPI's next step up to
 # ~150 us late each time: 16 MiB Allreduce on 2 virtual nodes of 2 (4 ranks
 # on 2 cores) took 1.08-1.38x native sleeping after 1 ms, 0.81-1.05x after
-# 50 ms (alternating jobs, docs/PERFORMANCE.md, eighteenth session).
+# 50 ms (alternating jobs of bench/hier_allreduce_phases.py).
 cdef double _MPI_YIELD_S = 0.05
 
 

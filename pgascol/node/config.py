@@ -1,7 +1,7 @@
 """Run-time parameters: defaults, PGASCOL_* environment variables, and the
 thresholds that choose a transfer method by size.
 
-Every parameter has a default seeded from measurements on the development
+Every parameter has a default taken from measurements on the development
 machine (see docs/PERFORMANCE.md); each can be overridden by an environment
 variable. The values of the node's first rank become the team-wide values, so
 every member picks the same method for the same call."""
@@ -17,8 +17,10 @@ MiB = 1024 * KiB
 #: collective; None = never. Seeded from `pgascol calibrate` on the 2-core
 #: development machine (docs/PERFORMANCE.md); a calibration file of the
 #: machine at hand replaces them. Reductions (bytes: the whole vector) stay
-#: on copy-in/copy-out by size (single copy measured slower,
-#: shared/FACTS.md "Large reductions") and take single copy only by the
+#: on copy-in/copy-out by size (single copy measured slower: a 16 MiB
+#: float64 Allreduce at np=2 pulling the peer's half with process_vm_readv
+#: takes 3.4-4.2 ms, a pipelined copy through cache-resident staging
+#: 1.6 ms; the kernel copy moves 5-8 GB/s there) and take single copy only by the
 #: measured costs (REDUCTIONS, _adaptive).
 REDUCTIONS = ("Reduce", "Allreduce", "Reduce_scatter", "Reduce_scatter_block", "Scan", "Exscan")
 CMA_MIN_DEFAULTS = {
@@ -64,9 +66,9 @@ VARIABLES = {
                        "stores while the team measures ordinary ones 3x dearer (0: never; 2: always)"),
     # auto: np=2, Alltoall of 16 MiB (own block 8 MiB) 0.76-0.83 of MPICH
     # against 0.96-1.01, Allgather of 8 / 16 MiB 0.87-0.98 / 0.89-0.98
-    # against 0.97-1.23 / 1.00-1.13 (own blocks, eighteenth session); np=8,
-    # Allgather of 2 / 4 MiB per rank 0.52-0.61 / 0.55-0.59 against
-    # 0.64-0.85 / 0.64-0.77 (copy-outs too, nineteenth; docs/PERFORMANCE.md).
+    # against 0.97-1.23 / 1.00-1.13 (own blocks); np=8, Allgather of 2 / 4
+    # MiB per rank 0.52-0.61 / 0.55-0.59 against 0.64-0.85 / 0.64-0.77
+    # (copy-outs too; `pgascol-bench run --np 8 --ops allgather --sizes 2M,4M`).
     "PGASCOL_RECV_STREAM_MIN": ("auto", str, "Gather, Scatter, Allgather and Alltoall (and v forms): "
                                 "a member writes its receive buffer (own block, copy-outs) with streaming "
                                 "stores once a block reaches this many bytes (auto: the last-level cache / "
@@ -251,7 +253,9 @@ def team_config(oversubscribed, env=os.environ, cpus=0, members=0):
     cfg = {
         "timeout_s": _get(env, "PGASCOL_TIMEOUT"),
         # Spinning only pays when every rank has a CPU: with more ranks than
-        # CPUs the rank we wait for may need our core (shared/FACTS.md).
+        # CPUs the rank we wait for may need our core: a token passed round
+        # 4 processes on 2 cores takes ~2.8 ms a hop spinning, ~1.4 us with
+        # sched_yield (docs/PERFORMANCE.md, Decisions).
         "spin_ns": 0 if oversubscribed else int(_get(env, "PGASCOL_SPIN_US") * 1000),
         "yield_ns": int(_get(env, "PGASCOL_YIELD_US") * 1000),
         "inline_max": min(_get(env, "PGASCOL_INLINE_MAX"), _core.INLINE_SLOT_MAX),

@@ -21,7 +21,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 ENV_VAR = "PGASCOL_TOPOLOGY"
 
-# Distance scale returned by Topology.distance (seed-002, KNEM thesis §4.4.1).
+# Distance scale returned by Topology.distance: how far apart two CPUs are in
+# the memory hierarchy (same CPU, same core, same cache, same NUMA node, ...).
 SAME_CPU = 0
 SAME_CORE = 1
 SHARED_L2 = 2
