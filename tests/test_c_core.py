@@ -17,7 +17,7 @@ PROGRAMS = sorted((ROOT / "tests" / "c").glob("test_*.c"))
 @pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.stem)
 def test_c_program(program, tmp_path):
     exe = tmp_path / program.stem
-    sources = [str(p) for p in sorted(CSRC.glob("*.c"))]
+    sources = [str(p) for p in sorted(CSRC.rglob("*.c"))]
     # -O3 as setup.py builds the core: the kernels vectorise only there
     build = subprocess.run(["gcc", "-O3", "-g", "-std=gnu11", "-Wall", "-Wextra", "-Werror",
                             "-I", str(CSRC), *sources, str(program), "-o", str(exe), "-lm"],

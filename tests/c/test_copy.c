@@ -3,7 +3,7 @@
  * for every length around their steps (64, 128, 256 bytes and the wide
  * threshold) and every misalignment of source and destination, and touch
  * nothing around the destination. Prints "N passed, 0 failed". */
-#include "copy.h"
+#include "base/copy.h"
 
 #include <stdio.h>
 #include <stdlib.h>

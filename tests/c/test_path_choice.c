@@ -21,7 +21,7 @@
 #include <sys/mman.h>
 
 #include "check.h"
-#include "cma.h"
+#include "base/cma.h"
 #include "team_fork.h"
 
 /* member 0 finished: member 1 stays alive until then (its probe reads us) */

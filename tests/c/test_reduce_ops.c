@@ -9,7 +9,7 @@
  *   gcc -O3 -std=gnu11 -Wall -Wextra -Werror csrc/reduce_ops.c csrc/common.c \
  *       tests/c/test_reduce_ops.c -Icsrc -o /tmp/test_reduce_ops -lm
  * Prints "N passed, 0 failed"; exits 1 on any failure. */
-#include "reduce_ops.h"
+#include "base/reduce_ops.h"
 
 #include <complex.h>
 #include <float.h>

@@ -1,6 +1,6 @@
 /* cma.c - process_vm_readv / process_vm_writev wrappers (see cma.h). */
 #define _GNU_SOURCE
-#include "cma.h"
+#include "base/cma.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -9,7 +9,7 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
-#include "common.h"
+#include "base/common.h"
 
 /* Copy between local and remote iovec lists of equal total length.
  * write == 0: remote -> local (pull); write == 1: local -> remote (push). */

@@ -19,9 +19,9 @@
 
 #include <string.h>
 
-#include "copy.h"
-#include "reduce_ops.h"
-#include "sync.h"
+#include "base/copy.h"
+#include "base/reduce_ops.h"
+#include "team/sync.h"
 
 /* Wait until every peer is done with the op `back` ops before this one
  * (back = 1: the previous op). Needed before overwriting a shared area that

@@ -11,7 +11,7 @@
 #ifndef PGC_SYNC_H
 #define PGC_SYNC_H
 
-#include "team.h"
+#include "team/team.h"
 
 /* The sequence number of `step` within the current op. */
 static inline uint64_t pgc_seq(const pgc_team *t, uint32_t step)

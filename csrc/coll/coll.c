@@ -3,8 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cma.h"
-#include "coll.h"
+#include "base/cma.h"
+#include "coll/coll.h"
 
 /* "Bcast (root 2)", "Allreduce (float64, SUM)", "Barrier": what a signature
  * says, for messages. */

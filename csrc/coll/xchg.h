@@ -7,7 +7,7 @@
 #ifndef PGC_XCHG_H
 #define PGC_XCHG_H
 
-#include "coll.h"
+#include "coll/coll.h"
 
 #define PGC_XCHG_STEP_DESC 1u
 #define PGC_XCHG_STEP_ROUND 2u

@@ -76,8 +76,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cma.h"
-#include "xchg.h"
+#include "base/cma.h"
+#include "coll/xchg.h"
 
 
 static inline size_t min_size(size_t a, size_t b)

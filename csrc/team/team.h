@@ -19,8 +19,8 @@
 
 #include <stdatomic.h>
 
-#include "common.h"
-#include "segment.h"
+#include "base/common.h"
+#include "base/segment.h"
 
 #define PGC_MAGIC 0x316c6f6373616770ull /* "pgascol1" */
 #define PGC_LAYOUT_VERSION 16

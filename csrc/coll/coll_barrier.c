@@ -3,7 +3,7 @@
  * deep, one word per member, no counter to reset: nobody waits for a relay,
  * which matters when ranks outnumber cores (the relay would have to be
  * scheduled once more before anyone could leave). */
-#include "coll.h"
+#include "coll/coll.h"
 
 int pgc_barrier(pgc_team *t)
 {

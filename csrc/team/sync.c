@@ -1,6 +1,6 @@
 /* sync.c - progress words, escalating waits, liveness (see sync.h). */
 #define _GNU_SOURCE
-#include "sync.h"
+#include "team/sync.h"
 
 #include <errno.h>
 #include <fcntl.h>

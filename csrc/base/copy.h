@@ -23,7 +23,7 @@
 #include <emmintrin.h>
 #endif
 
-#include "common.h"
+#include "base/common.h"
 
 /* The baseline: 64-byte moves (four SSE2 loads and stores on x86-64).
  * Buffers never overlap. */

@@ -27,7 +27,7 @@
  * for its children, ack = chunks taken from its parent. All end with DONE. */
 #include <string.h>
 
-#include "coll.h"
+#include "coll/coll.h"
 
 /* cma: how much of each reader's message the root pushes (the tail). */
 static inline size_t push_share(const pgc_team *t, size_t bytes)

@@ -1,6 +1,6 @@
 /* team.c - creating, attaching and tearing down a node team (see team.h). */
 #define _GNU_SOURCE
-#include "team.h"
+#include "team/team.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -11,8 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cma.h"
-#include "sync.h"
+#include "base/cma.h"
+#include "team/sync.h"
 
 /* A word of private memory that peers read to probe single copy. */
 static volatile uint64_t cma_probe_word = 0x70676173636f6cull;

@@ -34,7 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "xchg.h"
+#include "coll/xchg.h"
 
 /* Start: table, payload and descriptor. `src`/`sb`/`sd`: the send layout
  * (the receive layout in place). On the cma path in place, *tmp receives the

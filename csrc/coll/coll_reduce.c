@@ -86,7 +86,7 @@
  * user). */
 #include <string.h>
 
-#include "coll.h"
+#include "coll/coll.h"
 
 typedef enum { RK_REDUCE, RK_ALLREDUCE, RK_RSCATTER, RK_SCAN, RK_EXSCAN } rkind;
 
