@@ -39,23 +39,6 @@ int pgc_wait_peers_done(pgc_team *t, uint32_t back);
  * ops ahead of a peer: every PGC_RUNAHEAD / 2 ops a member waits until its
  * peers are done with the op PGC_RUNAHEAD / 2 back. Most ops bound that
  * drift anyway; ops that wait for nobody (zero counts, refusals) would not. */
-/* A reduction's signature argument: datatype (4 bits), operator (4 bits)
- * and an 11-bit hash of its shape (pgc_sig_shape), so members that reduce
- * different counts (or Reduce to different roots) fail with
- * PGC_EMISMATCH instead of folding garbage: nothing else would tell them,
- * since every member splits the vector by its own count. A different shape
- * goes unseen with probability 2^-11. */
-#define PGC_SIG_REDUCTION(dtype, op, shape) \
-    (((uint32_t)(dtype) & 0xfu) << 15 | ((uint32_t)(op) & 0xfu) << 11 | ((shape) & 0x7ffu))
-#define PGC_SIG_DTYPE(arg) ((pgc_dtype)((arg) >> 15 & 0xfu))
-#define PGC_SIG_OP(arg) ((pgc_op)((arg) >> 11 & 0xfu))
-/* Fold one more 64-bit value into a shape hash (start from 0); the top 11
- * bits of the result are the signature's part. */
-static inline uint64_t pgc_sig_shape(uint64_t h, uint64_t v)
-{
-    h = (h ^ v) * 0x9e3779b97f4a7c15ull;
-    return h ^ h >> 29;
-}
 static inline int pgc_coll_sign(pgc_team *t, uint32_t kind, uint32_t arg)
 {
     t->op++;
@@ -183,6 +166,12 @@ static inline uint64_t pgc_desc_len(uint64_t desc)
 {
     return desc & PGC_DESC_LEN_MASK;
 }
+
+/* A reduction whose members would fold more than this many bytes out of the
+ * inline slots (Allreduce, Scan: P x the vector) takes the partitioned path,
+ * where each folds 1/P: inline folding grows with the team, the partitioned
+ * path's synchronisation does not (coll_reduce.c). */
+#define PGC_INLINE_FOLD_MAX (64u << 10)
 
 /* The one place where the transfer method is chosen: by size, the team's
  * thresholds and whether single copy works. Every member must pass values

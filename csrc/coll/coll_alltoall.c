@@ -1,5 +1,5 @@
-/* coll_alltoall.c - Alltoall(v), on the exchange machinery of coll_gather.c
- * (protocol, descriptor, table and copy-in/copy-out engine: see there).
+/* coll_alltoall.c - Alltoall(v), on the exchange engine (xchg.h: protocol,
+ * descriptor, table and copy-in/copy-out rounds).
  *
  * Each member decides the path of everything it sends from its own total
  * send size and the team's measured costs (pgc_choose_member_path), publishes

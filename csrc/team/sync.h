@@ -34,10 +34,10 @@ void pgc_publish(pgc_team *t, _Atomic uint64_t *word, uint64_t value);
 int pgc_wait_slow(pgc_team *t, int peer, _Atomic uint64_t *word, uint64_t target);
 
 /* The peer is in another collective (or refused this one): abort the team
- * with a message naming both; returns PGC_EMISMATCH (coll.c). */
+ * with a message naming both; returns PGC_EMISMATCH. */
 int pgc_signature_mismatch(pgc_team *t, int peer, uint32_t theirs);
 /* Check the peer's signatures of the ops since `last` (the op of our
- * previous check of it) in which we did not wait on it (coll.c). */
+ * previous check of it) in which we did not wait on it. */
 int pgc_check_skipped_signatures(pgc_team *t, int peer, uint32_t last);
 
 /* Once per peer and op, at the first wait that proves the peer has begun
@@ -102,9 +102,12 @@ int pgc_wait_seq_all(pgc_team *t, uint32_t step);
 int pgc_wait_ack_all(pgc_team *t, uint32_t step);
 
 /* Is member r alive (its process exists, is not a zombie, and is the same
- * process that attached)? */
+ * process that attached: base/proc.h)? */
 int pgc_member_alive(const pgc_team *t, int r);
-int pgc_process_alive(int pid, uint64_t starttime);
+
+/* Give up on the team: record why and wake every sleeper. Every member's
+ * next or current wait fails with PGC_EABORTED. */
+void pgc_team_abort(pgc_team *t, int code, const char *msg);
 
 /* PGC_EABORTED (with the aborting member's reason) if the team was aborted. */
 int pgc_check_aborted(pgc_team *t);
@@ -117,8 +120,5 @@ int pgc_check_peers(pgc_team *t);
 
 /* Calibrate the spin budget: how many pause instructions fill `ns`. */
 uint64_t pgc_pause_iterations(uint64_t ns);
-
-/* /proc/<pid>/stat start time of a process (0 if it cannot be read). */
-uint64_t pgc_process_starttime(int pid, char *state);
 
 #endif

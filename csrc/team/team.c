@@ -12,21 +12,11 @@
 #include <unistd.h>
 
 #include "base/cma.h"
+#include "base/proc.h"
 #include "team/sync.h"
 
 /* A word of private memory that peers read to probe single copy. */
 static volatile uint64_t cma_probe_word = 0x70676173636f6cull;
-
-static const char *const COLL_NAMES[PGC_NCOLL] = {
-    "Barrier", "Bcast", "Reduce", "Allreduce", "Gather", "Gatherv", "Scatter", "Scatterv",
-    "Allgather", "Allgatherv", "Alltoall", "Alltoallv", "Reduce_scatter", "Reduce_scatter_block",
-    "Scan", "Exscan",
-};
-
-const char *pgc_coll_name(pgc_coll coll)
-{
-    return (unsigned)coll < PGC_NCOLL ? COLL_NAMES[coll] : "?";
-}
 
 static size_t inline_slot_size(const pgc_config *cfg)
 {

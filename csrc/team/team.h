@@ -20,6 +20,7 @@
 #include <stdatomic.h>
 
 #include "base/common.h"
+#include "base/reduce_ops.h"
 #include "base/segment.h"
 
 #define PGC_MAGIC 0x316c6f6373616770ull /* "pgascol1" */
@@ -30,11 +31,6 @@
  * faster at every size measured (np=2 / 4 / 8 on 2 cores; docs/PERFORMANCE.md,
  * twentieth session). */
 #define PGC_INLINE_SLOT_MAX 8192
-/* A reduction whose members would fold more than this many bytes out of the
- * inline slots (Allreduce, Scan: P x the vector) takes the partitioned path,
- * where each folds 1/P: inline folding grows with the team, the partitioned
- * path's synchronisation does not. */
-#define PGC_INLINE_FOLD_MAX (64u << 10)
 
 /* The last step of every op: "this member is done with op k". A member that
  * has posted (k, DONE) no longer reads anyone's staging, inline slots or
@@ -52,7 +48,9 @@
  * pgc_coll_begin in coll.h). A power of two. */
 #define PGC_SIG_RING 4
 
-/* Collectives, for statistics and per-collective thresholds. */
+/* The collectives: the one list of them. Their ids index the statistics,
+ * the per-collective thresholds and the signatures; pgc_coll_name gives
+ * their names, and pgascol.engine's COLLECTIVES is read from here. */
 typedef enum {
     PGC_COLL_BARRIER, PGC_COLL_BCAST, PGC_COLL_REDUCE, PGC_COLL_ALLREDUCE,
     PGC_COLL_GATHER, PGC_COLL_GATHERV, PGC_COLL_SCATTER, PGC_COLL_SCATTERV,
@@ -60,6 +58,25 @@ typedef enum {
     PGC_COLL_REDUCE_SCATTER, PGC_COLL_REDUCE_SCATTER_BLOCK, PGC_COLL_SCAN, PGC_COLL_EXSCAN,
     PGC_NCOLL
 } pgc_coll;
+
+/* "Barrier", "Bcast", ...: a collective's name, for messages ("?" for an
+ * id out of range). Data in this header, so that every layer may name the
+ * collective in progress without calling the layer that runs it. */
+static inline const char *pgc_coll_name(pgc_coll coll)
+{
+    static const char *const names[PGC_NCOLL] = {
+        [PGC_COLL_BARRIER] = "Barrier", [PGC_COLL_BCAST] = "Bcast",
+        [PGC_COLL_REDUCE] = "Reduce", [PGC_COLL_ALLREDUCE] = "Allreduce",
+        [PGC_COLL_GATHER] = "Gather", [PGC_COLL_GATHERV] = "Gatherv",
+        [PGC_COLL_SCATTER] = "Scatter", [PGC_COLL_SCATTERV] = "Scatterv",
+        [PGC_COLL_ALLGATHER] = "Allgather", [PGC_COLL_ALLGATHERV] = "Allgatherv",
+        [PGC_COLL_ALLTOALL] = "Alltoall", [PGC_COLL_ALLTOALLV] = "Alltoallv",
+        [PGC_COLL_REDUCE_SCATTER] = "Reduce_scatter",
+        [PGC_COLL_REDUCE_SCATTER_BLOCK] = "Reduce_scatter_block",
+        [PGC_COLL_SCAN] = "Scan", [PGC_COLL_EXSCAN] = "Exscan",
+    };
+    return (unsigned)coll < PGC_NCOLL && names[coll] ? names[coll] : "?";
+}
 
 /* Transfer methods ("paths"). */
 typedef enum { PGC_PATH_INLINE, PGC_PATH_CICO, PGC_PATH_CMA, PGC_NPATH } pgc_path;
@@ -217,13 +234,6 @@ void pgc_team_destroy(pgc_team *t);
 int pgc_team_probe_cma(pgc_team *t);
 void pgc_team_set_cma(pgc_team *t, int ok, const char *reason);
 
-/* Give up on the team: record why and wake every sleeper. Every member's
- * next or current wait fails with PGC_EABORTED. */
-void pgc_team_abort(pgc_team *t, int code, const char *msg);
-
-/* "Barrier", "Bcast", ...: a collective's name, for messages. */
-const char *pgc_coll_name(pgc_coll coll);
-
 /* Collective signatures (written by pgc_coll_begin in coll.h, checked by the
  * waits in sync.h). A signature names what every member must agree on for
  * one op: the collective, and its root or its datatype and operator; its
@@ -251,6 +261,23 @@ static inline pgc_coll pgc_sig_coll(uint32_t sig)
 static inline uint32_t pgc_sig_arg(uint32_t sig)
 {
     return sig & 0x7ffffu;
+}
+/* A reduction's signature argument: datatype (4 bits), operator (4 bits)
+ * and an 11-bit hash of its shape (pgc_sig_shape), so members that reduce
+ * different counts (or Reduce to different roots) fail with
+ * PGC_EMISMATCH instead of folding garbage: nothing else would tell them,
+ * since every member splits the vector by its own count. A different shape
+ * goes unseen with probability 2^-11. */
+#define PGC_SIG_REDUCTION(dtype, op, shape) \
+    (((uint32_t)(dtype) & 0xfu) << 15 | ((uint32_t)(op) & 0xfu) << 11 | ((shape) & 0x7ffu))
+#define PGC_SIG_DTYPE(arg) ((pgc_dtype)((arg) >> 15 & 0xfu))
+#define PGC_SIG_OP(arg) ((pgc_op)((arg) >> 11 & 0xfu))
+/* Fold one more 64-bit value into a shape hash (start from 0); the top 11
+ * bits of the result are the signature's part. */
+static inline uint64_t pgc_sig_shape(uint64_t h, uint64_t v)
+{
+    h = (h ^ v) * 0x9e3779b97f4a7c15ull;
+    return h ^ h >> 29;
 }
 
 /* The collective in progress (or last run), for messages. */

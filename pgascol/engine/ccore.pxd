@@ -106,10 +106,11 @@ cdef extern from "team/team.h" nogil:
     int pgc_team_sweep_stale()
     int pgc_team_probe_cma(pgc_team *t)
     void pgc_team_set_cma(pgc_team *t, int ok, const char *reason)
-    void pgc_team_abort(pgc_team *t, int code, const char *msg)
+    const char *pgc_coll_name(pgc_coll coll)
 
 
 cdef extern from "team/sync.h" nogil:
+    void pgc_team_abort(pgc_team *t, int code, const char *msg)
     int pgc_check_peers(pgc_team *t)
     int pgc_check_aborted(pgc_team *t)
 
