@@ -9,13 +9,13 @@
 int pgc_coll_refuse(pgc_team *t, pgc_coll coll)
 {
     if (pgc_check_aborted(t))
-        return PGC_OK; /* the op numbers no longer matter */
+        return PGC_OK; /* the sequence numbers no longer matter */
     int rc = pgc_coll_sign(t, PGC_SIG_REFUSED | coll, 0);
     if (rc)
         return rc;
     /* both words: a peer may wait on either (release: after the signature) */
     pgc_post_ack(t, PGC_STEP_DONE);
-    pgc_post_seq(t, PGC_STEP_DONE);
+    pgc_post_step(t, PGC_STEP_DONE);
     return PGC_OK;
 }
 
@@ -25,8 +25,8 @@ int pgc_coll_to_mpi(pgc_team *t, pgc_coll coll)
     if (rc || (rc = pgc_coll_sign(t, PGC_SIG_REFUSED | coll, PGC_SIG_ARG_MPI)))
         return rc;
     pgc_post_ack(t, PGC_STEP_DONE);
-    pgc_post_seq(t, PGC_STEP_DONE);
-    /* the first wait on each peer in this op checks its signature */
+    pgc_post_step(t, PGC_STEP_DONE);
+    /* the first wait on each peer in this collective checks its signature */
     return pgc_wait_peers_done(t, 0);
 }
 
@@ -78,8 +78,8 @@ pgc_path pgc_choose_member_path(pgc_team *t, pgc_coll coll, size_t bytes)
     pgc_costs *c = &t->hdr->costs;
     /* a probe in progress decides */
     uint64_t probe = atomic_load_explicit(&c->probe, memory_order_relaxed);
-    int32_t into_probe = (int32_t)(t->op - (uint32_t)(probe >> 32)); /* < 0: we lag behind it */
-    if (probe && into_probe >= 0 && (uint32_t)into_probe < PGC_PROBE_OPS)
+    int32_t into_probe = (int32_t)(t->seq - (uint32_t)(probe >> 32)); /* < 0: we lag behind it */
+    if (probe && into_probe >= 0 && (uint32_t)into_probe < PGC_PROBE_LEN)
         return (pgc_path)(probe & 0xff);
     uint64_t stage = atomic_load_explicit(&c->ps_per_byte[stage_best(t)], memory_order_relaxed);
     uint64_t out = atomic_load_explicit(&c->ps_per_byte[PGC_XFER_COPYOUT], memory_order_relaxed);
@@ -104,12 +104,12 @@ pgc_path pgc_choose_member_path(pgc_team *t, pgc_coll coll, size_t bytes)
         path = PGC_PATH_CMA;
         other = PGC_PATH_CICO;
     }
-    /* The first member a whole op past a probe judges it (all-member ops:
-     * everybody chose its path for the probe's ops by then; the costs hold
-     * them but for the last ops of the slower members): probing a path
-     * that lost again costs more than it tells, so the next probe comes
-     * later. */
-    if (probe && into_probe > (int32_t)PGC_PROBE_OPS &&
+    /* The first member a whole collective past a probe judges it
+     * (all-member collectives: everybody chose its path for the probe's
+     * collectives by then; the costs hold them but for the last ones of the
+     * slower members): probing a path that lost again costs more than it
+     * tells, so the next probe comes later. */
+    if (probe && into_probe > (int32_t)PGC_PROBE_LEN &&
         atomic_compare_exchange_strong_explicit(&c->probe, &probe, 0, memory_order_relaxed,
                                                 memory_order_relaxed)) {
         uint32_t backoff = atomic_load_explicit(&c->probe_backoff, memory_order_relaxed);
@@ -125,16 +125,16 @@ pgc_path pgc_choose_member_path(pgc_team *t, pgc_coll coll, size_t bytes)
     if (now - last_measured(c, other) > gap && last_measured(c, path) && now - last > gap &&
         atomic_compare_exchange_strong_explicit(&c->probe_ns, &last, now, memory_order_relaxed,
                                                 memory_order_relaxed)) {
-        atomic_store_explicit(&c->probe, (uint64_t)t->op << 32 | other, memory_order_relaxed);
+        atomic_store_explicit(&c->probe, (uint64_t)t->seq << 32 | other, memory_order_relaxed);
         return other;
     }
     return path;
 }
 
 /* A cost falls three quarters of the way to a lower sample at once but
- * rises by at most a quarter per op: one slow op (preempted, interrupted)
- * barely moves it, while a lasting change of the machine's speed wins
- * within a few ops. */
+ * rises by at most a quarter per collective: one slow collective (preempted,
+ * interrupted) barely moves it, while a lasting change of the machine's
+ * speed wins within a few collectives. */
 void pgc_costs_fold(pgc_team *t, int rc)
 {
     pgc_costs *c = &t->hdr->costs;
@@ -172,7 +172,7 @@ void pgc_costs_seed(pgc_team *t, const uint32_t ps_per_byte[PGC_NXFER])
     atomic_store_explicit(&c->probe_ns, now, memory_order_relaxed);
 }
 
-/* How this member writes its staging in its next copy-in/copy-out op:
+/* How this member writes its staging in its next copy-in/copy-out collective:
  * stage_best's way, except that the other way is taken once when it was not
  * measured for PGC_PROBE_NS, by each member for itself (no agreement is
  * needed: readers copy the same bytes either way). */
@@ -206,10 +206,10 @@ int pgc_bcast_radix(const pgc_team *t, pgc_path path)
 
 int pgc_wait_peers_done(pgc_team *t, uint32_t back)
 {
-    uint64_t done = ((uint64_t)(t->op - back) << 32) | PGC_STEP_DONE;
+    uint64_t done = ((uint64_t)(t->seq - back) << 32) | PGC_STEP_DONE;
     for (int r = 0; r < t->nranks; r++)
         if (r != t->rank) {
-            int rc = pgc_wait_word(t, r, &pgc_ctl_of(t, r)->seq, done);
+            int rc = pgc_wait_word(t, r, &pgc_ctl_of(t, r)->progress, done);
             if (rc)
                 return rc;
         }
@@ -236,7 +236,8 @@ int pgc_coll_cma(pgc_team *t, int peer, int write, void *local, uint64_t remote,
         if (!pgc_member_alive(t, peer))
             return pgc_check_peer(t, peer);
         char msg[sizeof t->err.msg];
-        snprintf(msg, sizeof msg, "%s: single copy with local rank %d: %.250s", pgc_opname(t), peer, t->err.msg);
+        snprintf(msg, sizeof msg, "%s: single copy with local rank %d: %.250s", pgc_current_coll_name(t), peer,
+                 t->err.msg);
         pgc_set_error(&t->err, rc, peer, t->err.sys_errno, "%s", msg);
         pgc_team_abort(t, rc, t->err.msg);
     }

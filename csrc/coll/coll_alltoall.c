@@ -43,9 +43,9 @@ static int a2a_start(pgc_team *t, pgc_path path, size_t total, const char *src, 
                      const size_t *sd, int in_place, char **tmp)
 {
     int P = t->nranks, me = t->rank;
-    /* inline: the blocks and their offsets go into the op's inline slot,
-     * which rotates (runs ahead like Bcast); otherwise the table goes into
-     * staging: peers must be done with op - 1 */
+    /* inline: the blocks and their offsets go into the collective's inline
+     * slot, which rotates (runs ahead like Bcast); otherwise the table goes
+     * into staging: peers must be done with seq - 1 */
     int rc = pgc_wait_peers_done(t, path == PGC_PATH_INLINE ? PGC_RUNAHEAD : 1);
     if (rc)
         return rc;
@@ -60,7 +60,7 @@ static int a2a_start(pgc_team *t, pgc_path path, size_t total, const char *src, 
     if (path == PGC_PATH_CMA && in_place && total > sb[me]) {
         if (!(pack = *tmp = malloc(total - sb[me])))
             return pgc_xchg_fail(t, PGC_ENOMEM, -1, "%s: out of memory for a %zu-byte in-place copy",
-                                 pgc_opname(t), total - sb[me]);
+                                 pgc_current_coll_name(t), total - sb[me]);
         base = pack;
     }
     size_t off = 0;
@@ -98,7 +98,7 @@ static int a2a_work(pgc_team *t, pgc_path path, const char *src, const size_t *s
         uint64_t len = pgc_xchg_block(t, p, pp, &packed).len;
         if (len != recvbytes[p])
             return pgc_xchg_fail(t, PGC_EINVAL, p, "%s: local rank %d sends %" PRIu64 " bytes to this rank, which expects %zu",
-                                 pgc_opname(t), p, len, recvbytes[p]);
+                                 pgc_current_coll_name(t), p, len, recvbytes[p]);
         if (pp == PGC_PATH_CICO)
             in[nin++] = (pgc_stream){p, pgc_xchg_win(t, p, me), NULL, recvbuf + rdispls[p], len};
         if (path == PGC_PATH_CICO)
@@ -175,7 +175,7 @@ int pgc_alltoall(pgc_team *t, pgc_coll coll, const void *sendbuf, const size_t *
     if (!rc)
         rc = pgc_xchg_finish(t, path == PGC_PATH_CMA);
     /* On an error the team is aborted; a reader still copying the temporary
-     * would only get bytes of an op that fails anyway. */
+     * would only get bytes of a collective that fails anyway. */
     free(tmp);
     return pgc_coll_end(t, rc);
 }

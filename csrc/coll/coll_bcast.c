@@ -21,10 +21,11 @@
  * parent has it, so no buffer has more than k - 1 readers per level and
  * levels overlap.
  *
- * Flat steps. Root: seq = chunks staged (inline/cma: 1); cma: ack = readers
- * whose tail was pushed, in rotated order. Reader: ack = chunks copied out;
- * cma: seq 1 = buffer exposed. Tree steps: seq = chunks this member holds
- * for its children, ack = chunks taken from its parent. All end with DONE. */
+ * Flat steps. Root: progress = chunks staged (inline/cma: 1); cma: ack =
+ * readers whose tail was pushed, in rotated order. Reader: ack = chunks
+ * copied out; cma: progress 1 = buffer exposed. Tree steps: progress =
+ * chunks this member holds for its children, ack = chunks taken from its
+ * parent. All end with DONE. */
 #include <string.h>
 
 #include "coll/coll.h"
@@ -42,21 +43,21 @@ static int root_start(pgc_team *t, const void *buf, size_t bytes, pgc_path path)
     if (rc)
         return rc;
     /* Published by the first post below (release). addr is read only by
-     * single-copy readers, and the root returns from such an op only after
-     * every reader is done: no rotation needed. */
+     * single-copy readers, and the root returns from such a collective only
+     * after every reader is done: no rotation needed. */
     pgc_desc_put(t, path, bytes);
     atomic_store_explicit(&me->addr, (uint64_t)(uintptr_t)buf, memory_order_relaxed);
     switch (path) {
     case PGC_PATH_INLINE:
-        memcpy(pgc_inline_of(t, t->rank, t->op), buf, bytes);
-        pgc_post_seq(t, 1);
+        memcpy(pgc_inline_of(t, t->rank, t->seq), buf, bytes);
+        pgc_post_step(t, 1);
         return PGC_OK;
     case PGC_PATH_CMA: {
-        pgc_post_seq(t, 1);
+        pgc_post_step(t, 1);
         size_t share = push_share(t, bytes), head = bytes - share;
         for (int i = 1; i < t->nranks; i++) {
             int r = (t->rank + i) % t->nranks;
-            if ((rc = pgc_wait_seq(t, r, 1))) /* reader r exposed its buffer */
+            if ((rc = pgc_wait_step(t, r, 1))) /* reader r exposed its buffer */
                 return rc;
             uint64_t dst = atomic_load_explicit(&pgc_ctl_of(t, r)->addr, memory_order_relaxed);
             if ((rc = pgc_coll_cma(t, r, 1, (char *)buf + head, dst + head, share)))
@@ -64,7 +65,7 @@ static int root_start(pgc_team *t, const void *buf, size_t bytes, pgc_path path)
             pgc_post_ack(t, (uint32_t)i);
         }
         /* readers are done with our buffer once they posted DONE */
-        return pgc_wait_seq_all(t, PGC_STEP_DONE);
+        return pgc_wait_step_all(t, PGC_STEP_DONE);
     }
     default: {
         size_t chunk = pgc_chunk_bytes(t);
@@ -82,7 +83,7 @@ static int root_start(pgc_team *t, const void *buf, size_t bytes, pgc_path path)
                         return rc;
             size_t off = (size_t)c * chunk, n = bytes - off < chunk ? bytes - off : chunk;
             pgc_timed_copy(t, stage, ring + (size_t)(c % slots) * chunk, (const char *)buf + off, n);
-            pgc_post_seq(t, c + 1);
+            pgc_post_step(t, c + 1);
         }
         return PGC_OK;
     }
@@ -111,17 +112,17 @@ static int reader_work(pgc_team *t, void *buf, size_t bytes, int root)
     pgc_ctl *rc_ = pgc_ctl_of(t, root);
     if (pgc_choose_path(t, PGC_COLL_BCAST, bytes) == PGC_PATH_CMA) {
         /* expose our buffer for the root's push (read only while the root
-         * is in this op, which it leaves only after our DONE) */
+         * is in this collective, which it leaves only after our DONE) */
         atomic_store_explicit(&pgc_ctl_of(t, t->rank)->addr, (uint64_t)(uintptr_t)buf, memory_order_relaxed);
-        pgc_post_seq(t, 1);
+        pgc_post_step(t, 1);
     }
     uint64_t desc;
-    int rc = pgc_wait_seq(t, root, 1);
+    int rc = pgc_wait_step(t, root, 1);
     if (rc || (rc = check_root_desc(t, root, bytes, &desc)))
         return rc;
     switch (pgc_desc_path(desc)) {
     case PGC_PATH_INLINE:
-        memcpy(buf, pgc_inline_of(t, root, t->op), bytes);
+        memcpy(buf, pgc_inline_of(t, root, t->seq), bytes);
         return PGC_OK;
     case PGC_PATH_CMA: {
         size_t head = bytes - push_share(t, bytes);
@@ -135,7 +136,7 @@ static int reader_work(pgc_team *t, void *buf, size_t bytes, int root)
         uint32_t nchunks = (uint32_t)((bytes + chunk - 1) / chunk);
         const char *ring = pgc_staging_of(t, root);
         for (uint32_t c = 0; c < nchunks; c++) {
-            if ((rc = pgc_wait_seq(t, root, c + 1)))
+            if ((rc = pgc_wait_step(t, root, c + 1)))
                 return rc;
             size_t off = (size_t)c * chunk, n = bytes - off < chunk ? bytes - off : chunk;
             pgc_copy(t, (char *)buf + off, ring + (size_t)(c % slots) * chunk, n);
@@ -203,9 +204,9 @@ static int tree_work(pgc_team *t, void *buf, size_t bytes, int root, pgc_path pa
     pgc_xfer stage = !cma && n.nchildren ? pgc_stage_xfer(t) : PGC_XFER_STAGE;
 
     /* Before writing shared state. cico: our staging, which the previous
-     * op's readers must be done with. The root: its descriptor word, free
-     * once everyone finished the op PGC_RUNAHEAD back (implied by the
-     * former). */
+     * collective's readers must be done with. The root: its descriptor word,
+     * free once everyone finished the collective PGC_RUNAHEAD back (implied
+     * by the former). */
     if (n.nchildren && !cma)
         rc = pgc_wait_peers_done(t, 1);
     else if (n.parent < 0)
@@ -215,39 +216,40 @@ static int tree_work(pgc_team *t, void *buf, size_t bytes, int root, pgc_path pa
     if (rc)
         return rc;
     /* Published by our first post below (release); children read addr only
-     * while we are in this op, which we leave after their DONE (cma). */
+     * while we are in this collective, which we leave after their DONE
+     * (cma). */
     if (cma)
         atomic_store_explicit(&me->addr, (uint64_t)(uintptr_t)buf, memory_order_relaxed);
 
     if (n.parent < 0) { /* the root */
         pgc_desc_put(t, path, bytes);
         if (cma)
-            pgc_post_seq(t, nchunks); /* all of it is in our buffer */
+            pgc_post_step(t, nchunks); /* all of it is in our buffer */
         else
             for (uint32_t c = 0; c < nchunks; c++) {
                 if ((rc = wait_slot_free(t, &n, c, slots)))
                     return rc;
                 size_t off = (size_t)c * chunk, len = bytes - off < chunk ? bytes - off : chunk;
                 pgc_timed_copy(t, stage, ring + (size_t)(c % slots) * chunk, (const char *)buf + off, len);
-                pgc_post_seq(t, c + 1);
+                pgc_post_step(t, c + 1);
             }
     } else {
         uint64_t desc;
-        if ((rc = pgc_wait_seq(t, n.parent, 1)) || (rc = check_root_desc(t, root, bytes, &desc)))
+        if ((rc = pgc_wait_step(t, n.parent, 1)) || (rc = check_root_desc(t, root, bytes, &desc)))
             return rc;
         pgc_ctl *parent = pgc_ctl_of(t, n.parent);
         const char *parent_ring = pgc_staging_of(t, n.parent);
         for (uint32_t c = 0; c < nchunks; c++) {
             size_t off = (size_t)c * chunk, len = bytes - off < chunk ? bytes - off : chunk;
             char *slot = ring + (size_t)(c % slots) * chunk;
-            if ((rc = pgc_wait_seq(t, n.parent, c + 1)))
+            if ((rc = pgc_wait_step(t, n.parent, c + 1)))
                 return rc;
             if (cma) {
                 uint64_t src = atomic_load_explicit(&parent->addr, memory_order_relaxed) + off;
                 if ((rc = pgc_coll_cma(t, n.parent, 0, (char *)buf + off, src, len)))
                     return rc;
                 if (n.nchildren)
-                    pgc_post_seq(t, c + 1);
+                    pgc_post_step(t, c + 1);
                 pgc_post_ack(t, c + 1);
             } else if (n.nchildren) {
                 if ((rc = wait_slot_free(t, &n, c, slots)))
@@ -257,12 +259,12 @@ static int tree_work(pgc_team *t, void *buf, size_t bytes, int root, pgc_path pa
                     pgc_copy(t, (char *)buf + off, parent_ring + (size_t)(c % slots) * chunk, len);
                     pgc_timed_copy(t, PGC_XFER_STREAM, slot, (char *)buf + off, len);
                     pgc_post_ack(t, c + 1);
-                    pgc_post_seq(t, c + 1);
+                    pgc_post_step(t, c + 1);
                 } else {
                     /* into our ring first, so our children start at once */
                     pgc_copy(t, slot, parent_ring + (size_t)(c % slots) * chunk, len);
                     pgc_post_ack(t, c + 1);
-                    pgc_post_seq(t, c + 1);
+                    pgc_post_step(t, c + 1);
                     pgc_copy(t, (char *)buf + off, slot, len);
                 }
             } else {
@@ -273,7 +275,7 @@ static int tree_work(pgc_team *t, void *buf, size_t bytes, int root, pgc_path pa
     }
     if (cma) /* our buffer is read until our children are done */
         for (int i = 0; i < n.nchildren; i++)
-            if ((rc = pgc_wait_seq(t, n.children[i], PGC_STEP_DONE)))
+            if ((rc = pgc_wait_step(t, n.children[i], PGC_STEP_DONE)))
                 return rc;
     return PGC_OK;
 }

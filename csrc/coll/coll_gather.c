@@ -11,9 +11,9 @@
  *                           the root's receive buffer at the displacement the
  *                           root published in its table, then posts DESC; the
  *                           root returns once every sender posted DESC
- *   Scatter(v)    the root decides one path for the op (inline when all
- *                 blocks fit its inline slot together, else by the largest
- *                 block) and publishes where each member's block is:
+ *   Scatter(v)    the root decides one path for the collective (inline when
+ *                 all blocks fit its inline slot together, else by the
+ *                 largest block) and publishes where each member's block is:
  *                   inline  blocks packed in the root's inline slot, after
  *                           their end offsets (the root runs ahead)
  *                   cico/cma (length, offset) per member in the root's table
@@ -47,8 +47,8 @@
     } while (0)
 
 /* Local argument refusal. Peers may already be waiting for this member, and
- * a member that skipped an op no longer agrees with them on op numbers: the
- * team is aborted (pgc_xchg_fail). A bad root, which every member sees
+ * a member that skipped a collective no longer agrees with them on sequence
+ * numbers: the team is aborted (pgc_xchg_fail). A bad root, which every member sees
  * alike, is refused without abort (as in Bcast). */
 #define REFUSE(t, ...) pgc_xchg_fail((t), PGC_EINVAL, -1, __VA_ARGS__)
 
@@ -60,7 +60,7 @@ static int gather_root(pgc_team *t, pgc_coll coll, const void *sendbuf, char *re
     int P = t->nranks, me = t->rank, rc;
     pgc_count(t, coll, pgc_choose_path(t, coll, recvbytes[me]));
     /* Start: the table of expected blocks and our address, for the senders
-     * that push (cma). Written into staging: peers must be done with op - 1. */
+     * that push (cma). Written into staging: peers must be done with seq - 1. */
     if ((rc = pgc_wait_peers_done(t, 1)))
         return rc;
     pgc_blk *tbl = pgc_xchg_table(t, me);
@@ -81,10 +81,10 @@ static int gather_root(pgc_team *t, pgc_coll coll, const void *sendbuf, char *re
             return rc;
         if (len != recvbytes[p])
             return pgc_xchg_fail(t, PGC_EINVAL, p, "%s: local rank %d sends %zu bytes but the root (local rank %d) expects %zu",
-                                 pgc_opname(t), p, len, me, recvbytes[p]);
+                                 pgc_current_coll_name(t), p, len, me, recvbytes[p]);
         char *dst = recvbuf + displs[p];
         if (path == PGC_PATH_INLINE && len)
-            memcpy(dst, pgc_inline_of(t, p, t->op), len);
+            memcpy(dst, pgc_inline_of(t, p, t->seq), len);
         else if (path == PGC_PATH_CICO)
             in[nin++] = (pgc_stream){p, 0, NULL, dst, len};
         /* cma: the sender wrote the block before posting its descriptor */
@@ -104,17 +104,17 @@ static int gather_send(pgc_team *t, pgc_coll coll, const void *sendbuf, size_t n
         if ((rc = pgc_wait_peers_done(t, PGC_RUNAHEAD)))
             return rc;
         if (n)
-            memcpy(pgc_inline_of(t, t->rank, t->op), sendbuf, n);
+            memcpy(pgc_inline_of(t, t->rank, t->seq), sendbuf, n);
         pgc_xchg_publish(t, path, n);
         return PGC_OK;
     case PGC_PATH_CMA: {
-        if ((rc = pgc_wait_peers_done(t, PGC_RUNAHEAD)) || (rc = pgc_wait_seq(t, root, PGC_XCHG_STEP_DESC)))
+        if ((rc = pgc_wait_peers_done(t, PGC_RUNAHEAD)) || (rc = pgc_wait_step(t, root, PGC_XCHG_STEP_DESC)))
             return rc;
         /* The push writes into the root's memory: check its expectation first. */
         pgc_blk b = pgc_xchg_table(t, root)[t->rank];
         if (b.len != n)
             return pgc_xchg_fail(t, PGC_EINVAL, root, "%s: this rank sends %zu bytes but the root (local rank %d) expects %" PRIu64,
-                                 pgc_opname(t), n, root, b.len);
+                                 pgc_current_coll_name(t), n, root, b.len);
         uint64_t addr = atomic_load_explicit(&pgc_ctl_of(t, root)->addr, memory_order_relaxed);
         if ((rc = pgc_coll_cma(t, root, 1, (void *)sendbuf, addr + b.off, n)))
             return rc;
@@ -180,7 +180,7 @@ static int scatter_root(pgc_team *t, pgc_coll coll, const char *sendbuf, const s
     pgc_count(t, coll, path);
 
     /* Start: the blocks (inline) or the table and our address, then DESC.
-     * The table and the ring are in staging: peers must be done with op - 1. */
+     * The table and the ring are in staging: peers must be done with seq - 1. */
     if ((rc = pgc_wait_peers_done(t, path == PGC_PATH_INLINE ? PGC_RUNAHEAD : 1)))
         return rc;
     if (path == PGC_PATH_INLINE) {
@@ -220,7 +220,7 @@ static int scatter_recv(pgc_team *t, pgc_coll coll, void *recvbuf, size_t n, int
     pgc_blk b = pgc_xchg_block(t, root, path, &packed);
     if (b.len != n)
         return pgc_xchg_fail(t, PGC_EINVAL, root, "%s: the root (local rank %d) sends %" PRIu64 " bytes but this rank receives %zu",
-                             pgc_opname(t), root, b.len, n);
+                             pgc_current_coll_name(t), root, b.len, n);
     switch (path) {
     case PGC_PATH_INLINE:
         if (n)
@@ -296,7 +296,7 @@ int pgc_allgather(pgc_team *t, pgc_coll coll, const void *sendbuf, size_t sendby
     if ((rc = pgc_wait_peers_done(t, path == PGC_PATH_CICO ? 1 : PGC_RUNAHEAD)))
         return pgc_coll_end(t, rc);
     if (path == PGC_PATH_INLINE && n)
-        memcpy(pgc_inline_of(t, me, t->op), src, n);
+        memcpy(pgc_inline_of(t, me, t->seq), src, n);
     if (path == PGC_PATH_CMA)
         atomic_store_explicit(&pgc_ctl_of(t, me)->addr, (uint64_t)(uintptr_t)src, memory_order_relaxed);
     pgc_xchg_publish(t, path, n);
@@ -315,12 +315,12 @@ int pgc_allgather(pgc_team *t, pgc_coll coll, const void *sendbuf, size_t sendby
             break;
         if (len != recvbytes[p]) {
             rc = pgc_xchg_fail(t, PGC_EINVAL, p, "%s: local rank %d sends %zu bytes but this rank expects %zu",
-                               pgc_opname(t), p, len, recvbytes[p]);
+                               pgc_current_coll_name(t), p, len, recvbytes[p]);
             break;
         }
         char *dst = (char *)recvbuf + displs[p];
         if (pp == PGC_PATH_INLINE && len)
-            memcpy(dst, pgc_inline_of(t, p, t->op), len);
+            memcpy(dst, pgc_inline_of(t, p, t->seq), len);
         else if (pp == PGC_PATH_CMA)
             rc = pgc_coll_cma(t, p, 0, dst, atomic_load_explicit(&pgc_ctl_of(t, p)->addr, memory_order_relaxed), len);
         else if (pp == PGC_PATH_CICO)

@@ -8,8 +8,8 @@
  *
  *   inline  (whole vector <= inline_max and fits an inline slot, and no
  *           member folds more than PGC_INLINE_FOLD_MAX bytes) every member
- *           copies its input into its inline slot of this op and
- *           posts step 1; each member that has a result waits for the
+ *           copies its input into its inline slot of this collective
+ *           and posts step 1; each member that has a result waits for the
  *           members it needs and folds their slots in rank order into its
  *           receive buffer (Reduce: only the root; Reduce_scatter: its own
  *           block; Scan: members 0..rank; Exscan: 0..rank-1).
@@ -31,20 +31,20 @@
  *                      of block j in slot P+i of its own half.
  *           Per window w, member q:
  *             a. before overwriting half w&1: wait every peer's ack >= w-1
- *                (they are done with window w-2); once at op start, wait
- *                until every peer is done with the previous op
- *             b. stage its pieces into slots [0, P); post seq 2w+1
- *             c. wait for the members' seq 2w+1 and fold block q's piece in
- *                rank order into its destination
- *             d. post seq 2w+2
- *             e. wait for the owners' seq 2w+2 and copy the result pieces
- *                it receives into its receive buffer
+ *                (they are done with window w-2); once at the start,
+ *                wait until every peer is done with the previous collective
+ *             b. stage its pieces into slots [0, P); post progress 2w+1
+ *             c. wait for the members' progress 2w+1 and fold block q's
+ *                piece in rank order into its destination
+ *             d. post progress 2w+2
+ *             e. wait for the owners' progress 2w+2 and copy the result
+ *                pieces it receives into its receive buffer
  *             f. post ack w+1: it no longer reads window w of anybody.
- *           Both seq steps of a window and the ack are sequence numbers of
- *           this op (team.h), so nothing is ever reset.
- *   cma     single copy, a member's own choice per op, within the cico
- *           pipeline (same blocks, windows and steps). A member that is not
- *           in place may expose its buffers instead of staging: owners
+ *           Both progress steps of a window and the ack are steps of this
+ *           collective's seq (team.h), so nothing is ever reset.
+ *   cma     single copy, a member's own choice per collective, within the
+ *           cico pipeline (same blocks, windows and steps). A member that is
+ *           not in place may expose its buffers instead of staging: owners
  *           pull its pieces of their blocks from its send buffer
  *           (process_vm_readv into their private pull buffer, then fold),
  *           and in Allreduce it folds its own block straight into its
@@ -81,9 +81,9 @@
  * A member returns as soon as its own result is complete: peers read only
  * shared memory (never our private buffers, unless we exposed them: then we
  * return after every member's ack of the last window), and the shared areas
- * are protected by the next op's wait for the peers' DONE of this one
- * (staging: previous op; inline slots: op - PGC_RUNAHEAD, their previous
- * user). */
+ * are protected by the next collective's wait for the peers' DONE of this
+ * one (staging: previous seq; inline slots: seq - PGC_RUNAHEAD, their
+ * previous user). */
 #include <string.h>
 
 #include "coll/coll.h"
@@ -128,10 +128,11 @@ static inline size_t piece_len(const rplan *p, int j, size_t wpos)
 
 static inline int wait_member(pgc_team *t, int r, uint32_t step)
 {
-    return r == t->rank ? PGC_OK : pgc_wait_seq(t, r, step);
+    return r == t->rank ? PGC_OK : pgc_wait_step(t, r, step);
 }
 
-/* Member r exposed its buffers in this op (after a wait on r in this op). */
+/* Member r exposed its buffers in this collective (after a wait on r in
+ * this collective). */
 static inline int exposes(const pgc_team *t, int r)
 {
     return pgc_desc_path(pgc_desc_get(t, r)) == PGC_PATH_CMA;
@@ -171,11 +172,11 @@ static int contribution(pgc_team *t, const rplan *p, int r, size_t soff, size_t 
 
 /* dst[0, n) = x_0 op x_1 op ... op x_last, in rank order, where x_r is the n
  * elements at byte `off` of member r's shared area (`inline_`: its inline
- * slot of this op; else its staging area, or, if r exposed its buffers, its
- * send buffer at element `pos`, pulled into t->pull_buf); our own x is
- * `self` if not NULL. Waits for every member's seq `step` before reading
- * any. dst never aliases a source: it is a receive buffer or a result
- * slot. */
+ * slot of this collective; else its staging area, or, if r exposed its
+ * buffers, its send buffer at element `pos`, pulled into t->pull_buf); our
+ * own x is `self` if not NULL. Waits for every member's progress `step`
+ * before reading any. dst never aliases a source: it is a receive buffer or
+ * a result slot. */
 static int fold(pgc_team *t, const rplan *p, char *dst, size_t n, int last, uint32_t step,
                 int inline_, size_t off, size_t pos, const char *self)
 {
@@ -190,7 +191,7 @@ static int fold(pgc_team *t, const rplan *p, char *dst, size_t n, int last, uint
         if (r == t->rank && self)
             x[r] = self;
         else if (inline_)
-            x[r] = (const char *)pgc_inline_of(t, r, t->op) + off;
+            x[r] = (const char *)pgc_inline_of(t, r, t->seq) + off;
         else if ((rc = contribution(t, p, r, off, pos, n, &pull, &x[r])))
             return rc;
     }
@@ -214,13 +215,13 @@ static int fold(pgc_team *t, const rplan *p, char *dst, size_t n, int last, uint
 static int run_inline(pgc_team *t, const rplan *p)
 {
     int me = t->rank, P = t->nranks;
-    /* Our inline slot was last used by op - PGC_RUNAHEAD: its readers must
+    /* Our inline slot was last used by seq - PGC_RUNAHEAD: its readers must
      * be done before we overwrite it. */
     int rc = pgc_wait_peers_done(t, PGC_RUNAHEAD);
     if (rc)
         return rc;
-    memcpy(pgc_inline_of(t, me, t->op), p->in, p->total * p->esz);
-    pgc_post_seq(t, 1);
+    memcpy(pgc_inline_of(t, me, t->seq), p->in, p->total * p->esz);
+    pgc_post_step(t, 1);
 
     size_t off = 0, n = p->total; /* elements of the vector this member computes */
     int last = P - 1;             /* ... reduced over members 0..last */
@@ -273,14 +274,15 @@ static int run_cico(pgc_team *t, const rplan *p)
                          (k == RK_EXSCAN && me > 0);
     const int recv_slot_is_mine = k == RK_SCAN || k == RK_EXSCAN;
 
-    /* Windows 0 and 1 write both halves: the previous op's readers of our
-     * staging must be done. */
+    /* Windows 0 and 1 write both halves: the previous collective's readers of
+     * our staging must be done. */
     int rc = pgc_wait_peers_done(t, 1);
     if (rc)
         return rc;
     /* Our choice, and the addresses peers pull from if we expose: all
-     * published by our first post (release). addr is read only in ops where
-     * we expose, which we leave after every reader is done. */
+     * published by our first post (release). addr is read only in
+     * collectives where we expose, which we leave after every reader is
+     * done. */
     if (p->expose) {
         pgc_ctl *ctl = pgc_ctl_of(t, me);
         atomic_store_explicit(&ctl->addr, (uint64_t)(uintptr_t)p->in, memory_order_relaxed);
@@ -312,7 +314,7 @@ static int run_cico(pgc_team *t, const rplan *p)
                                p->in + (p->start[j] + wpos) * esz, m * esz);
             }
         /* release: the staged pieces are visible to whoever sees 2w+1 */
-        pgc_post_seq(t, 2 * w + 1);
+        pgc_post_step(t, 2 * w + 1);
 
         /* c. Fold our block's piece: x_r is slot `me` of member r's half. */
         const size_t m = piece_len(p, me, wpos);
@@ -365,7 +367,7 @@ static int run_cico(pgc_team *t, const rplan *p)
             return rc;
 
         /* d. Our results of window w are in place. */
-        pgc_post_seq(t, 2 * w + 2);
+        pgc_post_step(t, 2 * w + 2);
 
         /* e. Copy out the result pieces we receive. Our own block first (no
          *    wait), then the owners after us, round robin; an Allreduce
@@ -378,7 +380,7 @@ static int run_cico(pgc_team *t, const rplan *p)
                 size_t mj = piece_len(p, j, wpos);
                 if (!mj)
                     continue;
-                if ((rc = pgc_wait_seq(t, j, 2 * w + 2)))
+                if ((rc = pgc_wait_step(t, j, 2 * w + 2)))
                     return rc;
                 char *dst = p->out + (p->start[j] + wpos) * esz;
                 if (k == RK_ALLREDUCE && exposes(t, j)) {
@@ -400,7 +402,7 @@ static int run_cico(pgc_team *t, const rplan *p)
     return p->expose ? pgc_wait_ack_all(t, p->nwin) : PGC_OK;
 }
 
-/* ---- planning and validation (before any op starts or data moves) ---- */
+/* ---- check and plan (before the collective begins or data moves) ---- */
 
 static size_t gcd(size_t a, size_t b)
 {
@@ -485,7 +487,7 @@ static int plan_path(pgc_team *t, rplan *p)
     p->slot = slot;
     p->elems = slot / p->esz;
     size_t nwin = (maxblock + p->elems - 1) / p->elems;
-    /* seq steps go up to 2 * nwin; DONE must stay above them */
+    /* progress steps go up to 2 * nwin; DONE must stay above them */
     if (nwin >= (PGC_STEP_DONE - 2) / 2)
         return pgc_set_error(&t->err, PGC_EINVAL, -1, 0, "%s: %zu elements need too many pipeline windows",
                              pgc_coll_name(p->coll), p->total);
@@ -493,8 +495,9 @@ static int plan_path(pgc_team *t, rplan *p)
     return PGC_OK;
 }
 
-/* Begin the op, choose whether to expose our buffers (after begin: a probe
- * of the other path counts ops), count the path, move the data, end. */
+/* Begin the collective, choose whether to expose our buffers (after begin: a
+ * probe of the other path counts sequence numbers), count the path, move the
+ * data, end. */
 static int run(pgc_team *t, rplan *p)
 {
     /* the shape: every block's bounds (Reduce_scatter's recvcounts, else

@@ -27,7 +27,7 @@ pgc_blk *pgc_xchg_table(const pgc_team *t, int r)
  * root, Alltoall): the end offset of each member's block within the packed
  * data (uint16_t: a slot holds at most PGC_INLINE_SLOT_MAX bytes), then the
  * blocks in member order, the sender's own left out. The slot rotates with
- * the op and carries its own table, so the sender writes it after
+ * the sequence number and carries its own table, so the sender writes it after
  * pgc_wait_peers_done(t, PGC_RUNAHEAD), not 1 as for the table in staging:
  * a root of back-to-back small Scatters runs ahead of its readers as a
  * Bcast root does (np=4 on 2 cores, 8 B: 8-14 us a call before, 1.6-2.8 after). */
@@ -40,7 +40,7 @@ size_t pgc_xchg_inline_bytes(const pgc_team *t, size_t packed)
 
 void pgc_xchg_pack_inline(pgc_team *t, const char *src, const size_t *len, const size_t *displs)
 {
-    uint16_t *end = pgc_inline_of(t, t->rank, t->op);
+    uint16_t *end = pgc_inline_of(t, t->rank, t->seq);
     char *data = (char *)end + pgc_xchg_inline_bytes(t, 0);
     size_t packed = 0;
     for (int q = 0; q < t->nranks; q++) {
@@ -57,7 +57,7 @@ void pgc_xchg_pack_inline(pgc_team *t, const char *src, const size_t *len, const
  * table (offset into its send buffer). */
 pgc_blk pgc_xchg_block(const pgc_team *t, int sender, pgc_path path, const char **packed)
 {
-    const uint16_t *end = pgc_inline_of(t, sender, t->op);
+    const uint16_t *end = pgc_inline_of(t, sender, t->seq);
     *packed = (const char *)end + pgc_xchg_inline_bytes(t, 0);
     if (path != PGC_PATH_INLINE)
         return pgc_xchg_table(t, sender)[t->rank];
@@ -87,10 +87,11 @@ int pgc_xchg_fail(pgc_team *t, int code, int peer, const char *fmt, ...)
     return code;
 }
 
-/* Ring geometry for `nwin` windows before the table. Depends on team-wide
- * values only, so every member computes the same; computed before the op
- * begins, so a failure leaves the op numbers in step. A window keeps at
- * least two slots (double buffering): with many windows the chunk shrinks. */
+/* Ring geometry for `nwin` windows before the table (phase plan). Depends on
+ * team-wide values only, so every member computes the same; computed before
+ * the collective begins, so a failure leaves the sequence numbers in step. A
+ * window keeps at least two slots (double buffering): with many windows the
+ * chunk shrinks. */
 int pgc_xchg_ring(pgc_team *t, pgc_ring *g, uint32_t nwin, const char *name)
 {
     size_t stride = t->hdr->staging_stride, table = pgc_xchg_table_bytes(t);
@@ -116,20 +117,20 @@ int pgc_xchg_ring(pgc_team *t, pgc_ring *g, uint32_t nwin, const char *name)
     return PGC_OK;
 }
 
-/* Publish this member's descriptor with seq DESC (release: also publishes
- * the inline payload, table and address written before). Call after
- * pgc_wait_peers_done(t, 1 or PGC_RUNAHEAD): the word was last read in
- * op - PGC_RUNAHEAD. */
+/* Start: publish this member's descriptor with step DESC (release: also
+ * publishes the inline payload, table and address written before). Call
+ * after pgc_wait_peers_done(t, 1 or PGC_RUNAHEAD): the word was last read in
+ * seq - PGC_RUNAHEAD. */
 void pgc_xchg_publish(pgc_team *t, pgc_path path, size_t len)
 {
     pgc_desc_put(t, path, len);
-    pgc_post_seq(t, PGC_XCHG_STEP_DESC);
+    pgc_post_step(t, PGC_XCHG_STEP_DESC);
 }
 
-/* Wait for `peer`'s descriptor of this op and read it. */
+/* Wait for `peer`'s descriptor of this collective and read it. */
 int pgc_xchg_desc(pgc_team *t, int peer, pgc_path *path, size_t *len)
 {
-    int rc = pgc_wait_seq(t, peer, PGC_XCHG_STEP_DESC);
+    int rc = pgc_wait_step(t, peer, PGC_XCHG_STEP_DESC);
     if (rc)
         return rc;
     uint64_t d = pgc_desc_get(t, peer);
@@ -166,12 +167,13 @@ int pgc_xchg_run(pgc_team *t, const pgc_ring *g, const pgc_stream *out, int nout
     size_t rounds = max_chunks(max_chunks(self ? max_chunks(0, self, 1, chunk) : 0, out, nout, chunk),
                                in, nin, chunk);
     if (rounds >= PGC_XCHG_STEP_FIN - PGC_XCHG_STEP_ROUND)
-        return pgc_xchg_fail(t, PGC_EINVAL, -1, "%s: %zu chunks exceed the step counter", pgc_opname(t), rounds);
+        return pgc_xchg_fail(t, PGC_EINVAL, -1, "%s: %zu chunks exceed the step counter", pgc_current_coll_name(t),
+                             rounds);
 
     const pgc_xfer stage = nout ? pgc_stage_xfer(t) : PGC_XFER_STAGE;
     /* Writes into the receive buffer (own block, copy-outs) go to memory
      * with streaming stores once a block reaches cfg.recv_stream_min: across
-     * the node the op then writes more than the cache holds, so an ordinary
+     * the node the collective then writes more than the cache holds, so an ordinary
      * store would first fetch each line it overwrites (np=2, 16 MiB
      * Alltoall 0.76-0.83 of MPICH against 0.96-1.01; np=8, Allgather of
      * 2 / 4 MiB per rank 0.52-0.61 / 0.55-0.59 against 0.64-0.85 /
@@ -201,7 +203,7 @@ int pgc_xchg_run(pgc_team *t, const pgc_ring *g, const pgc_stream *out, int nout
             staged = 1;
         }
         if (staged)
-            pgc_post_seq(t, PGC_XCHG_STEP_ROUND + k);
+            pgc_post_step(t, PGC_XCHG_STEP_ROUND + k);
         if (self && off < self->len) {
             size_t n = min_size(chunk, self->len - off);
             if (cold)
@@ -213,7 +215,7 @@ int pgc_xchg_run(pgc_team *t, const pgc_ring *g, const pgc_stream *out, int nout
             const pgc_stream *s = &in[i];
             if (off >= s->len)
                 continue;
-            if ((rc = pgc_wait_seq(t, s->peer, PGC_XCHG_STEP_ROUND + k)))
+            if ((rc = pgc_wait_step(t, s->peer, PGC_XCHG_STEP_ROUND + k)))
                 return rc;
             const char *slot = slot_of(t, g, s->peer, s->win, k);
             if (cold)

@@ -5,39 +5,42 @@
  * mechanism (pgc_xchg_run).
  *
  * Protocol. Every member that publishes data posts, in this order:
- *   seq  DESC (1)      its descriptor (path and length), plus whatever the path
- *                      needs before anyone reads: inline payload, buffer
- *                      address (ctl addr), per-member table (tail of staging)
- *   seq  ROUND + k     copy-in/copy-out: chunk k of every stream it produces
- *                      is staged
- *   ack  k + 1         copy-in/copy-out: chunk k of every stream it consumes
- *                      has been copied out
- *   ack  FIN           it no longer touches any peer's memory in this op;
- *                      a member that exposed its buffer (cma) waits for the
- *                      FIN of its readers before returning
- *   seq  DONE          pgc_coll_end
+ *   progress DESC (1)      its descriptor (path and length), plus whatever
+ *                          the path needs before anyone reads: inline
+ *                          payload, buffer address (ctl addr), per-member
+ *                          table (tail of staging)                  [start]
+ *   progress ROUND + k     copy-in/copy-out: chunk k of every stream it
+ *                          produces is staged                       [work]
+ *   ack      k + 1         copy-in/copy-out: chunk k of every stream it
+ *                          consumes has been copied out             [work]
+ *   ack      FIN           it no longer touches any peer's memory in this
+ *                          collective; a member that exposed its buffer
+ *                          (cma) waits for the FIN of its readers before
+ *                          returning (pgc_xchg_ack)                 [ack]
+ *   progress DONE          pgc_coll_end                             [end]
  *
  * Copy-in/copy-out engine (pgc_xchg_run): ONE chunked-ring mechanism for all
- * these operations. A member's staging area is [ring | table]; the ring is
+ * these collectives. A member's staging area is [ring | table]; the ring is
  * split into `nwin` windows of `slots` chunks. A stream is the bytes one
  * producer sends through one of its windows; its consumer is one member (or
  * every other member). Everyone runs rounds k = 0, 1, ...: stage chunk k of
  * each own stream (slot k % slots, reusable once the consumers acknowledged
- * chunk k - slots), post seq ROUND + k, copy chunk k of the member's own
- * block (src -> dst: useful work while the peers stage chunk k, and the
+ * chunk k - slots), post progress ROUND + k, copy chunk k of the member's
+ * own block (src -> dst: useful work while the peers stage chunk k, and the
  * source is still in cache), copy out chunk k of each incoming stream, post
  * ack k + 1; both copies into the receive buffer with streaming stores when
  * it is cold (a block of cfg.recv_stream_min bytes, or PGC_RECV_COLD).
- * Producing round k depends only on rounds <= k - slots
- * and consuming it only on round k being produced, so no cycle can form
- * however many streams cross (proof: the smallest round anyone is stuck in
- * would have to wait for an earlier one).
+ * Producing round k depends only on rounds <= k - slots and consuming it
+ * only on round k being produced, so no cycle can form however many streams
+ * cross (proof: the smallest round anyone is stuck in would have to wait for
+ * an earlier one).
  *
- * Cross-op safety of the published words:
+ * Safety across collectives of the published words:
  *   - the descriptor (path << 56 | length) lives in pgc_desc_of (coll.h):
- *     rotating with the op number like the inline slots, because publishers
- *     on the inline and cico paths return without waiting for their readers;
- *     it is written only after pgc_wait_peers_done(t, 1 or PGC_RUNAHEAD);
+ *     rotating with the sequence number like the inline slots, because
+ *     publishers on the inline and cico paths return without waiting for
+ *     their readers; it is written only after pgc_wait_peers_done(t, 1 or
+ *     PGC_RUNAHEAD);
  *   - ctl addr is read only on the cma path, whose owner waits for its
  *     readers (FIN, or the pushers' DESC for Gather) before returning;
  *   - the table and the ring (staging) are written only after

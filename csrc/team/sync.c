@@ -62,7 +62,7 @@ int pgc_check_peer(pgc_team *t, int r)
     if (r == t->rank || pgc_member_alive(t, r))
         return PGC_OK;
     pgc_set_error(&t->err, PGC_EPEERDEAD, r, 0, "%s: local rank %d (pid %d) of the node team died or exited",
-                  pgc_opname(t), r, pgc_member_of(t, r)->pid);
+                  pgc_current_coll_name(t), r, pgc_member_of(t, r)->pid);
     pgc_team_abort(t, PGC_EPEERDEAD, t->err.msg);
     return PGC_EPEERDEAD;
 }
@@ -77,18 +77,19 @@ int pgc_check_peers(pgc_team *t)
     return PGC_OK;
 }
 
-/* The team was aborted by someone: copy their reason. Within the op in
- * which this member aborted it, it keeps its own error (code and message);
- * any later op is told, like every peer, that the team was aborted. */
+/* The team was aborted by someone: copy their reason. Within the collective
+ * in which this member aborted it, it keeps its own error (code and
+ * message); any later collective is told, like every peer, that the team
+ * was aborted. */
 static int aborted_error(pgc_team *t)
 {
     pgc_header *h = t->hdr;
     int ours = h->abort_rank == t->rank;
-    if (ours && t->err.code && t->abort_op == t->op)
+    if (ours && t->err.code && t->abort_seq == t->seq)
         return t->err.code;
     return pgc_set_error(&t->err, PGC_EABORTED, h->abort_rank, 0,
                          "%s: the node team was aborted by local rank %d%s: %s",
-                         pgc_opname(t), h->abort_rank, ours ? " (this rank, in an earlier call)" : "",
+                         pgc_current_coll_name(t), h->abort_rank, ours ? " (this rank, in an earlier call)" : "",
                          h->abort_msg);
 }
 
@@ -133,12 +134,12 @@ int pgc_signature_mismatch(pgc_team *t, int peer, uint32_t theirs)
     char mine[96], other[96];
     describe_sig(t->sig, mine, sizeof mine);
     describe_sig(theirs, other, sizeof other);
-    const char *opname = pgc_opname(t);
+    const char *collname = pgc_current_coll_name(t);
     if ((pgc_sig_kind(theirs) & PGC_SIG_REFUSED) && pgc_sig_arg(theirs) == PGC_SIG_ARG_MPI)
         pgc_set_error(&t->err, PGC_EMISMATCH, peer, 0,
                       "%s: local rank %d took %s to MPI (arguments pgascol does not accelerate, such as "
                       "an object without the buffer protocol or a user-defined operator) while this rank "
-                      "is in %s; every rank must pass arguments of the same kind", opname, peer,
+                      "is in %s; every rank must pass arguments of the same kind", collname, peer,
                       pgc_coll_name(pgc_sig_coll(theirs)), mine);
     else if ((pgc_sig_kind(t->sig) & PGC_SIG_REFUSED) && pgc_sig_arg(t->sig) == PGC_SIG_ARG_MPI &&
              !(pgc_sig_kind(theirs) & PGC_SIG_REFUSED))
@@ -146,54 +147,54 @@ int pgc_signature_mismatch(pgc_team *t, int peer, uint32_t theirs)
                       "%s: this rank (local rank %d) must take %s to MPI (arguments pgascol does not "
                       "accelerate, such as an object without the buffer protocol or a user-defined "
                       "operator) while local rank %d is in %s; every rank must pass arguments of the "
-                      "same kind", opname, t->rank, pgc_coll_name(pgc_sig_coll(t->sig)), peer, other);
+                      "same kind", collname, t->rank, pgc_coll_name(pgc_sig_coll(t->sig)), peer, other);
     else if (pgc_sig_kind(theirs) & PGC_SIG_REFUSED)
         pgc_set_error(&t->err, PGC_EMISMATCH, peer, 0,
                       "%s: local rank %d refused its arguments to %s (see the error it raised), "
                       "so this rank's %s cannot complete",
-                      opname, peer, pgc_coll_name(pgc_sig_coll(theirs)), mine);
+                      collname, peer, pgc_coll_name(pgc_sig_coll(theirs)), mine);
     else if (strcmp(mine, other) == 0 && pgc_sig_coll(theirs) == pgc_sig_coll(t->sig) &&
              pgc_sig_coll(t->sig) != PGC_COLL_REDUCE_SCATTER)
         /* a reduction of another shape (team.h: PGC_SIG_REDUCTION) */
         pgc_set_error(&t->err, PGC_EMISMATCH, peer, 0,
                       "%s: local rank %d reduces a different number of elements%s than this rank "
                       "(local rank %d, %llu elements); every rank must pass the same count",
-                      opname, peer, pgc_sig_coll(t->sig) == PGC_COLL_REDUCE ? " (or to a different root)" : "",
+                      collname, peer, pgc_sig_coll(t->sig) == PGC_COLL_REDUCE ? " (or to a different root)" : "",
                       t->rank, (unsigned long long)t->sig_elems);
     else if (strcmp(mine, other) == 0 && pgc_sig_coll(theirs) == pgc_sig_coll(t->sig))
         pgc_set_error(&t->err, PGC_EMISMATCH, peer, 0,
                       "%s: local rank %d passed other recvcounts than this rank (local rank %d, %llu "
                       "elements in all); every rank must pass the same recvcounts",
-                      opname, peer, t->rank, (unsigned long long)t->sig_elems);
+                      collname, peer, t->rank, (unsigned long long)t->sig_elems);
     else
         pgc_set_error(&t->err, PGC_EMISMATCH, peer, 0,
                       "%s: collectives out of step: local rank %d is in %s where this rank (local rank %d) "
                       "is in %s; every rank must call the same collectives in the same order "
-                      "(did a rank skip one after an error?)", opname, peer, other, t->rank, mine);
+                      "(did a rank skip one after an error?)", collname, peer, other, t->rank, mine);
     pgc_team_abort(t, PGC_EMISMATCH, t->err.msg);
     return PGC_EMISMATCH;
 }
 
 int pgc_check_skipped_signatures(pgc_team *t, int peer, uint32_t last)
 {
-    /* The ops since `last` in which this member never waited on the peer (a
-     * Bcast root, a Reduce member that is not the root, zero counts) went
-     * unchecked; their signatures are still in both rings for up to
-     * PGC_SIG_RING - 1 ops back. Members that both took themselves for the
-     * root of a small Bcast wait for nobody: this is where they learn it,
-     * one op late but before this op moves any data. Refusals are left
-     * alone: a member that did not need the refusing one completed
+    /* The collectives since `last` in which this member never waited on the
+     * peer (a Bcast root, a Reduce member that is not the root, zero counts)
+     * went unchecked; their signatures are still in both rings for up to
+     * PGC_SIG_RING - 1 collectives back. Members that both took themselves
+     * for the root of a small Bcast wait for nobody: this is where they learn
+     * it, one collective late but before this one moves any data. Refusals
+     * are left alone: a member that did not need the refusing one completed
      * legitimately. */
     _Atomic uint32_t *mine_ring = pgc_ctl_of(t, t->rank)->sig, *their_ring = pgc_ctl_of(t, peer)->sig;
-    uint32_t from = t->op - (PGC_SIG_RING - 1);
+    uint32_t from = t->seq - (PGC_SIG_RING - 1);
     if ((int32_t)(last + 1 - from) > 0)
         from = last + 1;
-    for (uint32_t j = from; j != t->op; j++) {
+    for (uint32_t j = from; j != t->seq; j++) {
         /* relaxed: ours we wrote; the peer's were stored before the value of
-         * this op that our wait acquired */
+         * this collective that our wait acquired */
         uint32_t mine = atomic_load_explicit(&mine_ring[j & (PGC_SIG_RING - 1)], memory_order_relaxed);
         uint32_t theirs = atomic_load_explicit(&their_ring[j & (PGC_SIG_RING - 1)], memory_order_relaxed);
-        if (theirs == mine || pgc_sig_opbyte(mine) != (j & 0xffu) || pgc_sig_opbyte(theirs) != (j & 0xffu) ||
+        if (theirs == mine || pgc_sig_seqbyte(mine) != (j & 0xffu) || pgc_sig_seqbyte(theirs) != (j & 0xffu) ||
             ((pgc_sig_kind(mine) | pgc_sig_kind(theirs)) & PGC_SIG_REFUSED))
             continue;
         char m[96], o[96];
@@ -202,8 +203,8 @@ int pgc_check_skipped_signatures(pgc_team *t, int peer, uint32_t last)
         pgc_set_error(&t->err, PGC_EMISMATCH, peer, 0,
                       "%s: collectives out of step %u call(s) before this one: local rank %d was in %s%s "
                       "where this rank (local rank %d) was in %s; every rank must call the same collectives, "
-                      "with the same root and counts, in the same order", pgc_opname(t), t->op - j, peer, o,
-                      strcmp(m, o) == 0 ? " of another count or root" : "", t->rank, m);
+                      "with the same root and counts, in the same order", pgc_current_coll_name(t), t->seq - j,
+                      peer, o, strcmp(m, o) == 0 ? " of another count or root" : "", t->rank, m);
         pgc_team_abort(t, PGC_EMISMATCH, t->err.msg);
         return PGC_EMISMATCH;
     }
@@ -266,9 +267,9 @@ int pgc_wait_slow(pgc_team *t, int peer, _Atomic uint64_t *word, uint64_t target
             return aborted_error(t);
         now = pgc_now_ns();
         /* Only the member we wait for: one that finished its part of the
-         * op and exited (its program ended) is gone legitimately, and a dead
-         * one that somebody needs is found by whoever waits on it, whose
-         * abort reaches everyone. */
+         * collective and exited (its program ended) is gone legitimately,
+         * and a dead one that somebody needs is found by whoever waits on
+         * it, whose abort reaches everyone. */
         if (now >= next_check) {
             int rc = pgc_check_peer(t, peer);
             if (rc)
@@ -280,7 +281,7 @@ int pgc_wait_slow(pgc_team *t, int peer, _Atomic uint64_t *word, uint64_t target
             pgc_set_error(&t->err, PGC_ETIMEDOUT, peer, 0,
                           "%s: timed out after %.1f s waiting for local rank %d (pid %d): "
                           "progress %u:%u, needed %u:%u (PGASCOL_TIMEOUT)",
-                          pgc_opname(t), t->cfg.timeout_s, peer,
+                          pgc_current_coll_name(t), t->cfg.timeout_s, peer,
                           pgc_member_of(t, peer)->pid, (unsigned)(seen >> 32), (unsigned)seen,
                           (unsigned)(target >> 32), (unsigned)target);
             pgc_team_abort(t, PGC_ETIMEDOUT, t->err.msg);
@@ -289,11 +290,11 @@ int pgc_wait_slow(pgc_team *t, int peer, _Atomic uint64_t *word, uint64_t target
     }
 }
 
-int pgc_wait_seq_all(pgc_team *t, uint32_t step)
+int pgc_wait_step_all(pgc_team *t, uint32_t step)
 {
     for (int r = 0; r < t->nranks; r++)
         if (r != t->rank) {
-            int rc = pgc_wait_seq(t, r, step);
+            int rc = pgc_wait_step(t, r, step);
             if (rc)
                 return rc;
         }
@@ -316,7 +317,7 @@ void pgc_team_abort(pgc_team *t, int code, const char *msg)
     pgc_header *h = t->hdr;
     uint32_t expected = 0;
     if (atomic_compare_exchange_strong(&h->aborted, &expected, 1)) {
-        t->abort_op = t->op;
+        t->abort_seq = t->seq;
         h->abort_rank = t->rank;
         h->abort_code = code;
         snprintf(h->abort_msg, sizeof h->abort_msg, "%s", msg);

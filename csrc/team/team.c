@@ -66,7 +66,7 @@ static void join(pgc_team *t)
     me->starttime = pgc_process_starttime(me->pid, NULL);
     me->probe_addr = (uint64_t)(uintptr_t)&cma_probe_word;
     pgc_cma_allow_peers();
-    atomic_store_explicit(&pgc_ctl_of(t, t->rank)->seq, PGC_STEP_DONE, memory_order_relaxed);
+    atomic_store_explicit(&pgc_ctl_of(t, t->rank)->progress, PGC_STEP_DONE, memory_order_relaxed);
     /* release: the identity above is complete before `attached` says so. */
     atomic_store_explicit(&me->attached, 1, memory_order_release);
 }

@@ -86,7 +86,7 @@ cdef extern from "team/team.h" nogil:
         pgc_header *hdr
         int rank
         int nranks
-        uint32_t op
+        uint32_t seq
         pgc_config cfg
         pgc_simd simd
         uint64_t spin_iters
