@@ -23,17 +23,21 @@
  *   work   move the data (inline / copy-in/copy-out / single copy); readers
  *          follow the path their publisher announced
  *   ack    a member whose own buffers its peers read (single copy) waits
- *          until they are done: a buffer may be reused the moment the call
- *          returns. Members that only staged or read have nothing to wait for
+ *          until they say they are done (the exchanges' ack FIN, pgc_xchg_ack;
+ *          elsewhere their DONE or their last ack): a buffer may be reused the
+ *          moment the call returns. Members that only staged or copied out of
+ *          shared memory have nothing to wait for
  *   end    pgc_coll_end: fold what the collective measured into the team's
  *          costs, and post DONE for this seq (on success)
- * A helper that runs one phase of one member's part is named
- * <family>_<role>_<phase> (bcast_root_start, gather_root_work,
- * scatter_root_ack, alltoall_start, reduce_cico_work, ...); the exchange
- * engine's steps are pgc_xchg_publish (start), pgc_xchg_desc and
- * pgc_xchg_run (work) and pgc_xchg_ack (ack). A single-copy pusher (a Gather
- * sender) publishes its descriptor after its work: the post tells the root
- * that the block arrived.
+ * A helper that runs one phase of one member's part is named after it:
+ * <family>_<role or path>_<phase> (bcast_root_start, bcast_tree_work,
+ * gather_sender_start, scatter_root_ack, reduce_cico_work), or
+ * <family>_<phase> where every member plays the same part (alltoall_start,
+ * allgather_work). The exchange engine's steps are pgc_xchg_ring (plan),
+ * pgc_xchg_publish (start), pgc_xchg_desc and pgc_xchg_run (work) and
+ * pgc_xchg_ack (ack). One exception to the order: a single-copy pusher (a
+ * Gather sender) publishes its descriptor after its work, since the post
+ * tells the root that the block arrived.
  *
  * Byte counts and displacements are in bytes; reductions take element counts
  * and a (dtype, op) pair, op being the reduction operator. A NULL send

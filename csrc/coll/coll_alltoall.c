@@ -39,8 +39,8 @@
 /* Start: table, payload and descriptor. `src`/`sb`/`sd`: the send layout
  * (the receive layout in place). On the cma path in place, *tmp receives the
  * temporary the caller frees after FIN. */
-static int a2a_start(pgc_team *t, pgc_path path, size_t total, const char *src, const size_t *sb,
-                     const size_t *sd, int in_place, char **tmp)
+static int alltoall_start(pgc_team *t, pgc_path path, size_t total, const char *src, const size_t *sb,
+                          const size_t *sd, int in_place, char **tmp)
 {
     int P = t->nranks, me = t->rank;
     /* inline: the blocks and their offsets go into the collective's inline
@@ -81,9 +81,9 @@ static int a2a_start(pgc_team *t, pgc_path path, size_t total, const char *src, 
 /* Work: read every peer's descriptor and table entry (rotated order), run
  * the engine for the cico senders, our own cico blocks and our own block
  * (unless in place), then copy the blocks of inline and cma senders. */
-static int a2a_work(pgc_team *t, pgc_path path, const char *src, const size_t *sb, const size_t *sd,
-                    int in_place, char *recvbuf, const size_t *recvbytes, const size_t *rdispls,
-                    const pgc_ring *g)
+static int alltoall_work(pgc_team *t, pgc_path path, const char *src, const size_t *sb, const size_t *sd,
+                         int in_place, char *recvbuf, const size_t *recvbytes, const size_t *rdispls,
+                         const pgc_ring *g)
 {
     int P = t->nranks, me = t->rank, rc;
     pgc_stream in[P], out[P];
@@ -167,13 +167,13 @@ int pgc_alltoall(pgc_team *t, pgc_coll coll, const void *sendbuf, const size_t *
     pgc_count(t, coll, path);
 
     char *tmp = NULL;
-    rc = a2a_start(t, path, total, src, sb, sd, in_place, &tmp);
+    rc = alltoall_start(t, path, total, src, sb, sd, in_place, &tmp);
     if (!rc)
-        rc = a2a_work(t, path, src, sb, sd, in_place, recvbuf, recvbytes, rdispls, &g);
+        rc = alltoall_work(t, path, src, sb, sd, in_place, recvbuf, recvbytes, rdispls, &g);
     /* Ack: our send buffer (or the temporary) may be reused once every
      * reader posted FIN. */
     if (!rc)
-        rc = pgc_xchg_finish(t, path == PGC_PATH_CMA);
+        rc = pgc_xchg_ack(t, path == PGC_PATH_CMA);
     /* On an error the team is aborted; a reader still copying the temporary
      * would only get bytes of a collective that fails anyway. */
     free(tmp);

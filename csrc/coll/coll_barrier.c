@@ -11,7 +11,7 @@ int pgc_barrier(pgc_team *t)
     if (rc)
         return rc;
     pgc_count(t, PGC_COLL_BARRIER, PGC_PATH_INLINE);
-    pgc_post_step(t, 1);
-    rc = pgc_wait_step_all(t, 1);
+    pgc_post_step(t, 1);          /* start: arrived */
+    rc = pgc_wait_step_all(t, 1); /* work: everyone arrived */
     return pgc_coll_end(t, rc);
 }

@@ -54,23 +54,28 @@
 
 /* ======================= Gather(v) ======================= */
 
-static int gather_root(pgc_team *t, pgc_coll coll, const void *sendbuf, char *recvbuf,
-                       const size_t *recvbytes, const size_t *displs, const pgc_ring *g)
+/* Root, start: the table of expected blocks and our address, for the
+ * senders that push (cma). Written into staging: peers must be done with
+ * seq - 1. */
+static int gather_root_start(pgc_team *t, char *recvbuf, const size_t *recvbytes, const size_t *displs)
+{
+    int rc = pgc_wait_peers_done(t, 1);
+    if (rc)
+        return rc;
+    pgc_blk *tbl = pgc_xchg_table(t, t->rank);
+    for (int q = 0; q < t->nranks; q++)
+        tbl[q] = (pgc_blk){recvbytes[q], displs[q]};
+    atomic_store_explicit(&pgc_ctl_of(t, t->rank)->addr, (uint64_t)(uintptr_t)recvbuf, memory_order_relaxed);
+    pgc_xchg_publish(t, PGC_PATH_INLINE, 0);
+    return PGC_OK;
+}
+
+/* Root, work: react to each sender's descriptor, in rotated order; the own
+ * block (unless in place) is copied by the engine. */
+static int gather_root_work(pgc_team *t, const void *sendbuf, char *recvbuf, const size_t *recvbytes,
+                            const size_t *displs, const pgc_ring *g)
 {
     int P = t->nranks, me = t->rank, rc;
-    pgc_count(t, coll, pgc_choose_path(t, coll, recvbytes[me]));
-    /* Start: the table of expected blocks and our address, for the senders
-     * that push (cma). Written into staging: peers must be done with seq - 1. */
-    if ((rc = pgc_wait_peers_done(t, 1)))
-        return rc;
-    pgc_blk *tbl = pgc_xchg_table(t, me);
-    for (int q = 0; q < P; q++)
-        tbl[q] = (pgc_blk){recvbytes[q], displs[q]};
-    atomic_store_explicit(&pgc_ctl_of(t, me)->addr, (uint64_t)(uintptr_t)recvbuf, memory_order_relaxed);
-    pgc_xchg_publish(t, PGC_PATH_INLINE, 0);
-
-    /* Work: react to each sender's descriptor, in rotated order; the own
-     * block (unless in place) is copied by the engine. */
     pgc_stream in[P];
     int nin = 0;
     for (int i = 1; i < P; i++) {
@@ -93,22 +98,31 @@ static int gather_root(pgc_team *t, pgc_coll coll, const void *sendbuf, char *re
     return pgc_xchg_run(t, g, NULL, 0, in, nin, &self, 0);
 }
 
-static int gather_send(pgc_team *t, pgc_coll coll, const void *sendbuf, size_t n, int root,
-                       const pgc_ring *g)
+/* Sender, start: inline, our block and its descriptor; cico, the
+ * descriptor; cma, only the wait (the descriptor follows the push). */
+static int gather_sender_start(pgc_team *t, pgc_path path, const void *sendbuf, size_t n)
+{
+    int rc = pgc_wait_peers_done(t, path == PGC_PATH_CICO ? 1 : PGC_RUNAHEAD);
+    if (rc)
+        return rc;
+    if (path == PGC_PATH_INLINE && n)
+        memcpy(pgc_inline_of(t, t->rank, t->seq), sendbuf, n);
+    if (path != PGC_PATH_CMA)
+        pgc_xchg_publish(t, path, n);
+    return PGC_OK;
+}
+
+/* Sender, work. cma: push our block into the root's receive buffer, then
+ * post the descriptor; cico: stream it through our ring. */
+static int gather_sender_work(pgc_team *t, pgc_path path, const void *sendbuf, size_t n, int root,
+                              const pgc_ring *g)
 {
     int rc;
-    pgc_path path = pgc_choose_member_path(t, coll, n);
-    pgc_count(t, coll, path);
     switch (path) {
     case PGC_PATH_INLINE:
-        if ((rc = pgc_wait_peers_done(t, PGC_RUNAHEAD)))
-            return rc;
-        if (n)
-            memcpy(pgc_inline_of(t, t->rank, t->seq), sendbuf, n);
-        pgc_xchg_publish(t, path, n);
-        return PGC_OK;
+        return PGC_OK; /* the block went with the start */
     case PGC_PATH_CMA: {
-        if ((rc = pgc_wait_peers_done(t, PGC_RUNAHEAD)) || (rc = pgc_wait_step(t, root, PGC_XCHG_STEP_DESC)))
+        if ((rc = pgc_wait_step(t, root, PGC_XCHG_STEP_DESC)))
             return rc;
         /* The push writes into the root's memory: check its expectation first. */
         pgc_blk b = pgc_xchg_table(t, root)[t->rank];
@@ -123,9 +137,6 @@ static int gather_send(pgc_team *t, pgc_coll coll, const void *sendbuf, size_t n
         return PGC_OK;
     }
     default: {
-        if ((rc = pgc_wait_peers_done(t, 1)))
-            return rc;
-        pgc_xchg_publish(t, path, n);
         pgc_stream s = {root, 0, sendbuf, NULL, n};
         return pgc_xchg_run(t, g, &s, 1, NULL, 0, NULL, 0);
     }
@@ -155,46 +166,68 @@ int pgc_gather(pgc_team *t, pgc_coll coll, const void *sendbuf, size_t sendbytes
     int rc = pgc_xchg_ring(t, &g, 1, name);
     if (rc || (rc = pgc_coll_begin(t, coll, (uint32_t)root)))
         return pgc_coll_end(t, rc);
-    rc = t->rank == root ? gather_root(t, coll, sendbuf, recvbuf, recvbytes, displs, &g)
-                         : gather_send(t, coll, sendbuf, sendbytes, root, &g);
+    if (t->rank == root) {
+        pgc_count(t, coll, pgc_choose_path(t, coll, recvbytes[root]));
+        rc = gather_root_start(t, recvbuf, recvbytes, displs);
+        if (!rc)
+            rc = gather_root_work(t, sendbuf, recvbuf, recvbytes, displs, &g);
+    } else {
+        pgc_path path = pgc_choose_member_path(t, coll, sendbytes);
+        pgc_count(t, coll, path);
+        rc = gather_sender_start(t, path, sendbuf, sendbytes);
+        if (!rc)
+            rc = gather_sender_work(t, path, sendbuf, sendbytes, root, &g);
+    }
     return pgc_coll_end(t, rc);
 }
 
 /* ======================= Scatter(v) ======================= */
 
-static int scatter_root(pgc_team *t, pgc_coll coll, const char *sendbuf, const size_t *sendbytes,
-                        const size_t *displs, void *recvbuf, const pgc_ring *g)
+/* Root, begin: one path for the collective, inline when all blocks and
+ * their offsets fit the inline slot together, otherwise by the largest
+ * block (each receiver moves its own block); *total: the bytes for the
+ * others. */
+static pgc_path scatter_root_path(const pgc_team *t, pgc_coll coll, const size_t *sendbytes, size_t *total)
 {
-    int P = t->nranks, me = t->rank, rc;
-    size_t total = 0, most = 0;
-    for (int q = 0; q < P; q++)
-        if (q != me) {
-            total += sendbytes[q];
+    size_t most = 0;
+    *total = 0;
+    for (int q = 0; q < t->nranks; q++)
+        if (q != t->rank) {
+            *total += sendbytes[q];
             most = most > sendbytes[q] ? most : sendbytes[q];
         }
-    /* inline when all blocks and their offsets fit the inline slot together;
-     * otherwise by the largest block (each receiver moves its own block) */
-    pgc_path path = pgc_choose_path(t, coll, pgc_xchg_inline_bytes(t, total));
+    pgc_path path = pgc_choose_path(t, coll, pgc_xchg_inline_bytes(t, *total));
     if (path != PGC_PATH_INLINE && (path = pgc_choose_path(t, coll, most)) == PGC_PATH_INLINE)
         path = PGC_PATH_CICO;
-    pgc_count(t, coll, path);
+    return path;
+}
 
-    /* Start: the blocks (inline) or the table and our address, then DESC.
-     * The table and the ring are in staging: peers must be done with seq - 1. */
-    if ((rc = pgc_wait_peers_done(t, path == PGC_PATH_INLINE ? PGC_RUNAHEAD : 1)))
+/* Root, start: the blocks (inline) or the table and our address, then DESC.
+ * The table and the ring are in staging: peers must be done with seq - 1. */
+static int scatter_root_start(pgc_team *t, pgc_path path, size_t total, const char *sendbuf,
+                              const size_t *sendbytes, const size_t *displs)
+{
+    int rc = pgc_wait_peers_done(t, path == PGC_PATH_INLINE ? PGC_RUNAHEAD : 1);
+    if (rc)
         return rc;
     if (path == PGC_PATH_INLINE) {
         pgc_xchg_pack_inline(t, sendbuf, sendbytes, displs);
     } else {
-        pgc_blk *tbl = pgc_xchg_table(t, me);
-        for (int q = 0; q < P; q++)
+        pgc_blk *tbl = pgc_xchg_table(t, t->rank);
+        for (int q = 0; q < t->nranks; q++)
             tbl[q] = (pgc_blk){sendbytes[q], displs[q]};
-        atomic_store_explicit(&pgc_ctl_of(t, me)->addr, (uint64_t)(uintptr_t)sendbuf, memory_order_relaxed);
+        atomic_store_explicit(&pgc_ctl_of(t, t->rank)->addr, (uint64_t)(uintptr_t)sendbuf, memory_order_relaxed);
     }
     pgc_xchg_publish(t, path, total);
+    return PGC_OK;
+}
 
-    /* Work: cico streams one window per receiver; the engine also copies
-     * our own block (unless in place). */
+/* Root, work: cico streams one window per receiver; the engine also copies
+ * our own block (unless in place). */
+static int scatter_root_work(pgc_team *t, pgc_path path, const char *sendbuf, const size_t *sendbytes,
+                             const size_t *displs, void *recvbuf, const pgc_ring *g)
+{
+    int P = t->nranks, me = t->rank;
     pgc_stream out[P];
     int nout = 0;
     for (int i = 1; i < P && path == PGC_PATH_CICO; i++) {
@@ -202,35 +235,37 @@ static int scatter_root(pgc_team *t, pgc_coll coll, const char *sendbuf, const s
         out[nout++] = (pgc_stream){q, pgc_xchg_win(t, me, q), sendbuf + displs[q], NULL, sendbytes[q]};
     }
     pgc_stream self = {me, 0, sendbuf + displs[me], recvbuf, recvbuf ? sendbytes[me] : 0};
-    if ((rc = pgc_xchg_run(t, g, out, nout, NULL, 0, &self, 0)))
-        return rc;
-    /* cma: the receivers read our send buffer until they post FIN */
+    return pgc_xchg_run(t, g, out, nout, NULL, 0, &self, 0);
+}
+
+/* Root, ack. cma: the receivers read our send buffer until they post FIN. */
+static int scatter_root_ack(pgc_team *t, pgc_path path)
+{
     return path == PGC_PATH_CMA ? pgc_wait_ack_all(t, PGC_XCHG_STEP_FIN) : PGC_OK;
 }
 
-static int scatter_recv(pgc_team *t, pgc_coll coll, void *recvbuf, size_t n, int root, const pgc_ring *g)
+/* Receiver, work: our block, on the path the root announced (*path). */
+static int scatter_receiver_work(pgc_team *t, pgc_coll coll, void *recvbuf, size_t n, int root, const pgc_ring *g,
+                                 pgc_path *path)
 {
-    pgc_path path;
     size_t total;
-    int rc = pgc_xchg_desc(t, root, &path, &total);
+    int rc = pgc_xchg_desc(t, root, path, &total);
     if (rc)
         return rc;
-    pgc_count(t, coll, path);
+    pgc_count(t, coll, *path);
     const char *packed = NULL;
-    pgc_blk b = pgc_xchg_block(t, root, path, &packed);
+    pgc_blk b = pgc_xchg_block(t, root, *path, &packed);
     if (b.len != n)
         return pgc_xchg_fail(t, PGC_EINVAL, root, "%s: the root (local rank %d) sends %" PRIu64 " bytes but this rank receives %zu",
                              pgc_current_coll_name(t), root, b.len, n);
-    switch (path) {
+    switch (*path) {
     case PGC_PATH_INLINE:
         if (n)
             memcpy(recvbuf, packed + b.off, n);
         return PGC_OK;
     case PGC_PATH_CMA: {
         uint64_t addr = atomic_load_explicit(&pgc_ctl_of(t, root)->addr, memory_order_relaxed);
-        if ((rc = pgc_coll_cma(t, root, 0, recvbuf, addr + b.off, n)))
-            return rc;
-        return pgc_xchg_finish(t, 0);
+        return pgc_coll_cma(t, root, 0, recvbuf, addr + b.off, n);
     }
     default: {
         pgc_stream s = {root, pgc_xchg_win(t, root, t->rank), NULL, recvbuf, n};
@@ -262,12 +297,76 @@ int pgc_scatter(pgc_team *t, pgc_coll coll, const void *sendbuf, const size_t *s
     int rc = pgc_xchg_ring(t, &g, t->nranks > 1 ? (uint32_t)t->nranks - 1 : 1, name);
     if (rc || (rc = pgc_coll_begin(t, coll, (uint32_t)root)))
         return pgc_coll_end(t, rc);
-    rc = t->rank == root ? scatter_root(t, coll, sendbuf, sendbytes, displs, recvbuf, &g)
-                         : scatter_recv(t, coll, recvbuf, recvbytes, root, &g);
+    if (t->rank == root) {
+        size_t total;
+        pgc_path path = scatter_root_path(t, coll, sendbytes, &total);
+        pgc_count(t, coll, path);
+        rc = scatter_root_start(t, path, total, sendbuf, sendbytes, displs);
+        if (!rc)
+            rc = scatter_root_work(t, path, sendbuf, sendbytes, displs, recvbuf, &g);
+        if (!rc)
+            rc = scatter_root_ack(t, path);
+    } else {
+        pgc_path path;
+        rc = scatter_receiver_work(t, coll, recvbuf, recvbytes, root, &g, &path);
+        /* cma: tell the root we are done reading its send buffer */
+        if (!rc && path == PGC_PATH_CMA)
+            rc = pgc_xchg_ack(t, 0);
+    }
     return pgc_coll_end(t, rc);
 }
 
 /* ======================= Allgather(v) ======================= */
+
+/* Start: publish our block `src` of n bytes (in place: it already sits in
+ * recvbuf). */
+static int allgather_start(pgc_team *t, pgc_path path, const char *src, size_t n)
+{
+    int rc = pgc_wait_peers_done(t, path == PGC_PATH_CICO ? 1 : PGC_RUNAHEAD);
+    if (rc)
+        return rc;
+    if (path == PGC_PATH_INLINE && n)
+        memcpy(pgc_inline_of(t, t->rank, t->seq), src, n);
+    if (path == PGC_PATH_CMA)
+        atomic_store_explicit(&pgc_ctl_of(t, t->rank)->addr, (uint64_t)(uintptr_t)src, memory_order_relaxed);
+    pgc_xchg_publish(t, path, n);
+    return PGC_OK;
+}
+
+/* Work: every other block, in rotated order. Inline and cma blocks are
+ * copied at once (no member ever overwrites its own block, so reading early
+ * is safe); cico blocks go through the engine, which also streams our block
+ * to the others and copies it into recvbuf (unless in place). */
+static int allgather_work(pgc_team *t, pgc_path path, const char *src, size_t n, const void *sendbuf,
+                          char *recvbuf, const size_t *recvbytes, const size_t *displs, const pgc_ring *g,
+                          int recv_cold)
+{
+    int P = t->nranks, me = t->rank, rc;
+    pgc_stream in[P];
+    int nin = 0;
+    for (int i = 1; i < P; i++) {
+        int p = (me + i) % P;
+        pgc_path pp;
+        size_t len;
+        if ((rc = pgc_xchg_desc(t, p, &pp, &len)))
+            return rc;
+        if (len != recvbytes[p])
+            return pgc_xchg_fail(t, PGC_EINVAL, p, "%s: local rank %d sends %zu bytes but this rank expects %zu",
+                                 pgc_current_coll_name(t), p, len, recvbytes[p]);
+        char *dst = recvbuf + displs[p];
+        if (pp == PGC_PATH_INLINE && len)
+            memcpy(dst, pgc_inline_of(t, p, t->seq), len);
+        else if (pp == PGC_PATH_CMA) {
+            uint64_t addr = atomic_load_explicit(&pgc_ctl_of(t, p)->addr, memory_order_relaxed);
+            if ((rc = pgc_coll_cma(t, p, 0, dst, addr, len)))
+                return rc;
+        } else if (pp == PGC_PATH_CICO)
+            in[nin++] = (pgc_stream){p, 0, NULL, dst, len};
+    }
+    pgc_stream out = {-1, 0, src, NULL, path == PGC_PATH_CICO ? n : 0};
+    pgc_stream self = {me, 0, sendbuf, recvbuf + displs[me], sendbuf ? n : 0};
+    return pgc_xchg_run(t, g, &out, 1, in, nin, &self, recv_cold);
+}
 
 int pgc_allgather(pgc_team *t, pgc_coll coll, const void *sendbuf, size_t sendbytes,
                   void *recvbuf, const size_t *recvbytes, const size_t *displs, unsigned flags)
@@ -287,52 +386,15 @@ int pgc_allgather(pgc_team *t, pgc_coll coll, const void *sendbuf, size_t sendby
     pgc_ring g;
     if ((rc = pgc_xchg_ring(t, &g, 1, name)) || (rc = pgc_coll_begin(t, coll, 0)))
         return pgc_coll_end(t, rc);
-
-    /* Start: publish our block (in place: it already sits in recvbuf). */
     pgc_path path = pgc_choose_member_path(t, coll, total);
     pgc_count(t, coll, path);
     size_t n = recvbytes[me];
     const char *src = sendbuf ? (const char *)sendbuf : (const char *)recvbuf + displs[me];
-    if ((rc = pgc_wait_peers_done(t, path == PGC_PATH_CICO ? 1 : PGC_RUNAHEAD)))
-        return pgc_coll_end(t, rc);
-    if (path == PGC_PATH_INLINE && n)
-        memcpy(pgc_inline_of(t, me, t->seq), src, n);
-    if (path == PGC_PATH_CMA)
-        atomic_store_explicit(&pgc_ctl_of(t, me)->addr, (uint64_t)(uintptr_t)src, memory_order_relaxed);
-    pgc_xchg_publish(t, path, n);
-
-    /* Work: every other block, in rotated order. Inline and cma blocks are
-     * copied at once (no member ever overwrites its own block, so reading
-     * early is safe); cico blocks go through the engine, which also copies
-     * our own block (unless in place). */
-    pgc_stream in[P];
-    int nin = 0;
-    for (int i = 1; i < P && !rc; i++) {
-        int p = (me + i) % P;
-        pgc_path pp;
-        size_t len;
-        if ((rc = pgc_xchg_desc(t, p, &pp, &len)))
-            break;
-        if (len != recvbytes[p]) {
-            rc = pgc_xchg_fail(t, PGC_EINVAL, p, "%s: local rank %d sends %zu bytes but this rank expects %zu",
-                               pgc_current_coll_name(t), p, len, recvbytes[p]);
-            break;
-        }
-        char *dst = (char *)recvbuf + displs[p];
-        if (pp == PGC_PATH_INLINE && len)
-            memcpy(dst, pgc_inline_of(t, p, t->seq), len);
-        else if (pp == PGC_PATH_CMA)
-            rc = pgc_coll_cma(t, p, 0, dst, atomic_load_explicit(&pgc_ctl_of(t, p)->addr, memory_order_relaxed), len);
-        else if (pp == PGC_PATH_CICO)
-            in[nin++] = (pgc_stream){p, 0, NULL, dst, len};
-    }
-    if (!rc) {
-        pgc_stream out = {-1, 0, src, NULL, path == PGC_PATH_CICO ? n : 0};
-        pgc_stream self = {me, 0, sendbuf, (char *)recvbuf + displs[me], sendbuf ? n : 0};
-        rc = pgc_xchg_run(t, &g, &out, 1, in, nin, &self, (flags & PGC_RECV_COLD) != 0);
-    }
+    rc = allgather_start(t, path, src, n);
+    if (!rc)
+        rc = allgather_work(t, path, src, n, sendbuf, recvbuf, recvbytes, displs, &g, (flags & PGC_RECV_COLD) != 0);
     /* Ack: our block may be reused once every reader posted FIN. */
     if (!rc)
-        rc = pgc_xchg_finish(t, path == PGC_PATH_CMA);
+        rc = pgc_xchg_ack(t, path == PGC_PATH_CMA);
     return pgc_coll_end(t, rc);
 }

@@ -212,17 +212,24 @@ static int fold(pgc_team *t, const rplan *p, char *dst, size_t n, int last, uint
 
 /* ---- inline ---- */
 
-static int run_inline(pgc_team *t, const rplan *p)
+/* Start: our input into our inline slot, step 1. */
+static int reduce_inline_start(pgc_team *t, const rplan *p)
 {
-    int me = t->rank, P = t->nranks;
     /* Our inline slot was last used by seq - PGC_RUNAHEAD: its readers must
      * be done before we overwrite it. */
     int rc = pgc_wait_peers_done(t, PGC_RUNAHEAD);
     if (rc)
         return rc;
-    memcpy(pgc_inline_of(t, me, t->seq), p->in, p->total * p->esz);
+    memcpy(pgc_inline_of(t, t->rank, t->seq), p->in, p->total * p->esz);
     pgc_post_step(t, 1);
+    return PGC_OK;
+}
 
+/* Work: fold the slots of the members this member needs into its receive
+ * buffer. */
+static int reduce_inline_work(pgc_team *t, const rplan *p)
+{
+    int me = t->rank, P = t->nranks;
     size_t off = 0, n = p->total; /* elements of the vector this member computes */
     int last = P - 1;             /* ... reduced over members 0..last */
     switch (p->kind) {
@@ -261,7 +268,29 @@ static inline void stage_copy(pgc_team *t, const rplan *p, pgc_xfer k, void *dst
         pgc_copy_as(t, k, dst, src, n);
 }
 
-static int run_cico(pgc_team *t, const rplan *p)
+/* Start: our choice (staged or exposed) in our descriptor, and the
+ * addresses peers pull from if we expose. */
+static int reduce_cico_start(pgc_team *t, const rplan *p)
+{
+    /* Windows 0 and 1 write both halves: the previous collective's readers of
+     * our staging must be done. */
+    int rc = pgc_wait_peers_done(t, 1);
+    if (rc)
+        return rc;
+    /* All published by our first post (release). addr is read only in
+     * collectives where we expose, which we leave after every reader is
+     * done. */
+    if (p->expose) {
+        pgc_ctl *ctl = pgc_ctl_of(t, t->rank);
+        atomic_store_explicit(&ctl->addr, (uint64_t)(uintptr_t)p->in, memory_order_relaxed);
+        atomic_store_explicit(&ctl->out_addr, (uint64_t)(uintptr_t)p->out, memory_order_relaxed);
+    }
+    pgc_desc_put(t, p->expose ? PGC_PATH_CMA : PGC_PATH_CICO, p->total);
+    return PGC_OK;
+}
+
+/* Work: the windows, steps a-f of the header comment. */
+static int reduce_cico_work(pgc_team *t, const rplan *p)
 {
     const int me = t->rank, P = t->nranks;
     const size_t esz = p->esz, slot = p->slot, half = t->hdr->staging_stride / 2;
@@ -273,22 +302,7 @@ static int run_cico(pgc_team *t, const rplan *p)
     const int receives = k == RK_ALLREDUCE || (k == RK_REDUCE && me == p->root) || k == RK_SCAN ||
                          (k == RK_EXSCAN && me > 0);
     const int recv_slot_is_mine = k == RK_SCAN || k == RK_EXSCAN;
-
-    /* Windows 0 and 1 write both halves: the previous collective's readers of
-     * our staging must be done. */
-    int rc = pgc_wait_peers_done(t, 1);
-    if (rc)
-        return rc;
-    /* Our choice, and the addresses peers pull from if we expose: all
-     * published by our first post (release). addr is read only in
-     * collectives where we expose, which we leave after every reader is
-     * done. */
-    if (p->expose) {
-        pgc_ctl *ctl = pgc_ctl_of(t, me);
-        atomic_store_explicit(&ctl->addr, (uint64_t)(uintptr_t)p->in, memory_order_relaxed);
-        atomic_store_explicit(&ctl->out_addr, (uint64_t)(uintptr_t)p->out, memory_order_relaxed);
-    }
-    pgc_desc_put(t, p->expose ? PGC_PATH_CMA : PGC_PATH_CICO, p->total);
+    int rc = PGC_OK;
     /* Allreduce: an exposing owner folds into its receive buffer (peers
      * pull from there) instead of its result slot. */
     const int result_in_recvbuf = k == RK_ALLREDUCE && p->expose;
@@ -397,8 +411,13 @@ static int run_cico(pgc_team *t, const rplan *p)
         /* f. We no longer read window w anywhere: its half may be reused. */
         pgc_post_ack(t, w + 1);
     }
-    /* ack. Having exposed our buffers, we return only once every member
-     * read everything of ours it needs (its ack of the last window). */
+    return PGC_OK;
+}
+
+/* Ack. Having exposed our buffers, we return only once every member read
+ * everything of ours it needs (its ack of the last window). */
+static int reduce_cico_ack(pgc_team *t, const rplan *p)
+{
     return p->expose ? pgc_wait_ack_all(t, p->nwin) : PGC_OK;
 }
 
@@ -415,7 +434,7 @@ static size_t gcd(size_t a, size_t b)
 }
 
 /* Check the (op, dtype) pair and the element size; *esz on success. */
-static int check_type(pgc_team *t, pgc_coll coll, pgc_op op, pgc_dtype dt, size_t *esz)
+static int reduce_check_type(pgc_team *t, pgc_coll coll, pgc_op op, pgc_dtype dt, size_t *esz)
 {
     const char *name = pgc_coll_name(coll);
     if (!(*esz = pgc_dtype_size(dt)))
@@ -426,7 +445,7 @@ static int check_type(pgc_team *t, pgc_coll coll, pgc_op op, pgc_dtype dt, size_
     return PGC_OK;
 }
 
-static int check_count(pgc_team *t, pgc_coll coll, size_t count, size_t esz, pgc_dtype dt)
+static int reduce_check_count(pgc_team *t, pgc_coll coll, size_t count, size_t esz, pgc_dtype dt)
 {
     if (count > SIZE_MAX / esz)
         return pgc_set_error(&t->err, PGC_EINVAL, -1, 0, "%s: %zu elements of %s overflow the address space",
@@ -444,8 +463,8 @@ static void even_blocks(size_t *start, int P, size_t count, size_t esz)
     start[P] = count;
 }
 
-/* Path, slot and window count; identical on every member. */
-static int plan_path(pgc_team *t, rplan *p)
+/* Plan: path, slot and window count; identical on every member. */
+static int reduce_plan(pgc_team *t, rplan *p)
 {
     int P = t->nranks;
     size_t bytes = p->total * p->esz;
@@ -496,9 +515,9 @@ static int plan_path(pgc_team *t, rplan *p)
 }
 
 /* Begin the collective, choose whether to expose our buffers (after begin: a
- * probe of the other path counts sequence numbers), count the path, move the
- * data, end. */
-static int run(pgc_team *t, rplan *p)
+ * probe of the other path counts sequence numbers), count the path, then
+ * start, work, ack and end. */
+static int reduce_run(pgc_team *t, rplan *p)
 {
     /* the shape: every block's bounds (Reduce_scatter's recvcounts, else
      * the count), and the root of a Reduce */
@@ -527,14 +546,22 @@ static int run(pgc_team *t, rplan *p)
          * recvbuf; Exscan leaves member 0's recvbuf alone. */
         if (!p->inplace && p->kind != RK_EXSCAN)
             memcpy(p->out, p->in, p->total * p->esz);
-    } else if (p->path == PGC_PATH_INLINE)
-        rc = run_inline(t, p);
-    else
-        rc = run_cico(t, p);
+    } else if (p->path == PGC_PATH_INLINE) {
+        rc = reduce_inline_start(t, p);
+        if (!rc)
+            rc = reduce_inline_work(t, p);
+    } else {
+        rc = reduce_cico_start(t, p);
+        if (!rc)
+            rc = reduce_cico_work(t, p);
+        if (!rc)
+            rc = reduce_cico_ack(t, p);
+    }
     return pgc_coll_end(t, rc);
 }
 
-/* Common front end of the operations with one count. */
+/* Check and plan the collectives with one count (all but Reduce_scatter),
+ * then run them (reduce_run). */
 static int reduce_common(pgc_team *t, rkind k, pgc_coll coll, const void *sendbuf, void *recvbuf, size_t count,
                          pgc_dtype dt, pgc_op op, int root)
 {
@@ -542,9 +569,9 @@ static int reduce_common(pgc_team *t, rkind k, pgc_coll coll, const void *sendbu
     size_t esz;
     if (k == RK_REDUCE && (root < 0 || root >= P))
         return pgc_set_error(&t->err, PGC_EINVAL, -1, 0, "Reduce: root %d out of range [0, %d)", root, P);
-    int rc = check_type(t, coll, op, dt, &esz);
+    int rc = reduce_check_type(t, coll, op, dt, &esz);
     if (!rc)
-        rc = check_count(t, coll, count, esz, dt);
+        rc = reduce_check_count(t, coll, count, esz, dt);
     if (rc)
         return rc;
     /* The same buffer for both is MPI_IN_PLACE in effect: taken as such,
@@ -562,12 +589,12 @@ static int reduce_common(pgc_team *t, rkind k, pgc_coll coll, const void *sendbu
     even_blocks(start, P, count, esz);
     rplan p = {.kind = k, .coll = coll, .op = op, .dt = dt, .esz = esz, .root = root, .inplace = sendbuf == NULL,
                .in = in, .out = recvbuf, .total = count, .start = start};
-    if ((rc = plan_path(t, &p)))
+    if ((rc = reduce_plan(t, &p)))
         return rc;
-    return run(t, &p);
+    return reduce_run(t, &p);
 }
 
-/* ---- the operations ---- */
+/* ---- the collectives ---- */
 
 int pgc_reduce(pgc_team *t, const void *sendbuf, void *recvbuf, size_t count, pgc_dtype dtype, pgc_op op, int root)
 {
@@ -597,7 +624,7 @@ int pgc_reduce_scatter(pgc_team *t, pgc_coll coll, const void *sendbuf, void *re
     if (coll != PGC_COLL_REDUCE_SCATTER && coll != PGC_COLL_REDUCE_SCATTER_BLOCK)
         return pgc_set_error(&t->err, PGC_EINVAL, -1, 0, "Reduce_scatter: bad collective id %d", (int)coll);
     const char *name = pgc_coll_name(coll);
-    int rc = check_type(t, coll, op, dtype, &esz);
+    int rc = reduce_check_type(t, coll, op, dtype, &esz);
     if (rc)
         return rc;
     if (!recvcounts)
@@ -610,7 +637,7 @@ int pgc_reduce_scatter(pgc_team *t, pgc_coll coll, const void *sendbuf, void *re
         start[j + 1] = start[j] + recvcounts[j];
     }
     size_t total = start[P];
-    if ((rc = check_count(t, coll, total, esz, dtype)))
+    if ((rc = reduce_check_count(t, coll, total, esz, dtype)))
         return rc;
     /* The same buffer for both is MPI_IN_PLACE in effect: taken as such,
      * so the kernels never see aliased operands. */
@@ -624,7 +651,7 @@ int pgc_reduce_scatter(pgc_team *t, pgc_coll coll, const void *sendbuf, void *re
                              recvcounts[t->rank]);
     rplan p = {.kind = RK_RSCATTER, .coll = coll, .op = op, .dt = dtype, .esz = esz, .root = 0,
                .inplace = sendbuf == NULL, .in = in, .out = recvbuf, .total = total, .start = start};
-    if ((rc = plan_path(t, &p)))
+    if ((rc = reduce_plan(t, &p)))
         return rc;
-    return run(t, &p);
+    return reduce_run(t, &p);
 }

@@ -127,7 +127,7 @@ void pgc_xchg_publish(pgc_team *t, pgc_path path, size_t len)
     pgc_post_step(t, PGC_XCHG_STEP_DESC);
 }
 
-/* Wait for `peer`'s descriptor of this collective and read it. */
+/* Work: wait for `peer`'s descriptor of this collective and read it. */
 int pgc_xchg_desc(pgc_team *t, int peer, pgc_path *path, size_t *len)
 {
     int rc = pgc_wait_step(t, peer, PGC_XCHG_STEP_DESC);
@@ -153,7 +153,7 @@ static inline size_t max_chunks(size_t rounds, const pgc_stream *s, int n, size_
     return rounds;
 }
 
-/* The copy-in/copy-out engine (see the header comment). `out`: the streams
+/* Work: the copy-in/copy-out engine (see xchg.h). `out`: the streams
  * this member produces (its staging must be free: pgc_wait_peers_done(t, 1)
  * and its descriptor posted); `in`: the streams it consumes, in the order to
  * read them (rotated by the caller); `self` (or NULL): the own block, copied
@@ -232,9 +232,9 @@ int pgc_xchg_run(pgc_team *t, const pgc_ring *g, const pgc_stream *out, int nout
     return PGC_OK;
 }
 
-/* Post FIN (done with every peer's memory); an owner whose buffer was
+/* Ack: post FIN (done with every peer's memory); an owner whose buffer was
  * exposed (cma) then waits until every other member posted FIN. */
-int pgc_xchg_finish(pgc_team *t, int owner)
+int pgc_xchg_ack(pgc_team *t, int owner)
 {
     pgc_post_ack(t, PGC_XCHG_STEP_FIN);
     return owner ? pgc_wait_ack_all(t, PGC_XCHG_STEP_FIN) : PGC_OK;

@@ -74,19 +74,26 @@ typedef struct pgc_stream {
     size_t len;
 } pgc_stream;
 
+/* Where the blocks are: a member's table of (length, offset) per member at
+ * the tail of its staging, the packed inline slot of a member sending to
+ * each member, the block a member gets from a sender, a producer's window
+ * for a consumer. */
 size_t pgc_xchg_table_bytes(const pgc_team *t);
 pgc_blk *pgc_xchg_table(const pgc_team *t, int r);
 size_t pgc_xchg_inline_bytes(const pgc_team *t, size_t packed);
 void pgc_xchg_pack_inline(pgc_team *t, const char *src, const size_t *len, const size_t *displs);
 pgc_blk pgc_xchg_block(const pgc_team *t, int sender, pgc_path path, const char **packed);
 uint32_t pgc_xchg_win(const pgc_team *t, int producer, int consumer);
+/* Fail this member and abort the team (printf-style message). */
 int pgc_xchg_fail(pgc_team *t, int code, int peer, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-int pgc_xchg_ring(pgc_team *t, pgc_ring *g, uint32_t nwin, const char *name);
-void pgc_xchg_publish(pgc_team *t, pgc_path path, size_t len);
-int pgc_xchg_desc(pgc_team *t, int peer, pgc_path *path, size_t *len);
-int pgc_xchg_run(pgc_team *t, const pgc_ring *g, const pgc_stream *out, int nout,
+
+/* The phases (coll.h), in order. */
+int pgc_xchg_ring(pgc_team *t, pgc_ring *g, uint32_t nwin, const char *name);      /* plan */
+void pgc_xchg_publish(pgc_team *t, pgc_path path, size_t len);                      /* start */
+int pgc_xchg_desc(pgc_team *t, int peer, pgc_path *path, size_t *len);              /* work */
+int pgc_xchg_run(pgc_team *t, const pgc_ring *g, const pgc_stream *out, int nout,   /* work */
                  const pgc_stream *in, int nin, const pgc_stream *self, int recv_cold);
-int pgc_xchg_finish(pgc_team *t, int owner);
+int pgc_xchg_ack(pgc_team *t, int owner);                                           /* ack */
 
 #endif
