@@ -7,8 +7,8 @@
  *           overlap). The root (and a tree's relays) writes the ring with
  *           streaming stores while the team measures ordinary ones dearer
  *           (pgc_stage_xfer, coll.c)
- *   cma     single copy with direction control (seed 002, KNEM Coll): every
- *           reader exposes its buffer and pulls the head of the message
+ *   cma     single copy with direction control (as KNEM-based collectives
+ *           do): every reader exposes its buffer and pulls the head of the message
  *           straight from the root's buffer (process_vm_readv) while the root
  *           pushes the tail, 1/P of it, into each reader's buffer
  *           (process_vm_writev), so the root's core copies too; the root
@@ -16,8 +16,8 @@
  *
  * Those are flat: every reader takes the data from the root. From
  * cfg.bcast_tree_min members on (pgc_bcast_radix), cico and cma go down a
- * pipelined k-nomial tree instead (seed 000's PGASCol trees, XHC's
- * hierarchy): each member takes each chunk from its parent as soon as the
+ * pipelined k-nomial tree instead (like the hierarchy of Open MPI's
+ * coll/xhc): each member takes each chunk from its parent as soon as the
  * parent has it, so no buffer has more than k - 1 readers per level and
  * levels overlap.
  *

@@ -55,8 +55,8 @@
  *           only after every member acknowledged the last window: nobody
  *           reads its buffers any more. The choice is pgc_choose_member_path's
  *           (coll.h): by size from cfg.cma_min[coll] (never by default: on a
- *           quiet machine staging wins, its copies stay in cache, FACTS.md
- *           "Large reductions"), and for the collectives in cfg.adapt_mask
+ *           quiet machine staging wins, its copies stay in cache), and for
+ *           the collectives in cfg.adapt_mask
  *           while the team's measured costs say single copy is clearly
  *           cheaper: when the cores stop sharing a cache well the stores
  *           into staging, whose lines the readers hold, slow down several
@@ -68,8 +68,8 @@
  * into the receive buffer measured slower still. A member writes its
  * staging with streaming stores only while the team measures them much
  * cheaper than ordinary ones (pgc_stage_xfer: slow periods; on a quiet
- * machine the owners would then read from memory, PERFORMANCE.md, "Tenth
- * session").
+ * machine the owners would then read from memory: bench/handoff.c tells
+ * the two apart).
  *
  * MPI_IN_PLACE (sendbuf == NULL): the input is in recvbuf. Every member then
  * reads its own contribution from its shared copy (inline slot, staging slot)

@@ -29,7 +29,7 @@
  * of them per member, 512 KiB. Below a pipeline chunk, copy-in/copy-out
  * copies as often as inline but adds its protocol: up to 8 KiB inline was
  * faster at every size measured (np=2 / 4 / 8 on 2 cores; docs/PERFORMANCE.md,
- * twentieth session). */
+ * "Decisions"). */
 #define PGC_INLINE_SLOT_MAX 8192
 
 /* The last step of every collective: "this member is done with collective
@@ -197,9 +197,9 @@ typedef struct pgc_team {
     pgc_error err;              /* last error of this process on this team */
     uint64_t stats[PGC_NCOLL][PGC_NPATH];
     int stats_paused;           /* calls made on behalf of a caller's own operation are not counted */
-    /* What the collective in progress measured, per transfer: the best (lowest)
-     * picoseconds per byte of its timed copies, 0: none; folded into
-     * hdr->costs by pgc_coll_end. */
+    /* What the collective in progress measured, per transfer: the best
+     * (lowest) picoseconds per byte of its timed copies, 0: none; folded
+     * into hdr->costs by pgc_coll_end. */
     uint32_t xfer_best[PGC_NXFER];
     int xfer_pending;
     uint32_t xfer_seen;         /* transfers this member measured before (1 << pgc_xfer) */
