@@ -8,7 +8,7 @@ from setuptools import Extension, setup
 
 core = Extension(
     "pgascol.engine._core",
-    sources=["pgascol/engine/_core.pyx"] + sorted(glob("csrc/*.c")),
+    sources=["pgascol/engine/_core.pyx"] + sorted(glob("csrc/**/*.c", recursive=True)),
     include_dirs=["csrc"],
     # -O3: the reduction kernels vectorise only at -O3 with gcc 12.
     extra_compile_args=["-O3", "-std=gnu11", "-Wall", "-Wno-unused-function"],

@@ -1,9 +1,11 @@
 """The C core's own tests (tests/c/*.c): each is compiled with the core's
 sources, run, and must print 'N passed, 0 failed'. They exercise the core on
 teams of forked processes, without Python or MPI in the way."""
+import graphlib
 import re
 import shutil
 import subprocess
+from collections import defaultdict
 from pathlib import Path
 
 import pytest
@@ -17,7 +19,7 @@ PROGRAMS = sorted((ROOT / "tests" / "c").glob("test_*.c"))
 @pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.stem)
 def test_c_program(program, tmp_path):
     exe = tmp_path / program.stem
-    sources = [str(p) for p in sorted(CSRC.glob("*.c"))]
+    sources = [str(p) for p in sorted(CSRC.rglob("*.c"))]
     # -O3 as setup.py builds the core: the kernels vectorise only there
     build = subprocess.run(["gcc", "-O3", "-g", "-std=gnu11", "-Wall", "-Wextra", "-Werror",
                             "-I", str(CSRC), *sources, str(program), "-o", str(exe), "-lm"],
@@ -27,3 +29,58 @@ def test_c_program(program, tmp_path):
     summary = re.findall(r"^(\d+) passed, (\d+) failed", run.stdout, re.M)
     assert run.returncode == 0 and summary and summary[-1][1] == "0", run.stdout[-3000:] + run.stderr[-3000:]
     assert int(summary[-1][0]) > 0
+
+
+# csrc/'s layers, lowest first: a file may include and call files of its own
+# layer or of a lower one, never of a higher one, and no two files may
+# depend on each other, directly or through others.
+LAYERS = ("base", "team", "coll")
+
+
+def _layer(rel):
+    return LAYERS.index(rel.split("/")[0])
+
+
+def _check_dag(graph, what):
+    for src, dsts in graph.items():
+        for dst in dsts:
+            assert _layer(dst) <= _layer(src), f"{what}: {src} -> {dst}, a file of a higher layer"
+    try:
+        tuple(graphlib.TopologicalSorter(graph).static_order())
+    except graphlib.CycleError as e:
+        pytest.fail(f"csrc files in a circle of {what}: {' -> '.join(e.args[1])}")
+
+
+def test_csrc_layers_have_no_cycle(tmp_path):
+    files = sorted(CSRC.rglob("*.[ch]"))
+    rels = {str(f.relative_to(CSRC)) for f in files}
+    assert all(r.split("/")[0] in LAYERS and r.count("/") == 1 for r in rels), sorted(rels)
+    # The includes (of csrc headers, named relative to csrc/).
+    includes = {}
+    for f in files:
+        rel = str(f.relative_to(CSRC))
+        includes[rel] = re.findall(r'^#include "([^"]+)"', f.read_text(), re.M)
+        unknown = set(includes[rel]) - rels
+        assert not unknown, f"{rel} includes {sorted(unknown)}, not csrc/<layer>/<file> names"
+    _check_dag(includes, "includes")
+    # The calls: which file defines each function a file's object calls
+    # (inline functions of the headers included, inlined or not, count as
+    # calls of the file that uses them).
+    if shutil.which("gcc") is None or shutil.which("nm") is None:
+        pytest.skip("the call graph needs gcc and nm")
+    defined, called = {}, defaultdict(set)
+    for f in (f for f in files if f.suffix == ".c"):
+        rel = str(f.relative_to(CSRC))
+        obj = tmp_path / (rel.replace("/", "_") + ".o")
+        build = subprocess.run(["gcc", "-O0", "-std=gnu11", "-I", str(CSRC), "-c", str(f), "-o", str(obj)],
+                               capture_output=True, text=True)
+        assert build.returncode == 0, build.stderr
+        for line in subprocess.run(["nm", str(obj)], capture_output=True, text=True, check=True).stdout.splitlines():
+            fields = line.split()
+            if len(fields) == 3 and fields[1] in "TDRB":
+                defined[fields[2]] = rel
+            elif len(fields) == 2 and fields[0] == "U":
+                called[rel].add(fields[1])
+    calls = {rel: {defined[s] for s in syms if s in defined and defined[s] != rel} for rel, syms in called.items()}
+    assert calls["coll/coll_gather.c"], "the call graph came out empty"
+    _check_dag(calls, "calls")

@@ -20,14 +20,14 @@ from ..errors import (ArgumentError, CollectiveMismatchError, PeerDeadError, Pga
                      PgascolTimeoutError, TeamAbortedError, TeamClosedError)
 
 # Names of the C enums, in order.
-#: The transfers whose cost a team measures (pgc_xfer in csrc/team.h).
+#: The transfers whose cost a team measures (pgc_xfer in csrc/team/team.h).
 _XFERS = ("stage", "copyout", "cma", "stream")
 
-COLLECTIVES = ("Barrier", "Bcast", "Reduce", "Allreduce", "Gather", "Gatherv", "Scatter",
-               "Scatterv", "Allgather", "Allgatherv", "Alltoall", "Alltoallv", "Reduce_scatter",
-               "Reduce_scatter_block", "Scan", "Exscan")
+#: The collectives' names, indexed by their id (pgc_coll in csrc/team/team.h,
+#: the one list of them).
+COLLECTIVES = tuple(pgc_coll_name(<pgc_coll>i).decode() for i in range(PGC_NCOLL))
 PATHS = ("inline", "cico", "cma")
-INLINE_SLOT_MAX = PGC_INLINE_SLOT_MAX   # the cap of PGASCOL_INLINE_MAX (csrc/team.h)
+INLINE_SLOT_MAX = PGC_INLINE_SLOT_MAX   # the cap of PGASCOL_INLINE_MAX (csrc/team/team.h)
 DTYPES = {pgc_dtype_name(<pgc_dtype>i).decode(): i for i in range(PGC_NDTYPES)}
 OPS = {pgc_op_name(<pgc_op>i).decode(): i for i in range(PGC_NOPS)}
 
@@ -263,7 +263,7 @@ cdef _Sizes _packed_displs(_Sizes counts):
 # ---------------------------------------------------------------- team
 
 cdef class Team:
-    """One process's handle on a node team (see csrc/team.h).
+    """One process's handle on a node team (see csrc/team/team.h).
 
     Create with Team.create (the first member) / Team.attach (the others,
     with the creator's address, Team.name), then release() once everyone
@@ -372,7 +372,7 @@ cdef class Team:
 
     @property
     def name(self):
-        """The address other members attach with (csrc/segment.h)."""
+        """The address other members attach with (csrc/base/segment.h)."""
         return self._use().seg.name.decode()
 
     @property
@@ -651,7 +651,7 @@ cdef class Team:
     # (pgascol/comm/_comm.pyx), then the Python methods, which check and convert
     # their arguments first. NULL counts/displacements where the operation
     # does not need them (off the root); the engine refuses what does not
-    # match (csrc/coll_gather.c).
+    # match (csrc/coll/coll_gather.c).
 
     cdef int c_gather(self, bint v, const char *sendbuf, size_t sendbytes, char *recvbuf,
                       const size_t *recvbytes, const size_t *displs, int root) except -1:

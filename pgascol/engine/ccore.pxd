@@ -2,7 +2,7 @@
 from libc.stdint cimport uint32_t, uint64_t
 
 
-cdef extern from "common.h" nogil:
+cdef extern from "base/common.h" nogil:
     enum:
         PGC_OK, PGC_EINVAL, PGC_ENOMEM, PGC_ESYS, PGC_ETIMEDOUT, PGC_EPEERDEAD, PGC_EABORTED, PGC_ECLOSED,
         PGC_EMISMATCH
@@ -16,7 +16,7 @@ cdef extern from "common.h" nogil:
     pgc_simd pgc_simd_of_cpu()
 
 
-cdef extern from "reduce_ops.h" nogil:
+cdef extern from "base/reduce_ops.h" nogil:
     ctypedef enum pgc_dtype:
         PGC_NDTYPES
     ctypedef enum pgc_op:
@@ -29,7 +29,7 @@ cdef extern from "reduce_ops.h" nogil:
                       size_t count)
 
 
-cdef extern from "team.h" nogil:
+cdef extern from "team/team.h" nogil:
     enum: PGC_INLINE_SLOT_MAX
     ctypedef enum pgc_coll:
         PGC_COLL_BARRIER, PGC_COLL_BCAST, PGC_COLL_REDUCE, PGC_COLL_ALLREDUCE,
@@ -86,7 +86,7 @@ cdef extern from "team.h" nogil:
         pgc_header *hdr
         int rank
         int nranks
-        uint32_t op
+        uint32_t seq
         pgc_config cfg
         pgc_simd simd
         uint64_t spin_iters
@@ -106,21 +106,22 @@ cdef extern from "team.h" nogil:
     int pgc_team_sweep_stale()
     int pgc_team_probe_cma(pgc_team *t)
     void pgc_team_set_cma(pgc_team *t, int ok, const char *reason)
+    const char *pgc_coll_name(pgc_coll coll)
+
+
+cdef extern from "team/sync.h" nogil:
     void pgc_team_abort(pgc_team *t, int code, const char *msg)
-
-
-cdef extern from "sync.h" nogil:
     int pgc_check_peers(pgc_team *t)
     int pgc_check_aborted(pgc_team *t)
 
 
-cdef extern from "cma.h" nogil:
+cdef extern from "base/cma.h" nogil:
     int pgc_cma_read(int pid, void *local, uint64_t remote, size_t len, pgc_error *err)
     int pgc_cma_write(int pid, const void *local, uint64_t remote, size_t len, pgc_error *err)
     int pgc_cma_probe_fork(pgc_error *err)
 
 
-cdef extern from "coll.h" nogil:
+cdef extern from "coll/coll.h" nogil:
     int pgc_coll_refuse(pgc_team *t, pgc_coll coll)
     int pgc_coll_to_mpi(pgc_team *t, pgc_coll coll)
     void pgc_costs_seed(pgc_team *t, const uint32_t *ps_per_byte)

@@ -18,7 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "coll.h"
+#include "coll/coll.h"
 
 static inline pgc_config pgc_test_config(void)
 {

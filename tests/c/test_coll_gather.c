@@ -1,7 +1,7 @@
 /* test_coll_gather.c - Gather(v), Scatter(v), Allgather(v), Alltoall(v) on
  * teams of 1..8 forked processes (no MPI, no Python).
  *
- *   gcc -O3 -std=gnu11 -Wall -Wextra -Werror -Icsrc csrc/[a-z]*.c \
+ *   gcc -O3 -std=gnu11 -Wall -Wextra -Werror -Icsrc $(find csrc -name '*.c') \
  *       tests/c/test_coll_gather.c -o /tmp/test_coll_gather -lm
  *
  * For every team size and each forced path family (cico: cma_min = never;

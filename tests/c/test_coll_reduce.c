@@ -1,7 +1,7 @@
 /* test_coll_reduce.c - Reduce, Allreduce, Reduce_scatter(_block), Scan and
- * Exscan (csrc/coll_reduce.c) on teams of 1..8 forked processes.
+ * Exscan (csrc/coll/coll_reduce.c) on teams of 1..8 forked processes.
  *
- *   gcc -O3 -std=gnu11 -Wall -Wextra -Werror -Icsrc csrc/[a-z]*.c \
+ *   gcc -O3 -std=gnu11 -Wall -Wextra -Werror -Icsrc $(find csrc -name '*.c') \
  *       tests/c/test_coll_reduce.c -o /tmp/test_coll_reduce -lm
  *
  * Inputs are a function of (case seed, rank, index); the expected results

@@ -1,9 +1,9 @@
-/* test_copy.c - the copy loops of csrc/copy.h: the baseline, the AVX2 one
+/* test_copy.c - the copy loops of csrc/base/copy.h: the baseline, the AVX2 one
  * (where the CPU has it) and the streaming-store one copy exactly n bytes,
  * for every length around their steps (64, 128, 256 bytes and the wide
  * threshold) and every misalignment of source and destination, and touch
  * nothing around the destination. Prints "N passed, 0 failed". */
-#include "copy.h"
+#include "base/copy.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -2,14 +2,14 @@
  * single copy (pgc_choose_member_path, coll.c) and its probe schedule, on a
  * team of 2 forked processes (no MPI, no Python).
  *
- *   gcc -O3 -std=gnu11 -Wall -Wextra -Werror -Icsrc csrc/[a-z]*.c \
+ *   gcc -O3 -std=gnu11 -Wall -Wextra -Werror -Icsrc $(find csrc -name '*.c') \
  *       tests/c/test_path_choice.c -o /tmp/test_path_choice -lm
  *
  * Member 0 calls the choice directly, setting the team's measured costs,
- * their ages and its op number between calls, so every step is
+ * their ages and its sequence number between calls, so every step is
  * deterministic: the path the costs say (Allreduce pulling each byte
  * twice), a probe of the path not taken once
- * it is stale, followed for PGC_PROBE_OPS ops and judged a whole op later;
+ * it is stale, followed for PGC_PROBE_LEN collectives and judged a whole one later;
  * a new team's interval is 12.5 ms, a probe that confirms the path taken
  * doubles it up to 0.8 s, one that changes the path brings it back to
  * 100 ms (a shorter one stays), and seeding the costs sets 100 ms; a member lagging behind a probe neither
@@ -21,7 +21,7 @@
 #include <sys/mman.h>
 
 #include "check.h"
-#include "cma.h"
+#include "base/cma.h"
 #include "team_fork.h"
 
 /* member 0 finished: member 1 stays alive until then (its probe reads us) */
@@ -53,11 +53,11 @@ static void set_stream(pgc_team *t, uint32_t stream, uint64_t age)
     atomic_store(&c->measured_ns[PGC_XFER_STREAM], stream ? pgc_now_ns() - age : 0);
 }
 
-/* The choice of op `op` (the op number is the member's own, set here as
- * pgc_coll_begin would). */
-static pgc_path choose(pgc_team *t, uint32_t op)
+/* The choice of the collective with sequence number `seq` (the member's
+ * own, set here as pgc_coll_begin would). */
+static pgc_path choose(pgc_team *t, uint32_t seq)
 {
-    t->op = op;
+    t->seq = seq;
     return pgc_choose_member_path(t, COLL, BYTES);
 }
 
@@ -72,17 +72,17 @@ static const char *name(pgc_path p)
     return p == PGC_PATH_CMA ? "cma" : p == PGC_PATH_CICO ? "cico" : "inline";
 }
 
-/* A probe of `probed` called at op `first`: followed by ops first..first +
- * PGC_PROBE_OPS - 1, not judged at op first + PGC_PROBE_OPS. */
+/* A probe of `probed` called at seq `first`: followed by seqs first..first +
+ * PGC_PROBE_LEN - 1, not judged at seq first + PGC_PROBE_LEN. */
 static void run_probe(pgc_team *t, uint32_t first, pgc_path probed)
 {
-    for (uint32_t k = 1; k < PGC_PROBE_OPS; k++) {
+    for (uint32_t k = 1; k < PGC_PROBE_LEN; k++) {
         pgc_path p = choose(t, first + k);
-        CHECK(p == probed, "op %u of the probe took %s, not %s", k, name(p), name(probed));
+        CHECK(p == probed, "seq %u of the probe took %s, not %s", k, name(p), name(probed));
     }
     uint64_t word = atomic_load(&t->hdr->costs.probe);
-    (void)choose(t, first + PGC_PROBE_OPS);
-    CHECK(atomic_load(&t->hdr->costs.probe) == word, "the probe was judged before all its ops were chosen");
+    (void)choose(t, first + PGC_PROBE_LEN);
+    CHECK(atomic_load(&t->hdr->costs.probe) == word, "the probe was judged before all its collectives were chosen");
 }
 
 static int checks(pgc_team *t);
@@ -118,13 +118,13 @@ static int checks(pgc_team *t)
     run_probe(t, 1, PGC_PATH_CICO);
     set_costs(t, 40, 40, 100, 0, 20 * MS);
     last_probe(t, 20 * MS);
-    p = choose(t, 1 + PGC_PROBE_OPS + 1);
+    p = choose(t, 1 + PGC_PROBE_LEN + 1);
     CHECK(p == PGC_PATH_CMA && atomic_load(&c->probe_backoff) == 0,
           "after the new team's probe changed the path: %s (a probe of single copy), backoff %u", name(p),
           atomic_load(&c->probe_backoff));
-    run_probe(t, 1 + PGC_PROBE_OPS + 1, PGC_PATH_CMA);
+    run_probe(t, 1 + PGC_PROBE_LEN + 1, PGC_PATH_CMA);
     set_costs(t, 40, 40, 100, 0, 0);
-    p = choose(t, 2 * PGC_PROBE_OPS + 3);
+    p = choose(t, 2 * PGC_PROBE_LEN + 3);
     CHECK(p == PGC_PATH_CICO && atomic_load(&c->probe_backoff) == 1, "confirmed: %s, backoff %u", name(p),
           atomic_load(&c->probe_backoff));
 
@@ -136,15 +136,15 @@ static int checks(pgc_team *t)
 
     /* Single copy clearly cheaper, everything fresh: single copy. */
     p = choose(t, 10);
-    CHECK(p == PGC_PATH_CMA, "op 10: %s", name(p));
-    CHECK(choose(t, 11) == PGC_PATH_CMA, "op 11");
+    CHECK(p == PGC_PATH_CMA, "seq 10: %s", name(p));
+    CHECK(choose(t, 11) == PGC_PATH_CMA, "seq 11");
     /* Dearer but not by a quarter (4 * 80 >= 3 * (50 + 50)): staging. */
     set_costs(t, 50, 50, 80, 0, 0);
-    CHECK(choose(t, 12) == PGC_PATH_CICO, "op 12: staging within a quarter of single copy");
+    CHECK(choose(t, 12) == PGC_PATH_CICO, "seq 12: staging within a quarter of single copy");
     /* Allreduce pulls each byte twice by single copy: 4 * 2 * 60 >= 3 * (50
      * + 50) stages it where the exchanges (4 * 60 < 300) take single copy. */
     set_costs(t, 50, 50, 60, 0, 0);
-    t->op = 12;
+    t->seq = 12;
     p = pgc_choose_member_path(t, PGC_COLL_ALLREDUCE, BYTES);
     CHECK(p == PGC_PATH_CICO, "Allreduce at 60 ps/B a pull against 100 staged: %s", name(p));
     CHECK(choose(t, 12) == PGC_PATH_CMA, "Alltoall at 60 ps/B a pull against 100 staged");
@@ -153,7 +153,7 @@ static int checks(pgc_team *t)
     CHECK(p == PGC_PATH_CMA, "Allreduce at 35 ps/B a pull against 100 staged: %s", name(p));
     /* A copy-out not measured counts as free: 4 * 100 < 3 * 1000. */
     set_costs(t, 1000, 0, 100, 0, 0);
-    CHECK(choose(t, 13) == PGC_PATH_CMA, "op 13: staging alone tells a slow period");
+    CHECK(choose(t, 13) == PGC_PATH_CMA, "seq 13: staging alone tells a slow period");
 
     /* Staging costs what the stores the costs favour cost. In a slow
      * period (ordinary stores 1000 ps/B, streaming ones 40) members stream
@@ -165,23 +165,23 @@ static int checks(pgc_team *t)
     const uint32_t stream_cfg = t->cfg.stream;
     t->cfg.stream = 1;
     CHECK(pgc_stage_xfer(t) == PGC_XFER_STREAM, "ordinary stores 25x dearer, not streaming");
-    CHECK(choose(t, 14) == PGC_PATH_CICO, "op 14: streamed staging at 40 ps/B against a pull at 60");
+    CHECK(choose(t, 14) == PGC_PATH_CICO, "seq 14: streamed staging at 40 ps/B against a pull at 60");
     set_costs(t, 1000, 70, 60, 0, 0);
-    CHECK(choose(t, 15) == PGC_PATH_CMA, "op 15: streamed staging and copy-out 110 ps/B against 60");
+    CHECK(choose(t, 15) == PGC_PATH_CMA, "seq 15: streamed staging and copy-out 110 ps/B against 60");
     /* Not 3x cheaper: ordinary stores, and their cost decides (4 * 60 < 3 *
      * 100, where streaming's 40 would stage). */
     set_costs(t, 100, 0, 60, 0, 0);
     CHECK(pgc_stage_xfer(t) == PGC_XFER_STAGE, "streaming 2.5x cheaper was taken");
-    CHECK(choose(t, 16) == PGC_PATH_CMA, "op 16: ordinary stores at 100 ps/B against a pull at 60");
+    CHECK(choose(t, 16) == PGC_PATH_CMA, "seq 16: ordinary stores at 100 ps/B against a pull at 60");
     /* Streaming never measured: not free, but tried once. */
     set_costs(t, 1000, 0, 60, 0, 0);
     set_stream(t, 0, 0);
-    CHECK(choose(t, 17) == PGC_PATH_CMA, "op 17: streaming not measured counted as cheaper");
+    CHECK(choose(t, 17) == PGC_PATH_CMA, "seq 17: streaming not measured counted as cheaper");
     t->stream_probe_ns = 0;
     CHECK(pgc_stage_xfer(t) == PGC_XFER_STREAM, "streaming never measured, not tried");
     CHECK(pgc_stage_xfer(t) == PGC_XFER_STAGE, "streaming tried twice within 100 ms");
     /* The way not taken is re-measured once per PGC_PROBE_NS, by each
-     * member for itself; the way taken is measured by every op. */
+     * member for itself; the way taken is measured by every collective. */
     set_stream(t, 40, 150 * MS);
     t->stream_probe_ns = 0;
     CHECK(pgc_stage_xfer(t) == PGC_XFER_STREAM, "the way taken, measured 150 ms ago, was left");
@@ -202,51 +202,51 @@ static int checks(pgc_team *t)
     t->cfg.stream = stream_cfg;
     set_stream(t, 0, 0);
 
-    /* Staging stale for 150 ms (> 100): the next op calls a probe of it. */
-    uint32_t op = 20;
+    /* Staging stale for 150 ms (> 100): the next collective calls a probe of it. */
+    uint32_t seq = 20;
     set_costs(t, 1000, 1000, 100, 150 * MS, 0);
     last_probe(t, 150 * MS);
-    p = choose(t, op);
-    CHECK(p == PGC_PATH_CICO, "op %u: stale staging not probed (%s)", op, name(p));
-    CHECK(atomic_load(&c->probe) == ((uint64_t)op << 32 | PGC_PATH_CICO), "probe word %#llx",
+    p = choose(t, seq);
+    CHECK(p == PGC_PATH_CICO, "seq %u: stale staging not probed (%s)", seq, name(p));
+    CHECK(atomic_load(&c->probe) == ((uint64_t)seq << 32 | PGC_PATH_CICO), "probe word %#llx",
           (unsigned long long)atomic_load(&c->probe));
-    run_probe(t, op, PGC_PATH_CICO);
+    run_probe(t, seq, PGC_PATH_CICO);
     /* The probe measured staging as dear as before: single copy stays and
-     * the interval doubles, judged one whole op after the probe. */
+     * the interval doubles, judged one whole collective after the probe. */
     set_costs(t, 1000, 1000, 100, 0, 0);
-    p = choose(t, op + PGC_PROBE_OPS + 1);
+    p = choose(t, seq + PGC_PROBE_LEN + 1);
     CHECK(p == PGC_PATH_CMA, "after a confirming probe: %s", name(p));
     CHECK(atomic_load(&c->probe) == 0, "the probe was not judged");
     CHECK(atomic_load(&c->probe_backoff) == PGC_PROBE_BACKOFF_RESET + 1, "backoff %u after one confirming probe",
           atomic_load(&c->probe_backoff));
 
     /* Now 200 ms apart: stale for 150 ms is not enough, 250 ms is. */
-    op = 40;
+    seq = 40;
     set_costs(t, 1000, 1000, 100, 150 * MS, 0);
     last_probe(t, 150 * MS);
-    p = choose(t, op);
+    p = choose(t, seq);
     CHECK(p == PGC_PATH_CMA && atomic_load(&c->probe) == 0, "probed after 150 ms with a 200 ms interval");
     set_costs(t, 1000, 1000, 100, 250 * MS, 0);
     last_probe(t, 250 * MS);
-    p = choose(t, ++op);
+    p = choose(t, ++seq);
     CHECK(p == PGC_PATH_CICO, "not probed after 250 ms with a 200 ms interval (%s)", name(p));
-    run_probe(t, op, PGC_PATH_CICO);
+    run_probe(t, seq, PGC_PATH_CICO);
 
     /* This probe found staging cheaper: it takes over, the interval is
      * back to 100 ms, and single copy is the path now probed. */
     set_costs(t, 40, 40, 100, 0, 0);
-    p = choose(t, op + PGC_PROBE_OPS + 1);
+    p = choose(t, seq + PGC_PROBE_LEN + 1);
     CHECK(p == PGC_PATH_CICO, "after a probe that changed the path: %s", name(p));
     CHECK(atomic_load(&c->probe_backoff) == PGC_PROBE_BACKOFF_RESET, "backoff %u after a probe that changed the path",
           atomic_load(&c->probe_backoff));
-    op = 60;
+    seq = 60;
     set_costs(t, 40, 40, 100, 0, 150 * MS);
     last_probe(t, 150 * MS);
-    p = choose(t, op);
+    p = choose(t, seq);
     CHECK(p == PGC_PATH_CMA, "stale single copy not probed at 100 ms (%s)", name(p));
-    run_probe(t, op, PGC_PATH_CMA);
+    run_probe(t, seq, PGC_PATH_CMA);
     set_costs(t, 40, 40, 100, 0, 0);
-    p = choose(t, op + PGC_PROBE_OPS + 1);
+    p = choose(t, seq + PGC_PROBE_LEN + 1);
     CHECK(p == PGC_PATH_CICO && atomic_load(&c->probe_backoff) == PGC_PROBE_BACKOFF_RESET + 1,
           "single copy confirmed dearer: %s, "
           "backoff %u", name(p), atomic_load(&c->probe_backoff));
@@ -255,27 +255,27 @@ static int checks(pgc_team *t)
      * 0.8 s (PGC_PROBE_BACKOFF_MAX). */
     for (uint32_t i = 0; i < PGC_PROBE_BACKOFF_MAX + 3; i++) {
         uint64_t gap = pgc_probe_interval_ns(atomic_load(&c->probe_backoff));
-        op += 10;
+        seq += 10;
         set_costs(t, 40, 40, 100, 0, gap + 50 * MS);
         last_probe(t, gap + 50 * MS);
-        p = choose(t, op);
+        p = choose(t, seq);
         CHECK(p == PGC_PATH_CMA, "round %u: no probe after %llu ms", i, (unsigned long long)(gap / MS + 50));
-        run_probe(t, op, PGC_PATH_CMA);
+        run_probe(t, seq, PGC_PATH_CMA);
         set_costs(t, 40, 40, 100, 0, 0);
-        CHECK(choose(t, op + PGC_PROBE_OPS + 1) == PGC_PATH_CICO, "round %u: staging lost", i);
+        CHECK(choose(t, seq + PGC_PROBE_LEN + 1) == PGC_PATH_CICO, "round %u: staging lost", i);
     }
     CHECK(atomic_load(&c->probe_backoff) == PGC_PROBE_BACKOFF_MAX &&
           pgc_probe_interval_ns(PGC_PROBE_BACKOFF_MAX) == 800 * MS, "backoff %u, expected the cap %u",
           atomic_load(&c->probe_backoff), PGC_PROBE_BACKOFF_MAX);
 
-    /* A member behind a probe (its op before the probe's first) neither
+    /* A member behind a probe (its seq before the probe's first) neither
      * follows it nor judges it. */
-    op = 200;
+    seq = 200;
     set_costs(t, 40, 40, 100, 0, pgc_probe_interval_ns(PGC_PROBE_BACKOFF_MAX) + 50 * MS);
     last_probe(t, pgc_probe_interval_ns(PGC_PROBE_BACKOFF_MAX) + 50 * MS);
-    CHECK(choose(t, op) == PGC_PATH_CMA, "no probe at the longest interval");
+    CHECK(choose(t, seq) == PGC_PATH_CMA, "no probe at the longest interval");
     uint64_t word = atomic_load(&c->probe);
-    p = choose(t, op - 3);
+    p = choose(t, seq - 3);
     CHECK(p == PGC_PATH_CICO && atomic_load(&c->probe) == word, "a lagging member followed or judged the probe");
 
     /* Seeding the costs ends the probe and resets the interval. */
@@ -285,7 +285,7 @@ static int checks(pgc_team *t)
           (unsigned long long)atomic_load(&c->probe), atomic_load(&c->probe_backoff));
 
     /* Outside the adaptive collectives and sizes the thresholds decide. */
-    t->op = 300;
+    t->seq = 300;
     CHECK(pgc_choose_member_path(t, COLL, t->cfg.adapt_min - 1) == PGC_PATH_CICO, "below adapt_min");
     CHECK(pgc_choose_member_path(t, PGC_COLL_BCAST, BYTES) == PGC_PATH_CICO, "Bcast is not adaptive");
     return 0;

@@ -1,4 +1,4 @@
-/* test_reduce_ops.c - standalone test of csrc/reduce_ops.c.
+/* test_reduce_ops.c - standalone test of csrc/base/reduce_ops.c.
  *
  * Checks names, sizes and pgc_op_valid against MPI's rules, then every valid
  * (op, dtype) kernel, through pgc_reduce_into and every aliasing form of
@@ -6,10 +6,10 @@
  * misaligned offsets, with the baseline loops and, where the CPU has AVX2,
  * the AVX2 ones, which must give the same bytes; invalid pairs must leave
  * memory untouched.
- *   gcc -O3 -std=gnu11 -Wall -Wextra -Werror csrc/reduce_ops.c csrc/common.c \
+ *   gcc -O3 -std=gnu11 -Wall -Wextra -Werror csrc/base/reduce_ops.c csrc/base/common.c \
  *       tests/c/test_reduce_ops.c -Icsrc -o /tmp/test_reduce_ops -lm
  * Prints "N passed, 0 failed"; exits 1 on any failure. */
-#include "reduce_ops.h"
+#include "base/reduce_ops.h"
 
 #include <complex.h>
 #include <float.h>

@@ -1,69 +1,86 @@
 /* coll.h - the intra-node collectives and what they share.
  *
- * One file per family (coll_barrier.c, coll_bcast.c, coll_reduce.c,
- * coll_gather.c, coll_alltoall.c), each operation split into phases:
- *   begin  pgc_coll_begin: new op number, the team is still usable
- *   start  publish what peers need (descriptor, inline payload, first chunk)
- *   work   move the data (inline / copy-in-copy-out / single copy)
- *   ack    wait until nobody still reads our buffers: a buffer may be reused
- *          the moment the call returns
- *   end    pgc_coll_end: post DONE for this op
+ * One file per family: coll_barrier.c, coll_bcast.c, coll_reduce.c (Reduce,
+ * Allreduce, Reduce_scatter(_block), Scan, Exscan), coll_gather.c (Gather(v),
+ * Scatter(v), Allgather(v)) and coll_alltoall.c; the last two share the
+ * exchange engine (xchg.h). This file and coll.c hold what they all use.
+ *
+ * Phases. Every collective runs the same phases, in this order:
+ *   check  refuse bad arguments (pgc_<collective> itself), before anything
+ *          moves
+ *   plan   what every member computes alike from team-wide values: an
+ *          exchange's ring geometry (pgc_xchg_ring), a reduction's blocks and
+ *          windows (reduce_plan). Before begin, so that a failure leaves the
+ *          sequence numbers in step
+ *   begin  pgc_coll_begin: the next sequence number (t->seq) and its
+ *          signature; fails if the team was aborted. Then the path: the
+ *          team-wide one (pgc_choose_path), or a member's own
+ *          (pgc_choose_member_path: after begin, since a probe counts
+ *          sequence numbers), counted once (pgc_count)
+ *   start  wait until the shared areas this member writes are free
+ *          (pgc_wait_peers_done), then publish what its peers need first:
+ *          descriptor (pgc_desc_put), inline payload, buffer address, table
+ *   work   move the data (inline / copy-in/copy-out / single copy); readers
+ *          follow the path their publisher announced
+ *   ack    a member whose own buffers its peers read (single copy) waits
+ *          until they say they are done (the exchanges' ack FIN, pgc_xchg_ack;
+ *          elsewhere their DONE or their last ack): a buffer may be reused the
+ *          moment the call returns. Members that only staged or copied out of
+ *          shared memory have nothing to wait for
+ *   end    pgc_coll_end: fold what the collective measured into the team's
+ *          costs, and post DONE for this seq (on success)
+ * A helper that runs one phase of one member's part is named after it:
+ * <family>_<role or path>_<phase> (bcast_root_start, bcast_tree_work,
+ * gather_sender_start, scatter_root_ack, reduce_cico_work), or
+ * <family>_<phase> where every member plays the same part (alltoall_start,
+ * allgather_work). The exchange engine's steps are pgc_xchg_ring (plan),
+ * pgc_xchg_publish (start), pgc_xchg_desc and pgc_xchg_run (work) and
+ * pgc_xchg_ack (ack). One exception to the order: a single-copy pusher (a
+ * Gather sender) publishes its descriptor after its work, since the post
+ * tells the root that the block arrived.
  *
  * Byte counts and displacements are in bytes; reductions take element counts
- * and a (dtype, op) pair. A NULL send buffer means MPI_IN_PLACE. Arguments are
- * validated by the caller (pgascol/engine/_core.pyx) against the real buffer sizes;
- * the checks here are the last line: they refuse what would corrupt memory,
- * before any data moves. */
+ * and a (dtype, op) pair, op being the reduction operator. A NULL send
+ * buffer means MPI_IN_PLACE. Arguments are validated by the caller
+ * (pgascol/engine/_core.pyx) against the real buffer sizes; the checks here
+ * are the last line: they refuse what would corrupt memory, before any data
+ * moves. */
 #ifndef PGC_COLL_H
 #define PGC_COLL_H
 
 #include <string.h>
 
-#include "copy.h"
-#include "reduce_ops.h"
-#include "sync.h"
+#include "base/copy.h"
+#include "base/reduce_ops.h"
+#include "team/sync.h"
 
-/* Wait until every peer is done with the op `back` ops before this one
- * (back = 1: the previous op). Needed before overwriting a shared area that
- * peers may still read: staging (back = 1), an inline slot or a descriptor
- * (back = PGC_RUNAHEAD). */
+/* ---- begin ---- */
+
+/* Wait until every peer is done with the collective `back` sequence numbers
+ * before this one (back = 1: the previous one). The start of a collective
+ * that overwrites a shared area peers may still read: staging (back = 1),
+ * an inline slot or a descriptor (back = PGC_RUNAHEAD). */
 int pgc_wait_peers_done(pgc_team *t, uint32_t back);
 
-/* Begin an op: a new op number, and its signature (team.h) in our hot line,
- * where every peer checks it at its first wait on us in this op. `arg` is
- * what must agree besides the collective: the root of a rooted collective,
- * PGC_SIG_REDUCTION(dtype, op, shape) for the reductions, 0 otherwise. No
- * wait is needed before the store: a peer that still reads an older slot
- * finds another op byte and skips its check.
- * The op byte tells ops apart because no member gets PGC_RUNAHEAD or more
- * ops ahead of a peer: every PGC_RUNAHEAD / 2 ops a member waits until its
- * peers are done with the op PGC_RUNAHEAD / 2 back. Most ops bound that
- * drift anyway; ops that wait for nobody (zero counts, refusals) would not. */
-/* A reduction's signature argument: datatype (4 bits), operator (4 bits)
- * and an 11-bit hash of its shape (pgc_sig_shape), so members that reduce
- * different counts (or Reduce to different roots) fail with
- * PGC_EMISMATCH instead of folding garbage: nothing else would tell them,
- * since every member splits the vector by its own count. A different shape
- * goes unseen with probability 2^-11. */
-#define PGC_SIG_REDUCTION(dtype, op, shape) \
-    (((uint32_t)(dtype) & 0xfu) << 15 | ((uint32_t)(op) & 0xfu) << 11 | ((shape) & 0x7ffu))
-#define PGC_SIG_DTYPE(arg) ((pgc_dtype)((arg) >> 15 & 0xfu))
-#define PGC_SIG_OP(arg) ((pgc_op)((arg) >> 11 & 0xfu))
-/* Fold one more 64-bit value into a shape hash (start from 0); the top 11
- * bits of the result are the signature's part. */
-static inline uint64_t pgc_sig_shape(uint64_t h, uint64_t v)
-{
-    h = (h ^ v) * 0x9e3779b97f4a7c15ull;
-    return h ^ h >> 29;
-}
+/* Begin a collective: the next sequence number, and its signature (team.h)
+ * in our hot line, where every peer checks it at its first wait on us in
+ * this collective. `arg` is what must agree besides the collective: the root
+ * of a rooted collective, PGC_SIG_REDUCTION(dtype, op, shape) for the
+ * reductions, 0 otherwise. No wait is needed before the store: a peer that
+ * still reads an older slot finds another seq byte and skips its check.
+ * The seq byte tells collectives apart because no member gets PGC_RUNAHEAD
+ * or more sequence numbers ahead of a peer: every PGC_RUNAHEAD / 2 of them a
+ * member waits until its peers are done with the collective PGC_RUNAHEAD / 2
+ * back. Most collectives bound that drift anyway; those that wait for nobody
+ * (zero counts, refusals) would not. */
 static inline int pgc_coll_sign(pgc_team *t, uint32_t kind, uint32_t arg)
 {
-    t->op++;
-    t->sig = pgc_sig_make(t->op, kind, arg);
-    /* relaxed: ordered before this op's first publish (release) */
-    atomic_store_explicit(&pgc_ctl_of(t, t->rank)->sig[t->op & (PGC_SIG_RING - 1)], t->sig,
+    t->seq++;
+    t->sig = pgc_sig_make(t->seq, kind, arg);
+    /* relaxed: ordered before this collective's first publish (release) */
+    atomic_store_explicit(&pgc_ctl_of(t, t->rank)->sig[t->seq & (PGC_SIG_RING - 1)], t->sig,
                           memory_order_relaxed);
-    if (PGC_UNLIKELY((t->op & (PGC_RUNAHEAD / 2 - 1)) == 0))
+    if (PGC_UNLIKELY((t->seq & (PGC_RUNAHEAD / 2 - 1)) == 0))
         return pgc_wait_peers_done(t, PGC_RUNAHEAD / 2);
     return PGC_OK;
 }
@@ -74,27 +91,29 @@ static inline int pgc_coll_begin(pgc_team *t, pgc_coll coll, uint32_t arg)
 }
 
 /* This member refused its arguments to `coll` (the caller raised an error
- * before entering it) while its peers may have entered it: take the op
- * number and mark it refused, done at once. A peer that waits on us in this
- * op fails at once with a message naming us, instead of timing out; a peer
- * that did not need us completes; either way the op numbers stay in step.
- * Nothing to do once the team was aborted. */
+ * before entering it) while its peers may have entered it: take the
+ * sequence number and mark it refused, done at once. A peer that waits on us
+ * in this collective fails at once with a message naming us, instead of
+ * timing out; a peer that did not need us completes; either way the
+ * sequence numbers stay in step. Nothing to do once the team was aborted. */
 int pgc_coll_refuse(pgc_team *t, pgc_coll coll);
 
 /* This member runs `coll` on MPI instead (arguments pgascol does not
  * accelerate: a user-defined operator, an object without the buffer
- * protocol, ...). Takes the op number, marked "to MPI", done at once, then
- * waits until every peer is done with this op: a peer that went to MPI too
- * agrees, a peer that entered the engine (or refused) is a mismatch, which
- * fails both sides at once instead of leaving one waiting in the engine
- * and the other in MPI, forever. PGC_OK: go to MPI. */
+ * protocol, ...). Takes the sequence number, marked "to MPI", done at once,
+ * then waits until every peer is done with this collective: a peer that went
+ * to MPI too agrees, a peer that entered the engine (or refused) is a
+ * mismatch, which fails both sides at once instead of leaving one waiting in
+ * the engine and the other in MPI, forever. PGC_OK: go to MPI. */
 int pgc_coll_to_mpi(pgc_team *t, pgc_coll coll);
+
+/* ---- measured costs and the copies of the data paths ---- */
 
 /* Measured costs (team.h: pgc_costs). Copies of at least
  * PGC_XFER_TIMED_MIN bytes are timed (shorter ones would mostly measure the
- * clock); an op keeps its best (lowest) picoseconds per byte per transfer,
- * which a preempted copy does not spoil, and pgc_coll_end folds it into the
- * team's estimate. */
+ * clock); a collective keeps its best (lowest) picoseconds per byte per
+ * transfer, which a preempted copy does not spoil, and pgc_coll_end folds it
+ * into the team's estimate. */
 #define PGC_XFER_TIMED_MIN (16u << 10)
 static inline void pgc_xfer_note(pgc_team *t, pgc_xfer k, size_t bytes, uint64_t ns)
 {
@@ -112,10 +131,10 @@ static inline void pgc_copy(const pgc_team *t, void *restrict dst, const void *r
     pgc_copy_with(t->simd, dst, src, n);
 }
 
-/* How this member writes its staging in its next copy-in/copy-out op (a
- * Bcast root or relay, an exchange producer, a reduction member):
- * PGC_XFER_STAGE (ordinary stores) or PGC_XFER_STREAM (streaming stores),
- * by cfg.stream and the measured costs (coll.c). */
+/* How this member writes its staging in its next copy-in/copy-out
+ * collective (a Bcast root or relay, an exchange producer, a reduction
+ * member): PGC_XFER_STAGE (ordinary stores) or PGC_XFER_STREAM (streaming
+ * stores), by cfg.stream and the measured costs (coll.c). */
 pgc_xfer pgc_stage_xfer(pgc_team *t);
 
 /* A copy of kind k (pgc_xfer): with streaming stores for PGC_XFER_STREAM,
@@ -137,34 +156,42 @@ static inline void pgc_timed_copy(pgc_team *t, pgc_xfer k, void *dst, const void
     if (t0)
         pgc_xfer_note(t, k, n, pgc_now_ns() - t0);
 }
-/* Fold the op's measurements into the team's costs (discarded if it failed). */
+/* Fold the collective's measurements into the team's costs (discarded if it
+ * failed). */
 void pgc_costs_fold(pgc_team *t, int rc);
 /* Set the team's costs as if just measured (0: leave one as it is), and end
  * any probe: a warm start from known figures, and the tests' lever. */
 void pgc_costs_seed(pgc_team *t, const uint32_t ps_per_byte[PGC_NXFER]);
 
+/* ---- end ---- */
+
+/* End a collective with its result `rc`: fold what it measured into the
+ * team's costs (discarded on failure), and on success post DONE for this
+ * seq. Returns rc. */
 static inline int pgc_coll_end(pgc_team *t, int rc)
 {
     if (PGC_UNLIKELY(t->xfer_pending))
         pgc_costs_fold(t, rc);
     if (rc == PGC_OK)
-        pgc_post_seq(t, PGC_STEP_DONE);
+        pgc_post_step(t, PGC_STEP_DONE);
     return rc;
 }
 
-/* The word where member r publishes its descriptor for the current op (size,
- * path: whatever readers must check before they read). Descriptors rotate
- * with the op number, shared by every family, so a slow reader of an earlier
- * op still finds its own: write it only after
- * pgc_wait_peers_done(t, PGC_RUNAHEAD), when every reader of the previous
- * user of the word is done. */
+/* ---- descriptors (start) ---- */
+
+/* The word where member r publishes its descriptor for the collective in
+ * progress (size, path: whatever readers must check before they read).
+ * Descriptors rotate with the sequence number, shared by every family, so a
+ * slow reader of an earlier collective still finds its own: write it only
+ * after pgc_wait_peers_done(t, PGC_RUNAHEAD), when every reader of the
+ * previous user of the word is done. */
 static inline _Atomic uint64_t *pgc_desc_of(const pgc_team *t, int r)
 {
-    return &pgc_desc_line_of(t, r)->word[t->op & (PGC_RUNAHEAD - 1)];
+    return &pgc_desc_line_of(t, r)->word[t->seq & (PGC_RUNAHEAD - 1)];
 }
 /* A descriptor is path << 56 | length. Written relaxed: the writer's next
  * post (release) publishes it, and readers read it after a wait on the
- * writer (acquire) in the same op. */
+ * writer (acquire) in the same collective. */
 #define PGC_DESC_LEN_MASK ((1ull << 56) - 1)
 static inline void pgc_desc_put(pgc_team *t, pgc_path path, uint64_t len)
 {
@@ -184,6 +211,14 @@ static inline uint64_t pgc_desc_len(uint64_t desc)
     return desc & PGC_DESC_LEN_MASK;
 }
 
+/* ---- path choice (begin) ---- */
+
+/* A reduction whose members would fold more than this many bytes out of the
+ * inline slots (Allreduce, Scan: P x the vector) takes the partitioned path,
+ * where each folds 1/P: inline folding grows with the team, the partitioned
+ * path's synchronisation does not (coll_reduce.c). */
+#define PGC_INLINE_FOLD_MAX (64u << 10)
+
 /* The one place where the transfer method is chosen: by size, the team's
  * thresholds and whether single copy works. Every member must pass values
  * that agree across the team (e.g. the total size of a Bcast). */
@@ -200,9 +235,10 @@ pgc_path pgc_choose_path(const pgc_team *t, pgc_coll coll, size_t bytes);
  * fold when the cores stop sharing a cache well, while single copy of a
  * buffer the owner did not change keeps its speed.
  * The path not taken is re-measured when nobody has for the probe interval:
- * the member that notices calls a probe, PGC_PROBE_OPS ops from its current
- * one in which every member takes that path, so that it is measured in
- * steady state, not as one op among ops of the other path. The interval is
+ * the member that notices calls a probe, the PGC_PROBE_LEN collectives from
+ * its current one, in which every member takes that path, so that it is
+ * measured in steady state, not as one collective among collectives of the
+ * other path. The interval is
  * PGC_PROBE_FIRST_NS << costs.probe_backoff. A probe that confirms the path
  * taken doubles it, up to 0.8 s (PGC_PROBE_BACKOFF_MAX); one that changes
  * the path brings it back to PGC_PROBE_NS (PGC_PROBE_BACKOFF_RESET) if it
@@ -212,16 +248,16 @@ pgc_path pgc_choose_path(const pgc_team *t, pgc_coll coll, size_t bytes);
  * 100 ms (np=2, 1 MiB Alltoall in a quiet period: single copy 0.9x MPICH
  * through most of a benchmark's rounds where staging measured 0.6-0.7x).
  * A probe runs the dearer path: in a slow period staging costs 3-5x single
- * copy, and 4 staged ops every 100 ms took a tenth of the time of 4 MiB
+ * copy, and 4 staged collectives every 100 ms took a tenth of the time of 4 MiB
  * Reduce_scatter_block at np=2, hence no shorter interval after the start.
  * Only a change in favour of the path not taken waits for a probe (the path
- * taken is measured by every op), so the cap bounds how long a team stays
+ * taken is measured by every collective), so the cap bounds how long a team stays
  * on single copy after a slow period. */
 #define PGC_PROBE_NS (100ull * 1000 * 1000)
 #define PGC_PROBE_FIRST_NS (PGC_PROBE_NS >> 3)
 #define PGC_PROBE_BACKOFF_RESET 3u
 #define PGC_PROBE_BACKOFF_MAX 6u
-#define PGC_PROBE_OPS 4u
+#define PGC_PROBE_LEN 4u
 static inline uint64_t pgc_probe_interval_ns(uint32_t backoff)
 {
     return PGC_PROBE_FIRST_NS << backoff;
@@ -240,6 +276,8 @@ static inline int pgc_adapts(const pgc_team *t, pgc_coll coll, size_t bytes)
  * payloads always go flat: one cache line). Same on every member. */
 int pgc_bcast_radix(const pgc_team *t, pgc_path path);
 #define PGC_TREE_MAX_CHILDREN 64
+
+/* ---- single copy and statistics ---- */
 
 /* Single copy with `peer` (write: push local to remote), failing cleanly:
  * nothing moves once the team is aborted; a failure after the peer gave up
@@ -265,7 +303,7 @@ static inline uint32_t pgc_ring_slots(const pgc_team *t)
     return (uint32_t)(t->hdr->staging_stride / t->cfg.chunk_bytes);
 }
 
-/* ---- the operations (0 or PGC_E*, details in t->err) ---- */
+/* ---- the collectives (0 or PGC_E*, details in t->err) ---- */
 int pgc_barrier(pgc_team *t);
 int pgc_bcast(pgc_team *t, void *buf, size_t bytes, int root);
 

@@ -3,7 +3,7 @@
  * deep, one word per member, no counter to reset: nobody waits for a relay,
  * which matters when ranks outnumber cores (the relay would have to be
  * scheduled once more before anyone could leave). */
-#include "coll.h"
+#include "coll/coll.h"
 
 int pgc_barrier(pgc_team *t)
 {
@@ -11,7 +11,7 @@ int pgc_barrier(pgc_team *t)
     if (rc)
         return rc;
     pgc_count(t, PGC_COLL_BARRIER, PGC_PATH_INLINE);
-    pgc_post_seq(t, 1);
-    rc = pgc_wait_seq_all(t, 1);
+    pgc_post_step(t, 1);          /* start: arrived */
+    rc = pgc_wait_step_all(t, 1); /* work: everyone arrived */
     return pgc_coll_end(t, rc);
 }

@@ -7,8 +7,8 @@
  *           overlap). The root (and a tree's relays) writes the ring with
  *           streaming stores while the team measures ordinary ones dearer
  *           (pgc_stage_xfer, coll.c)
- *   cma     single copy with direction control (seed 002, KNEM Coll): every
- *           reader exposes its buffer and pulls the head of the message
+ *   cma     single copy with direction control (as KNEM-based collectives
+ *           do): every reader exposes its buffer and pulls the head of the message
  *           straight from the root's buffer (process_vm_readv) while the root
  *           pushes the tail, 1/P of it, into each reader's buffer
  *           (process_vm_writev), so the root's core copies too; the root
@@ -16,18 +16,19 @@
  *
  * Those are flat: every reader takes the data from the root. From
  * cfg.bcast_tree_min members on (pgc_bcast_radix), cico and cma go down a
- * pipelined k-nomial tree instead (seed 000's PGASCol trees, XHC's
- * hierarchy): each member takes each chunk from its parent as soon as the
+ * pipelined k-nomial tree instead (like the hierarchy of Open MPI's
+ * coll/xhc): each member takes each chunk from its parent as soon as the
  * parent has it, so no buffer has more than k - 1 readers per level and
  * levels overlap.
  *
- * Flat steps. Root: seq = chunks staged (inline/cma: 1); cma: ack = readers
- * whose tail was pushed, in rotated order. Reader: ack = chunks copied out;
- * cma: seq 1 = buffer exposed. Tree steps: seq = chunks this member holds
- * for its children, ack = chunks taken from its parent. All end with DONE. */
+ * Flat steps. Root: progress = chunks staged (inline/cma: 1); cma: ack =
+ * readers whose tail was pushed, in rotated order. Reader: ack = chunks
+ * copied out; cma: progress 1 = buffer exposed. Tree steps: progress =
+ * chunks this member holds for its children, ack = chunks taken from its
+ * parent. All end with DONE. */
 #include <string.h>
 
-#include "coll.h"
+#include "coll/coll.h"
 
 /* cma: how much of each reader's message the root pushes (the tail). */
 static inline size_t push_share(const pgc_team *t, size_t bytes)
@@ -35,36 +36,47 @@ static inline size_t push_share(const pgc_team *t, size_t bytes)
     return bytes / (size_t)t->nranks & ~(size_t)(PGC_CACHELINE - 1);
 }
 
-static int root_start(pgc_team *t, const void *buf, size_t bytes, pgc_path path)
+/* ---- flat: the root publishes, every reader takes from it ---- */
+
+/* Root, start: the descriptor and our address, and the inline payload. */
+static int bcast_root_start(pgc_team *t, const void *buf, size_t bytes, pgc_path path)
 {
-    pgc_ctl *me = pgc_ctl_of(t, t->rank);
     int rc = pgc_wait_peers_done(t, PGC_RUNAHEAD);
     if (rc)
         return rc;
-    /* Published by the first post below (release). addr is read only by
-     * single-copy readers, and the root returns from such an op only after
-     * every reader is done: no rotation needed. */
+    /* Published by the first post (release): step 1 below, or chunk 0's
+     * (cico, bcast_root_work). addr is read only by single-copy readers,
+     * and the root returns from such a collective only after every reader
+     * is done: no rotation needed. */
     pgc_desc_put(t, path, bytes);
-    atomic_store_explicit(&me->addr, (uint64_t)(uintptr_t)buf, memory_order_relaxed);
+    atomic_store_explicit(&pgc_ctl_of(t, t->rank)->addr, (uint64_t)(uintptr_t)buf, memory_order_relaxed);
+    if (path == PGC_PATH_INLINE)
+        memcpy(pgc_inline_of(t, t->rank, t->seq), buf, bytes);
+    if (path != PGC_PATH_CICO)
+        pgc_post_step(t, 1);
+    return PGC_OK;
+}
+
+/* Root, work. cma: push the tail of each reader's message into its buffer
+ * once it exposed it; cico: pipeline the chunks through our staging ring. */
+static int bcast_root_work(pgc_team *t, const void *buf, size_t bytes, pgc_path path)
+{
+    int rc;
     switch (path) {
     case PGC_PATH_INLINE:
-        memcpy(pgc_inline_of(t, t->rank, t->op), buf, bytes);
-        pgc_post_seq(t, 1);
-        return PGC_OK;
+        return PGC_OK; /* the payload went with the start */
     case PGC_PATH_CMA: {
-        pgc_post_seq(t, 1);
         size_t share = push_share(t, bytes), head = bytes - share;
         for (int i = 1; i < t->nranks; i++) {
             int r = (t->rank + i) % t->nranks;
-            if ((rc = pgc_wait_seq(t, r, 1))) /* reader r exposed its buffer */
+            if ((rc = pgc_wait_step(t, r, 1))) /* reader r exposed its buffer */
                 return rc;
             uint64_t dst = atomic_load_explicit(&pgc_ctl_of(t, r)->addr, memory_order_relaxed);
             if ((rc = pgc_coll_cma(t, r, 1, (char *)buf + head, dst + head, share)))
                 return rc;
             pgc_post_ack(t, (uint32_t)i);
         }
-        /* readers are done with our buffer once they posted DONE */
-        return pgc_wait_seq_all(t, PGC_STEP_DONE);
+        return PGC_OK;
     }
     default: {
         size_t chunk = pgc_chunk_bytes(t);
@@ -82,11 +94,18 @@ static int root_start(pgc_team *t, const void *buf, size_t bytes, pgc_path path)
                         return rc;
             size_t off = (size_t)c * chunk, n = bytes - off < chunk ? bytes - off : chunk;
             pgc_timed_copy(t, stage, ring + (size_t)(c % slots) * chunk, (const char *)buf + off, n);
-            pgc_post_seq(t, c + 1);
+            pgc_post_step(t, c + 1);
         }
         return PGC_OK;
     }
     }
+}
+
+/* Root, ack. cma: the readers pull the head of the message from our buffer;
+ * they are done with it once they posted DONE. */
+static int bcast_root_ack(pgc_team *t, pgc_path path)
+{
+    return path == PGC_PATH_CMA ? pgc_wait_step_all(t, PGC_STEP_DONE) : PGC_OK;
 }
 
 /* A reader's check of the root's descriptor, once it saw a post that
@@ -106,22 +125,28 @@ static int check_root_desc(pgc_team *t, int root, size_t bytes, uint64_t *desc)
     return PGC_EINVAL;
 }
 
-static int reader_work(pgc_team *t, void *buf, size_t bytes, int root)
+/* Reader, start. cma: expose our buffer for the root's push (read only
+ * while the root is in this collective, which it leaves only after our
+ * DONE). */
+static void bcast_reader_start(pgc_team *t, void *buf, pgc_path path)
+{
+    if (path == PGC_PATH_CMA) {
+        atomic_store_explicit(&pgc_ctl_of(t, t->rank)->addr, (uint64_t)(uintptr_t)buf, memory_order_relaxed);
+        pgc_post_step(t, 1);
+    }
+}
+
+/* Reader, work: follow the path the root announced. */
+static int bcast_reader_work(pgc_team *t, void *buf, size_t bytes, int root)
 {
     pgc_ctl *rc_ = pgc_ctl_of(t, root);
-    if (pgc_choose_path(t, PGC_COLL_BCAST, bytes) == PGC_PATH_CMA) {
-        /* expose our buffer for the root's push (read only while the root
-         * is in this op, which it leaves only after our DONE) */
-        atomic_store_explicit(&pgc_ctl_of(t, t->rank)->addr, (uint64_t)(uintptr_t)buf, memory_order_relaxed);
-        pgc_post_seq(t, 1);
-    }
     uint64_t desc;
-    int rc = pgc_wait_seq(t, root, 1);
+    int rc = pgc_wait_step(t, root, 1);
     if (rc || (rc = check_root_desc(t, root, bytes, &desc)))
         return rc;
     switch (pgc_desc_path(desc)) {
     case PGC_PATH_INLINE:
-        memcpy(buf, pgc_inline_of(t, root, t->op), bytes);
+        memcpy(buf, pgc_inline_of(t, root, t->seq), bytes);
         return PGC_OK;
     case PGC_PATH_CMA: {
         size_t head = bytes - push_share(t, bytes);
@@ -135,7 +160,7 @@ static int reader_work(pgc_team *t, void *buf, size_t bytes, int root)
         uint32_t nchunks = (uint32_t)((bytes + chunk - 1) / chunk);
         const char *ring = pgc_staging_of(t, root);
         for (uint32_t c = 0; c < nchunks; c++) {
-            if ((rc = pgc_wait_seq(t, root, c + 1)))
+            if ((rc = pgc_wait_step(t, root, c + 1)))
                 return rc;
             size_t off = (size_t)c * chunk, n = bytes - off < chunk ? bytes - off : chunk;
             pgc_copy(t, (char *)buf + off, ring + (size_t)(c % slots) * chunk, n);
@@ -190,91 +215,107 @@ static int wait_slot_free(pgc_team *t, const tree_links *n, uint32_t c, uint32_t
     return PGC_OK;
 }
 
-static int tree_work(pgc_team *t, void *buf, size_t bytes, int root, pgc_path path, int k)
+/* Tree, start: before writing shared state, wait until it is free. cico: our
+ * staging, which the previous collective's readers must be done with. The
+ * root: its descriptor word, free once everyone finished the collective
+ * PGC_RUNAHEAD back (implied by the former). Then our address (cma) and the
+ * root's descriptor. */
+static int bcast_tree_start(pgc_team *t, const tree_links *n, void *buf, size_t bytes, pgc_path path)
 {
-    tree_links n;
-    tree_links_of(t, root, k, &n);
     int cma = path == PGC_PATH_CMA, rc;
-    size_t chunk = cma ? TREE_CMA_CHUNK : pgc_chunk_bytes(t);
-    uint32_t slots = pgc_ring_slots(t);
-    uint32_t nchunks = (uint32_t)((bytes + chunk - 1) / chunk);
-    char *ring = pgc_staging_of(t, t->rank);
-    pgc_ctl *me = pgc_ctl_of(t, t->rank);
-    pgc_xfer stage = !cma && n.nchildren ? pgc_stage_xfer(t) : PGC_XFER_STAGE;
-
-    /* Before writing shared state. cico: our staging, which the previous
-     * op's readers must be done with. The root: its descriptor word, free
-     * once everyone finished the op PGC_RUNAHEAD back (implied by the
-     * former). */
-    if (n.nchildren && !cma)
+    if (n->nchildren && !cma)
         rc = pgc_wait_peers_done(t, 1);
-    else if (n.parent < 0)
+    else if (n->parent < 0)
         rc = pgc_wait_peers_done(t, PGC_RUNAHEAD);
     else
         rc = PGC_OK;
     if (rc)
         return rc;
-    /* Published by our first post below (release); children read addr only
-     * while we are in this op, which we leave after their DONE (cma). */
+    /* Published by our first post (release, bcast_tree_work); children read
+     * addr only while we are in this collective, which we leave after their
+     * DONE (cma). */
     if (cma)
-        atomic_store_explicit(&me->addr, (uint64_t)(uintptr_t)buf, memory_order_relaxed);
-
-    if (n.parent < 0) { /* the root */
+        atomic_store_explicit(&pgc_ctl_of(t, t->rank)->addr, (uint64_t)(uintptr_t)buf, memory_order_relaxed);
+    if (n->parent < 0)
         pgc_desc_put(t, path, bytes);
+    return PGC_OK;
+}
+
+/* Tree, work: take each chunk from our parent (the root has it all) as soon
+ * as the parent has it, and hold it for our children. `stage`: how we write
+ * our ring (cico with children). */
+static int bcast_tree_work(pgc_team *t, const tree_links *n, void *buf, size_t bytes, int root, pgc_path path,
+                           pgc_xfer stage)
+{
+    int cma = path == PGC_PATH_CMA, rc;
+    size_t chunk = cma ? TREE_CMA_CHUNK : pgc_chunk_bytes(t);
+    uint32_t slots = pgc_ring_slots(t);
+    uint32_t nchunks = (uint32_t)((bytes + chunk - 1) / chunk);
+    char *ring = pgc_staging_of(t, t->rank);
+
+    if (n->parent < 0) { /* the root */
         if (cma)
-            pgc_post_seq(t, nchunks); /* all of it is in our buffer */
+            pgc_post_step(t, nchunks); /* all of it is in our buffer */
         else
             for (uint32_t c = 0; c < nchunks; c++) {
-                if ((rc = wait_slot_free(t, &n, c, slots)))
+                if ((rc = wait_slot_free(t, n, c, slots)))
                     return rc;
                 size_t off = (size_t)c * chunk, len = bytes - off < chunk ? bytes - off : chunk;
                 pgc_timed_copy(t, stage, ring + (size_t)(c % slots) * chunk, (const char *)buf + off, len);
-                pgc_post_seq(t, c + 1);
+                pgc_post_step(t, c + 1);
             }
-    } else {
-        uint64_t desc;
-        if ((rc = pgc_wait_seq(t, n.parent, 1)) || (rc = check_root_desc(t, root, bytes, &desc)))
+        return PGC_OK;
+    }
+    uint64_t desc;
+    if ((rc = pgc_wait_step(t, n->parent, 1)) || (rc = check_root_desc(t, root, bytes, &desc)))
+        return rc;
+    pgc_ctl *parent = pgc_ctl_of(t, n->parent);
+    const char *parent_ring = pgc_staging_of(t, n->parent);
+    for (uint32_t c = 0; c < nchunks; c++) {
+        size_t off = (size_t)c * chunk, len = bytes - off < chunk ? bytes - off : chunk;
+        char *slot = ring + (size_t)(c % slots) * chunk;
+        if ((rc = pgc_wait_step(t, n->parent, c + 1)))
             return rc;
-        pgc_ctl *parent = pgc_ctl_of(t, n.parent);
-        const char *parent_ring = pgc_staging_of(t, n.parent);
-        for (uint32_t c = 0; c < nchunks; c++) {
-            size_t off = (size_t)c * chunk, len = bytes - off < chunk ? bytes - off : chunk;
-            char *slot = ring + (size_t)(c % slots) * chunk;
-            if ((rc = pgc_wait_seq(t, n.parent, c + 1)))
+        if (cma) {
+            uint64_t src = atomic_load_explicit(&parent->addr, memory_order_relaxed) + off;
+            if ((rc = pgc_coll_cma(t, n->parent, 0, (char *)buf + off, src, len)))
                 return rc;
-            if (cma) {
-                uint64_t src = atomic_load_explicit(&parent->addr, memory_order_relaxed) + off;
-                if ((rc = pgc_coll_cma(t, n.parent, 0, (char *)buf + off, src, len)))
-                    return rc;
-                if (n.nchildren)
-                    pgc_post_seq(t, c + 1);
-                pgc_post_ack(t, c + 1);
-            } else if (n.nchildren) {
-                if ((rc = wait_slot_free(t, &n, c, slots)))
-                    return rc;
-                if (stage == PGC_XFER_STREAM) {
-                    /* ours first: streamed lines leave our cache too */
-                    pgc_copy(t, (char *)buf + off, parent_ring + (size_t)(c % slots) * chunk, len);
-                    pgc_timed_copy(t, PGC_XFER_STREAM, slot, (char *)buf + off, len);
-                    pgc_post_ack(t, c + 1);
-                    pgc_post_seq(t, c + 1);
-                } else {
-                    /* into our ring first, so our children start at once */
-                    pgc_copy(t, slot, parent_ring + (size_t)(c % slots) * chunk, len);
-                    pgc_post_ack(t, c + 1);
-                    pgc_post_seq(t, c + 1);
-                    pgc_copy(t, (char *)buf + off, slot, len);
-                }
-            } else {
+            if (n->nchildren)
+                pgc_post_step(t, c + 1);
+            pgc_post_ack(t, c + 1);
+        } else if (n->nchildren) {
+            if ((rc = wait_slot_free(t, n, c, slots)))
+                return rc;
+            if (stage == PGC_XFER_STREAM) {
+                /* ours first: streamed lines leave our cache too */
                 pgc_copy(t, (char *)buf + off, parent_ring + (size_t)(c % slots) * chunk, len);
+                pgc_timed_copy(t, PGC_XFER_STREAM, slot, (char *)buf + off, len);
                 pgc_post_ack(t, c + 1);
+                pgc_post_step(t, c + 1);
+            } else {
+                /* into our ring first, so our children start at once */
+                pgc_copy(t, slot, parent_ring + (size_t)(c % slots) * chunk, len);
+                pgc_post_ack(t, c + 1);
+                pgc_post_step(t, c + 1);
+                pgc_copy(t, (char *)buf + off, slot, len);
             }
+        } else {
+            pgc_copy(t, (char *)buf + off, parent_ring + (size_t)(c % slots) * chunk, len);
+            pgc_post_ack(t, c + 1);
         }
     }
-    if (cma) /* our buffer is read until our children are done */
-        for (int i = 0; i < n.nchildren; i++)
-            if ((rc = pgc_wait_seq(t, n.children[i], PGC_STEP_DONE)))
+    return PGC_OK;
+}
+
+/* Tree, ack. cma: our buffer is read until our children are done. */
+static int bcast_tree_ack(pgc_team *t, const tree_links *n, pgc_path path)
+{
+    if (path == PGC_PATH_CMA)
+        for (int i = 0; i < n->nchildren; i++) {
+            int rc = pgc_wait_step(t, n->children[i], PGC_STEP_DONE);
+            if (rc)
                 return rc;
+        }
     return PGC_OK;
 }
 
@@ -290,9 +331,24 @@ int pgc_bcast(pgc_team *t, void *buf, size_t bytes, int root)
     int radix = pgc_bcast_radix(t, path);
     if (t->nranks == 1)
         ;
-    else if (radix)
-        rc = tree_work(t, buf, bytes, root, path, radix);
-    else
-        rc = t->rank == root ? root_start(t, buf, bytes, path) : reader_work(t, buf, bytes, root);
+    else if (radix) {
+        tree_links n;
+        tree_links_of(t, root, radix, &n);
+        pgc_xfer stage = path != PGC_PATH_CMA && n.nchildren ? pgc_stage_xfer(t) : PGC_XFER_STAGE;
+        rc = bcast_tree_start(t, &n, buf, bytes, path);
+        if (!rc)
+            rc = bcast_tree_work(t, &n, buf, bytes, root, path, stage);
+        if (!rc)
+            rc = bcast_tree_ack(t, &n, path);
+    } else if (t->rank == root) {
+        rc = bcast_root_start(t, buf, bytes, path);
+        if (!rc)
+            rc = bcast_root_work(t, buf, bytes, path);
+        if (!rc)
+            rc = bcast_root_ack(t, path);
+    } else {
+        bcast_reader_start(t, buf, path);
+        rc = bcast_reader_work(t, buf, bytes, root);
+    }
     return pgc_coll_end(t, rc);
 }

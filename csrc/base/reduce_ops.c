@@ -29,7 +29,7 @@
  *    byte counts as true and the result is always 0/1.
  *  - BAND, BOR, BXOR are the C bitwise operators.
  */
-#include "reduce_ops.h"
+#include "base/reduce_ops.h"
 
 #include <stdint.h>
 #include <string.h>

@@ -1,22 +1,22 @@
-/* sync.h - sequence-numbered progress words and the waits on them.
+/* sync.h - progress words, the waits on them, liveness and abort.
  *
- * A member publishes progress by storing a sequence number (see team.h) into
- * one of its own words; peers wait until the word reaches a target. A wait
- * escalates: spin with a pause instruction (only when the node's members fit
- * its CPUs), then sched_yield (hands the core to the member that must act
- * next when members outnumber CPUs), then sleep on a shared futex with a
- * timeout. A publisher pays for a wake-up only when someone sleeps. While it
+ * A member publishes progress by storing (seq << 32) | step (see team.h)
+ * into one of its own two words, progress and ack; peers wait until the word
+ * reaches a target. A wait escalates: spin with a pause instruction (only
+ * when the node's members fit its CPUs), then sched_yield (hands the core to
+ * the member that must act next when members outnumber CPUs), then sleep on
+ * a shared futex with a timeout. A publisher pays for a wake-up only when someone sleeps. While it
  * sleeps, a waiter checks that the member it waits for is alive and that the
  * team was not aborted; it fails after the team timeout. */
 #ifndef PGC_SYNC_H
 #define PGC_SYNC_H
 
-#include "team.h"
+#include "team/team.h"
 
-/* The sequence number of `step` within the current op. */
-static inline uint64_t pgc_seq(const pgc_team *t, uint32_t step)
+/* The progress value of `step` of the collective in progress. */
+static inline uint64_t pgc_progress(const pgc_team *t, uint32_t step)
 {
-    return ((uint64_t)t->op << 32) | step;
+    return ((uint64_t)t->seq << 32) | step;
 }
 
 /* Wrap-safe "value has reached target". */
@@ -34,31 +34,31 @@ void pgc_publish(pgc_team *t, _Atomic uint64_t *word, uint64_t value);
 int pgc_wait_slow(pgc_team *t, int peer, _Atomic uint64_t *word, uint64_t target);
 
 /* The peer is in another collective (or refused this one): abort the team
- * with a message naming both; returns PGC_EMISMATCH (coll.c). */
+ * with a message naming both; returns PGC_EMISMATCH. */
 int pgc_signature_mismatch(pgc_team *t, int peer, uint32_t theirs);
-/* Check the peer's signatures of the ops since `last` (the op of our
- * previous check of it) in which we did not wait on it (coll.c). */
+/* Check the peer's signatures of the collectives since `last` (the seq of
+ * our previous check of it) in which we did not wait on it. */
 int pgc_check_skipped_signatures(pgc_team *t, int peer, uint32_t last);
 
-/* Once per peer and op, at the first wait that proves the peer has begun
- * this op: check that it is in the same collective as we are (signatures:
+/* Once per peer and collective, at the first wait that proves the peer has
+ * begun this collective: check that it is in the same collective as we are (signatures:
  * team.h, written by pgc_coll_begin in coll.h). Catches ranks
  * whose calls went out of step (a rank that raised an error before entering
  * a collective the others entered) before any data is read or written. */
 static inline int pgc_check_signature(pgc_team *t, int peer)
 {
     uint32_t last = t->sig_checked[peer];
-    t->sig_checked[peer] = t->op;
+    t->sig_checked[peer] = t->seq;
     /* relaxed: the wait that got here acquired a value the peer published
-     * after storing its signature for this op. */
-    uint32_t theirs = atomic_load_explicit(&pgc_ctl_of(t, peer)->sig[t->op & (PGC_SIG_RING - 1)],
+     * after storing its signature for this collective. */
+    uint32_t theirs = atomic_load_explicit(&pgc_ctl_of(t, peer)->sig[t->seq & (PGC_SIG_RING - 1)],
                                            memory_order_relaxed);
-    /* A different op byte: the peer is PGC_SIG_RING or more ops ahead and
-     * reused the slot; it got past this op, nothing left to check. */
-    if (PGC_UNLIKELY(theirs != t->sig && pgc_sig_opbyte(theirs) == pgc_sig_opbyte(t->sig)))
+    /* A different seq byte: the peer is PGC_SIG_RING or more collectives
+     * ahead and reused the slot; it got past this one, nothing left to check. */
+    if (PGC_UNLIKELY(theirs != t->sig && pgc_sig_seqbyte(theirs) == pgc_sig_seqbyte(t->sig)))
         return pgc_signature_mismatch(t, peer, theirs);
-    /* ops in which we did not wait on this peer */
-    if (PGC_UNLIKELY(last != t->op - 1))
+    /* collectives in which we did not wait on this peer */
+    if (PGC_UNLIKELY(last != t->seq - 1))
         return pgc_check_skipped_signatures(t, peer, last);
     return PGC_OK;
 }
@@ -72,39 +72,44 @@ static inline int pgc_wait_word(pgc_team *t, int peer, _Atomic uint64_t *word, u
         if (rc)
             return rc;
     }
-    /* target of this op first: the compiler folds it where the target is
-     * pgc_seq(t, step) */
-    if ((uint32_t)(target >> 32) == t->op && PGC_UNLIKELY(t->sig_checked[peer] != t->op))
+    /* target in this collective first: the compiler folds it where the
+     * target is pgc_progress(t, step) */
+    if ((uint32_t)(target >> 32) == t->seq && PGC_UNLIKELY(t->sig_checked[peer] != t->seq))
         return pgc_check_signature(t, peer);
     return PGC_OK;
 }
 
-/* The common cases: this op's steps on the seq and ack words. */
-static inline void pgc_post_seq(pgc_team *t, uint32_t step)
+/* The common cases: steps of the collective in progress on the progress
+ * and ack words. */
+static inline void pgc_post_step(pgc_team *t, uint32_t step)
 {
-    pgc_publish(t, &pgc_ctl_of(t, t->rank)->seq, pgc_seq(t, step));
+    pgc_publish(t, &pgc_ctl_of(t, t->rank)->progress, pgc_progress(t, step));
 }
 static inline void pgc_post_ack(pgc_team *t, uint32_t step)
 {
-    pgc_publish(t, &pgc_ctl_of(t, t->rank)->ack, pgc_seq(t, step));
+    pgc_publish(t, &pgc_ctl_of(t, t->rank)->ack, pgc_progress(t, step));
 }
-static inline int pgc_wait_seq(pgc_team *t, int peer, uint32_t step)
+static inline int pgc_wait_step(pgc_team *t, int peer, uint32_t step)
 {
-    return pgc_wait_word(t, peer, &pgc_ctl_of(t, peer)->seq, pgc_seq(t, step));
+    return pgc_wait_word(t, peer, &pgc_ctl_of(t, peer)->progress, pgc_progress(t, step));
 }
 static inline int pgc_wait_ack(pgc_team *t, int peer, uint32_t step)
 {
-    return pgc_wait_word(t, peer, &pgc_ctl_of(t, peer)->ack, pgc_seq(t, step));
+    return pgc_wait_word(t, peer, &pgc_ctl_of(t, peer)->ack, pgc_progress(t, step));
 }
 
-/* Wait for every other member's seq (or ack) to reach `step` of this op. */
-int pgc_wait_seq_all(pgc_team *t, uint32_t step);
+/* Wait for every other member's progress (or ack) to reach `step` of the
+ * collective in progress. */
+int pgc_wait_step_all(pgc_team *t, uint32_t step);
 int pgc_wait_ack_all(pgc_team *t, uint32_t step);
 
 /* Is member r alive (its process exists, is not a zombie, and is the same
- * process that attached)? */
+ * process that attached: base/proc.h)? */
 int pgc_member_alive(const pgc_team *t, int r);
-int pgc_process_alive(int pid, uint64_t starttime);
+
+/* Give up on the team: record why and wake every sleeper. Every member's
+ * next or current wait fails with PGC_EABORTED. */
+void pgc_team_abort(pgc_team *t, int code, const char *msg);
 
 /* PGC_EABORTED (with the aborting member's reason) if the team was aborted. */
 int pgc_check_aborted(pgc_team *t);
@@ -117,8 +122,5 @@ int pgc_check_peers(pgc_team *t);
 
 /* Calibrate the spin budget: how many pause instructions fill `ns`. */
 uint64_t pgc_pause_iterations(uint64_t ns);
-
-/* /proc/<pid>/stat start time of a process (0 if it cannot be read). */
-uint64_t pgc_process_starttime(int pid, char *state);
 
 #endif

@@ -1,6 +1,6 @@
 /* segment.c - POSIX shared-memory segments (see segment.h). */
 #define _GNU_SOURCE
-#include "segment.h"
+#include "base/segment.h"
 
 #include <errno.h>
 #include <fcntl.h>

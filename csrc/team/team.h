@@ -10,17 +10,18 @@
  *   staging       per rank: staging_bytes for copy-in/copy-out pipelines
  *
  * Every control word is written by exactly one rank (its owner), except the
- * futex `sleepers` counters and the abort line. Progress is expressed with
- * sequence numbers, (op << 32) | step, where op counts the collectives started
- * on the team: no word is ever reset, so a stale value can never be mistaken
- * for a fresh one. */
+ * futex `sleepers` counters and the abort line. Every collective a member
+ * begins gets the next sequence number, `seq` (pgc_team.seq), and progress
+ * is expressed as (seq << 32) | step: no word is ever reset, so a stale value
+ * can never be mistaken for a fresh one. */
 #ifndef PGC_TEAM_H
 #define PGC_TEAM_H
 
 #include <stdatomic.h>
 
-#include "common.h"
-#include "segment.h"
+#include "base/common.h"
+#include "base/reduce_ops.h"
+#include "base/segment.h"
 
 #define PGC_MAGIC 0x316c6f6373616770ull /* "pgascol1" */
 #define PGC_LAYOUT_VERSION 16
@@ -28,31 +29,29 @@
  * of them per member, 512 KiB. Below a pipeline chunk, copy-in/copy-out
  * copies as often as inline but adds its protocol: up to 8 KiB inline was
  * faster at every size measured (np=2 / 4 / 8 on 2 cores; docs/PERFORMANCE.md,
- * twentieth session). */
+ * "Decisions"). */
 #define PGC_INLINE_SLOT_MAX 8192
-/* A reduction whose members would fold more than this many bytes out of the
- * inline slots (Allreduce, Scan: P x the vector) takes the partitioned path,
- * where each folds 1/P: inline folding grows with the team, the partitioned
- * path's synchronisation does not. */
-#define PGC_INLINE_FOLD_MAX (64u << 10)
 
-/* The last step of every op: "this member is done with op k". A member that
- * has posted (k, DONE) no longer reads anyone's staging, inline slots or
- * buffers of op k. A new member starts as done with op 0. */
+/* The last step of every collective: "this member is done with collective
+ * k" (seq k). A member that has posted (k, DONE) no longer reads anyone's
+ * staging, inline slots or buffers of collective k. A new member starts as
+ * done with seq 0. */
 #define PGC_STEP_DONE 0xffffffffu
 
 /* How far a member may run ahead of its slowest reader: the inline slots and
- * the descriptor words of op k are reused by op k + PGC_RUNAHEAD, so a member
- * writes them only once every peer is done with op k - PGC_RUNAHEAD (a root
- * of back-to-back small Bcasts/Reduces keeps going while readers catch up).
- * A power of two. */
+ * the descriptor words of seq k are reused by seq k + PGC_RUNAHEAD, so a
+ * member writes them only once every peer is done with seq k - PGC_RUNAHEAD
+ * (a root of back-to-back small Bcasts/Reduces keeps going while readers
+ * catch up). A power of two. */
 #define PGC_RUNAHEAD 64
 
-/* How many of its last ops' signatures a member keeps in its hot line (see
- * pgc_coll_begin in coll.h). A power of two. */
+/* How many of its last collectives' signatures a member keeps in its hot
+ * line (see pgc_coll_begin in coll.h). A power of two. */
 #define PGC_SIG_RING 4
 
-/* Collectives, for statistics and per-collective thresholds. */
+/* The collectives: the one list of them. Their ids index the statistics,
+ * the per-collective thresholds and the signatures; pgc_coll_name gives
+ * their names, and pgascol.engine's COLLECTIVES is read from here. */
 typedef enum {
     PGC_COLL_BARRIER, PGC_COLL_BCAST, PGC_COLL_REDUCE, PGC_COLL_ALLREDUCE,
     PGC_COLL_GATHER, PGC_COLL_GATHERV, PGC_COLL_SCATTER, PGC_COLL_SCATTERV,
@@ -60,6 +59,25 @@ typedef enum {
     PGC_COLL_REDUCE_SCATTER, PGC_COLL_REDUCE_SCATTER_BLOCK, PGC_COLL_SCAN, PGC_COLL_EXSCAN,
     PGC_NCOLL
 } pgc_coll;
+
+/* "Barrier", "Bcast", ...: a collective's name, for messages ("?" for an
+ * id out of range). Data in this header, so that every layer may name the
+ * collective in progress without calling the layer that runs it. */
+static inline const char *pgc_coll_name(pgc_coll coll)
+{
+    static const char *const names[PGC_NCOLL] = {
+        [PGC_COLL_BARRIER] = "Barrier", [PGC_COLL_BCAST] = "Bcast",
+        [PGC_COLL_REDUCE] = "Reduce", [PGC_COLL_ALLREDUCE] = "Allreduce",
+        [PGC_COLL_GATHER] = "Gather", [PGC_COLL_GATHERV] = "Gatherv",
+        [PGC_COLL_SCATTER] = "Scatter", [PGC_COLL_SCATTERV] = "Scatterv",
+        [PGC_COLL_ALLGATHER] = "Allgather", [PGC_COLL_ALLGATHERV] = "Allgatherv",
+        [PGC_COLL_ALLTOALL] = "Alltoall", [PGC_COLL_ALLTOALLV] = "Alltoallv",
+        [PGC_COLL_REDUCE_SCATTER] = "Reduce_scatter",
+        [PGC_COLL_REDUCE_SCATTER_BLOCK] = "Reduce_scatter_block",
+        [PGC_COLL_SCAN] = "Scan", [PGC_COLL_EXSCAN] = "Exscan",
+    };
+    return (unsigned)coll < PGC_NCOLL && names[coll] ? names[coll] : "?";
+}
 
 /* Transfer methods ("paths"). */
 typedef enum { PGC_PATH_INLINE, PGC_PATH_CICO, PGC_PATH_CMA, PGC_NPATH } pgc_path;
@@ -102,14 +120,14 @@ typedef struct pgc_config {
 
 /* A member's hot line: written by its owner only (sleepers excepted). */
 typedef struct pgc_ctl {
-    _Atomic uint64_t seq;       /* owner's progress: (op << 32) | step */
-    _Atomic uint64_t ack;       /* second progress counter (acknowledgements), same encoding */
-    _Atomic uint32_t doorbell;  /* futex word, bumped after seq/ack change when someone sleeps */
+    _Atomic uint64_t progress;  /* owner's progress: (seq << 32) | step */
+    _Atomic uint64_t ack;       /* second progress word (acknowledgements), same encoding */
+    _Atomic uint32_t doorbell;  /* futex word, bumped after progress/ack change when someone sleeps */
     _Atomic uint32_t sleepers;  /* members asleep on doorbell (written by the sleepers) */
     _Atomic uint64_t addr;      /* published user-buffer address (single copy) */
     _Atomic uint64_t out_addr;  /* a second one: a reduction's receive buffer */
-    /* Signatures of the owner's last PGC_SIG_RING ops, op k in slot
-     * k % PGC_SIG_RING. In the hot line so that checking them costs a
+    /* Signatures of the owner's last PGC_SIG_RING collectives, seq k in
+     * slot k % PGC_SIG_RING. In the hot line so that checking them costs a
      * reader no extra cache miss and the owner no extra store miss. */
     _Atomic uint32_t sig[PGC_SIG_RING];
 } __attribute__((aligned(PGC_CACHELINE))) pgc_ctl;
@@ -123,21 +141,21 @@ typedef struct pgc_member {
 } __attribute__((aligned(PGC_CACHELINE))) pgc_member;
 
 /* A member's descriptors (size, path: what readers check before reading),
- * one word per op modulo PGC_RUNAHEAD; see pgc_desc_of in coll.h. */
+ * one word per seq modulo PGC_RUNAHEAD; see pgc_desc_of in coll.h. */
 typedef struct pgc_desc {
     _Atomic uint64_t word[PGC_RUNAHEAD];
 } __attribute__((aligned(PGC_CACHELINE))) pgc_desc;
 
 /* The team's measured transfer costs, in picoseconds per byte (0: not
- * measured yet), shared by its members: a member folds in what its op
- * measured (pgc_coll_end), and reads them when it chooses between
+ * measured yet), shared by its members: a member folds in what its
+ * collective measured (pgc_coll_end), and reads them when it chooses between
  * copy-in/copy-out and single copy (pgc_choose_member_path, coll.c). Updated
  * without locks: they are estimates, and a lost update only delays one. */
 typedef struct pgc_costs {
     _Atomic uint32_t ps_per_byte[PGC_NXFER];
     _Atomic uint64_t measured_ns[PGC_NXFER]; /* when each was last folded in */
     _Atomic uint64_t probe_ns;               /* when a member last called for a probe */
-    _Atomic uint64_t probe;                  /* the last probe: (first op << 32) | path; 0 once judged */
+    _Atomic uint64_t probe;                  /* the last probe: (first seq << 32) | path; 0 once judged */
     _Atomic uint32_t probe_backoff;          /* probes are pgc_probe_interval_ns(this) apart (coll.h) */
 } __attribute__((aligned(PGC_CACHELINE))) pgc_costs;
 
@@ -161,11 +179,11 @@ typedef struct pgc_team {
     pgc_segment seg;
     pgc_header *hdr;
     int rank, nranks;
-    uint32_t op;                /* collectives started on this team */
-    uint32_t sig;               /* signature of the op in progress (coll.h: pgc_coll_begin) */
+    uint32_t seq;               /* sequence number: collectives begun on this team */
+    uint32_t sig;               /* signature of the collective in progress (coll.h: pgc_coll_begin) */
     uint64_t sig_elems;         /* a reduction's element count, for mismatch messages */
-    uint32_t abort_op;          /* the op in which this member aborted the team */
-    uint32_t *sig_checked;      /* per member: the last op whose signature we checked */
+    uint32_t abort_seq;         /* the seq in which this member aborted the team */
+    uint32_t *sig_checked;      /* per member: the last seq whose signature we checked */
     pgc_config cfg;             /* copy of hdr->cfg */
     pgc_simd simd;              /* the loops this member copies and reduces with (cfg.simd) */
     uint64_t spin_iters;        /* spin budget in pause instructions */
@@ -179,9 +197,9 @@ typedef struct pgc_team {
     pgc_error err;              /* last error of this process on this team */
     uint64_t stats[PGC_NCOLL][PGC_NPATH];
     int stats_paused;           /* calls made on behalf of a caller's own operation are not counted */
-    /* What the op in progress measured, per transfer: the best (lowest)
-     * picoseconds per byte of its timed copies, 0: none; folded into
-     * hdr->costs by pgc_coll_end. */
+    /* What the collective in progress measured, per transfer: the best
+     * (lowest) picoseconds per byte of its timed copies, 0: none; folded
+     * into hdr->costs by pgc_coll_end. */
     uint32_t xfer_best[PGC_NXFER];
     int xfer_pending;
     uint32_t xfer_seen;         /* transfers this member measured before (1 << pgc_xfer) */
@@ -217,26 +235,19 @@ void pgc_team_destroy(pgc_team *t);
 int pgc_team_probe_cma(pgc_team *t);
 void pgc_team_set_cma(pgc_team *t, int ok, const char *reason);
 
-/* Give up on the team: record why and wake every sleeper. Every member's
- * next or current wait fails with PGC_EABORTED. */
-void pgc_team_abort(pgc_team *t, int code, const char *msg);
-
-/* "Barrier", "Bcast", ...: a collective's name, for messages. */
-const char *pgc_coll_name(pgc_coll coll);
-
 /* Collective signatures (written by pgc_coll_begin in coll.h, checked by the
  * waits in sync.h). A signature names what every member must agree on for
- * one op: the collective, and its root or its datatype and operator; its
- * top byte is the op number's low byte, so a slot reused by a later op is
- * recognised. Layout: op byte (8) | kind (5: collective, refused bit) |
- * argument (19). */
+ * one collective: which one, and its root or its datatype and operator; its
+ * top byte is the sequence number's low byte, so a slot reused by a later
+ * collective is recognised. Layout: seq byte (8) | kind (5: collective,
+ * refused bit) | argument (19). */
 #define PGC_SIG_REFUSED 0x10u /* kind bit: the member refused its arguments (pgc_coll_refuse) */
-#define PGC_SIG_ARG_MPI 0x7ffffu /* with PGC_SIG_REFUSED: it took the op to MPI (pgc_coll_to_mpi) */
-static inline uint32_t pgc_sig_make(uint32_t op, uint32_t kind, uint32_t arg)
+#define PGC_SIG_ARG_MPI 0x7ffffu /* with PGC_SIG_REFUSED: it took the collective to MPI (pgc_coll_to_mpi) */
+static inline uint32_t pgc_sig_make(uint32_t seq, uint32_t kind, uint32_t arg)
 {
-    return (op & 0xffu) << 24 | (kind & 0x1fu) << 19 | (arg & 0x7ffffu);
+    return (seq & 0xffu) << 24 | (kind & 0x1fu) << 19 | (arg & 0x7ffffu);
 }
-static inline uint32_t pgc_sig_opbyte(uint32_t sig)
+static inline uint32_t pgc_sig_seqbyte(uint32_t sig)
 {
     return sig >> 24;
 }
@@ -252,11 +263,28 @@ static inline uint32_t pgc_sig_arg(uint32_t sig)
 {
     return sig & 0x7ffffu;
 }
+/* A reduction's signature argument: datatype (4 bits), operator (4 bits)
+ * and an 11-bit hash of its shape (pgc_sig_shape), so members that reduce
+ * different counts (or Reduce to different roots) fail with
+ * PGC_EMISMATCH instead of folding garbage: nothing else would tell them,
+ * since every member splits the vector by its own count. A different shape
+ * goes unseen with probability 2^-11. */
+#define PGC_SIG_REDUCTION(dtype, op, shape) \
+    (((uint32_t)(dtype) & 0xfu) << 15 | ((uint32_t)(op) & 0xfu) << 11 | ((shape) & 0x7ffu))
+#define PGC_SIG_DTYPE(arg) ((pgc_dtype)((arg) >> 15 & 0xfu))
+#define PGC_SIG_OP(arg) ((pgc_op)((arg) >> 11 & 0xfu))
+/* Fold one more 64-bit value into a shape hash (start from 0); the top 11
+ * bits of the result are the signature's part. */
+static inline uint64_t pgc_sig_shape(uint64_t h, uint64_t v)
+{
+    h = (h ^ v) * 0x9e3779b97f4a7c15ull;
+    return h ^ h >> 29;
+}
 
 /* The collective in progress (or last run), for messages. */
-static inline const char *pgc_opname(const pgc_team *t)
+static inline const char *pgc_current_coll_name(const pgc_team *t)
 {
-    return t->op ? pgc_coll_name(pgc_sig_coll(t->sig)) : "pgascol";
+    return t->seq ? pgc_coll_name(pgc_sig_coll(t->sig)) : "pgascol";
 }
 
 static inline pgc_ctl *pgc_ctl_of(const pgc_team *t, int r)
@@ -271,12 +299,12 @@ static inline pgc_desc *pgc_desc_line_of(const pgc_team *t, int r)
 {
     return (pgc_desc *)((char *)pgc_member_of(t, r) + sizeof(pgc_member));
 }
-/* Inline slots rotate with the op number (PGC_RUNAHEAD of them), so a member
- * may write op k's slot while slow peers still read earlier ops' slots. */
-static inline void *pgc_inline_of(const pgc_team *t, int r, uint32_t op)
+/* Inline slots rotate with the sequence number (PGC_RUNAHEAD of them), so a
+ * member may write seq k's slot while slow peers still read earlier ones. */
+static inline void *pgc_inline_of(const pgc_team *t, int r, uint32_t seq)
 {
     return (char *)pgc_desc_line_of(t, r) + sizeof(pgc_desc) +
-           (size_t)(op & (PGC_RUNAHEAD - 1)) * t->hdr->inline_slot;
+           (size_t)(seq & (PGC_RUNAHEAD - 1)) * t->hdr->inline_slot;
 }
 static inline void *pgc_staging_of(const pgc_team *t, int r)
 {

@@ -1,6 +1,6 @@
 /* common.c - error recording, the clock, the CPU's vector width (see common.h). */
 #define _GNU_SOURCE
-#include "common.h"
+#include "base/common.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,18 +1,18 @@
-/* sync.c - progress words, escalating waits, liveness (see sync.h). */
+/* sync.c - progress words, escalating waits, liveness, the abort line and
+ * the signature checks of the waits (see sync.h). */
 #define _GNU_SOURCE
-#include "sync.h"
+#include "team/sync.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <sched.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "base/proc.h"
 
 #define SLEEP_SLICE_NS (50ull * 1000 * 1000)     /* longest single futex sleep */
 #define LIVENESS_EVERY_NS (100ull * 1000 * 1000) /* how often a sleeper checks its peers */
@@ -51,48 +51,6 @@ void pgc_publish(pgc_team *t, _Atomic uint64_t *word, uint64_t value)
         ring_doorbell(c);
 }
 
-uint64_t pgc_process_starttime(int pid, char *state)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%d/stat", pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = '\0';
-    /* "pid (comm) state f4 ... f22": comm may hold spaces and parentheses,
-     * so fields are counted from the last ')'. */
-    char *p = strrchr(buf, ')');
-    if (!p || p[1] != ' ')
-        return 0;
-    p += 2;
-    if (state)
-        *state = *p;
-    unsigned long long start = 0;
-    int field = 3;
-    /* strtok_r: liveness checks run in several threads at once (one per
-     * communicator in a collective, GIL released). */
-    char *save = NULL;
-    for (char *tok = strtok_r(p, " ", &save); tok; tok = strtok_r(NULL, " ", &save), field++)
-        if (field == 22) {
-            start = strtoull(tok, NULL, 10);
-            break;
-        }
-    return start;
-}
-
-int pgc_process_alive(int pid, uint64_t starttime)
-{
-    char state = '?';
-    uint64_t start = pgc_process_starttime(pid, &state);
-    /* A zombie is dead for our purpose ('Z'; 'X' dead) and a different
-     * start time means the pid was reused. */
-    return start != 0 && start == starttime && state != 'Z' && state != 'X';
-}
-
 int pgc_member_alive(const pgc_team *t, int r)
 {
     const pgc_member *m = pgc_member_of(t, r);
@@ -104,7 +62,7 @@ int pgc_check_peer(pgc_team *t, int r)
     if (r == t->rank || pgc_member_alive(t, r))
         return PGC_OK;
     pgc_set_error(&t->err, PGC_EPEERDEAD, r, 0, "%s: local rank %d (pid %d) of the node team died or exited",
-                  pgc_opname(t), r, pgc_member_of(t, r)->pid);
+                  pgc_current_coll_name(t), r, pgc_member_of(t, r)->pid);
     pgc_team_abort(t, PGC_EPEERDEAD, t->err.msg);
     return PGC_EPEERDEAD;
 }
@@ -119,18 +77,19 @@ int pgc_check_peers(pgc_team *t)
     return PGC_OK;
 }
 
-/* The team was aborted by someone: copy their reason. Within the op in
- * which this member aborted it, it keeps its own error (code and message);
- * any later op is told, like every peer, that the team was aborted. */
+/* The team was aborted by someone: copy their reason. Within the collective
+ * in which this member aborted it, it keeps its own error (code and
+ * message); any later collective is told, like every peer, that the team
+ * was aborted. */
 static int aborted_error(pgc_team *t)
 {
     pgc_header *h = t->hdr;
     int ours = h->abort_rank == t->rank;
-    if (ours && t->err.code && t->abort_op == t->op)
+    if (ours && t->err.code && t->abort_seq == t->seq)
         return t->err.code;
     return pgc_set_error(&t->err, PGC_EABORTED, h->abort_rank, 0,
                          "%s: the node team was aborted by local rank %d%s: %s",
-                         pgc_opname(t), h->abort_rank, ours ? " (this rank, in an earlier call)" : "",
+                         pgc_current_coll_name(t), h->abort_rank, ours ? " (this rank, in an earlier call)" : "",
                          h->abort_msg);
 }
 
@@ -143,6 +102,113 @@ static inline int is_aborted(const pgc_team *t)
 int pgc_check_aborted(pgc_team *t)
 {
     return PGC_UNLIKELY(is_aborted(t)) ? aborted_error(t) : PGC_OK;
+}
+
+/* "Bcast (root 2)", "Allreduce (float64, SUM)", "Barrier": what a signature
+ * says, for messages. */
+static void describe_sig(uint32_t sig, char *out, size_t size)
+{
+    pgc_coll coll = pgc_sig_coll(sig);
+    uint32_t arg = pgc_sig_arg(sig);
+    const char *name = pgc_coll_name(coll);
+    if ((pgc_sig_kind(sig) & PGC_SIG_REFUSED) && arg == PGC_SIG_ARG_MPI) {
+        snprintf(out, size, "%s on MPI", name);
+        return;
+    }
+    switch (coll) {
+    case PGC_COLL_BCAST: case PGC_COLL_GATHER: case PGC_COLL_GATHERV:
+    case PGC_COLL_SCATTER: case PGC_COLL_SCATTERV:
+        snprintf(out, size, "%s (root %u)", name, arg);
+        break;
+    case PGC_COLL_REDUCE: case PGC_COLL_ALLREDUCE: case PGC_COLL_REDUCE_SCATTER:
+    case PGC_COLL_REDUCE_SCATTER_BLOCK: case PGC_COLL_SCAN: case PGC_COLL_EXSCAN:
+        snprintf(out, size, "%s (%s, %s)", name, pgc_dtype_name(PGC_SIG_DTYPE(arg)), pgc_op_name(PGC_SIG_OP(arg)));
+        break;
+    default:
+        snprintf(out, size, "%s", name);
+    }
+}
+
+int pgc_signature_mismatch(pgc_team *t, int peer, uint32_t theirs)
+{
+    char mine[96], other[96];
+    describe_sig(t->sig, mine, sizeof mine);
+    describe_sig(theirs, other, sizeof other);
+    const char *collname = pgc_current_coll_name(t);
+    if ((pgc_sig_kind(theirs) & PGC_SIG_REFUSED) && pgc_sig_arg(theirs) == PGC_SIG_ARG_MPI)
+        pgc_set_error(&t->err, PGC_EMISMATCH, peer, 0,
+                      "%s: local rank %d took %s to MPI (arguments pgascol does not accelerate, such as "
+                      "an object without the buffer protocol or a user-defined operator) while this rank "
+                      "is in %s; every rank must pass arguments of the same kind", collname, peer,
+                      pgc_coll_name(pgc_sig_coll(theirs)), mine);
+    else if ((pgc_sig_kind(t->sig) & PGC_SIG_REFUSED) && pgc_sig_arg(t->sig) == PGC_SIG_ARG_MPI &&
+             !(pgc_sig_kind(theirs) & PGC_SIG_REFUSED))
+        pgc_set_error(&t->err, PGC_EMISMATCH, peer, 0,
+                      "%s: this rank (local rank %d) must take %s to MPI (arguments pgascol does not "
+                      "accelerate, such as an object without the buffer protocol or a user-defined "
+                      "operator) while local rank %d is in %s; every rank must pass arguments of the "
+                      "same kind", collname, t->rank, pgc_coll_name(pgc_sig_coll(t->sig)), peer, other);
+    else if (pgc_sig_kind(theirs) & PGC_SIG_REFUSED)
+        pgc_set_error(&t->err, PGC_EMISMATCH, peer, 0,
+                      "%s: local rank %d refused its arguments to %s (see the error it raised), "
+                      "so this rank's %s cannot complete",
+                      collname, peer, pgc_coll_name(pgc_sig_coll(theirs)), mine);
+    else if (strcmp(mine, other) == 0 && pgc_sig_coll(theirs) == pgc_sig_coll(t->sig) &&
+             pgc_sig_coll(t->sig) != PGC_COLL_REDUCE_SCATTER)
+        /* a reduction of another shape (team.h: PGC_SIG_REDUCTION) */
+        pgc_set_error(&t->err, PGC_EMISMATCH, peer, 0,
+                      "%s: local rank %d reduces a different number of elements%s than this rank "
+                      "(local rank %d, %llu elements); every rank must pass the same count",
+                      collname, peer, pgc_sig_coll(t->sig) == PGC_COLL_REDUCE ? " (or to a different root)" : "",
+                      t->rank, (unsigned long long)t->sig_elems);
+    else if (strcmp(mine, other) == 0 && pgc_sig_coll(theirs) == pgc_sig_coll(t->sig))
+        pgc_set_error(&t->err, PGC_EMISMATCH, peer, 0,
+                      "%s: local rank %d passed other recvcounts than this rank (local rank %d, %llu "
+                      "elements in all); every rank must pass the same recvcounts",
+                      collname, peer, t->rank, (unsigned long long)t->sig_elems);
+    else
+        pgc_set_error(&t->err, PGC_EMISMATCH, peer, 0,
+                      "%s: collectives out of step: local rank %d is in %s where this rank (local rank %d) "
+                      "is in %s; every rank must call the same collectives in the same order "
+                      "(did a rank skip one after an error?)", collname, peer, other, t->rank, mine);
+    pgc_team_abort(t, PGC_EMISMATCH, t->err.msg);
+    return PGC_EMISMATCH;
+}
+
+int pgc_check_skipped_signatures(pgc_team *t, int peer, uint32_t last)
+{
+    /* The collectives since `last` in which this member never waited on the
+     * peer (a Bcast root, a Reduce member that is not the root, zero counts)
+     * went unchecked; their signatures are still in both rings for up to
+     * PGC_SIG_RING - 1 collectives back. Members that both took themselves
+     * for the root of a small Bcast wait for nobody: this is where they learn
+     * it, one collective late but before this one moves any data. Refusals
+     * are left alone: a member that did not need the refusing one completed
+     * legitimately. */
+    _Atomic uint32_t *mine_ring = pgc_ctl_of(t, t->rank)->sig, *their_ring = pgc_ctl_of(t, peer)->sig;
+    uint32_t from = t->seq - (PGC_SIG_RING - 1);
+    if ((int32_t)(last + 1 - from) > 0)
+        from = last + 1;
+    for (uint32_t j = from; j != t->seq; j++) {
+        /* relaxed: ours we wrote; the peer's were stored before the value of
+         * this collective that our wait acquired */
+        uint32_t mine = atomic_load_explicit(&mine_ring[j & (PGC_SIG_RING - 1)], memory_order_relaxed);
+        uint32_t theirs = atomic_load_explicit(&their_ring[j & (PGC_SIG_RING - 1)], memory_order_relaxed);
+        if (theirs == mine || pgc_sig_seqbyte(mine) != (j & 0xffu) || pgc_sig_seqbyte(theirs) != (j & 0xffu) ||
+            ((pgc_sig_kind(mine) | pgc_sig_kind(theirs)) & PGC_SIG_REFUSED))
+            continue;
+        char m[96], o[96];
+        describe_sig(mine, m, sizeof m);
+        describe_sig(theirs, o, sizeof o);
+        pgc_set_error(&t->err, PGC_EMISMATCH, peer, 0,
+                      "%s: collectives out of step %u call(s) before this one: local rank %d was in %s%s "
+                      "where this rank (local rank %d) was in %s; every rank must call the same collectives, "
+                      "with the same root and counts, in the same order", pgc_current_coll_name(t), t->seq - j,
+                      peer, o, strcmp(m, o) == 0 ? " of another count or root" : "", t->rank, m);
+        pgc_team_abort(t, PGC_EMISMATCH, t->err.msg);
+        return PGC_EMISMATCH;
+    }
+    return PGC_OK;
 }
 
 int pgc_wait_slow(pgc_team *t, int peer, _Atomic uint64_t *word, uint64_t target)
@@ -201,9 +267,9 @@ int pgc_wait_slow(pgc_team *t, int peer, _Atomic uint64_t *word, uint64_t target
             return aborted_error(t);
         now = pgc_now_ns();
         /* Only the member we wait for: one that finished its part of the
-         * op and exited (its program ended) is gone legitimately, and a dead
-         * one that somebody needs is found by whoever waits on it, whose
-         * abort reaches everyone. */
+         * collective and exited (its program ended) is gone legitimately,
+         * and a dead one that somebody needs is found by whoever waits on
+         * it, whose abort reaches everyone. */
         if (now >= next_check) {
             int rc = pgc_check_peer(t, peer);
             if (rc)
@@ -215,7 +281,7 @@ int pgc_wait_slow(pgc_team *t, int peer, _Atomic uint64_t *word, uint64_t target
             pgc_set_error(&t->err, PGC_ETIMEDOUT, peer, 0,
                           "%s: timed out after %.1f s waiting for local rank %d (pid %d): "
                           "progress %u:%u, needed %u:%u (PGASCOL_TIMEOUT)",
-                          pgc_opname(t), t->cfg.timeout_s, peer,
+                          pgc_current_coll_name(t), t->cfg.timeout_s, peer,
                           pgc_member_of(t, peer)->pid, (unsigned)(seen >> 32), (unsigned)seen,
                           (unsigned)(target >> 32), (unsigned)target);
             pgc_team_abort(t, PGC_ETIMEDOUT, t->err.msg);
@@ -224,11 +290,11 @@ int pgc_wait_slow(pgc_team *t, int peer, _Atomic uint64_t *word, uint64_t target
     }
 }
 
-int pgc_wait_seq_all(pgc_team *t, uint32_t step)
+int pgc_wait_step_all(pgc_team *t, uint32_t step)
 {
     for (int r = 0; r < t->nranks; r++)
         if (r != t->rank) {
-            int rc = pgc_wait_seq(t, r, step);
+            int rc = pgc_wait_step(t, r, step);
             if (rc)
                 return rc;
         }
@@ -251,7 +317,7 @@ void pgc_team_abort(pgc_team *t, int code, const char *msg)
     pgc_header *h = t->hdr;
     uint32_t expected = 0;
     if (atomic_compare_exchange_strong(&h->aborted, &expected, 1)) {
-        t->abort_op = t->op;
+        t->abort_seq = t->seq;
         h->abort_rank = t->rank;
         h->abort_code = code;
         snprintf(h->abort_msg, sizeof h->abort_msg, "%s", msg);

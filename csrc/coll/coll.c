@@ -1,128 +1,21 @@
-/* coll.c - what the collectives share: method choice, op completion,
- * signatures (see coll.h). */
+/* coll.c - what the collectives share: refusing or handing a collective to
+ * MPI, the wait for the peers' DONE, method choice, measured costs, single
+ * copy with a peer (see coll.h). */
 #include <stdio.h>
-#include <string.h>
 
-#include "cma.h"
-#include "coll.h"
-
-/* "Bcast (root 2)", "Allreduce (float64, SUM)", "Barrier": what a signature
- * says, for messages. */
-static void describe_sig(uint32_t sig, char *out, size_t size)
-{
-    pgc_coll coll = pgc_sig_coll(sig);
-    uint32_t arg = pgc_sig_arg(sig);
-    const char *name = pgc_coll_name(coll);
-    if ((pgc_sig_kind(sig) & PGC_SIG_REFUSED) && arg == PGC_SIG_ARG_MPI) {
-        snprintf(out, size, "%s on MPI", name);
-        return;
-    }
-    switch (coll) {
-    case PGC_COLL_BCAST: case PGC_COLL_GATHER: case PGC_COLL_GATHERV:
-    case PGC_COLL_SCATTER: case PGC_COLL_SCATTERV:
-        snprintf(out, size, "%s (root %u)", name, arg);
-        break;
-    case PGC_COLL_REDUCE: case PGC_COLL_ALLREDUCE: case PGC_COLL_REDUCE_SCATTER:
-    case PGC_COLL_REDUCE_SCATTER_BLOCK: case PGC_COLL_SCAN: case PGC_COLL_EXSCAN:
-        snprintf(out, size, "%s (%s, %s)", name, pgc_dtype_name(PGC_SIG_DTYPE(arg)), pgc_op_name(PGC_SIG_OP(arg)));
-        break;
-    default:
-        snprintf(out, size, "%s", name);
-    }
-}
-
-int pgc_signature_mismatch(pgc_team *t, int peer, uint32_t theirs)
-{
-    char mine[96], other[96];
-    describe_sig(t->sig, mine, sizeof mine);
-    describe_sig(theirs, other, sizeof other);
-    const char *opname = pgc_opname(t);
-    if ((pgc_sig_kind(theirs) & PGC_SIG_REFUSED) && pgc_sig_arg(theirs) == PGC_SIG_ARG_MPI)
-        pgc_set_error(&t->err, PGC_EMISMATCH, peer, 0,
-                      "%s: local rank %d took %s to MPI (arguments pgascol does not accelerate, such as "
-                      "an object without the buffer protocol or a user-defined operator) while this rank "
-                      "is in %s; every rank must pass arguments of the same kind", opname, peer,
-                      pgc_coll_name(pgc_sig_coll(theirs)), mine);
-    else if ((pgc_sig_kind(t->sig) & PGC_SIG_REFUSED) && pgc_sig_arg(t->sig) == PGC_SIG_ARG_MPI &&
-             !(pgc_sig_kind(theirs) & PGC_SIG_REFUSED))
-        pgc_set_error(&t->err, PGC_EMISMATCH, peer, 0,
-                      "%s: this rank (local rank %d) must take %s to MPI (arguments pgascol does not "
-                      "accelerate, such as an object without the buffer protocol or a user-defined "
-                      "operator) while local rank %d is in %s; every rank must pass arguments of the "
-                      "same kind", opname, t->rank, pgc_coll_name(pgc_sig_coll(t->sig)), peer, other);
-    else if (pgc_sig_kind(theirs) & PGC_SIG_REFUSED)
-        pgc_set_error(&t->err, PGC_EMISMATCH, peer, 0,
-                      "%s: local rank %d refused its arguments to %s (see the error it raised), "
-                      "so this rank's %s cannot complete",
-                      opname, peer, pgc_coll_name(pgc_sig_coll(theirs)), mine);
-    else if (strcmp(mine, other) == 0 && pgc_sig_coll(theirs) == pgc_sig_coll(t->sig) &&
-             pgc_sig_coll(t->sig) != PGC_COLL_REDUCE_SCATTER)
-        /* a reduction of another shape (coll.h: PGC_SIG_REDUCTION) */
-        pgc_set_error(&t->err, PGC_EMISMATCH, peer, 0,
-                      "%s: local rank %d reduces a different number of elements%s than this rank "
-                      "(local rank %d, %llu elements); every rank must pass the same count",
-                      opname, peer, pgc_sig_coll(t->sig) == PGC_COLL_REDUCE ? " (or to a different root)" : "",
-                      t->rank, (unsigned long long)t->sig_elems);
-    else if (strcmp(mine, other) == 0 && pgc_sig_coll(theirs) == pgc_sig_coll(t->sig))
-        pgc_set_error(&t->err, PGC_EMISMATCH, peer, 0,
-                      "%s: local rank %d passed other recvcounts than this rank (local rank %d, %llu "
-                      "elements in all); every rank must pass the same recvcounts",
-                      opname, peer, t->rank, (unsigned long long)t->sig_elems);
-    else
-        pgc_set_error(&t->err, PGC_EMISMATCH, peer, 0,
-                      "%s: collectives out of step: local rank %d is in %s where this rank (local rank %d) "
-                      "is in %s; every rank must call the same collectives in the same order "
-                      "(did a rank skip one after an error?)", opname, peer, other, t->rank, mine);
-    pgc_team_abort(t, PGC_EMISMATCH, t->err.msg);
-    return PGC_EMISMATCH;
-}
-
-int pgc_check_skipped_signatures(pgc_team *t, int peer, uint32_t last)
-{
-    /* The ops since `last` in which this member never waited on the peer (a
-     * Bcast root, a Reduce member that is not the root, zero counts) went
-     * unchecked; their signatures are still in both rings for up to
-     * PGC_SIG_RING - 1 ops back. Members that both took themselves for the
-     * root of a small Bcast wait for nobody: this is where they learn it,
-     * one op late but before this op moves any data. Refusals are left
-     * alone: a member that did not need the refusing one completed
-     * legitimately. */
-    _Atomic uint32_t *mine_ring = pgc_ctl_of(t, t->rank)->sig, *their_ring = pgc_ctl_of(t, peer)->sig;
-    uint32_t from = t->op - (PGC_SIG_RING - 1);
-    if ((int32_t)(last + 1 - from) > 0)
-        from = last + 1;
-    for (uint32_t j = from; j != t->op; j++) {
-        /* relaxed: ours we wrote; the peer's were stored before the value of
-         * this op that our wait acquired */
-        uint32_t mine = atomic_load_explicit(&mine_ring[j & (PGC_SIG_RING - 1)], memory_order_relaxed);
-        uint32_t theirs = atomic_load_explicit(&their_ring[j & (PGC_SIG_RING - 1)], memory_order_relaxed);
-        if (theirs == mine || pgc_sig_opbyte(mine) != (j & 0xffu) || pgc_sig_opbyte(theirs) != (j & 0xffu) ||
-            ((pgc_sig_kind(mine) | pgc_sig_kind(theirs)) & PGC_SIG_REFUSED))
-            continue;
-        char m[96], o[96];
-        describe_sig(mine, m, sizeof m);
-        describe_sig(theirs, o, sizeof o);
-        pgc_set_error(&t->err, PGC_EMISMATCH, peer, 0,
-                      "%s: collectives out of step %u call(s) before this one: local rank %d was in %s%s "
-                      "where this rank (local rank %d) was in %s; every rank must call the same collectives, "
-                      "with the same root and counts, in the same order", pgc_opname(t), t->op - j, peer, o,
-                      strcmp(m, o) == 0 ? " of another count or root" : "", t->rank, m);
-        pgc_team_abort(t, PGC_EMISMATCH, t->err.msg);
-        return PGC_EMISMATCH;
-    }
-    return PGC_OK;
-}
+#include "base/cma.h"
+#include "coll/coll.h"
 
 int pgc_coll_refuse(pgc_team *t, pgc_coll coll)
 {
     if (pgc_check_aborted(t))
-        return PGC_OK; /* the op numbers no longer matter */
+        return PGC_OK; /* the sequence numbers no longer matter */
     int rc = pgc_coll_sign(t, PGC_SIG_REFUSED | coll, 0);
     if (rc)
         return rc;
     /* both words: a peer may wait on either (release: after the signature) */
     pgc_post_ack(t, PGC_STEP_DONE);
-    pgc_post_seq(t, PGC_STEP_DONE);
+    pgc_post_step(t, PGC_STEP_DONE);
     return PGC_OK;
 }
 
@@ -132,8 +25,8 @@ int pgc_coll_to_mpi(pgc_team *t, pgc_coll coll)
     if (rc || (rc = pgc_coll_sign(t, PGC_SIG_REFUSED | coll, PGC_SIG_ARG_MPI)))
         return rc;
     pgc_post_ack(t, PGC_STEP_DONE);
-    pgc_post_seq(t, PGC_STEP_DONE);
-    /* the first wait on each peer in this op checks its signature */
+    pgc_post_step(t, PGC_STEP_DONE);
+    /* the first wait on each peer in this collective checks its signature */
     return pgc_wait_peers_done(t, 0);
 }
 
@@ -185,8 +78,8 @@ pgc_path pgc_choose_member_path(pgc_team *t, pgc_coll coll, size_t bytes)
     pgc_costs *c = &t->hdr->costs;
     /* a probe in progress decides */
     uint64_t probe = atomic_load_explicit(&c->probe, memory_order_relaxed);
-    int32_t into_probe = (int32_t)(t->op - (uint32_t)(probe >> 32)); /* < 0: we lag behind it */
-    if (probe && into_probe >= 0 && (uint32_t)into_probe < PGC_PROBE_OPS)
+    int32_t into_probe = (int32_t)(t->seq - (uint32_t)(probe >> 32)); /* < 0: we lag behind it */
+    if (probe && into_probe >= 0 && (uint32_t)into_probe < PGC_PROBE_LEN)
         return (pgc_path)(probe & 0xff);
     uint64_t stage = atomic_load_explicit(&c->ps_per_byte[stage_best(t)], memory_order_relaxed);
     uint64_t out = atomic_load_explicit(&c->ps_per_byte[PGC_XFER_COPYOUT], memory_order_relaxed);
@@ -211,12 +104,12 @@ pgc_path pgc_choose_member_path(pgc_team *t, pgc_coll coll, size_t bytes)
         path = PGC_PATH_CMA;
         other = PGC_PATH_CICO;
     }
-    /* The first member a whole op past a probe judges it (all-member ops:
-     * everybody chose its path for the probe's ops by then; the costs hold
-     * them but for the last ops of the slower members): probing a path
-     * that lost again costs more than it tells, so the next probe comes
-     * later. */
-    if (probe && into_probe > (int32_t)PGC_PROBE_OPS &&
+    /* The first member a whole collective past a probe judges it
+     * (all-member collectives: everybody chose its path for the probe's
+     * collectives by then; the costs hold them but for the last ones of the
+     * slower members): probing a path that lost again costs more than it
+     * tells, so the next probe comes later. */
+    if (probe && into_probe > (int32_t)PGC_PROBE_LEN &&
         atomic_compare_exchange_strong_explicit(&c->probe, &probe, 0, memory_order_relaxed,
                                                 memory_order_relaxed)) {
         uint32_t backoff = atomic_load_explicit(&c->probe_backoff, memory_order_relaxed);
@@ -232,16 +125,16 @@ pgc_path pgc_choose_member_path(pgc_team *t, pgc_coll coll, size_t bytes)
     if (now - last_measured(c, other) > gap && last_measured(c, path) && now - last > gap &&
         atomic_compare_exchange_strong_explicit(&c->probe_ns, &last, now, memory_order_relaxed,
                                                 memory_order_relaxed)) {
-        atomic_store_explicit(&c->probe, (uint64_t)t->op << 32 | other, memory_order_relaxed);
+        atomic_store_explicit(&c->probe, (uint64_t)t->seq << 32 | other, memory_order_relaxed);
         return other;
     }
     return path;
 }
 
 /* A cost falls three quarters of the way to a lower sample at once but
- * rises by at most a quarter per op: one slow op (preempted, interrupted)
- * barely moves it, while a lasting change of the machine's speed wins
- * within a few ops. */
+ * rises by at most a quarter per collective: one slow collective (preempted,
+ * interrupted) barely moves it, while a lasting change of the machine's
+ * speed wins within a few collectives. */
 void pgc_costs_fold(pgc_team *t, int rc)
 {
     pgc_costs *c = &t->hdr->costs;
@@ -279,7 +172,7 @@ void pgc_costs_seed(pgc_team *t, const uint32_t ps_per_byte[PGC_NXFER])
     atomic_store_explicit(&c->probe_ns, now, memory_order_relaxed);
 }
 
-/* How this member writes its staging in its next copy-in/copy-out op:
+/* How this member writes its staging in its next copy-in/copy-out collective:
  * stage_best's way, except that the other way is taken once when it was not
  * measured for PGC_PROBE_NS, by each member for itself (no agreement is
  * needed: readers copy the same bytes either way). */
@@ -313,10 +206,10 @@ int pgc_bcast_radix(const pgc_team *t, pgc_path path)
 
 int pgc_wait_peers_done(pgc_team *t, uint32_t back)
 {
-    uint64_t done = ((uint64_t)(t->op - back) << 32) | PGC_STEP_DONE;
+    uint64_t done = ((uint64_t)(t->seq - back) << 32) | PGC_STEP_DONE;
     for (int r = 0; r < t->nranks; r++)
         if (r != t->rank) {
-            int rc = pgc_wait_word(t, r, &pgc_ctl_of(t, r)->seq, done);
+            int rc = pgc_wait_word(t, r, &pgc_ctl_of(t, r)->progress, done);
             if (rc)
                 return rc;
         }
@@ -343,7 +236,8 @@ int pgc_coll_cma(pgc_team *t, int peer, int write, void *local, uint64_t remote,
         if (!pgc_member_alive(t, peer))
             return pgc_check_peer(t, peer);
         char msg[sizeof t->err.msg];
-        snprintf(msg, sizeof msg, "%s: single copy with local rank %d: %.250s", pgc_opname(t), peer, t->err.msg);
+        snprintf(msg, sizeof msg, "%s: single copy with local rank %d: %.250s", pgc_current_coll_name(t), peer,
+                 t->err.msg);
         pgc_set_error(&t->err, rc, peer, t->err.sys_errno, "%s", msg);
         pgc_team_abort(t, rc, t->err.msg);
     }

@@ -1,15 +1,15 @@
 /* cma.h - single copy between processes (Linux Cross Memory Attach).
  *
  * process_vm_readv / process_vm_writev move bytes straight between two
- * processes' private memory, the KNEM-like path of seed 002. The wrappers
- * finish partial transfers, batch by IOV_MAX and retry on EINTR. */
+ * processes' private memory, like KNEM but without a kernel module. The
+ * wrappers finish partial transfers, batch by IOV_MAX and retry on EINTR. */
 #ifndef PGC_CMA_H
 #define PGC_CMA_H
 
 #include <sys/types.h>
 #include <sys/uio.h>
 
-#include "common.h"
+#include "base/common.h"
 
 /* Copy between local and remote iovec lists of equal total length.
  * write == 0: remote -> local (pull); write == 1: local -> remote (push). */

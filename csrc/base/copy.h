@@ -11,8 +11,8 @@
  * Two processes pinned to the two vCPUs, 1 MiB through a shared buffer:
  * the writer's 16-byte loop costs 97-137 ps/B, glibc 68-90, the 32-byte
  * AVX2 loop below 62-65 (fewer store-buffer entries per line, so more
- * lines in flight; PERFORMANCE.md, "Eleventh session"). On the copy of a
- * cache-resident buffer no loop wins. */
+ * lines in flight; PGASCOL_SIMD=0 selects the baseline loops, to compare).
+ * On the copy of a cache-resident buffer no loop wins. */
 #ifndef PGC_COPY_H
 #define PGC_COPY_H
 
@@ -23,7 +23,7 @@
 #include <emmintrin.h>
 #endif
 
-#include "common.h"
+#include "base/common.h"
 
 /* The baseline: 64-byte moves (four SSE2 loads and stores on x86-64).
  * Buffers never overlap. */
@@ -63,7 +63,7 @@ static inline void pgc_copy_with(pgc_simd simd, void *restrict dst, const void *
 /* A copy with streaming (non-temporal) stores: the lines go to memory
  * and leave every cache, instead of being fetched for ownership first. On
  * the development VM, in the hours when its two vCPUs stop sharing a cache
- * well (PERFORMANCE.md, "Slow periods"), an ordinary store into staging
+ * well (bench/handoff.c tells when), an ordinary store into staging
  * lines that readers on the other core hold costs 320-450 ps/B, a
  * streaming one 40-50 at any hour; readers then fetch from memory, which
  * costs them more when the machine is quiet. pgc_stage_xfer (coll.c)

@@ -1,6 +1,6 @@
 /* team.c - creating, attaching and tearing down a node team (see team.h). */
 #define _GNU_SOURCE
-#include "team.h"
+#include "team/team.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -11,22 +11,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cma.h"
-#include "sync.h"
+#include "base/cma.h"
+#include "base/proc.h"
+#include "team/sync.h"
 
 /* A word of private memory that peers read to probe single copy. */
 static volatile uint64_t cma_probe_word = 0x70676173636f6cull;
-
-static const char *const COLL_NAMES[PGC_NCOLL] = {
-    "Barrier", "Bcast", "Reduce", "Allreduce", "Gather", "Gatherv", "Scatter", "Scatterv",
-    "Allgather", "Allgatherv", "Alltoall", "Alltoallv", "Reduce_scatter", "Reduce_scatter_block",
-    "Scan", "Exscan",
-};
-
-const char *pgc_coll_name(pgc_coll coll)
-{
-    return (unsigned)coll < PGC_NCOLL ? COLL_NAMES[coll] : "?";
-}
 
 static size_t inline_slot_size(const pgc_config *cfg)
 {
@@ -76,7 +66,7 @@ static void join(pgc_team *t)
     me->starttime = pgc_process_starttime(me->pid, NULL);
     me->probe_addr = (uint64_t)(uintptr_t)&cma_probe_word;
     pgc_cma_allow_peers();
-    atomic_store_explicit(&pgc_ctl_of(t, t->rank)->seq, PGC_STEP_DONE, memory_order_relaxed);
+    atomic_store_explicit(&pgc_ctl_of(t, t->rank)->progress, PGC_STEP_DONE, memory_order_relaxed);
     /* release: the identity above is complete before `attached` says so. */
     atomic_store_explicit(&me->attached, 1, memory_order_release);
 }

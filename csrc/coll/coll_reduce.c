@@ -8,8 +8,8 @@
  *
  *   inline  (whole vector <= inline_max and fits an inline slot, and no
  *           member folds more than PGC_INLINE_FOLD_MAX bytes) every member
- *           copies its input into its inline slot of this op and
- *           posts step 1; each member that has a result waits for the
+ *           copies its input into its inline slot of this collective
+ *           and posts step 1; each member that has a result waits for the
  *           members it needs and folds their slots in rank order into its
  *           receive buffer (Reduce: only the root; Reduce_scatter: its own
  *           block; Scan: members 0..rank; Exscan: 0..rank-1).
@@ -31,20 +31,20 @@
  *                      of block j in slot P+i of its own half.
  *           Per window w, member q:
  *             a. before overwriting half w&1: wait every peer's ack >= w-1
- *                (they are done with window w-2); once at op start, wait
- *                until every peer is done with the previous op
- *             b. stage its pieces into slots [0, P); post seq 2w+1
- *             c. wait for the members' seq 2w+1 and fold block q's piece in
- *                rank order into its destination
- *             d. post seq 2w+2
- *             e. wait for the owners' seq 2w+2 and copy the result pieces
- *                it receives into its receive buffer
+ *                (they are done with window w-2); once at the start,
+ *                wait until every peer is done with the previous collective
+ *             b. stage its pieces into slots [0, P); post progress 2w+1
+ *             c. wait for the members' progress 2w+1 and fold block q's
+ *                piece in rank order into its destination
+ *             d. post progress 2w+2
+ *             e. wait for the owners' progress 2w+2 and copy the result
+ *                pieces it receives into its receive buffer
  *             f. post ack w+1: it no longer reads window w of anybody.
- *           Both seq steps of a window and the ack are sequence numbers of
- *           this op (team.h), so nothing is ever reset.
- *   cma     single copy, a member's own choice per op, within the cico
- *           pipeline (same blocks, windows and steps). A member that is not
- *           in place may expose its buffers instead of staging: owners
+ *           Both progress steps of a window and the ack are steps of this
+ *           collective's seq (team.h), so nothing is ever reset.
+ *   cma     single copy, a member's own choice per collective, within the
+ *           cico pipeline (same blocks, windows and steps). A member that is
+ *           not in place may expose its buffers instead of staging: owners
  *           pull its pieces of their blocks from its send buffer
  *           (process_vm_readv into their private pull buffer, then fold),
  *           and in Allreduce it folds its own block straight into its
@@ -55,8 +55,8 @@
  *           only after every member acknowledged the last window: nobody
  *           reads its buffers any more. The choice is pgc_choose_member_path's
  *           (coll.h): by size from cfg.cma_min[coll] (never by default: on a
- *           quiet machine staging wins, its copies stay in cache, FACTS.md
- *           "Large reductions"), and for the collectives in cfg.adapt_mask
+ *           quiet machine staging wins, its copies stay in cache), and for
+ *           the collectives in cfg.adapt_mask
  *           while the team's measured costs say single copy is clearly
  *           cheaper: when the cores stop sharing a cache well the stores
  *           into staging, whose lines the readers hold, slow down several
@@ -68,8 +68,8 @@
  * into the receive buffer measured slower still. A member writes its
  * staging with streaming stores only while the team measures them much
  * cheaper than ordinary ones (pgc_stage_xfer: slow periods; on a quiet
- * machine the owners would then read from memory, PERFORMANCE.md, "Tenth
- * session").
+ * machine the owners would then read from memory: bench/handoff.c tells
+ * the two apart).
  *
  * MPI_IN_PLACE (sendbuf == NULL): the input is in recvbuf. Every member then
  * reads its own contribution from its shared copy (inline slot, staging slot)
@@ -81,12 +81,12 @@
  * A member returns as soon as its own result is complete: peers read only
  * shared memory (never our private buffers, unless we exposed them: then we
  * return after every member's ack of the last window), and the shared areas
- * are protected by the next op's wait for the peers' DONE of this one
- * (staging: previous op; inline slots: op - PGC_RUNAHEAD, their previous
- * user). */
+ * are protected by the next collective's wait for the peers' DONE of this
+ * one (staging: previous seq; inline slots: seq - PGC_RUNAHEAD, their
+ * previous user). */
 #include <string.h>
 
-#include "coll.h"
+#include "coll/coll.h"
 
 typedef enum { RK_REDUCE, RK_ALLREDUCE, RK_RSCATTER, RK_SCAN, RK_EXSCAN } rkind;
 
@@ -128,10 +128,11 @@ static inline size_t piece_len(const rplan *p, int j, size_t wpos)
 
 static inline int wait_member(pgc_team *t, int r, uint32_t step)
 {
-    return r == t->rank ? PGC_OK : pgc_wait_seq(t, r, step);
+    return r == t->rank ? PGC_OK : pgc_wait_step(t, r, step);
 }
 
-/* Member r exposed its buffers in this op (after a wait on r in this op). */
+/* Member r exposed its buffers in this collective (after a wait on r in
+ * this collective). */
 static inline int exposes(const pgc_team *t, int r)
 {
     return pgc_desc_path(pgc_desc_get(t, r)) == PGC_PATH_CMA;
@@ -171,11 +172,11 @@ static int contribution(pgc_team *t, const rplan *p, int r, size_t soff, size_t 
 
 /* dst[0, n) = x_0 op x_1 op ... op x_last, in rank order, where x_r is the n
  * elements at byte `off` of member r's shared area (`inline_`: its inline
- * slot of this op; else its staging area, or, if r exposed its buffers, its
- * send buffer at element `pos`, pulled into t->pull_buf); our own x is
- * `self` if not NULL. Waits for every member's seq `step` before reading
- * any. dst never aliases a source: it is a receive buffer or a result
- * slot. */
+ * slot of this collective; else its staging area, or, if r exposed its
+ * buffers, its send buffer at element `pos`, pulled into t->pull_buf); our
+ * own x is `self` if not NULL. Waits for every member's progress `step`
+ * before reading any. dst never aliases a source: it is a receive buffer or
+ * a result slot. */
 static int fold(pgc_team *t, const rplan *p, char *dst, size_t n, int last, uint32_t step,
                 int inline_, size_t off, size_t pos, const char *self)
 {
@@ -190,7 +191,7 @@ static int fold(pgc_team *t, const rplan *p, char *dst, size_t n, int last, uint
         if (r == t->rank && self)
             x[r] = self;
         else if (inline_)
-            x[r] = (const char *)pgc_inline_of(t, r, t->op) + off;
+            x[r] = (const char *)pgc_inline_of(t, r, t->seq) + off;
         else if ((rc = contribution(t, p, r, off, pos, n, &pull, &x[r])))
             return rc;
     }
@@ -211,17 +212,24 @@ static int fold(pgc_team *t, const rplan *p, char *dst, size_t n, int last, uint
 
 /* ---- inline ---- */
 
-static int run_inline(pgc_team *t, const rplan *p)
+/* Start: our input into our inline slot, step 1. */
+static int reduce_inline_start(pgc_team *t, const rplan *p)
 {
-    int me = t->rank, P = t->nranks;
-    /* Our inline slot was last used by op - PGC_RUNAHEAD: its readers must
+    /* Our inline slot was last used by seq - PGC_RUNAHEAD: its readers must
      * be done before we overwrite it. */
     int rc = pgc_wait_peers_done(t, PGC_RUNAHEAD);
     if (rc)
         return rc;
-    memcpy(pgc_inline_of(t, me, t->op), p->in, p->total * p->esz);
-    pgc_post_seq(t, 1);
+    memcpy(pgc_inline_of(t, t->rank, t->seq), p->in, p->total * p->esz);
+    pgc_post_step(t, 1);
+    return PGC_OK;
+}
 
+/* Work: fold the slots of the members this member needs into its receive
+ * buffer. */
+static int reduce_inline_work(pgc_team *t, const rplan *p)
+{
+    int me = t->rank, P = t->nranks;
     size_t off = 0, n = p->total; /* elements of the vector this member computes */
     int last = P - 1;             /* ... reduced over members 0..last */
     switch (p->kind) {
@@ -260,7 +268,29 @@ static inline void stage_copy(pgc_team *t, const rplan *p, pgc_xfer k, void *dst
         pgc_copy_as(t, k, dst, src, n);
 }
 
-static int run_cico(pgc_team *t, const rplan *p)
+/* Start: our choice (staged or exposed) in our descriptor, and the
+ * addresses peers pull from if we expose. */
+static int reduce_cico_start(pgc_team *t, const rplan *p)
+{
+    /* Windows 0 and 1 write both halves: the previous collective's readers of
+     * our staging must be done. */
+    int rc = pgc_wait_peers_done(t, 1);
+    if (rc)
+        return rc;
+    /* All published by our first post (release). addr is read only in
+     * collectives where we expose, which we leave after every reader is
+     * done. */
+    if (p->expose) {
+        pgc_ctl *ctl = pgc_ctl_of(t, t->rank);
+        atomic_store_explicit(&ctl->addr, (uint64_t)(uintptr_t)p->in, memory_order_relaxed);
+        atomic_store_explicit(&ctl->out_addr, (uint64_t)(uintptr_t)p->out, memory_order_relaxed);
+    }
+    pgc_desc_put(t, p->expose ? PGC_PATH_CMA : PGC_PATH_CICO, p->total);
+    return PGC_OK;
+}
+
+/* Work: the windows, steps a-f of the header comment. */
+static int reduce_cico_work(pgc_team *t, const rplan *p)
 {
     const int me = t->rank, P = t->nranks;
     const size_t esz = p->esz, slot = p->slot, half = t->hdr->staging_stride / 2;
@@ -272,21 +302,7 @@ static int run_cico(pgc_team *t, const rplan *p)
     const int receives = k == RK_ALLREDUCE || (k == RK_REDUCE && me == p->root) || k == RK_SCAN ||
                          (k == RK_EXSCAN && me > 0);
     const int recv_slot_is_mine = k == RK_SCAN || k == RK_EXSCAN;
-
-    /* Windows 0 and 1 write both halves: the previous op's readers of our
-     * staging must be done. */
-    int rc = pgc_wait_peers_done(t, 1);
-    if (rc)
-        return rc;
-    /* Our choice, and the addresses peers pull from if we expose: all
-     * published by our first post (release). addr is read only in ops where
-     * we expose, which we leave after every reader is done. */
-    if (p->expose) {
-        pgc_ctl *ctl = pgc_ctl_of(t, me);
-        atomic_store_explicit(&ctl->addr, (uint64_t)(uintptr_t)p->in, memory_order_relaxed);
-        atomic_store_explicit(&ctl->out_addr, (uint64_t)(uintptr_t)p->out, memory_order_relaxed);
-    }
-    pgc_desc_put(t, p->expose ? PGC_PATH_CMA : PGC_PATH_CICO, p->total);
+    int rc = PGC_OK;
     /* Allreduce: an exposing owner folds into its receive buffer (peers
      * pull from there) instead of its result slot. */
     const int result_in_recvbuf = k == RK_ALLREDUCE && p->expose;
@@ -312,7 +328,7 @@ static int run_cico(pgc_team *t, const rplan *p)
                                p->in + (p->start[j] + wpos) * esz, m * esz);
             }
         /* release: the staged pieces are visible to whoever sees 2w+1 */
-        pgc_post_seq(t, 2 * w + 1);
+        pgc_post_step(t, 2 * w + 1);
 
         /* c. Fold our block's piece: x_r is slot `me` of member r's half. */
         const size_t m = piece_len(p, me, wpos);
@@ -365,7 +381,7 @@ static int run_cico(pgc_team *t, const rplan *p)
             return rc;
 
         /* d. Our results of window w are in place. */
-        pgc_post_seq(t, 2 * w + 2);
+        pgc_post_step(t, 2 * w + 2);
 
         /* e. Copy out the result pieces we receive. Our own block first (no
          *    wait), then the owners after us, round robin; an Allreduce
@@ -378,7 +394,7 @@ static int run_cico(pgc_team *t, const rplan *p)
                 size_t mj = piece_len(p, j, wpos);
                 if (!mj)
                     continue;
-                if ((rc = pgc_wait_seq(t, j, 2 * w + 2)))
+                if ((rc = pgc_wait_step(t, j, 2 * w + 2)))
                     return rc;
                 char *dst = p->out + (p->start[j] + wpos) * esz;
                 if (k == RK_ALLREDUCE && exposes(t, j)) {
@@ -395,12 +411,17 @@ static int run_cico(pgc_team *t, const rplan *p)
         /* f. We no longer read window w anywhere: its half may be reused. */
         pgc_post_ack(t, w + 1);
     }
-    /* ack. Having exposed our buffers, we return only once every member
-     * read everything of ours it needs (its ack of the last window). */
+    return PGC_OK;
+}
+
+/* Ack. Having exposed our buffers, we return only once every member read
+ * everything of ours it needs (its ack of the last window). */
+static int reduce_cico_ack(pgc_team *t, const rplan *p)
+{
     return p->expose ? pgc_wait_ack_all(t, p->nwin) : PGC_OK;
 }
 
-/* ---- planning and validation (before any op starts or data moves) ---- */
+/* ---- check and plan (before the collective begins or data moves) ---- */
 
 static size_t gcd(size_t a, size_t b)
 {
@@ -413,7 +434,7 @@ static size_t gcd(size_t a, size_t b)
 }
 
 /* Check the (op, dtype) pair and the element size; *esz on success. */
-static int check_type(pgc_team *t, pgc_coll coll, pgc_op op, pgc_dtype dt, size_t *esz)
+static int reduce_check_type(pgc_team *t, pgc_coll coll, pgc_op op, pgc_dtype dt, size_t *esz)
 {
     const char *name = pgc_coll_name(coll);
     if (!(*esz = pgc_dtype_size(dt)))
@@ -424,7 +445,7 @@ static int check_type(pgc_team *t, pgc_coll coll, pgc_op op, pgc_dtype dt, size_
     return PGC_OK;
 }
 
-static int check_count(pgc_team *t, pgc_coll coll, size_t count, size_t esz, pgc_dtype dt)
+static int reduce_check_count(pgc_team *t, pgc_coll coll, size_t count, size_t esz, pgc_dtype dt)
 {
     if (count > SIZE_MAX / esz)
         return pgc_set_error(&t->err, PGC_EINVAL, -1, 0, "%s: %zu elements of %s overflow the address space",
@@ -442,8 +463,8 @@ static void even_blocks(size_t *start, int P, size_t count, size_t esz)
     start[P] = count;
 }
 
-/* Path, slot and window count; identical on every member. */
-static int plan_path(pgc_team *t, rplan *p)
+/* Plan: path, slot and window count; identical on every member. */
+static int reduce_plan(pgc_team *t, rplan *p)
 {
     int P = t->nranks;
     size_t bytes = p->total * p->esz;
@@ -485,7 +506,7 @@ static int plan_path(pgc_team *t, rplan *p)
     p->slot = slot;
     p->elems = slot / p->esz;
     size_t nwin = (maxblock + p->elems - 1) / p->elems;
-    /* seq steps go up to 2 * nwin; DONE must stay above them */
+    /* progress steps go up to 2 * nwin; DONE must stay above them */
     if (nwin >= (PGC_STEP_DONE - 2) / 2)
         return pgc_set_error(&t->err, PGC_EINVAL, -1, 0, "%s: %zu elements need too many pipeline windows",
                              pgc_coll_name(p->coll), p->total);
@@ -493,9 +514,10 @@ static int plan_path(pgc_team *t, rplan *p)
     return PGC_OK;
 }
 
-/* Begin the op, choose whether to expose our buffers (after begin: a probe
- * of the other path counts ops), count the path, move the data, end. */
-static int run(pgc_team *t, rplan *p)
+/* Begin the collective, choose whether to expose our buffers (after begin: a
+ * probe of the other path counts sequence numbers), count the path, then
+ * start, work, ack and end. */
+static int reduce_run(pgc_team *t, rplan *p)
 {
     /* the shape: every block's bounds (Reduce_scatter's recvcounts, else
      * the count), and the root of a Reduce */
@@ -524,14 +546,22 @@ static int run(pgc_team *t, rplan *p)
          * recvbuf; Exscan leaves member 0's recvbuf alone. */
         if (!p->inplace && p->kind != RK_EXSCAN)
             memcpy(p->out, p->in, p->total * p->esz);
-    } else if (p->path == PGC_PATH_INLINE)
-        rc = run_inline(t, p);
-    else
-        rc = run_cico(t, p);
+    } else if (p->path == PGC_PATH_INLINE) {
+        rc = reduce_inline_start(t, p);
+        if (!rc)
+            rc = reduce_inline_work(t, p);
+    } else {
+        rc = reduce_cico_start(t, p);
+        if (!rc)
+            rc = reduce_cico_work(t, p);
+        if (!rc)
+            rc = reduce_cico_ack(t, p);
+    }
     return pgc_coll_end(t, rc);
 }
 
-/* Common front end of the operations with one count. */
+/* Check and plan the collectives with one count (all but Reduce_scatter),
+ * then run them (reduce_run). */
 static int reduce_common(pgc_team *t, rkind k, pgc_coll coll, const void *sendbuf, void *recvbuf, size_t count,
                          pgc_dtype dt, pgc_op op, int root)
 {
@@ -539,9 +569,9 @@ static int reduce_common(pgc_team *t, rkind k, pgc_coll coll, const void *sendbu
     size_t esz;
     if (k == RK_REDUCE && (root < 0 || root >= P))
         return pgc_set_error(&t->err, PGC_EINVAL, -1, 0, "Reduce: root %d out of range [0, %d)", root, P);
-    int rc = check_type(t, coll, op, dt, &esz);
+    int rc = reduce_check_type(t, coll, op, dt, &esz);
     if (!rc)
-        rc = check_count(t, coll, count, esz, dt);
+        rc = reduce_check_count(t, coll, count, esz, dt);
     if (rc)
         return rc;
     /* The same buffer for both is MPI_IN_PLACE in effect: taken as such,
@@ -559,12 +589,12 @@ static int reduce_common(pgc_team *t, rkind k, pgc_coll coll, const void *sendbu
     even_blocks(start, P, count, esz);
     rplan p = {.kind = k, .coll = coll, .op = op, .dt = dt, .esz = esz, .root = root, .inplace = sendbuf == NULL,
                .in = in, .out = recvbuf, .total = count, .start = start};
-    if ((rc = plan_path(t, &p)))
+    if ((rc = reduce_plan(t, &p)))
         return rc;
-    return run(t, &p);
+    return reduce_run(t, &p);
 }
 
-/* ---- the operations ---- */
+/* ---- the collectives ---- */
 
 int pgc_reduce(pgc_team *t, const void *sendbuf, void *recvbuf, size_t count, pgc_dtype dtype, pgc_op op, int root)
 {
@@ -594,7 +624,7 @@ int pgc_reduce_scatter(pgc_team *t, pgc_coll coll, const void *sendbuf, void *re
     if (coll != PGC_COLL_REDUCE_SCATTER && coll != PGC_COLL_REDUCE_SCATTER_BLOCK)
         return pgc_set_error(&t->err, PGC_EINVAL, -1, 0, "Reduce_scatter: bad collective id %d", (int)coll);
     const char *name = pgc_coll_name(coll);
-    int rc = check_type(t, coll, op, dtype, &esz);
+    int rc = reduce_check_type(t, coll, op, dtype, &esz);
     if (rc)
         return rc;
     if (!recvcounts)
@@ -607,7 +637,7 @@ int pgc_reduce_scatter(pgc_team *t, pgc_coll coll, const void *sendbuf, void *re
         start[j + 1] = start[j] + recvcounts[j];
     }
     size_t total = start[P];
-    if ((rc = check_count(t, coll, total, esz, dtype)))
+    if ((rc = reduce_check_count(t, coll, total, esz, dtype)))
         return rc;
     /* The same buffer for both is MPI_IN_PLACE in effect: taken as such,
      * so the kernels never see aliased operands. */
@@ -621,7 +651,7 @@ int pgc_reduce_scatter(pgc_team *t, pgc_coll coll, const void *sendbuf, void *re
                              recvcounts[t->rank]);
     rplan p = {.kind = RK_RSCATTER, .coll = coll, .op = op, .dt = dtype, .esz = esz, .root = 0,
                .inplace = sendbuf == NULL, .in = in, .out = recvbuf, .total = total, .start = start};
-    if ((rc = plan_path(t, &p)))
+    if ((rc = reduce_plan(t, &p)))
         return rc;
-    return run(t, &p);
+    return reduce_run(t, &p);
 }

@@ -1,5 +1,5 @@
-/* coll_alltoall.c - Alltoall(v), on the exchange machinery of coll_gather.c
- * (protocol, descriptor, table and copy-in/copy-out engine: see there).
+/* coll_alltoall.c - Alltoall(v), on the exchange engine (xchg.h: protocol,
+ * descriptor, table and copy-in/copy-out rounds).
  *
  * Each member decides the path of everything it sends from its own total
  * send size and the team's measured costs (pgc_choose_member_path), publishes
@@ -34,18 +34,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "xchg.h"
+#include "coll/xchg.h"
 
 /* Start: table, payload and descriptor. `src`/`sb`/`sd`: the send layout
  * (the receive layout in place). On the cma path in place, *tmp receives the
  * temporary the caller frees after FIN. */
-static int a2a_start(pgc_team *t, pgc_path path, size_t total, const char *src, const size_t *sb,
-                     const size_t *sd, int in_place, char **tmp)
+static int alltoall_start(pgc_team *t, pgc_path path, size_t total, const char *src, const size_t *sb,
+                          const size_t *sd, int in_place, char **tmp)
 {
     int P = t->nranks, me = t->rank;
-    /* inline: the blocks and their offsets go into the op's inline slot,
-     * which rotates (runs ahead like Bcast); otherwise the table goes into
-     * staging: peers must be done with op - 1 */
+    /* inline: the blocks and their offsets go into the collective's inline
+     * slot, which rotates (runs ahead like Bcast); otherwise the table goes
+     * into staging: peers must be done with seq - 1 */
     int rc = pgc_wait_peers_done(t, path == PGC_PATH_INLINE ? PGC_RUNAHEAD : 1);
     if (rc)
         return rc;
@@ -60,7 +60,7 @@ static int a2a_start(pgc_team *t, pgc_path path, size_t total, const char *src, 
     if (path == PGC_PATH_CMA && in_place && total > sb[me]) {
         if (!(pack = *tmp = malloc(total - sb[me])))
             return pgc_xchg_fail(t, PGC_ENOMEM, -1, "%s: out of memory for a %zu-byte in-place copy",
-                                 pgc_opname(t), total - sb[me]);
+                                 pgc_current_coll_name(t), total - sb[me]);
         base = pack;
     }
     size_t off = 0;
@@ -81,9 +81,9 @@ static int a2a_start(pgc_team *t, pgc_path path, size_t total, const char *src, 
 /* Work: read every peer's descriptor and table entry (rotated order), run
  * the engine for the cico senders, our own cico blocks and our own block
  * (unless in place), then copy the blocks of inline and cma senders. */
-static int a2a_work(pgc_team *t, pgc_path path, const char *src, const size_t *sb, const size_t *sd,
-                    int in_place, char *recvbuf, const size_t *recvbytes, const size_t *rdispls,
-                    const pgc_ring *g)
+static int alltoall_work(pgc_team *t, pgc_path path, const char *src, const size_t *sb, const size_t *sd,
+                         int in_place, char *recvbuf, const size_t *recvbytes, const size_t *rdispls,
+                         const pgc_ring *g)
 {
     int P = t->nranks, me = t->rank, rc;
     pgc_stream in[P], out[P];
@@ -98,7 +98,7 @@ static int a2a_work(pgc_team *t, pgc_path path, const char *src, const size_t *s
         uint64_t len = pgc_xchg_block(t, p, pp, &packed).len;
         if (len != recvbytes[p])
             return pgc_xchg_fail(t, PGC_EINVAL, p, "%s: local rank %d sends %" PRIu64 " bytes to this rank, which expects %zu",
-                                 pgc_opname(t), p, len, recvbytes[p]);
+                                 pgc_current_coll_name(t), p, len, recvbytes[p]);
         if (pp == PGC_PATH_CICO)
             in[nin++] = (pgc_stream){p, pgc_xchg_win(t, p, me), NULL, recvbuf + rdispls[p], len};
         if (path == PGC_PATH_CICO)
@@ -167,15 +167,15 @@ int pgc_alltoall(pgc_team *t, pgc_coll coll, const void *sendbuf, const size_t *
     pgc_count(t, coll, path);
 
     char *tmp = NULL;
-    rc = a2a_start(t, path, total, src, sb, sd, in_place, &tmp);
+    rc = alltoall_start(t, path, total, src, sb, sd, in_place, &tmp);
     if (!rc)
-        rc = a2a_work(t, path, src, sb, sd, in_place, recvbuf, recvbytes, rdispls, &g);
+        rc = alltoall_work(t, path, src, sb, sd, in_place, recvbuf, recvbytes, rdispls, &g);
     /* Ack: our send buffer (or the temporary) may be reused once every
      * reader posted FIN. */
     if (!rc)
-        rc = pgc_xchg_finish(t, path == PGC_PATH_CMA);
+        rc = pgc_xchg_ack(t, path == PGC_PATH_CMA);
     /* On an error the team is aborted; a reader still copying the temporary
-     * would only get bytes of an op that fails anyway. */
+     * would only get bytes of a collective that fails anyway. */
     free(tmp);
     return pgc_coll_end(t, rc);
 }

@@ -20,7 +20,7 @@
 #ifndef PGC_SEGMENT_H
 #define PGC_SEGMENT_H
 
-#include "common.h"
+#include "base/common.h"
 
 #define PGC_SEGMENT_PREFIX "/pgascol-"
 #define PGC_SEGMENT_MEMFD_PREFIX "memfd:"

@@ -11,7 +11,7 @@
 
 #include <stddef.h>
 
-#include "common.h"
+#include "base/common.h"
 
 #ifdef __cplusplus
 extern "C" {

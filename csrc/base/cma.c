@@ -1,6 +1,6 @@
 /* cma.c - process_vm_readv / process_vm_writev wrappers (see cma.h). */
 #define _GNU_SOURCE
-#include "cma.h"
+#include "base/cma.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -17,7 +17,7 @@
 #define BATCH 64 /* iovecs per call: well under IOV_MAX, on the stack */
 /* Bytes per call: the kernel pins the remote pages of a call before copying;
  * 1 MiB calls ran at 11-14 GB/s on the development machine, 16 MiB calls at
- * 5-8 GB/s (shared/FACTS.md). */
+ * 5-8 GB/s. */
 #define CALL_MAX ((size_t)1 << 20)
 
 /* A cursor over an iovec list: the next `batch` entries, starting `skip`

@@ -1,7 +1,7 @@
 /* copy.c - the AVX2 copy loop (see copy.h). Compiled for AVX2 by a function
  * attribute, so the extension itself stays baseline x86-64; called only
  * where pgc_simd_of_cpu() said the CPU has it. */
-#include "copy.h"
+#include "base/copy.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
