@@ -37,3 +37,11 @@ class PgascolTimeoutError(PgascolError, TimeoutError):
 
 class TeamClosedError(PgascolError):
     """The team was freed."""
+
+
+class IndexOutOfRangeError(ArgumentError, IndexError):
+    """An index outside a global array, refused before any data moved."""
+
+
+class FreedError(PgascolError):
+    """A global array or lock used after its collective free."""

@@ -1,4 +1,4 @@
-# Alltoall(v) (csrc/coll_alltoall.c), node and hierarchical bodies.
+# Alltoall(v) (csrc/coll/coll_alltoall.c), node and hierarchical bodies.
 
 cdef int _alltoall(_State st, object sendbuf, object recvbuf, bint v) except -1:
     cdef bint inplace = _is_in_place(sendbuf)

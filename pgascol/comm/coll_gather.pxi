@@ -1,4 +1,4 @@
-# Gather(v), Scatter(v), Allgather(v) (csrc/coll_gather.c), node and hierarchical bodies,
+# Gather(v), Scatter(v), Allgather(v) (csrc/coll/coll_gather.c), node and hierarchical bodies,
 # and the helpers that lay out a node's blocks.
 
 cdef int _gather(_State st, object sendbuf, object recvbuf, int root, bint v) except -1:

@@ -1,4 +1,4 @@
-# Reductions: Allreduce, Reduce, Reduce_scatter(_block), Scan, Exscan (csrc/coll_reduce.c),
+# Reductions: Allreduce, Reduce, Reduce_scatter(_block), Scan, Exscan (csrc/coll/coll_reduce.c),
 # each with its node body and its hierarchical body.
 
 cdef int _allreduce(_State st, object sendbuf, object recvbuf, object op) except -1:
@@ -37,7 +37,8 @@ cdef int _allreduce(_State st, object sendbuf, object recvbuf, object op) except
 cdef int _hier_allreduce(_State st, object sobj, object robj, const char *sptr, char *rptr,
                          Py_ssize_t count, Py_ssize_t esize, int code, int opc, object mpitype,
                          object op) except -1:
-    """Equal nodes (HierKNEM's and PGASCol's scheme), segment by segment:
+    """Equal nodes, segment by segment (docs/PERFORMANCE.md, "Hierarchical
+    Allreduce in 1 MiB segments"):
     node reduce-scatter on the engine, then every local rank allreduces its
     own block across nodes on its own inter-node communicator (all local
     ranks share the network work), then node allgather. The inter-node

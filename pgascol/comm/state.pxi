@@ -30,7 +30,8 @@ cdef enum:
     TAG_REDUCE = 13
 
 # Pipeline segment of the inter-node legs: 1 MiB measured faster than
-# 256 KiB-16 MiB for a 16 MiB Allreduce on 2 virtual nodes.
+# 256 KiB-16 MiB for a 16 MiB Allreduce on 2 virtual nodes
+# (docs/PERFORMANCE.md, "Hierarchical Allreduce in 1 MiB segments").
 cdef Py_ssize_t _SEGMENT = 1 << 20
 
 # Hierarchical Allreduce of vectors up to this many bytes: node reduce, one
@@ -40,7 +41,7 @@ cdef Py_ssize_t _SEGMENT = 1 << 20
 # nodes of 2 (pgascol-bench, one job each way): 16 KiB 116 against 361 us,
 # 64 KiB 135 against 455 us; 256 KiB-1 MiB the partitioned one ahead
 # (`pgascol-bench run --np 4 --virtual-node-size 2 --ops allreduce`;
-# docs/PERFORMANCE.md, Decisions).
+# docs/PERFORMANCE.md, "Small hierarchical Allreduce is rooted up to 64 KiB").
 cdef Py_ssize_t _HIER_ROOTED_MAX = 64 << 10
 
 
@@ -66,6 +67,7 @@ cdef class _State:
     # Scatter then find each node's blocks together in the user's buffer.
     cdef public bint in_rank_order
     cdef public list node_of, local_of, members
+    cdef public object pgas     # the PGAS layer's context (pgascol/pgas/context.py), made on first use
     cdef list scratch_bufs      # pre-faulted work areas of the hierarchical legs
     cdef long long counters[<int>NCOLL_COUNTED][<int>NPATHS_]
 
@@ -141,6 +143,9 @@ cdef class _State:
         return out
 
     def free(self):
+        if self.pgas is not None:   # global arrays and locks still allocated: freed with the communicator
+            self.pgas.free_all()
+            self.pgas = None
         for c in (self.xcomm, self.pcomm):
             if c is not None and c != MPI.COMM_NULL:
                 c.Free()
@@ -158,7 +163,8 @@ cdef object _Testall = MPI.Request.Testall
 # that shares its CPU; a sleeping poller answers MPI's next step up to
 # ~150 us late each time: 16 MiB Allreduce on 2 virtual nodes of 2 (4 ranks
 # on 2 cores) took 1.08-1.38x native sleeping after 1 ms, 0.81-1.05x after
-# 50 ms (alternating jobs of bench/hier_allreduce_phases.py).
+# 50 ms (alternating jobs of bench/hier_allreduce_phases.py; docs/PERFORMANCE.md,
+# "Inter-node waits poll, yield for 50 ms, then sleep").
 cdef double _MPI_YIELD_S = 0.05
 
 

@@ -12,7 +12,7 @@ cdef class Team:
     cdef pgc_team *_begin(self, size_t nbytes) except NULL
     cdef int _end(self, int rc) except -1
     cdef int _root(self, int root) except -1
-    cdef size_t _vector_bytes(self, size_t count, int dtype, int op) except? 0
+    cdef size_t _checked_vector_bytes(self, size_t count, int dtype, int op) except? 0
     cdef int c_fold(self, char *out, const char *a, const char *b, size_t count, int dtype, int op) except -1
     cdef int c_barrier(self) except -1
     cdef void c_refuse(self, int coll) noexcept

@@ -524,7 +524,6 @@ cdef class Team:
         """out = a (op) b elementwise, on this member alone, with the team's
         kernels (a: the lower ranks' part); out may be a or b, never a part of either."""
         cdef pgc_team *t = self._use()
-        self._vector_bytes(count, dtype, op)
         pgc_reduce_3(t.simd, <pgc_op>op, <pgc_dtype>dtype, out, a, b, count)
         return 0
 
@@ -572,7 +571,11 @@ cdef class Team:
             raise ArgumentError("root %d out of range for a team of %d" % (root, t.nranks))
         return 0
 
-    cdef size_t _vector_bytes(self, size_t count, int dtype, int op) except? 0:
+    cdef size_t _checked_vector_bytes(self, size_t count, int dtype, int op) except? 0:
+        """count elements in bytes, once (op, dtype) is one MPI defines: the
+        check of the Python methods. The c_ methods leave it to their caller
+        (pgascol.Comm checks the pair once, pgascol/comm/ops.pxi); the C core
+        checks again, as a guard."""
         if dtype < 0 or dtype >= PGC_NDTYPES:
             raise ArgumentError("unsupported datatype code %d" % dtype)
         if op < 0 or op >= PGC_NOPS:
@@ -586,14 +589,14 @@ cdef class Team:
                       int root) except -1:
         """Reduce to member root; sendbuf NULL: in place at the root."""
         self._root(root)
-        cdef pgc_team *t = self._begin(self._vector_bytes(count, dtype, op))
+        cdef pgc_team *t = self._begin(count * pgc_dtype_size(<pgc_dtype>dtype))
         return self._end(pgc_reduce(t, sendbuf, recvbuf, count, <pgc_dtype>dtype, <pgc_op>op, root))
 
     def reduce(self, sendbuf, recvbuf, size_t count, int dtype, int op, int root):
         """Reduce count elements to member root (sendbuf None: in place at the root)."""
         cdef pgc_team *t = self._use()
         self._root(root)
-        cdef size_t n = self._vector_bytes(count, dtype, op)
+        cdef size_t n = self._checked_vector_bytes(count, dtype, op)
         cdef _Buffers b = _Buffers()
         cdef const char *s = NULL
         cdef char *r = NULL
@@ -609,11 +612,11 @@ cdef class Team:
     cdef int c_elementwise(self, int which, const char *sendbuf, char *recvbuf, size_t count,
                            int dtype, int op) except -1:
         """Allreduce (which 0), Scan (1), Exscan (2); sendbuf NULL: in place."""
-        cdef pgc_team *t = self._begin(self._vector_bytes(count, dtype, op))
+        cdef pgc_team *t = self._begin(count * pgc_dtype_size(<pgc_dtype>dtype))
         return self._end(_elementwise(t, which, sendbuf, recvbuf, count, dtype, op))
 
     cdef int _elementwise_obj(self, int which, sendbuf, recvbuf, size_t count, int dtype, int op) except -1:
-        cdef size_t n = self._vector_bytes(count, dtype, op)
+        cdef size_t n = self._checked_vector_bytes(count, dtype, op)
         cdef _Buffers b = _Buffers()
         cdef const char *s = NULL if sendbuf is None else b.get(0, sendbuf, False, n, "sendbuf")
         return self.c_elementwise(which, s, b.get(1, recvbuf, True, n, "recvbuf"), count, dtype, op)
@@ -630,7 +633,7 @@ cdef class Team:
     cdef int c_reduce_scatter(self, bint block, const char *sendbuf, char *recvbuf,
                               const size_t *recvcounts, int dtype, int op) except -1:
         """recvcounts: elements per member; sendbuf NULL: in place (the input in recvbuf)."""
-        cdef size_t esize = self._vector_bytes(1, dtype, op)
+        cdef size_t esize = pgc_dtype_size(<pgc_dtype>dtype)
         cdef pgc_team *t = self._begin(_sum(recvcounts, self._use().nranks) * esize)
         return self._end(pgc_reduce_scatter(t, PGC_COLL_REDUCE_SCATTER_BLOCK if block else PGC_COLL_REDUCE_SCATTER,
                                             sendbuf, recvbuf, recvcounts, <pgc_dtype>dtype, <pgc_op>op))
@@ -639,7 +642,7 @@ cdef class Team:
         """recvcounts: elements per member; in place (sendbuf None): the input is in recvbuf."""
         cdef pgc_team *t = self._use()
         cdef _Sizes counts = _Sizes(recvcounts, t.nranks, "recvcounts")
-        cdef size_t esize = self._vector_bytes(1, dtype, op)
+        cdef size_t esize = self._checked_vector_bytes(1, dtype, op)
         cdef size_t total = counts.total() * esize, mine = counts.v[t.rank] * esize
         cdef _Buffers b = _Buffers()
         cdef const char *s = NULL if sendbuf is None else b.get(0, sendbuf, False, total, "sendbuf")
@@ -760,3 +763,9 @@ cdef class Team:
         cdef const char *s = NULL if sendbuf is None else b.get(0, sendbuf, False, sd.extent(sc), "sendbuf")
         cdef char *r = b.get(1, recvbuf, True, rd.extent(rc_), "recvbuf")
         self.c_alltoall(v, s, sc.v, sd.v, r, rc_.v, rd.v)
+
+
+# ---------------------------------------------------------------- the PGAS layer
+
+include "segment.pxi"
+include "rma.pxi"

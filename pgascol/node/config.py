@@ -132,7 +132,7 @@ SEGMENT_KINDS = ("memfd", "named")
 
 def segment_kind(env=os.environ):
     """PGASCOL_SEGMENT: how a node team's shared memory is made and found
-    (csrc/segment.h): 'memfd' (anonymous, reached through /proc/<pid>/fd;
+    (csrc/base/segment.h): 'memfd' (anonymous, reached through /proc/<pid>/fd;
     nothing can be left behind) or 'named' (a /dev/shm name)."""
     value = _get(env, "PGASCOL_SEGMENT").strip().lower() or "memfd"
     if value not in SEGMENT_KINDS:
@@ -178,7 +178,7 @@ def _oversubscribed_bcast(cfg, env, cpus):
     root's buffer on the few CPUs, whereas staging costs the root one
     memcpy and lets each reader copy at memcpy speed whenever it runs
     (1 MiB: 0.85-0.91 of native single copy, 0.47-0.60 staged).
-    docs/PERFORMANCE.md has the runs."""
+    docs/PERFORMANCE.md, "Bcast is a flat pull below 16 ranks", has the runs."""
     if "PGASCOL_BCAST_TREE_MIN" not in env and cpus < cfg["bcast_tree_min"]:
         cfg["bcast_tree_min"] = 0
     bcast = cfg["cma_min"]["Bcast"]
@@ -198,9 +198,9 @@ def _oversubscribed_cma(cfg, env):
 
 
 #: Collectives whose senders may switch from copy-in/copy-out to single copy
-#: at run time (pgc_choose_member_path in csrc/coll.c): their readers follow
+#: at run time (pgc_choose_member_path in csrc/coll/coll.c): their readers follow
 #: each sender's announced path, so no agreement is needed. Reductions
-#: (csrc/coll_reduce.c): each member exposes its buffers or stages.
+#: (csrc/coll/coll_reduce.c): each member exposes its buffers or stages.
 ADAPTIVE = ("Gather", "Gatherv", "Allgather", "Allgatherv", "Alltoall", "Alltoallv") + REDUCTIONS
 
 
@@ -215,7 +215,7 @@ def _adaptive(cfg, env):
     copy-in/copy-out slows down three- to five-fold (the copy into staging,
     whose lines the readers hold, most: 22-28 -> 318-404 ps/B), taking 1 MiB
     Alltoall at np=2 from 0.7 to 4x MPICH, while single copy of an unchanged
-    buffer keeps its speed (docs/PERFORMANCE.md)."""
+    buffer keeps its speed (docs/PERFORMANCE.md, "The path follows the measured costs")."""
     if not _get(env, "PGASCOL_ADAPT"):
         return []
     return [name for name in ADAPTIVE
@@ -255,7 +255,8 @@ def team_config(oversubscribed, env=os.environ, cpus=0, members=0):
         # Spinning only pays when every rank has a CPU: with more ranks than
         # CPUs the rank we wait for may need our core: a token passed round
         # 4 processes on 2 cores takes ~2.8 ms a hop spinning, ~1.4 us with
-        # sched_yield (docs/PERFORMANCE.md, Decisions).
+        # sched_yield (docs/PERFORMANCE.md, "Waits spin, then sched_yield, then
+        # sleep on a futex").
         "spin_ns": 0 if oversubscribed else int(_get(env, "PGASCOL_SPIN_US") * 1000),
         "yield_ns": int(_get(env, "PGASCOL_YIELD_US") * 1000),
         "inline_max": min(_get(env, "PGASCOL_INLINE_MAX"), _core.INLINE_SLOT_MAX),

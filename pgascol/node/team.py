@@ -72,7 +72,7 @@ class NodeTeam:
 
     def _create_segment(self, env):
         """Collective over node_comm: the first member creates, the others
-        attach, then nobody else may (csrc/segment.h). A memfd segment the
+        attach, then nobody else may (csrc/base/segment.h). A memfd segment the
         others cannot open (/proc/<pid>/fd closed to them) is made again
         under a /dev/shm name."""
         cfg = error = None

@@ -1,0 +1,571 @@
+"""Global arrays: UPC shared arrays over a pgascol communicator.
+
+Each node's parts live in one shared segment mapped by every rank of the
+node (the node team's memfd mechanism: 0600, never named in /dev/shm,
+nothing left after a SIGKILL); each rank's part starts on a page and is
+first touched by its owner. An access is resolved per owner: the caller's
+own part and a same-node peer's are plain loads and stores on the shared
+mapping; another node's through an MPI RMA window over the same memory
+(passive target, one Lock_all for the array's life), batched per owner
+with indexed datatypes.
+
+Accesses are relaxed (UPC's default): a put or update may complete after
+it returns; pgascol.pgas.fence, barrier or strict=True complete it."""
+import operator
+
+import numpy as np
+from mpi4py import MPI
+from mpi4py.util.dtlib import from_numpy_dtype
+
+from ..engine import _core
+from ..errors import ArgumentError, FreedError, IndexOutOfRangeError, PgascolError
+from . import context
+from .layout import BlockCyclic, Irregular
+
+PAGE = 4096
+
+#: Operators of update / fetch_op: the names of the engine's op codes.
+UPDATE_OPS = ("SUM", "BAND", "BOR", "BXOR", "MIN", "MAX")
+_MPI_OPS = {name: getattr(MPI, name) for name in UPDATE_OPS}
+_UFUNCS = {"SUM": np.add, "BAND": np.bitwise_and, "BOR": np.bitwise_or, "BXOR": np.bitwise_xor,
+           "MIN": np.minimum, "MAX": np.maximum}
+
+
+def op_name(op):
+    """MPI.SUM or "sum" -> "SUM"; refuses what update does not define."""
+    if isinstance(op, str):
+        name = op.upper()
+    else:
+        name = next((n for n, o in _MPI_OPS.items() if o == op), None)
+    if name not in _MPI_OPS:
+        raise ArgumentError("update operator must be one of %s (an MPI.Op or its lower-case name), not %r"
+                            % (", ".join(UPDATE_OPS), op))
+    return name
+
+
+def _agree(ctx, what, args):
+    """Every rank passed the same allocation arguments, or every rank raises."""
+    seen = ctx.comm.allgather(args)
+    for r, other in enumerate(seen):
+        if other != args:
+            raise ArgumentError("%s: rank %d passed %r, rank %d passed %r: a collective allocation "
+                                "needs the same arguments on every rank" % (what, ctx.rank, args, r, other))
+
+
+class Handle:
+    """A non-blocking access in flight: wait() completes it, test() says whether it has."""
+
+    def __init__(self, ctx, requests=(), finish=None, result=None):
+        self._ctx, self._requests, self._finish, self.result = ctx, list(requests), finish, result
+
+    def test(self):
+        if self._requests and not MPI.Request.Testall(self._requests):
+            return False
+        self._complete()
+        return True
+
+    def wait(self):
+        for req in self._requests:
+            self._ctx.wait_request(req, "a non-blocking global-array access")
+        self._complete()
+        return self.result
+
+    def _complete(self):
+        self._requests = []
+        if self._finish is not None:
+            finish, self._finish = self._finish, None
+            finish()
+
+
+class GlobalArray:
+    """A UPC shared array of n elements over a pgascol communicator.
+
+    Made by pgascol.pgas.array / zeros / empty / full (collective). Element i
+    lives on rank owner(i) at local_index(i). Freed by free() (collective)
+    or at the end of a ``with`` block, never by the garbage collector."""
+
+    def __init__(self, comm, layout, dtype, fill=0, name="array"):
+        ctx = context.of(comm)
+        self._ctx = ctx
+        self.layout = layout
+        self.dtype = np.dtype(dtype)
+        self._name = name
+        self._win = None
+        self._origins = []      # buffers of Accumulates in flight: MPI reads them until the next flush
+        self._freed = False
+        if layout.nranks != ctx.size:
+            raise ArgumentError("%s: a layout of %d ranks on a communicator of %d" % (name, layout.nranks, ctx.size))
+        try:
+            self._mpitype = from_numpy_dtype(self.dtype)
+        except Exception:
+            self._mpitype = None        # moves on the node only; MPI cannot describe it
+        self._allocate(ctx, fill)
+        ctx.objects.append(self)
+
+    # ------------------------------------------------------------ allocation
+
+    def _allocate(self, ctx, fill):
+        isz = self.dtype.itemsize
+        sizes = [self.layout.local_size(r) for r in range(ctx.size)]
+        offsets, total = {}, 0
+        for r in ctx.node_ranks:
+            offsets[r] = total
+            total += -(-sizes[r] * isz // PAGE) * PAGE
+        seg = error = None
+        if ctx.local_rank == 0:
+            try:
+                seg = _core.Segment.create(max(total, PAGE))
+            except PgascolError as exc:
+                error = exc
+        address = ctx.node_comm.bcast(seg.address if seg is not None else None, root=0)
+        if address is not None and ctx.local_rank != 0:
+            try:
+                seg = _core.Segment.attach(address, max(total, PAGE))
+            except PgascolError as exc:
+                error = exc
+        errors = ctx.node_comm.allgather(None if error is None else str(error))
+        if seg is not None:
+            seg.release()               # everyone attached: nobody else may
+        failed = [e for e in errors if e]
+        if address is None or failed:
+            raise PgascolError("%s: could not set up the node's shared memory: %s"
+                               % (self._name, "; ".join(failed) or "the node's first rank failed"))
+        self._seg = seg
+        self._parts = [None] * ctx.size
+        for r in ctx.node_ranks:
+            self._parts[r] = np.frombuffer(seg, self.dtype, count=sizes[r], offset=offsets[r])
+        mine = self._parts[ctx.rank]
+        mine[...] = fill                # first touch by the owner: its pages on its NUMA node
+        if ctx.nnodes > 1:
+            if self._mpitype is None:
+                raise ArgumentError("%s: dtype %s has no MPI datatype, so it cannot span nodes"
+                                    % (self._name, self.dtype))
+            self._win = MPI.Win.Create(mine, isz, comm=MPI.Intracomm(ctx.comm))
+            self._win.Lock_all(MPI.MODE_NOCHECK)
+            ctx.spans_nodes(True)
+        ctx.barrier()                   # every part initialised before anyone reads it
+
+    def free(self):
+        """Collective: complete every access, then release the memory."""
+        if self._freed:
+            return
+        ctx = self._ctx
+        self.flush()
+        ctx.barrier()                   # nobody accesses the array any more
+        if self._win is not None:
+            self._win.Unlock_all()
+            self._win.Free()
+            self._win = None
+            ctx.spans_nodes(False)
+        self._freed = True
+        self._parts = None
+        self._seg = None                # unmapped once no view of it is left
+        if self in ctx.objects:
+            ctx.objects.remove(self)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.free()
+
+    def _live(self):
+        if self._freed:
+            raise FreedError("%s was freed" % self._name)
+        return self._ctx
+
+    # ------------------------------------------------------------ layout
+
+    @property
+    def shape(self):
+        return (self.layout.n,)
+
+    @property
+    def size(self):
+        return self.layout.n
+
+    @property
+    def block(self):
+        return self.layout.block
+
+    @property
+    def nbytes(self):
+        return self.layout.n * self.dtype.itemsize
+
+    def __len__(self):
+        return self.layout.n
+
+    def owner(self, i):
+        return self.layout.owner(self._check_indices(i))
+
+    def local_index(self, i):
+        return self.layout.local_index(self._check_indices(i))
+
+    def owned(self):
+        """The global index ranges [lo, hi) of the caller's elements."""
+        return self.layout.owned(self._ctx.rank)
+
+    def local(self):
+        """A writable numpy view of the caller's elements (in local order)."""
+        self._live()
+        return self._parts[self._ctx.rank]
+
+    def node_view(self, rank):
+        """A zero-copy view of same-node rank `rank`'s part."""
+        ctx = self._live()
+        if not 0 <= rank < ctx.size:
+            raise ArgumentError("rank %d out of range for a communicator of %d ranks" % (rank, ctx.size))
+        if not ctx.on_node[rank]:
+            raise ArgumentError("rank %d is on another node: its part is reached through get/put, "
+                                "not a view" % rank)
+        return self._parts[rank]
+
+    # ------------------------------------------------------------ index resolution
+
+    def _check_indices(self, idx):
+        g = np.asarray(idx)
+        if g.dtype.kind not in "iu":
+            raise ArgumentError("indices must be integers, not %s" % g.dtype)
+        g = g.astype(np.int64, copy=False)
+        n = self.layout.n
+        if g.size and (g.min() < 0 or g.max() >= n):
+            bad = g[(g < 0) | (g >= n)].flat[0]
+            raise IndexOutOfRangeError("index %d out of range for %s of %d elements" % (bad, self._name, n))
+        return g
+
+    def _resolve(self, key):
+        """key -> (int64 global indices, the result's shape, or None for one element)."""
+        n = self.layout.n
+        if isinstance(key, (int, np.integer)):
+            i = operator.index(key)
+            if i < 0:
+                i += n
+            if not 0 <= i < n:
+                raise IndexOutOfRangeError("index %d out of range for %s of %d elements" % (key, self._name, n))
+            return np.array([i], np.int64), None
+        if isinstance(key, slice):
+            g = np.arange(*key.indices(n), dtype=np.int64)
+            return g, g.shape
+        g = np.asarray(key)
+        if g.dtype == bool:
+            if g.shape != (n,):
+                raise ArgumentError("a boolean index must have the array's shape (%d,)" % n)
+            g = np.flatnonzero(g)
+        elif g.dtype.kind in "iu":
+            g = np.where(g < 0, g + n, g)
+        g = self._check_indices(g)
+        return g.reshape(-1), g.shape
+
+    def _by_owner(self, g):
+        """[(owner, positions in g, local indices)] for the owners of g."""
+        own = self.layout.owner(g)
+        loc = self.layout.local_index(g)
+        if own.size and (own == own.flat[0]).all():
+            return [(int(own.flat[0]), None, loc)]
+        order = np.argsort(own, kind="stable")
+        owners, starts = np.unique(own[order], return_index=True)
+        ends = list(starts[1:]) + [len(order)]
+        return [(int(r), order[a:b], loc[order[a:b]]) for r, a, b in zip(owners, starts, ends)]
+
+    # ------------------------------------------------------------ get
+
+    def __getitem__(self, key):
+        ctx = self._live()
+        if isinstance(key, (int, np.integer)) and self._parts is not None:
+            i = operator.index(key)           # one element from the node: no numpy index arrays
+            n = self.layout.n
+            if i < 0:
+                i += n
+            if 0 <= i < n:
+                r = int(self.layout.owner(i))
+                part = self._parts[r]
+                if part is not None:
+                    return part[int(self.layout.local_index(i))]
+        g, shape = self._resolve(key)
+        out = np.empty(len(g), self.dtype)
+        self._get_into(ctx, g, out, False).wait()
+        return out[0] if shape is None else out.reshape(shape)
+
+    def get(self, start, out, strict=False):
+        """Bulk read: out[:] = a[start:start+len(out)]."""
+        out = self._destination(out)
+        return self._get_range(start, out, strict).wait()
+
+    def get_nb(self, start, out):
+        """Non-blocking get: a Handle; out is filled once wait() returns."""
+        return self._get_range(start, self._destination(out), False)
+
+    def _get_range(self, start, out, strict):
+        ctx = self._live()
+        g = self._range(start, len(out))
+        return self._get_into(ctx, g, out, strict)
+
+    def _get_into(self, ctx, g, out, strict):
+        if strict:
+            _core.rma_fence()
+        requests, finish = [], []
+        for r, pos, loc in self._by_owner(g):
+            part = self._parts[r]
+            if part is not None:
+                if pos is None:
+                    out[...] = _take(part, loc)
+                else:
+                    out[pos] = _take(part, loc)
+            else:
+                buf = out if pos is None else np.empty(len(loc), self.dtype)
+                requests.append(self._rma(r, loc, lambda target, b=buf, r=r: self._win.Rget(b, r, target)))
+                if pos is not None:
+                    finish.append((pos, buf))
+
+        def scatter():
+            for pos, buf in finish:
+                out[pos] = buf
+        return Handle(ctx, requests, scatter if finish else None, out)
+
+    # ------------------------------------------------------------ put
+
+    def __setitem__(self, key, value):
+        ctx = self._live()
+        g, shape = self._resolve(key)
+        values = self._source(value, len(g), shape)
+        self._put_from(ctx, g, values, False).wait()
+
+    def put(self, start, values, strict=False):
+        """Bulk write: a[start:start+len(values)] = values."""
+        ctx = self._live()
+        values = self._source(values, None, None)
+        self._put_from(ctx, self._range(start, len(values)), values, strict).wait()
+
+    def put_nb(self, start, values):
+        """Non-blocking put: a Handle; values may be reused once wait() returns."""
+        ctx = self._live()
+        values = self._source(values, None, None)
+        return self._put_from(ctx, self._range(start, len(values)), values, False)
+
+    def _put_from(self, ctx, g, values, strict):
+        requests = []
+        for r, pos, loc in self._by_owner(g):
+            vals = values if pos is None else values[pos]
+            part = self._parts[r]
+            if part is not None:
+                _put(part, loc, vals)
+            else:
+                if len(np.unique(loc)) != len(loc):     # numpy's rule: the last write wins
+                    rev = loc[::-1]
+                    loc, first = np.unique(rev, return_index=True)
+                    vals = vals[::-1][first]
+                vals = np.ascontiguousarray(vals)
+                requests.append(self._rma(r, loc, lambda target, v=vals, r=r: self._win.Rput(v, r, target)))
+        if strict:
+            self._complete(ctx, requests)
+            requests = []
+        return Handle(ctx, requests)
+
+    def _complete(self, ctx, requests):
+        for req in requests:
+            ctx.wait_request(req, "a strict global-array access")
+        self.flush()
+
+    def flush(self):
+        """Complete the caller's puts and updates on this array (at origin
+        and target) and order them before what follows."""
+        if self._win is not None:
+            self._win.Flush_all()
+            self._origins.clear()
+        _core.rma_fence()
+
+    # ------------------------------------------------------------ atomic updates
+
+    def update(self, idx, values, op, strict=False):
+        """a[idx[k]] = a[idx[k]] (op) values[k] for every k, duplicates
+        included, each atomically (UPC's remote update). Relaxed: complete
+        after fence() or barrier() (or at once with strict=True)."""
+        ctx = self._live()
+        name = op_name(op)
+        code = self._update_code(name)
+        g = self._check_indices(idx).reshape(-1)
+        values = self._source(values, len(g), None)
+        for r, pos, loc in self._by_owner(g):
+            vals = values if pos is None else values[pos]
+            part = self._atomic_part(r)
+            if part is not None:
+                _core.rma_update(part, np.ascontiguousarray(loc, np.int64), np.ascontiguousarray(vals),
+                                 _dtype_code(self.dtype), code)
+            else:
+                # duplicates combined here first: one Accumulate per owner
+                order = np.argsort(loc, kind="stable")
+                uniq, starts = np.unique(loc[order], return_index=True)
+                combined = np.ascontiguousarray(_UFUNCS[name].reduceat(vals[order], starts))
+                self._origins.append(combined)
+                self._rma(r, uniq, lambda target, v=combined, r=r:
+                          self._win.Accumulate(v, r, target, _MPI_OPS[name]))
+        if strict:
+            self._complete(ctx, [])
+
+    def fetch_op(self, i, value, op):
+        """Atomically: old = a[i]; a[i] = old (op) value; returns old (strict)."""
+        ctx = self._live()
+        name = op_name(op)
+        code = self._update_code(name)
+        (g,), _ = self._resolve(int(i))
+        r, loc = int(self.layout.owner(g)), int(self.layout.local_index(g))
+        val, old = np.array([value], self.dtype), np.empty(1, self.dtype)
+        if self._atomic_part(r) is not None:
+            _core.rma_fetch_op(self._parts[r], loc, val, old, _dtype_code(self.dtype), code)
+        else:
+            self._win.Fetch_and_op(val, old, r, loc, _MPI_OPS[name])
+            self._win.Flush(r)
+        return old[0]
+
+    def compare_swap(self, i, expected, value):
+        """Atomically: old = a[i]; a[i] = value if old == expected; returns old (strict)."""
+        ctx = self._live()
+        if self.dtype.itemsize not in (4, 8) or self.dtype.kind not in "iuf":
+            raise ArgumentError("compare_swap needs 32- or 64-bit integers or float64, not %s" % self.dtype)
+        (g,), _ = self._resolve(int(i))
+        r, loc = int(self.layout.owner(g)), int(self.layout.local_index(g))
+        exp, val, old = np.array([expected], self.dtype), np.array([value], self.dtype), np.empty(1, self.dtype)
+        if self._atomic_part(r) is not None:
+            _core.rma_compare_swap(self._parts[r], loc, exp, val, old, _dtype_code(self.dtype))
+        else:
+            self._win.Compare_and_swap(val, exp, old, r, loc)
+            self._win.Flush(r)
+        return old[0]
+
+    def _atomic_part(self, r):
+        """Rank r's part when atomics on it are C atomics on the shared
+        mapping; None when they go through MPI. An array that spans nodes
+        takes every atomic through MPI, its own part's too: MPI's
+        accumulate operations are atomic only with respect to each other,
+        and another node's MPI applies its updates with the library's own
+        code, which a C atomic beside it would race with."""
+        return None if self._win is not None else self._parts[r]
+
+    def _update_code(self, name):
+        code = _dtype_code(self.dtype)
+        if code < 0 or not _core.rma_update_valid(_core.OPS[name], code):
+            raise ArgumentError("update with %s is defined on int32, int64, uint32, uint64 (and SUM, MIN, "
+                                "MAX on float64), not on %s" % (name, self.dtype))
+        return _core.OPS[name]
+
+    # ------------------------------------------------------------ helpers
+
+    def _rma(self, r, loc, issue):
+        """Issue one MPI operation on rank r's local elements `loc` (in that
+        order): one contiguous run as (start, count), else an indexed type."""
+        loc = np.asarray(loc, np.int64)
+        if len(loc) == 0:
+            return MPI.REQUEST_NULL
+        if loc[-1] - loc[0] == len(loc) - 1 and (len(loc) == 1 or (np.diff(loc) == 1).all()):
+            return issue((int(loc[0]), len(loc), self._mpitype))
+        breaks = np.flatnonzero(np.diff(loc) != 1) + 1
+        starts = np.concatenate(([0], breaks))
+        lengths = np.diff(np.concatenate((starts, [len(loc)])))
+        dt = self._mpitype.Create_indexed(lengths.tolist(), loc[starts].tolist()).Commit()
+        try:
+            return issue((0, 1, dt))
+        finally:
+            dt.Free()           # MPI keeps it alive for the operation in flight
+
+    def _range(self, start, count):
+        start = operator.index(start)
+        if start < 0 or start + count > self.layout.n:
+            raise IndexOutOfRangeError("range [%d, %d) out of %s of %d elements"
+                                       % (start, start + count, self._name, self.layout.n))
+        return np.arange(start, start + count, dtype=np.int64)
+
+    def _destination(self, out):
+        if not isinstance(out, np.ndarray) or out.dtype != self.dtype or out.ndim != 1:
+            raise ArgumentError("out must be a 1-D numpy array of %s" % self.dtype)
+        if not out.flags.writeable:
+            raise ArgumentError("out is read-only")
+        return out
+
+    def _source(self, value, count, shape):
+        """The values of a write as a contiguous 1-D array of the array's
+        dtype: a scalar (broadcast), or as many values as elements."""
+        if isinstance(value, np.ndarray) and not np.can_cast(value.dtype, self.dtype, "same_kind"):
+            raise ArgumentError("values of %s cannot be stored in %s" % (value.dtype, self.dtype))
+        values = np.asarray(value, self.dtype)
+        if count is None:
+            return np.ascontiguousarray(values.reshape(-1))
+        if values.ndim == 0:
+            return np.full(count, values, self.dtype)
+        if values.size != count or (shape is not None and values.ndim > 1 and values.shape != shape):
+            raise ArgumentError("%d values of shape %s for %d elements" % (values.size, values.shape, count))
+        return np.ascontiguousarray(values.reshape(-1))
+
+    def __repr__(self):
+        state = "freed" if self._freed else "%d ranks" % self._ctx.size
+        return "<pgascol.pgas.GlobalArray %s of %d %s, %s, %s>" % (
+            self._name, self.layout.n, self.dtype, self.layout.describe(), state)
+
+
+def _dtype_code(dtype):
+    return _core.DTYPES.get(np.dtype(dtype).name, -1)
+
+
+def _take(part, loc):
+    """part[loc], with a slice when loc is one contiguous run."""
+    if len(loc) and loc[-1] - loc[0] == len(loc) - 1 and (np.diff(loc) == 1).all():
+        return part[loc[0]:loc[-1] + 1]
+    return part[loc]
+
+
+def _put(part, loc, vals):
+    if len(loc) and loc[-1] - loc[0] == len(loc) - 1 and (np.diff(loc) == 1).all():
+        part[loc[0]:loc[-1] + 1] = vals
+    else:
+        part[loc] = vals
+
+
+# ---------------------------------------------------------------- allocation
+
+def array(comm, n, dtype=np.float64, block=1, counts=None, fill=0):
+    """Allocate (collectively) a global array of n elements: block 1 cyclic,
+    k block-cyclic, "*" blocked, 0 indefinite (all on rank 0); or counts=[...]
+    for one contiguous range per rank of the given lengths."""
+    ctx = context.of(comm)
+    dtype = np.dtype(dtype)
+    if counts is not None:
+        counts = [int(c) for c in counts]
+        _agree(ctx, "pgascol.pgas.array", (None, dtype.str, None, tuple(counts)))
+        if len(counts) != ctx.size:
+            raise ArgumentError("counts has %d entries for %d ranks" % (len(counts), ctx.size))
+        layout = Irregular(counts)
+        if n is not None and n != layout.n:
+            raise ArgumentError("n is %d but counts add up to %d" % (n, layout.n))
+    else:
+        _agree(ctx, "pgascol.pgas.array", (int(n), dtype.str, block, None))
+        if n < 0:
+            raise ArgumentError("n must be >= 0, not %d" % n)
+        if not (block == "*" or (isinstance(block, (int, np.integer)) and block >= 0)):
+            raise ArgumentError('block must be an integer >= 0 or "*", not %r' % (block,))
+        layout = BlockCyclic(n, ctx.size, block)
+    return GlobalArray(comm, layout, dtype, fill)
+
+
+def zeros(comm, n, dtype=np.float64, block=1, counts=None):
+    return array(comm, n, dtype, block, counts, 0)
+
+
+def empty(comm, n, dtype=np.float64, block=1, counts=None):
+    """As zeros: the owner touches its pages at allocation either way."""
+    return array(comm, n, dtype, block, counts, 0)
+
+
+def full(comm, n, value, dtype=np.float64, block=1, counts=None):
+    return array(comm, n, dtype, block, counts, value)
+
+
+def copy(dst, dst_start, src, src_start, n):
+    """dst[dst_start:dst_start+n] = src[src_start:src_start+n] (one-sided, by the caller)."""
+    copy_nb(dst, dst_start, src, src_start, n).wait()
+
+
+def copy_nb(dst, dst_start, src, src_start, n):
+    if src.dtype != dst.dtype:
+        raise ArgumentError("copy between %s and %s" % (src.dtype, dst.dtype))
+    buf = np.empty(n, src.dtype)
+    src.get(src_start, buf)
+    return dst.put_nb(dst_start, buf)

@@ -1,0 +1,141 @@
+"""The PGAS layer's side of one pgascol communicator: where every rank
+lives (node, local rank), the global arrays and locks allocated on it, and
+the bounded waits of the layer.
+
+One context per communicator, made on first use (collectively: the first
+allocation is collective anyway) and kept in the communicator's pgascol
+state, which frees what is still allocated when the communicator is freed."""
+import os
+import threading
+import time
+
+from mpi4py import MPI
+
+from ..errors import ArgumentError, PgascolTimeoutError
+
+
+def of(comm):
+    """The context of pgascol communicator `comm` (made on first use)."""
+    st = getattr(comm, "_pg", None)
+    if st is None or st.core is None:
+        raise ArgumentError("the PGAS layer needs a pgascol communicator (pgascol.Comm), "
+                            "not %r" % (comm,))
+    if st.pgas is None:
+        st.pgas = Context(comm, st)
+    return st.pgas
+
+
+class Context:
+    def __init__(self, comm, st):
+        self.comm = comm
+        self.state = st
+        self.rank, self.size = comm.Get_rank(), comm.Get_size()
+        team = st.team
+        self.node_comm = team.node_comm
+        self.local_rank, self.local_size = team.local_rank, team.local_size
+        self.nnodes = team.num_nodes
+        placement = comm.allgather((team.node_index, team.local_rank))
+        self.node_of = [p[0] for p in placement]
+        self.local_of = [p[1] for p in placement]
+        me = self.node_of[self.rank]
+        # the ranks of my node in local-rank order (the order of their parts)
+        self.node_ranks = sorted((r for r in range(self.size) if self.node_of[r] == me),
+                                 key=lambda r: self.local_of[r])
+        self.on_node = [n == me for n in self.node_of]
+        self.objects = []          # arrays and locks allocated and not yet freed
+        self.split_barrier = None  # the request of a notify() not yet waited for
+        self.timeout = st.timeout
+        self._progress = None      # the progress thread while arrays span nodes
+
+    # ------------------------------------------------------------ bounded waits
+
+    def check(self, start, what):
+        """Between two polls of a wait: raise if a node peer died or the
+        wait has lasted PGASCOL_TIMEOUT."""
+        self.state.core.check_alive()
+        if time.monotonic() - start > self.timeout:
+            raise PgascolTimeoutError("%s did not complete within PGASCOL_TIMEOUT=%gs"
+                                      % (what, self.timeout))
+
+    def wait_request(self, req, what):
+        """Complete an MPI request, bounded as the collectives' waits are."""
+        start = time.monotonic()
+        check = start + 0.1
+        while not req.Test():
+            now = time.monotonic()
+            if now >= check:
+                self.check(start, what)
+                check = now + 0.1
+            os.sched_yield()
+
+    def yield_cpu(self):
+        """Between polls of another rank's word: spin when every rank has a
+        CPU, hand the CPU over when ranks outnumber CPUs."""
+        if self.state.core.config["spin_ns"] == 0:
+            os.sched_yield()
+
+    def progress(self):
+        """Let MPI progress one-sided operations aimed at this rank (with
+        several nodes, a writer's operation on another node may need the
+        target's MPI library to run)."""
+        if self.nnodes > 1:
+            MPI.Intracomm.Iprobe(self.comm, MPI.ANY_SOURCE, MPI.ANY_TAG)
+
+    def barrier(self):
+        """A barrier that keeps MPI progressing while it waits (an array
+        spanning nodes may have another node's operations aimed at us)."""
+        if self.nnodes > 1:
+            self.wait_request(MPI.Intracomm.Ibarrier(self.comm), "pgascol.pgas.barrier")
+        else:
+            self.comm.Barrier()
+
+    def spans_nodes(self, on):
+        """An array spanning nodes was allocated (on) or freed: run the
+        progress thread while any exists."""
+        self._spanning = getattr(self, "_spanning", 0) + (1 if on else -1)
+        if self._spanning > 0 and self._progress is None:
+            self._progress = _Progress(self.comm)
+        elif self._spanning == 0 and self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+
+    # ------------------------------------------------------------ lifetime
+
+    def free_all(self):
+        """Free what is still allocated (collective: the communicator is being freed)."""
+        for obj in reversed(list(self.objects)):
+            obj.free()
+
+
+# How often the progress thread lets MPI run (PGASCOL_PGAS_PROGRESS_US).
+PROGRESS_US = float(os.environ.get("PGASCOL_PGAS_PROGRESS_US", "500"))
+
+
+class _Progress:
+    """The layer's own asynchronous progress. Across nodes an MPI library
+    without hardware RMA (MPICH's and Open MPI's shared-memory and TCP
+    transports) applies a one-sided operation only when the target rank's
+    library runs. So that a writer never waits for a target busy in numpy
+    or in a node collective, a thread of the target calls MPI every
+    PROGRESS_US microseconds while arrays span nodes (MPI initialised with
+    THREAD_MULTIPLE, mpi4py's default; without it, the target's own calls
+    into pgascol and MPI are the progress). It sleeps in between: it costs
+    a wake-up, not a CPU."""
+
+    def __init__(self, comm):
+        self._stop = threading.Event()
+        self._comm = MPI.Intracomm(comm)
+        self._thread = None
+        if MPI.Query_thread() == MPI.THREAD_MULTIPLE and PROGRESS_US > 0:
+            self._thread = threading.Thread(target=self._run, name="pgascol-pgas-progress", daemon=True)
+            self._thread.start()
+
+    def _run(self):
+        interval = PROGRESS_US * 1e-6
+        while not self._stop.wait(interval):
+            self._comm.Iprobe(MPI.ANY_SOURCE, MPI.ANY_TAG)
+
+    def stop(self):
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
