@@ -13,7 +13,7 @@ import pytest
 
 import tests.mpi_harness as harness
 from tests.mpi_harness import list_test_functions, mpi_program_tests, run_mpi
-from tests.shm import segment_reachable
+from tests.c.team_fork import segment_reachable
 
 PROGRAM = "team_setup.py"
 SCENARIOS = tuple(n for n in list_test_functions(PROGRAM) if n.startswith("test_scenario_"))

@@ -25,7 +25,7 @@ from mpi4py import MPI
 
 import pgascol
 from pgascol import NodeTeam
-from tests.shm import segment_reachable
+from tests.c.team_fork import segment_reachable
 
 DESCRIBE_KEYS = {"ranks", "nodes", "local_size", "node_index", "oversubscribed",
                  "cpus_available", "home_cpus", "segment_bytes", "segment_kind", "cma", "cma_reason", "config"}
@@ -257,7 +257,7 @@ def test_memfd_out_of_reach_falls_back_to_a_name(comm):
     refuses them the memfd, and the node makes its segment again under a
     /dev/shm name, removed as usual. Single copy from such a creator is
     refused too; the team works all the same."""
-    from tests.shm import set_dumpable, set_ptrace_capability
+    from tests.c.team_fork import set_dumpable, set_ptrace_capability
 
     creator = expected_geometry(comm)["local_rank"] == 0
     had_cap = set_ptrace_capability(False)
