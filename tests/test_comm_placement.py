@@ -1,11 +1,11 @@
 """Rank order whatever the placement of ranks on nodes
-(tests/mpi_programs/comm_placement.py): every buffer collective of
+(tests/mpi_programs/placement.py): every buffer collective of
 pgascol.Comm against numpy references, on virtual nodes of 1, 2 and 3 ranks
 dealt round robin (PGASCOL_NODE_MAP=roundrobin: nodes interleaved in rank
 order, unequal nodes) and, for comparison, consecutive (block) and one node."""
 from tests.mpi_harness import mpi_program_tests
 
-PROGRAM = "comm_placement.py"
+PROGRAM = "placement.py"
 
 
 def _env(k, node_map):

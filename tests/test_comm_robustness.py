@@ -1,5 +1,5 @@
 """pgascol.Comm robustness: partial errors become timeouts naming the
-operation (tests/mpi_programs/comm_errors.py); a rank killed mid-collective
+operation (tests/mpi_programs/errors.py); a rank killed mid-collective
 ends the job without leaving a /dev/shm segment behind."""
 import glob
 import os
@@ -9,13 +9,13 @@ import time
 
 from tests.mpi_harness import REPO_ROOT, cleaned_mpi_shm, find_launcher, mpi_program_tests
 
-test_partial_errors = mpi_program_tests("comm_errors.py", nprocs=(2, 3, 4), env={"PGASCOL_TIMEOUT": "3"},
+test_partial_errors = mpi_program_tests("errors.py", nprocs=(2, 3, 4), env={"PGASCOL_TIMEOUT": "3"},
                                         timeout=120)
 # Every rank its own node, and nodes of 2: the others wait in MPI, not in the engine.
-test_partial_errors_hier1 = mpi_program_tests("comm_errors.py", nprocs=(2, 3, 4),
+test_partial_errors_hier1 = mpi_program_tests("errors.py", nprocs=(2, 3, 4),
                                               env={"PGASCOL_TIMEOUT": "3", "PGASCOL_NODE_SIZE": "1"},
                                               timeout=120)
-test_partial_errors_hier2 = mpi_program_tests("comm_errors.py", nprocs=(3, 4),
+test_partial_errors_hier2 = mpi_program_tests("errors.py", nprocs=(3, 4),
                                               env={"PGASCOL_TIMEOUT": "3", "PGASCOL_NODE_SIZE": "2"},
                                               timeout=120)
 

@@ -1,7 +1,7 @@
 """Long random sequences of pgascol.Comm's buffer collectives (three
 communicators in turn, every type and legal operator, sizes across every
 threshold, in place, v forms with gaps, buffers overwritten on return),
-each result checked against numpy (tests/mpi_programs/comm_sequence.py):
+each result checked against numpy (tests/mpi_programs/random_mix.py):
 on one node with the defaults, with small thresholds (every transfer
 method, a binary Bcast tree, streaming stores everywhere), with single copy
 and AVX2 off, on virtual nodes (consecutive and round robin), and with
@@ -9,7 +9,7 @@ named segments and the path fixed by size."""
 from pgascol.engine._core import COLLECTIVES
 from tests.mpi_harness import mpi_program_tests
 
-PROGRAM = "comm_sequence.py"
+PROGRAM = "random_mix.py"
 SMALL = {"PGASCOL_INLINE_MAX": "64", "PGASCOL_CHUNK_BYTES": "4096", "PGASCOL_XCHG_CHUNK_BYTES": "4096",
          "PGASCOL_STAGING_BYTES": "65536", "PGASCOL_RECV_STREAM_MIN": "1000", "PGASCOL_STREAM": "2",
          "PGASCOL_BCAST_TREE_MIN": "3", "PGASCOL_BCAST_RADIX": "2",

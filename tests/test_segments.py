@@ -235,7 +235,7 @@ def test_attach_to_a_dead_creators_memfd_fails_cleanly():
 def test_attach_to_an_undumpable_creators_memfd_is_refused_by_the_kernel():
     """A creator that is not dumpable has its /proc/<pid>/fd closed to
     processes without CAP_SYS_PTRACE: attaching fails with the kernel's
-    reason (and NodeTeam then falls back to a name: tests/mpi_programs/team_setup.py)."""
+    reason (and NodeTeam then falls back to a name: tests/mpi_programs/node_team.py)."""
     from tests.c.team_fork import set_dumpable, set_ptrace_capability
 
     addr_r, addr_w = os.pipe()

@@ -1,4 +1,4 @@
-"""NodeTeam under MPI (tests/mpi_programs/team_setup.py), and what is left
+"""NodeTeam under MPI (tests/mpi_programs/node_team.py), and what is left
 in /dev/shm when jobs end normally or abnormally."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import tests.mpi_harness as harness
 from tests.mpi_harness import list_test_functions, mpi_program_tests, run_mpi
 from tests.c.team_fork import segment_reachable
 
-PROGRAM = "team_setup.py"
+PROGRAM = "node_team.py"
 SCENARIOS = tuple(n for n in list_test_functions(PROGRAM) if n.startswith("test_scenario_"))
 NPROCS = (1, 2, 3, 4, 8)
 
@@ -79,7 +79,7 @@ def new_entries(before: set[str], rounds: int = 4) -> set[str]:
 
 
 class Scenario:
-    """One abnormal-ending job of team_setup.py and what it left behind."""
+    """One abnormal-ending job of node_team.py and what it left behind."""
 
     def __init__(self, name, np=4, env=None, auto_cleanup=True, monkeypatch=None, kind="memfd"):
         before = pgascol_entries()

@@ -364,7 +364,7 @@ def test_reduce_scatter_scan_exscan():
 def test_fallbacks_give_mpi_results():
     """A user-defined operator goes to MPI (reductions on derived types: see
     test_reductions_on_derived_types_are_mpis; derived types in data
-    movement run on pgascol, tests/mpi_programs/comm_derived.py)."""
+    movement run on pgascol, tests/mpi_programs/datatype.py)."""
     before = pgascol.stats(PG)
     def add(inbuf, inoutbuf, datatype):
         i = np.frombuffer(inbuf, dtype=np.float64)
