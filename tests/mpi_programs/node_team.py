@@ -1,17 +1,18 @@
-"""NodeTeam set-up under MPI (run by tests/test_team.py through the harness).
+"""NodeTeam set-up under MPI (run by tests/test_mpi_programs.py through the
+harness).
 
 The test_* functions check the geometry of the node split (real node, or
 virtual nodes of PGASCOL_NODE_SIZE ranks, consecutive or round robin by
-PGASCOL_NODE_MAP), the leader
-communicator, single copy, describe(), the team's own barrier and bcast,
-free(), and that the segment's name is gone as soon as NodeTeam() returns.
+PGASCOL_NODE_MAP), the leader communicator, single copy, describe(), the
+team's own barrier and bcast, free(), and that the segment's name is gone as
+soon as NodeTeam() returns.
 
 The test_scenario_* functions end the job abnormally on purpose (an
 exception + MPI Abort, a SIGKILLed rank, a rank dying during set-up); they are
-excluded from the normal run and started one by one by tests/test_team.py
-with a result directory as sys.argv[1]. Every rank writes the name of its
-segment to RESULT_DIR/name-<rank>; survivors of a dead peer write
-RESULT_DIR/survivor-<rank>.json.
+excluded from the normal run and started one by one by
+tests/test_segment_cleanup.py with a result directory as sys.argv[1]. Every
+rank writes the name of its segment to RESULT_DIR/name-<rank>; survivors of
+a dead peer write RESULT_DIR/survivor-<rank>.json.
 """
 
 import json

@@ -1,5 +1,5 @@
 """Long random sequences of pgascol.Comm's buffer collectives, every result
-checked against a numpy reference. Run by tests/test_comm_sequence.py
+checked against a numpy reference. Run by tests/test_mpi_programs.py
 under several environments (one node, small thresholds, single copy off,
 virtual nodes).
 
