@@ -1,7 +1,7 @@
 """Shared pytest setup for the test suite.
 
 The ``mpi_jobs`` fixture is the session cache behind
-``tests.mpi_harness.mpi_program_tests``: each distinct MPI job (program, rank
+``tests.mpi_harness.program_tests``: each distinct MPI job (programs, rank
 count, environment, ...) is launched once and all of its pytest items read
 their outcome from that one run.
 """

@@ -4,51 +4,60 @@ Test programs are plain Python files in ``tests/mpi_programs/``.  Every
 top-level ``def test_*`` in them is a test; a test may take a ``comm``
 parameter and then receives ``MPI.COMM_WORLD``::
 
-    # tests/mpi_programs/engine_bcast.py
-    def test_bcast_root0(comm):
+    # tests/mpi_programs/cco_buf.py
+    def test_bcast(comm):
         ...
 
-Usage from a pytest file (one pytest item per test function and rank count,
-e.g. ``test_engine[engine_bcast::test_bcast_root0-np4]``; all functions of
-one (program, np, env) are run by a single ``mpiexec`` launch, cached for the
-session by the ``mpi_jobs`` fixture in ``tests/conftest.py``)::
+A table of launches, each a `Run` of (programs, rank counts, environment),
+becomes pytest items with `program_tests` (tests/test_mpi_programs.py holds
+the suite's table)::
 
-    from tests.mpi_harness import mpi_program_tests
+    from tests.mpi_harness import Run, program_tests
 
-    test_engine = mpi_program_tests(
-        "engine_bcast.py",                  # relative to tests/mpi_programs/
-        nprocs=(1, 2, 3, 4, 8),             # default: DEFAULT_NPROCS
-        env={"PGASCOL_NODE_SIZE": "2"},     # extra environment for the ranks
-        timeout=120,                        # seconds for the whole job
-        marks={"test_x": pytest.mark.xfail(reason="...")},  # optional
-        exclude=("test_y",),                # neither collected nor run
-    )
+    TABLE = [
+        Run("cco_buf.py"),                                # 1, 2, 3, 4 and 8 ranks
+        Run("cco_buf.py", (3, 4, 8), "vnodes_of_2",       # a name for the setting
+            {"PGASCOL_NODE_SIZE": "2"}, timeout=300),     # extra environment
+        Run(("cco_buf.py", "cco_vec.py"), (2,)),          # programs sharing a launch
+    ]
+    test_collectives = program_tests(TABLE)
 
-A marks value may be a mark, a list of marks, or a callable ``np -> mark(s)``
-for marks that depend on the rank count.  Besides the function items there is
-one ``<program>::clean_exit-np<N>`` item per rank count that fails when the
-job timed out, crashed, or exited with a non-zero status.
+Every test function of a row's programs, rank count and setting is one
+pytest item, e.g. ``test_collectives[cco_buf::test_bcast-np4-vnodes_of_2]``;
+all items of one (programs, np, setting) are read from a single ``mpiexec``
+launch, cached for the session by the ``mpi_jobs`` fixture in
+``tests/conftest.py``.  Besides them there is one ``clean_exit-np<N>[-setting]``
+item per launch that fails when the job timed out, crashed, or exited with a
+non-zero status.  A Run may also name ``exclude``d functions (neither
+collected nor run) and ``marks``: a mark, a list of marks, or a callable
+``np -> mark(s)`` per function name.
+
+The programs of one launch are loaded in the order given (module-level code
+runs once per launch, collectively) and their functions run one program
+after the other; with several programs a function's name in a launch is
+``<program stem>::<function>``, with one program the bare function name.
 
 Direct use (e.g. to assert on a failure that is expected)::
 
-    result = run_mpi("engine_bcast.py", np=4, select="bcast")
-    result.failed_ranks("test_bcast_root0")  # -> [] or e.g. [1, 3]
-    result.check("test_bcast_root0")          # raises MPITestFailure with a report
-    result.check()                            # every function + clean exit
+    result = run_mpi("engine.py", np=4, select="bcast")
+    result.failed_ranks("test_bcast_every_root_and_size")  # -> [] or e.g. [1, 3]
+    result.check("test_bcast_every_root_and_size")  # raises MPITestFailure with a report
+    result.check()                                   # every function + clean exit
 
 Environment variables:
 
-* ``PGASCOL_TEST_NP=2,4`` restricts the rank counts of ``mpi_program_tests``.
+* ``PGASCOL_TEST_NP=2,4`` restricts the rank counts of `program_tests`.
 * ``PGASCOL_TEST_LAUNCHER`` overrides the launcher, e.g. ``mpirun`` or
   ``"/opt/ompi/bin/mpiexec --bind-to none"`` (split like a shell would).
 * ``PGASCOL_TIMEOUT`` is passed to the ranks; it defaults to ``20``.
 
 Inside the job every rank runs this module as a mini test runner
 (``python -m tests.mpi_harness [-k SUBSTRING | --only NAME ...] PROGRAM
-RESULT_DIR [-- PROGRAM_ARGS]``; PROGRAM as in ``mpi_program_tests``, or a
-path; the same command reruns one function by hand under ``mpiexec``).  It runs the selected functions in definition
-order, synchronises all ranks with a barrier after each one, and keeps
-``RESULT_DIR/rank-<r>.json`` up to date after every step::
+[PROGRAM ...] RESULT_DIR [-- PROGRAM_ARGS]``; a PROGRAM as in a Run, or a
+path; the same command reruns one function by hand under ``mpiexec``).  It
+runs the selected functions in order, synchronises all ranks with a barrier
+after each one, and keeps ``RESULT_DIR/rank-<r>.json`` up to date after every
+step::
 
     {"rank": 0, "pid": 1234, "running": null, "finished": true,
      "setup_error": null,
@@ -121,6 +130,35 @@ def list_test_functions(program: str | os.PathLike) -> list[str]:
             if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")]
 
 
+def resolve_programs(programs) -> tuple[Path, ...]:
+    """The paths of one launch's programs: `programs` is one program or a
+    sequence of them (their stems must differ)."""
+    if isinstance(programs, (str, os.PathLike)):
+        programs = (programs,)
+    paths = tuple(resolve_program(p) for p in programs)
+    stems = [p.stem for p in paths]
+    if not paths or len(set(stems)) != len(stems):
+        raise ValueError(f"a launch needs programs of distinct names, not {stems}")
+    return paths
+
+
+def list_tests(programs) -> list[str]:
+    """The names of a launch's test functions, in the order they run: bare
+    function names for one program, ``<stem>::<function>`` for several."""
+    paths = resolve_programs(programs)
+    if len(paths) == 1:
+        return list_test_functions(paths[0])
+    return [f"{p.stem}::{name}" for p in paths for name in list_test_functions(p)]
+
+
+def _split_name(name: str, paths: tuple[Path, ...]) -> tuple[Path, str]:
+    """The program and function a test name of a launch of `paths` names."""
+    if len(paths) == 1:
+        return paths[0], name
+    stem, _, function = name.partition("::")
+    return next(p for p in paths if p.stem == stem), function
+
+
 # ---------------------------------------------------------------------------
 # Host side: the launcher
 # ---------------------------------------------------------------------------
@@ -191,7 +229,7 @@ class RankReport:
 
 @dataclass
 class MPIRunResult:
-    program: Path
+    programs: tuple[Path, ...]
     np: int
     command: list[str]
     functions: list[str]            # the functions selected for this run
@@ -236,6 +274,12 @@ class MPIRunResult:
 
     # -- report text --------------------------------------------------------
 
+    def title(self, name: str | None = None) -> str:
+        """The programs of the job, or the test `name` as its report shows it."""
+        if name is None:
+            return " ".join(p.name for p in self.programs)
+        return name if len(self.programs) > 1 else f"{self.programs[0].name}::{name}"
+
     def _job_status(self) -> str:
         if self.timed_out:
             return f"job TIMED OUT after {self.timeout:g} s and was killed"
@@ -246,7 +290,7 @@ class MPIRunResult:
         where stuck ranks were, and the launcher's output."""
         states = {r.rank: r.state(name) for r in self.ranks}
         bad = [rank for rank, state in states.items() if state != "passed"]
-        lines = [f"{self.program.name}::{name} with np={self.np}: "
+        lines = [f"{self.title(name)} with np={self.np}: "
                  f"did not pass on rank(s) {_ranks(bad)}; {self._job_status()}"]
         for rank, state in states.items():
             lines.append(f"  rank {rank}: {self._describe(self.ranks[rank], name, state)}")
@@ -269,7 +313,7 @@ class MPIRunResult:
 
     def exit_report(self) -> str:
         """Why the job as a whole did not finish cleanly."""
-        lines = [f"{self.program.name} with np={self.np}: {self._job_status()}"]
+        lines = [f"{self.title()} with np={self.np}: {self._job_status()}"]
         lines += [f"  rank {r.rank}: {r.whereabouts()}" for r in self.ranks]
         return "\n".join(lines + self._stacks() + self._launcher_output())
 
@@ -330,22 +374,24 @@ def _read_rank_reports(result_dir: Path, np: int) -> list[RankReport]:
 # Host side: running a job
 # ---------------------------------------------------------------------------
 
-def run_mpi(program: str | os.PathLike, np: int, args=(), env=None,
+def run_mpi(programs, np: int, args=(), env=None,
             timeout: float = 120, select=None) -> MPIRunResult:
-    """Run the test functions of `program` on `np` ranks and collect results.
+    """Run the test functions of `programs` (one program, or a sequence of
+    them sharing the launch) on `np` ranks and collect results.
 
-    `args` become the program's ``sys.argv[1:]``; `env` is added to the
+    `args` become the programs' ``sys.argv[1:]``; `env` is added to the
     ranks' environment; `select` is None (all ``test_*`` functions), a
-    substring of function names, or a list of exact function names.  Test
-    failures and timeouts do not raise: inspect or ``check()`` the result.
+    substring of test names, or a list of exact test names (`list_tests`).
+    Test failures and timeouts do not raise: inspect or ``check()`` the
+    result.
     """
-    program = resolve_program(program)
+    programs = resolve_programs(programs)
     prefix, _impl = find_launcher()
     if select is None:
-        functions = list_test_functions(program)
+        functions = list_tests(programs)
         selection = []
     elif isinstance(select, str):
-        functions = [n for n in list_test_functions(program) if select in n]
+        functions = [n for n in list_tests(programs) if select in n]
         selection = ["-k", select]
     else:
         functions = list(select)
@@ -361,7 +407,7 @@ def run_mpi(program: str | os.PathLike, np: int, args=(), env=None,
     with tempfile.TemporaryDirectory(prefix="pgascol-mpi-") as tmp, cleaned_mpi_shm():
         result_dir = Path(tmp)
         command = [*prefix, "-n", str(np), sys.executable, "-m", "tests.mpi_harness",
-                   *selection, str(program), str(result_dir), "--", *map(str, args)]
+                   *selection, *map(str, programs), str(result_dir), "--", *map(str, args)]
         # A session of its own, so that the launcher and everything it
         # started can be signalled as one process group.
         proc = subprocess.Popen(command, cwd=REPO_ROOT, env=rank_env, text=True,
@@ -381,7 +427,7 @@ def run_mpi(program: str | os.PathLike, np: int, args=(), env=None,
             raise
         ranks = _read_rank_reports(result_dir, np)
 
-    return MPIRunResult(program=program, np=np, command=command, functions=functions,
+    return MPIRunResult(programs=programs, np=np, command=command, functions=functions,
                         returncode=proc.returncode, timed_out=timed_out,
                         timeout=timeout, stdout=stdout, stderr=stderr, ranks=ranks)
 
@@ -499,7 +545,7 @@ def _still_running(procs) -> list:
 @dataclass(frozen=True)
 class MPIJob:
     """Everything that identifies one launch; the key of the session cache."""
-    program: Path
+    programs: tuple[Path, ...]
     np: int
     env: tuple[tuple[str, str], ...]
     timeout: float
@@ -515,7 +561,7 @@ class MPIJobCache:
 
     def result(self, job: MPIJob) -> MPIRunResult:
         if job not in self._results:
-            self._results[job] = run_mpi(job.program, job.np, env=dict(job.env),
+            self._results[job] = run_mpi(job.programs, job.np, env=dict(job.env),
                                          timeout=job.timeout, select=job.select)
         return self._results[job]
 
@@ -529,49 +575,76 @@ def selected_nprocs(nprocs) -> list[int]:
     return [n for n in nprocs if n in wanted]
 
 
-def mpi_program_tests(program: str | os.PathLike, nprocs=DEFAULT_NPROCS, *,
-                      env=None, timeout: float = 120, marks=None, exclude=()):
-    """A pytest test function parametrized with one item per test function
-    of `program` and rank count (plus one clean-exit item per rank count).
+@dataclass
+class Run:
+    """One row of a table of launches: `programs` (one, or several sharing
+    each launch) on every rank count of `nprocs`, with `env` added to the
+    ranks' environment; `setting` names that environment in the test ids
+    (empty for none). `timeout` bounds each launch (seconds); `exclude`
+    and `marks` are keyed by test name (see `list_tests`)."""
+    programs: str | tuple[str, ...]
+    nprocs: tuple[int, ...] = DEFAULT_NPROCS
+    setting: str = ""
+    env: dict[str, str] = field(default_factory=dict)
+    timeout: float = 120
+    exclude: tuple[str, ...] = ()
+    marks: dict = field(default_factory=dict)
 
-    Assign it to a module-level ``test_*`` name; see the module docstring."""
-    import pytest
+    def params(self) -> list:
+        """pytest params (MPIJob, test name or None for the clean exit)."""
+        import pytest
 
-    path = resolve_program(program)
-    names = list_test_functions(path)
-    marks = dict(marks or {})
-    unknown = (set(marks) | set(exclude)) - set(names)
-    if unknown:
-        raise ValueError(f"{path.name} has no test function(s) {sorted(unknown)}")
-    run_names = [n for n in names if n not in exclude]
-    env_key = tuple(sorted((env or {}).items()))
-    select = tuple(run_names) if exclude else None
+        paths = resolve_programs(self.programs)
+        names = list_tests(paths)
+        unknown = (set(self.marks) | set(self.exclude)) - set(names)
+        if unknown:
+            raise ValueError(f"{self.programs} have no test function(s) {sorted(unknown)}")
+        run_names = [n for n in names if n not in self.exclude]
+        select = tuple(run_names) if self.exclude else None
+        suffix = f"-{self.setting}" if self.setting else ""
+        params = []
+        for np in selected_nprocs(self.nprocs):
+            job = MPIJob(paths, np, tuple(sorted(self.env.items())), self.timeout, select)
+            for name in run_names:
+                test_id = name if len(paths) > 1 else f"{paths[0].stem}::{name}"
+                params.append(pytest.param(job, name, id=f"{test_id}-np{np}{suffix}",
+                                           marks=self._marks(name, np)))
+            params.append(pytest.param(job, None, id=f"clean_exit-np{np}{suffix}"))
+        return params
 
-    def item_marks(name, np):
-        mark = marks.get(name, ())
+    def _marks(self, name, np):
+        import pytest
+
+        mark = self.marks.get(name, ())
         if callable(mark) and not isinstance(mark, pytest.MarkDecorator):
             mark = mark(np)
         return mark
 
-    params = []
-    for np in selected_nprocs(nprocs):
-        job = MPIJob(path, np, env_key, timeout, select)
-        params += [pytest.param(job, name, id=f"{path.stem}::{name}-np{np}",
-                                marks=item_marks(name, np))
-                   for name in run_names]
-        params.append(pytest.param(job, None, id=f"{path.stem}::clean_exit-np{np}"))
 
-    @pytest.mark.parametrize(("mpi_job", "mpi_function"), params)
-    def run_program_function(mpi_jobs, mpi_job, mpi_function):
+def program_tests(rows):
+    """A pytest test function parametrised with one item per test function,
+    rank count and setting of every Run in `rows` (plus one clean-exit item
+    per launch). Assign it to a module-level ``test_*`` name; see the module
+    docstring."""
+    import pytest
+
+    params = [param for row in rows for param in row.params()]
+    ids = [param.id for param in params]
+    repeated = sorted({i for i in ids if ids.count(i) > 1})
+    if repeated:
+        raise ValueError(f"rows that give the same test ids (give them settings): {repeated}")
+
+    @pytest.mark.parametrize(("mpi_job", "mpi_test"), params)
+    def run_program_test(mpi_jobs, mpi_job, mpi_test):
         result = mpi_jobs.result(mpi_job)
         # The report is the whole story; the harness's frames would be noise.
-        if mpi_function is None:
+        if mpi_test is None:
             if not result.exited_cleanly():
                 pytest.fail(result.exit_report(), pytrace=False)
-        elif not result.passed(mpi_function):
-            pytest.fail(result.report(mpi_function), pytrace=False)
+        elif not result.passed(mpi_test):
+            pytest.fail(result.report(mpi_test), pytrace=False)
 
-    return run_program_function
+    return run_program_test
 
 
 # ---------------------------------------------------------------------------
@@ -580,8 +653,9 @@ def mpi_program_tests(program: str | os.PathLike, nprocs=DEFAULT_NPROCS, *,
 
 class _RankLog:
     """Keeps RESULT_DIR/rank-<r>.json current.  Each write replaces the file
-    atomically and is fsync'ed, so whatever happens to the rank afterwards,
-    the host reads a complete, up-to-date file."""
+    atomically, so whatever happens to the rank afterwards, the host reads a
+    complete, up-to-date file (written data is the kernel's once write()
+    returns: a killed rank loses none of it, and no fsync is needed)."""
 
     def __init__(self, result_dir: Path, rank: int):
         self.path = result_dir / f"rank-{rank}.json"
@@ -593,8 +667,6 @@ class _RankLog:
         tmp = self.path.with_suffix(".tmp")
         with open(tmp, "w") as f:
             json.dump(self.state, f)
-            f.flush()
-            os.fsync(f.fileno())
         os.replace(tmp, self.path)
 
     def update(self, **changes) -> None:
@@ -628,18 +700,20 @@ def _format_error(exc: BaseException) -> str:
 
 def _rank_main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="python -m tests.mpi_harness",
-                                     description="Run the test functions of an MPI "
-                                                 "test program on this rank.")
+                                     usage="%(prog)s [-k SUBSTRING | --only NAME ...] "
+                                           "PROGRAM [PROGRAM ...] RESULT_DIR [-- PROGRAM_ARGS]",
+                                     description="Run the test functions of MPI test "
+                                                 "programs on this rank.")
     selection = parser.add_mutually_exclusive_group()
     selection.add_argument("-k", dest="substring",
                            help="only run test functions whose name contains this")
     selection.add_argument("--only", action="append", metavar="NAME",
                            help="run exactly these test functions (repeatable)")
-    parser.add_argument("program", type=Path)
+    parser.add_argument("programs", nargs="+", type=Path)
     parser.add_argument("result_dir", type=Path)
-    parser.add_argument("program_args", nargs="*",
-                        help="sys.argv[1:] for the program (after --)")
-    opts = parser.parse_args(argv)
+    # Split off by hand: argparse would let PROGRAM absorb what follows "--".
+    cut = argv.index("--") if "--" in argv else len(argv)
+    opts, program_args = parser.parse_args(argv[:cut]), argv[cut + 1:]
 
     from mpi4py import MPI
     comm = MPI.COMM_WORLD
@@ -651,18 +725,21 @@ def _rank_main(argv: list[str]) -> None:
     log = _RankLog(opts.result_dir, comm.rank)
 
     try:
-        program = resolve_program(opts.program)
-        names = opts.only or [n for n in list_test_functions(program)
+        programs = resolve_programs(opts.programs)
+        names = opts.only or [n for n in list_tests(programs)
                               if opts.substring is None or opts.substring in n]
-        module = _load_program(program, opts.program_args)
-        functions = [getattr(module, name) for name in names]
+        modules = {path: _load_program(path, program_args) for path in programs}
+        functions = []
+        for name in names:
+            path, function = _split_name(name, programs)
+            functions.append(getattr(modules[path], function))
         setup_error = None
     except BaseException as exc:
         setup_error = "".join(traceback.format_exception(exc))
     # Either every rank runs the tests or none does: a rank that cannot load
-    # the program would otherwise leave the others waiting in collectives.
+    # the programs would otherwise leave the others waiting in collectives.
     if not comm.allreduce(setup_error is None, op=MPI.LAND):
-        log.update(setup_error=setup_error or "the program failed to load on another rank")
+        log.update(setup_error=setup_error or "the programs failed to load on another rank")
         return
 
     for name, function in zip(names, functions):

@@ -1,5 +1,6 @@
 """Tests of the MPI test harness itself (tests/mpi_harness.py), using
-tests/mpi_programs/harness_selftest.py."""
+tests/mpi_programs/harness_selftest.py (and harness_selftest_peer.py, which
+shares its launches)."""
 
 import json
 import subprocess
@@ -9,8 +10,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.mpi_harness import (DEFAULT_NPROCS, MPITestFailure, find_launcher,
-                               list_test_functions, mpi_program_tests, run_mpi,
+from tests.mpi_harness import (DEFAULT_NPROCS, MPITestFailure, Run, find_launcher,
+                               list_test_functions, list_tests, program_tests, run_mpi,
                                selected_nprocs)
 
 SELFTEST = "harness_selftest.py"
@@ -26,9 +27,9 @@ def _fails_on_rank1(np):
     return ()
 
 
-test_program = mpi_program_tests(
-    SELFTEST, nprocs=DEFAULT_NPROCS, env=SELFTEST_ENV,
-    marks={"test_fails_on_rank1": _fails_on_rank1}, exclude=FAILURE_SCENARIOS)
+test_program = program_tests([
+    Run(SELFTEST, DEFAULT_NPROCS, env=SELFTEST_ENV,
+        marks={"test_fails_on_rank1": _fails_on_rank1}, exclude=FAILURE_SCENARIOS)])
 
 
 def test_launcher_is_detected():
@@ -47,8 +48,8 @@ def test_functions_are_listed_in_definition_order():
 @pytest.mark.parametrize("form", ["name", "relative to the working directory", "absolute"])
 def test_rank_side_runs_by_hand(tmp_path, form):
     """`python -m tests.mpi_harness -k NAME PROGRAM DIR`, as one reruns a
-    single function by hand: the program may be named as in
-    mpi_program_tests, relative to the working directory, or absolutely."""
+    single function by hand: the program may be named as in a Run,
+    relative to the working directory, or absolutely."""
     repo = Path(__file__).resolve().parent.parent
     program = {"name": SELFTEST,
                "relative to the working directory": "tests/mpi_programs/" + SELFTEST,
@@ -61,6 +62,23 @@ def test_rank_side_runs_by_hand(tmp_path, form):
     assert log["setup_error"] is None and log["finished"]
     assert list(log["results"]) == ["test_allreduce_sum"]
     assert log["results"]["test_allreduce_sum"]["ok"], log["results"]
+
+
+def test_programs_share_a_launch():
+    """Programs of one launch are loaded in the order given, their functions
+    named <stem>::<function> and run one program after the other; the
+    program arguments (after "--", options among them) go to every program."""
+    programs = (SELFTEST, "harness_selftest_peer.py")
+    names = list_tests(programs)
+    assert names[0] == "harness_selftest::test_allreduce_sum"
+    assert names[-2:] == ["harness_selftest_peer::test_runs_after_the_first_program",
+                          "harness_selftest_peer::test_arguments"]
+    select = [names[0], *names[-2:]]
+    result = run_mpi(programs, np=2, args=["-k", "not an option"], select=select)
+    result.check()
+    assert list(result.ranks[1].results) == select
+    with pytest.raises(ValueError):
+        list_tests((SELFTEST, SELFTEST))
 
 
 def test_np_restriction(monkeypatch):

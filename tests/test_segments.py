@@ -13,8 +13,7 @@ import pytest
 
 import pgascol
 from pgascol.engine import _core
-from tests.shm import segment_path, segment_reachable
-from tests.test_primitives import fork_team, make_cfg
+from tests.c.team_fork import fork_team, make_cfg, segment_path, segment_reachable
 
 PAGE = 4096
 NAME_RE = re.compile(r"^/pgascol-[0-9a-f]{32}$")
@@ -236,8 +235,8 @@ def test_attach_to_a_dead_creators_memfd_fails_cleanly():
 def test_attach_to_an_undumpable_creators_memfd_is_refused_by_the_kernel():
     """A creator that is not dumpable has its /proc/<pid>/fd closed to
     processes without CAP_SYS_PTRACE: attaching fails with the kernel's
-    reason (and NodeTeam then falls back to a name: team_setup.py)."""
-    from tests.shm import set_dumpable, set_ptrace_capability
+    reason (and NodeTeam then falls back to a name: tests/mpi_programs/node_team.py)."""
+    from tests.c.team_fork import set_dumpable, set_ptrace_capability
 
     addr_r, addr_w = os.pipe()
     go_r, go_w = os.pipe()

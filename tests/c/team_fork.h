@@ -6,7 +6,8 @@
  * The parent creates the segment, forks P children that attach as ranks
  * 0..P-1, waits until all attached, unlinks the name and reaps the children.
  * body returns 0 on success; a child that returns non-zero, crashes or
- * hangs past the timeout counts as failed. */
+ * hangs past the timeout counts as failed. Its twin for the Python tests is
+ * team_fork.py (fork_team). */
 #ifndef PGC_TEAM_FORK_H
 #define PGC_TEAM_FORK_H
 

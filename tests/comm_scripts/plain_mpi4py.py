@@ -1,5 +1,5 @@
 # An unmodified mpi4py program (no pgascol import): run by
-# tests/test_comm_zero_code.py as `mpiexec -n N python -m pgascol plain_mpi4py.py ARG`.
+# tests/test_zero_code.py as `mpiexec -n N python -m pgascol plain_mpi4py.py ARG`.
 import sys
 
 import numpy as np

@@ -1,5 +1,5 @@
-"""Multi-rank test programs, run under mpiexec by tests/mpi_harness.py; what
-several of them share."""
+"""Multi-rank test programs, run under mpiexec by tests/mpi_harness.py (the
+table of launches is tests/test_mpi_programs.py); what several of them share."""
 import functools
 
 import numpy as np
@@ -12,6 +12,38 @@ def raises(exc, fn):
     except exc as e:
         return e
     raise AssertionError("%s not raised" % exc.__name__)
+
+
+def data(rank, n, dtype=np.float64, salt=0):
+    """Rank `rank`'s n values: small integers (1 to 5), so that sums are
+    exact in every type and results bitwise comparable."""
+    return ((np.arange(n, dtype=np.int64) * 7 + rank * 3 + salt) % 5 + 1).astype(dtype)
+
+
+@functools.lru_cache(maxsize=None)
+def world_comms():
+    """(NATIVE, PG): a plain duplicate of COMM_WORLD and a pgascol.Comm over
+    COMM_WORLD, made by the first call (collective) and shared by the
+    programs of one launch, so that their calls meet one communicator's
+    state as the calls of one program would."""
+    from mpi4py import MPI
+
+    import pgascol
+    native = MPI.COMM_WORLD.Dup()
+    return native, pgascol.Comm(MPI.COMM_WORLD)
+
+
+def both(fn):
+    """fn(comm) on the pgascol.Comm and on the native duplicate of
+    world_comms(); returns both results (pgascol's first)."""
+    native, pg = world_comms()
+    return fn(pg), fn(native)
+
+
+def assert_same(a, b, what=""):
+    """Arrays a and b are equal in shape and every element."""
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.shape == b.shape and np.array_equal(a, b), (what, a[:8], b[:8])
 
 
 _FAILED = []

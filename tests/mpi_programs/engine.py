@@ -1,10 +1,10 @@
 """The intra-node engine under MPI: every collective against numpy references.
 
-Run by tests/test_engine.py with 1, 2, 3, 4 and 8 ranks and with several
-configurations (default thresholds; small thresholds with single copy off;
-small thresholds with single copy forced), so each size below lands on both
-sides of every threshold. Data are rank-dependent integers (exact in floats
-too), so references are exact."""
+Run by tests/test_mpi_programs.py with 1, 2, 3, 4 and 8 ranks and with
+several configurations (default thresholds; small thresholds with single
+copy off; small thresholds with single copy forced; a binary Bcast tree), so
+each size below lands on both sides of every threshold. Data are
+rank-dependent integers (exact in floats too), so references are exact."""
 import contextlib
 import itertools
 import os
@@ -134,8 +134,11 @@ def test_reduce_every_root_in_place():
                     assert np.all(recv == -7)  # untouched at non-roots
 
 
-def test_reduce_scatter_and_block():
-    for per in (0, 1, 5, INLINE // 8 + 1, CHUNK // 8 + 3):
+REDUCE_SCATTER_PER = (0, 1, 5, INLINE // 8 + 1, CHUNK // 8 + 3)
+
+
+def test_reduce_scatter():
+    for per in REDUCE_SCATTER_PER:
         counts = [per + (r % 3) for r in range(P)]
         total = sum(counts)
         full = reference("SUM", np.int64, total, list(range(P)))
@@ -147,6 +150,10 @@ def test_reduce_scatter_and_block():
         inplace = send.copy()
         T.reduce_scatter(None, inplace, counts, code(np.int64), _core.OPS["SUM"])
         assert np.array_equal(inplace[:counts[ME]], full[start:start + counts[ME]])
+
+
+def test_reduce_scatter_block():
+    for per in REDUCE_SCATTER_PER:
         block = np.zeros(per, np.int64)
         fullb = reference("SUM", np.int64, per * P, list(range(P)))
         T.reduce_scatter(contribution(ME, per * P, np.int64), block, [per] * P, code(np.int64),
@@ -154,12 +161,20 @@ def test_reduce_scatter_and_block():
         assert np.array_equal(block, fullb[ME * per:(ME + 1) * per])
 
 
-def test_scan_exscan():
-    for n in (0, 1, INLINE // 8 + 1, 3 * CHUNK // 8 + 1):
+SCAN_SIZES = (0, 1, INLINE // 8 + 1, 3 * CHUNK // 8 + 1)
+
+
+def test_scan():
+    for n in SCAN_SIZES:
         send = contribution(ME, n, np.float64)
         out = np.full(n, -1.0)
         T.scan(send, out, n, code(np.float64), _core.OPS["SUM"])
         assert np.array_equal(out, reference("SUM", np.float64, n, list(range(ME + 1))))
+
+
+def test_exscan():
+    for n in SCAN_SIZES:
+        send = contribution(ME, n, np.float64)
         ex = np.full(n, -1.0)
         T.exscan(send, ex, n, code(np.float64), _core.OPS["SUM"])
         if ME == 0:
@@ -181,12 +196,18 @@ def _block_of(rank, n, salt):
     return ((np.arange(n) * 11 + rank * 7 + salt) % 250 + 1).astype(np.uint8)
 
 
-def test_gather_scatter_v_every_root():
+def _v_layouts():
+    """(unit, counts, displs, extent) of the Gatherv and Scatterv tests:
+    uneven counts around every threshold, gaps between the blocks."""
     for unit in byte_sizes():
         counts = counts_for(unit, 1)
         displs, extent = _blocks(counts)
+        yield unit, counts, displs, extent
+
+
+def test_gatherv_every_root():
+    for unit, counts, displs, extent in _v_layouts():
         for root in range(P):
-            # Gatherv, then Gather with equal counts
             recv = np.zeros(extent, np.uint8)
             T.gather(_block_of(ME, counts[ME], root), counts[ME], recv, counts, displs, root, v=True)
             if ME == root:
@@ -194,7 +215,11 @@ def test_gather_scatter_v_every_root():
                 for r in range(P):
                     expect[displs[r]:displs[r] + counts[r]] = _block_of(r, counts[r], root)
                 assert np.array_equal(recv, expect), (unit, root)
-            # Scatterv from the same layout
+
+
+def test_scatterv_every_root():
+    for unit, counts, displs, extent in _v_layouts():
+        for root in range(P):
             send = np.zeros(extent, np.uint8)
             for r in range(P):
                 send[displs[r]:displs[r] + counts[r]] = _block_of(r, counts[r], root + 1)
@@ -203,18 +228,27 @@ def test_gather_scatter_v_every_root():
             assert np.array_equal(mine, _block_of(ME, counts[ME], root + 1)), (unit, root)
 
 
-def test_gather_scatter_in_place():
-    n = 2 * CHUNK + 1
+IN_PLACE_BYTES = 2 * CHUNK + 1
+
+
+def test_gather_in_place():
+    n = IN_PLACE_BYTES
     for root in range(P):
-        recv = np.zeros(n * P, np.uint8)
         if ME == root:
+            recv = np.zeros(n * P, np.uint8)
             recv[root * n:(root + 1) * n] = _block_of(root, n, 9)
             T.gather(None, n, recv, [n] * P, None, root)
-            expect = np.concatenate([_block_of(r, n, 9) for r in range(P)])
-            assert np.array_equal(recv, expect)
-            T.scatter(expect, [n] * P, None, None, n, root)
+            assert np.array_equal(recv, np.concatenate([_block_of(r, n, 9) for r in range(P)]))
         else:
             T.gather(_block_of(ME, n, 9), n, None, None, None, root)
+
+
+def test_scatter_in_place():
+    n = IN_PLACE_BYTES
+    for root in range(P):
+        if ME == root:
+            T.scatter(np.concatenate([_block_of(r, n, 9) for r in range(P)]), [n] * P, None, None, n, root)
+        else:
             got = np.zeros(n, np.uint8)
             T.scatter(None, None, None, got, n, root)
             assert np.array_equal(got, _block_of(ME, n, 9))
@@ -236,7 +270,7 @@ def test_allgather_v_and_in_place():
         assert np.array_equal(inplace, expect), unit
 
 
-def test_alltoall_v_and_in_place():
+def test_alltoallv():
     for unit in byte_sizes():
         # rank s sends (s + d) % 3 * unit // 2 + 1 bytes to rank d
         def cnt(s, d):
@@ -256,7 +290,9 @@ def test_alltoall_v_and_in_place():
         for s in range(P):
             gaps[rd[s]:rd[s] + rcounts[s]] = False
         assert np.all(recv[gaps] == 0)
-    # in place, equal counts
+
+
+def test_alltoall_in_place():
     n = CHUNK + 3
     buf = np.concatenate([_block_of(ME * P + d, n, 5) for d in range(P)])
     T.alltoall(None, None, None, buf, [n] * P, None)
@@ -414,40 +450,85 @@ def test_two_teams_alternately():
         other_comm.Free()
 
 
-def test_large_messages():
-    """Every operation with more than 16 MiB in play."""
-    big = 17 << 20
-    n = big // 8
-    x = np.full(n, float(ME + 1))
-    y = np.empty(n)
-    T.allreduce(x, y, n, code(np.float64), _core.OPS["SUM"])
+# ------------------------------------------------------------------ more than 16 MiB in play
+
+LARGE_BYTES = 17 << 20
+LARGE_N = LARGE_BYTES // 8              # float64 elements of the reductions
+LARGE_BLOCK = -(-LARGE_BYTES // P)      # bytes per rank of the data movement (the receive buffer's > 16 MiB)
+
+
+def _large_x():
+    return np.full(LARGE_N, float(ME + 1))
+
+
+def _large_blocks():
+    """(this rank's block, every rank's blocks in rank order)."""
+    return (np.full(LARGE_BLOCK, ME + 1, np.uint8),
+            np.repeat(np.arange(1, P + 1, dtype=np.uint8), LARGE_BLOCK))
+
+
+def test_large_allreduce():
+    y = np.empty(LARGE_N)
+    T.allreduce(_large_x(), y, LARGE_N, code(np.float64), _core.OPS["SUM"])
     assert y[0] == y[-1] == P * (P + 1) / 2 and np.all(y == y[0])
-    T.reduce(x, y, n, code(np.float64), _core.OPS["MAX"], 0)
+
+
+def test_large_reduce():
+    y = np.empty(LARGE_N)
+    T.reduce(_large_x(), y, LARGE_N, code(np.float64), _core.OPS["MAX"], 0)
     if ME == 0:
         assert np.all(y == P)
-    T.scan(x, y, n, code(np.float64), _core.OPS["SUM"])
+
+
+def test_large_scan():
+    y = np.empty(LARGE_N)
+    T.scan(_large_x(), y, LARGE_N, code(np.float64), _core.OPS["SUM"])
     assert np.all(y == (ME + 1) * (ME + 2) / 2)
-    per = n // P
-    T.reduce_scatter(x[:per * P], y[:per], [per] * P, code(np.float64), _core.OPS["SUM"], block=True)
-    assert np.all(y[:per] == P * (P + 1) / 2)
+
+
+def test_large_reduce_scatter_block():
+    per = LARGE_N // P
+    y = np.empty(per)
+    T.reduce_scatter(_large_x()[:per * P], y, [per] * P, code(np.float64), _core.OPS["SUM"], block=True)
+    assert np.all(y == P * (P + 1) / 2)
+
+
+def test_large_bcast():
+    x = _large_x()
     T.bcast(x, x.nbytes, P - 1)
     assert np.all(x == P)
-    # data movement: > 16 MiB in the receive buffer
-    blk = -(-big // P)
-    mine = np.full(blk, ME + 1, np.uint8)
-    every = np.zeros(blk * P, np.uint8)
-    expect = np.repeat(np.arange(1, P + 1, dtype=np.uint8), blk)
-    T.allgather(mine, blk, every, [blk] * P, None)
+
+
+def test_large_allgather():
+    mine, expect = _large_blocks()
+    every = np.zeros(LARGE_BLOCK * P, np.uint8)
+    T.allgather(mine, LARGE_BLOCK, every, [LARGE_BLOCK] * P, None)
     assert np.array_equal(every, expect)
-    every[:] = 0
-    T.gather(mine, blk, every, [blk] * P, None, P - 1)
+
+
+def test_large_gather():
+    mine, expect = _large_blocks()
+    every = np.zeros(LARGE_BLOCK * P, np.uint8)
+    T.gather(mine, LARGE_BLOCK, every, [LARGE_BLOCK] * P, None, P - 1)
     if ME == P - 1:
         assert np.array_equal(every, expect)
-    T.scatter(expect, [blk] * P, None, mine, blk, 0)
+
+
+def test_large_scatter():
+    mine, expect = _large_blocks()
+    mine[:] = 0
+    T.scatter(expect, [LARGE_BLOCK] * P, None, mine, LARGE_BLOCK, 0)
     assert np.all(mine == ME + 1)
-    send = np.repeat(np.arange(P, dtype=np.uint8) + 10 * ME, blk)
-    T.alltoall(send, [blk] * P, None, every, [blk] * P, None)
-    assert np.array_equal(every, np.repeat(np.arange(P, dtype=np.uint8) * 10 + ME, blk))
+
+
+def test_large_alltoall():
+    every = np.zeros(LARGE_BLOCK * P, np.uint8)
+    send = np.repeat(np.arange(P, dtype=np.uint8) + 10 * ME, LARGE_BLOCK)
+    T.alltoall(send, [LARGE_BLOCK] * P, None, every, [LARGE_BLOCK] * P, None)
+    assert np.array_equal(every, np.repeat(np.arange(P, dtype=np.uint8) * 10 + ME, LARGE_BLOCK))
+
+
+# ------------------------------------------------------------------ transfer paths, stores and loops
 
 
 def test_paths_follow_the_measured_costs():

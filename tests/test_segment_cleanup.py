@@ -1,10 +1,15 @@
-"""NodeTeam under MPI (tests/mpi_programs/team_setup.py), and what is left
-in /dev/shm when jobs end normally or abnormally."""
+"""What is left in /dev/shm when MPI jobs end, normally or abnormally: the
+scenarios of tests/mpi_programs/node_team.py (an exception and MPI Abort, a
+SIGKILLed rank, a rank dying during set-up) and a rank of pgascol.Comm killed
+mid-collective."""
 
 from __future__ import annotations
 
+import glob
 import json
 import os
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -12,29 +17,10 @@ from pathlib import Path
 import pytest
 
 import tests.mpi_harness as harness
-from tests.mpi_harness import list_test_functions, mpi_program_tests, run_mpi
-from tests.shm import segment_reachable
+from tests.c.team_fork import segment_reachable
+from tests.mpi_harness import REPO_ROOT, cleaned_mpi_shm, find_launcher, run_mpi
 
-PROGRAM = "team_setup.py"
-SCENARIOS = tuple(n for n in list_test_functions(PROGRAM) if n.startswith("test_scenario_"))
-NPROCS = (1, 2, 3, 4, 8)
-
-
-test_team_setup = mpi_program_tests(PROGRAM, NPROCS, timeout=60, exclude=SCENARIOS)
-# Virtual nodes of k consecutive ranks: np=3 -> [2, 1], 4 -> [2, 2], 8 -> 4 x 2;
-# k=3: np=4 -> [3, 1], 8 -> [3, 3, 2] (smaller counts split like k=np).
-test_team_setup_node_size_2 = mpi_program_tests(
-    PROGRAM, (3, 4, 8), env={"PGASCOL_NODE_SIZE": "2"}, timeout=60, exclude=SCENARIOS)
-test_team_setup_node_size_3 = mpi_program_tests(
-    PROGRAM, (4, 8), env={"PGASCOL_NODE_SIZE": "3"}, timeout=60, exclude=SCENARIOS)
-# Round-robin virtual nodes (PGASCOL_NODE_MAP): k=2: np=3 -> {0,2} {1}, 4 -> {0,2} {1,3},
-# 8 -> {0,4} {1,5} {2,6} {3,7}; k=3: np=4 -> {0,2} {1,3}, 8 -> {0,3,6} {1,4,7} {2,5}.
-test_team_setup_roundrobin_2 = mpi_program_tests(
-    PROGRAM, (3, 4, 8), env={"PGASCOL_NODE_SIZE": "2", "PGASCOL_NODE_MAP": "roundrobin"},
-    timeout=60, exclude=SCENARIOS)
-test_team_setup_roundrobin_3 = mpi_program_tests(
-    PROGRAM, (4, 8), env={"PGASCOL_NODE_SIZE": "3", "PGASCOL_NODE_MAP": "roundrobin"},
-    timeout=60, exclude=SCENARIOS)
+PROGRAM = "node_team.py"
 
 
 # ---------------------------------------------------------------- leaks
@@ -79,7 +65,7 @@ def new_entries(before: set[str], rounds: int = 4) -> set[str]:
 
 
 class Scenario:
-    """One abnormal-ending job of team_setup.py and what it left behind."""
+    """One abnormal-ending job of node_team.py and what it left behind."""
 
     def __init__(self, name, np=4, env=None, auto_cleanup=True, monkeypatch=None, kind="memfd"):
         before = pgascol_entries()
@@ -201,3 +187,30 @@ def test_killed_during_setup_leaves_only_a_stale_segment_when_named():
                 os.unlink("/dev/shm/" + name)
             except FileNotFoundError:
                 pass
+
+
+KILLER = """
+import os, signal, numpy as np
+from mpi4py import MPI
+import pgascol
+c = pgascol.Comm(MPI.COMM_WORLD)
+x = np.ones(1 << 16)
+for i in range(200):
+    if i == 50 and c.Get_rank() == 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    c.Allreduce(MPI.IN_PLACE, x)
+"""
+
+
+def test_killed_rank_leaves_no_segment_and_no_spinner():
+    before = set(glob.glob("/dev/shm/pgascol-*"))
+    launcher, _ = find_launcher()
+    env = {**os.environ, "PGASCOL_TIMEOUT": "10",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
+    start = time.monotonic()
+    with cleaned_mpi_shm():  # MPICH's own segment, left by the killed rank
+        proc = subprocess.run([*launcher, "-n", "3", sys.executable, "-c", KILLER], env=env,
+                              capture_output=True, text=True, timeout=120, cwd=REPO_ROOT)
+    assert proc.returncode != 0
+    assert time.monotonic() - start < 60
+    assert set(glob.glob("/dev/shm/pgascol-*")) <= before

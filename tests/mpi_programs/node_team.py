@@ -1,17 +1,18 @@
-"""NodeTeam set-up under MPI (run by tests/test_team.py through the harness).
+"""NodeTeam set-up under MPI (run by tests/test_mpi_programs.py through the
+harness).
 
 The test_* functions check the geometry of the node split (real node, or
 virtual nodes of PGASCOL_NODE_SIZE ranks, consecutive or round robin by
-PGASCOL_NODE_MAP), the leader
-communicator, single copy, describe(), the team's own barrier and bcast,
-free(), and that the segment's name is gone as soon as NodeTeam() returns.
+PGASCOL_NODE_MAP), the leader communicator, single copy, describe(), the
+team's own barrier and bcast, free(), and that the segment's name is gone as
+soon as NodeTeam() returns.
 
 The test_scenario_* functions end the job abnormally on purpose (an
 exception + MPI Abort, a SIGKILLed rank, a rank dying during set-up); they are
-excluded from the normal run and started one by one by tests/test_team.py
-with a result directory as sys.argv[1]. Every rank writes the name of its
-segment to RESULT_DIR/name-<rank>; survivors of a dead peer write
-RESULT_DIR/survivor-<rank>.json.
+excluded from the normal run and started one by one by
+tests/test_segment_cleanup.py with a result directory as sys.argv[1]. Every
+rank writes the name of its segment to RESULT_DIR/name-<rank>; survivors of
+a dead peer write RESULT_DIR/survivor-<rank>.json.
 """
 
 import json
@@ -25,7 +26,7 @@ from mpi4py import MPI
 
 import pgascol
 from pgascol import NodeTeam
-from tests.shm import segment_reachable
+from tests.c.team_fork import segment_reachable
 
 DESCRIBE_KEYS = {"ranks", "nodes", "local_size", "node_index", "oversubscribed",
                  "cpus_available", "home_cpus", "segment_bytes", "segment_kind", "cma", "cma_reason", "config"}
@@ -257,7 +258,7 @@ def test_memfd_out_of_reach_falls_back_to_a_name(comm):
     refuses them the memfd, and the node makes its segment again under a
     /dev/shm name, removed as usual. Single copy from such a creator is
     refused too; the team works all the same."""
-    from tests.shm import set_dumpable, set_ptrace_capability
+    from tests.c.team_fork import set_dumpable, set_ptrace_capability
 
     creator = expected_geometry(comm)["local_rank"] == 0
     had_cap = set_ptrace_capability(False)

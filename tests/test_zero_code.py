@@ -120,7 +120,7 @@ def test_a_bad_variable_is_one_clear_line_on_every_rank(value):
     """Only the node's first rank reads the configuration (it creates the
     segment): the others must still say why, without a traceback; and a
     timeout that is not a finite positive number is refused (an infinite
-    one used to overflow into an immediate timeout)."""
+    one would overflow the nanosecond deadline into an immediate timeout)."""
     proc = _run(2, "info", env={"PGASCOL_TIMEOUT": value})
     assert proc.returncode != 0
     assert "Traceback" not in proc.stderr, proc.stderr

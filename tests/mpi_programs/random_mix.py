@@ -1,5 +1,5 @@
 """Long random sequences of pgascol.Comm's buffer collectives, every result
-checked against a numpy reference. Run by tests/test_comm_sequence.py
+checked against a numpy reference. Run by tests/test_mpi_programs.py
 under several environments (one node, small thresholds, single copy off,
 virtual nodes).
 
@@ -40,7 +40,7 @@ DUP = PG.Dup()
 HALF = PG.Split(PG.Get_rank() % 2, PG.Get_rank())
 COMMS = (PG, DUP, HALF)
 # Longer or other sequences by hand: PGASCOL_TEST_SEQUENCE_CALLS=2000
-# PGASCOL_TEST_SEQUENCE_SEED=5 mpiexec -n 4 python -m tests.mpi_harness comm_sequence.py /tmp/out
+# PGASCOL_TEST_SEQUENCE_SEED=5 mpiexec -n 4 python -m tests.mpi_harness random_mix.py /tmp/out
 CALLS = int(os.environ.get("PGASCOL_TEST_SEQUENCE_CALLS", "240"))
 SEED = int(os.environ.get("PGASCOL_TEST_SEQUENCE_SEED", "20261124"))
 MAX_BYTES = 2 << 20

@@ -1,10 +1,12 @@
-"""pgascol.Comm's pickle-based methods (bcast, reduce, allreduce, gather,
-scatter, allgather, alltoall) against mpi4py's on a plain duplicate of
-COMM_WORLD: the same calls on the same objects must give equal results
-(values, dtypes, shapes, memory order, types), numpy arrays must come back
-writable and independent of the sender's, and stats must show path "shm" on
-one node, "mpi" on virtual nodes (PGASCOL_NODE_SIZE). Run by
-tests/test_comm_pickle.py with 1, 2, 3, 4 and 8 ranks, and on virtual nodes."""
+"""Object (pickle-based) collectives of pgascol.Comm (mpi4py's test_cco_obj):
+bcast, reduce, allreduce, gather, scatter, allgather, alltoall against
+mpi4py's on a plain duplicate of COMM_WORLD: the same calls on the same
+objects must give equal results (values, dtypes, shapes, memory order,
+types), numpy arrays must come back writable and independent of the
+sender's, and stats must show path "shm" on one node, "mpi" on virtual nodes
+(PGASCOL_NODE_SIZE). Run by tests/test_mpi_programs.py with 1, 2, 3, 4 and 8
+ranks, and on virtual nodes."""
+import contextlib
 import functools
 import os
 import pickle
@@ -195,25 +197,43 @@ def test_alltoall():
     assert PG.alltoall(iter(range(ME * P, ME * P + P))) == [i * P + ME for i in range(P)]
 
 
-def test_uneven_out_of_band_frames():
-    """Ranks with different numbers and sizes of out-of-band buffers (and none)."""
-    def mine(rank, salt=0):
-        return [np.full(300000 + 1000 * k + rank, rank * 10 + k + salt, np.int16) for k in range(rank % 4)]
+# Ranks with different numbers and sizes of out-of-band buffers (and none).
+
+def uneven_frames(rank, salt=0):
+    return [np.full(300000 + 1000 * k + rank, rank * 10 + k + salt, np.int16) for k in range(rank % 4)]
+
+
+def test_gather_uneven_out_of_band_frames():
     for root in ROOTS:
-        got = both(lambda c: c.gather(mine(ME), root=root))
+        got = both(lambda c: c.gather(uneven_frames(ME), root=root))
         if ME == root:
             for r in range(P):
-                same(got[r], mine(r))
-        got = both(lambda c: c.bcast(mine(root) if ME == root else None, root=root))
-        same(got, mine(root))
-        got = both(lambda c: c.scatter([mine(r, root) for r in range(P)] if ME == root else None, root=root))
-        same(got, mine(ME, root))
-    got = both(lambda c: c.allgather(mine(ME)))
+                same(got[r], uneven_frames(r))
+
+
+def test_bcast_uneven_out_of_band_frames():
+    for root in ROOTS:
+        got = both(lambda c: c.bcast(uneven_frames(root) if ME == root else None, root=root))
+        same(got, uneven_frames(root))
+
+
+def test_scatter_uneven_out_of_band_frames():
+    for root in ROOTS:
+        got = both(lambda c: c.scatter([uneven_frames(r, root) for r in range(P)] if ME == root else None,
+                                       root=root))
+        same(got, uneven_frames(ME, root))
+
+
+def test_allgather_uneven_out_of_band_frames():
+    got = both(lambda c: c.allgather(uneven_frames(ME)))
     for r in range(P):
-        same(got[r], mine(r))
-    got = both(lambda c: c.alltoall([mine(ME, j) for j in range(P)]))
+        same(got[r], uneven_frames(r))
+
+
+def test_alltoall_uneven_out_of_band_frames():
+    got = both(lambda c: c.alltoall([uneven_frames(ME, j) for j in range(P)]))
     for i in range(P):
-        same(got[i], mine(i, ME))
+        same(got[i], uneven_frames(i, ME))
 
 
 # ------------------------------------------------------------------ reductions
@@ -222,9 +242,10 @@ def test_uneven_out_of_band_frames():
 FLOATS = [1e16, 1.0, -1e16, 3.0, 0.1, -7.5e15, 2.5, 1e-3]
 
 
-def test_reduce_allreduce_predefined_ops():
+def predefined_op_cases():
+    """(label, this rank's object, operator) of the tests of MPI's operators."""
     vec = np.array([FLOATS[(ME + k) % len(FLOATS)] for k in range(6)]) * (ME + 1)
-    cases = [
+    return [
         ("SUM int", ME * 3 + 1, MPI.SUM),
         ("SUM float", FLOATS[ME % len(FLOATS)] * (1 + ME // len(FLOATS)), MPI.SUM),
         ("SUM array", vec, MPI.SUM),
@@ -250,49 +271,80 @@ def test_reduce_allreduce_predefined_ops():
         ("MAXLOC tie", (5, P - ME), MPI.MAXLOC),
         ("None", None, MPI.NO_OP),
     ]
-    for label, obj, op in cases:
+
+
+def test_reduce_predefined_ops():
+    for label, obj, op in predefined_op_cases():
         for root in ROOTS:
             got = both(lambda c: c.reduce(obj, op=op, root=root))
             if ME != root:
                 assert got is None, label
+    # default op: SUM
+    assert both(lambda c: c.reduce(ME, root=LAST)) == (P * (P - 1) // 2 if ME == LAST else None)
+
+
+def test_allreduce_predefined_ops():
+    for label, obj, op in predefined_op_cases():
         got = both(lambda c: c.allreduce(obj, op=op))
         assert got is not None or label == "None", label
         writable(got)
     assert both(lambda c: c.allreduce(ME)) == P * (P - 1) // 2     # default op: SUM
-    assert both(lambda c: c.reduce(ME, root=LAST)) == (P * (P - 1) // 2 if ME == LAST else None)
 
 
-def test_reduce_allreduce_dicts_of_arrays():
-    def add(a, b):
-        return {k: a[k] + b[k] for k in a}
+def _add_dicts(a, b):
+    return {k: a[k] + b[k] for k in a}
+
+
+def _dict_of_arrays():
     obj = big(ME, mib=2)
     obj.pop("meta")
+    return obj
+
+
+def test_reduce_dicts_of_arrays():
+    obj = _dict_of_arrays()
     for root in ROOTS:
-        got = both(lambda c: c.reduce(obj, op=add, root=root))     # any callable
+        got = both(lambda c: c.reduce(obj, op=_add_dicts, root=root))     # any callable
         if ME == root:
             writable(got)
             assert np.array_equal(got["small"], np.arange(5, dtype=np.uint8) * P)
-    got = both(lambda c: c.allreduce(obj, op=add))
+
+
+def test_allreduce_dicts_of_arrays():
+    got = both(lambda c: c.allreduce(_dict_of_arrays(), op=_add_dicts))
     writable(got)
     assert np.array_equal(got["f8"], np.arange(got["f8"].size) * (P * (P + 1) // 2))
 
 
-def test_reduce_allreduce_user_ops():
-    # MPI.Op.Create of a Python function: mpi4py calls fn(a, b, None) on the objects
-    sub = MPI.Op.Create(lambda a, b, dt: a - b, commute=False)     # not associative
+@contextlib.contextmanager
+def user_ops():
+    """(object, operator) pairs: MPI.Op.Create of Python functions, which
+    mpi4py calls as fn(a, b, None) on the objects; none is associative."""
+    sub = MPI.Op.Create(lambda a, b, dt: a - b, commute=False)
     concat = MPI.Op.Create(lambda a, b, dt: a + b, commute=False)
     try:
-        for obj, op in ((float(ME * ME + 1), sub), (ME * 10 + 1, sub), (np.arange(3.0) * ME, sub),
-                        ([ME], concat), ("%d," % ME, concat)):
-            for root in ROOTS:
-                both(lambda c: c.reduce(obj, op=op, root=root))
-            both(lambda c: c.allreduce(obj, op=op))
-        # a plain callable, not associative either
-        both(lambda c: c.allreduce(ME + 1, op=lambda a, b: a * 2 + b))
-        both(lambda c: c.reduce(ME + 1, op=lambda a, b: (a, b), root=LAST))
+        yield ((float(ME * ME + 1), sub), (ME * 10 + 1, sub), (np.arange(3.0) * ME, sub),
+               ([ME], concat), ("%d," % ME, concat))
     finally:
         sub.Free()
         concat.Free()
+
+
+def test_reduce_user_ops():
+    with user_ops() as cases:
+        for obj, op in cases:
+            for root in ROOTS:
+                both(lambda c: c.reduce(obj, op=op, root=root))
+    # a plain callable, not associative either
+    both(lambda c: c.reduce(ME + 1, op=lambda a, b: (a, b), root=LAST))
+
+
+def test_allreduce_user_ops():
+    with user_ops() as cases:
+        for obj, op in cases:
+            both(lambda c: c.allreduce(obj, op=op))
+    # a plain callable, not associative either
+    both(lambda c: c.allreduce(ME + 1, op=lambda a, b: a * 2 + b))
 
 
 def test_inputs_not_modified_and_results_fresh():

@@ -1,11 +1,12 @@
-"""pgascol.Comm when only some ranks err: the rank that sees the misuse
-raises at once. The others, already in the collective, raise an error naming
-the operation: at once if they wait for that rank in the node team (it
-refused the op), else a timeout within PGASCOL_TIMEOUT (or the team's abort
-by the first of them that timed out) (tests/test_comm_robustness.py sets it
-to 3 s). Also with virtual nodes, where the others wait in an inter-node MPI
-phase: those waits are bounded the same way. Ranks whose calls go out of
-step are caught before any data moves."""
+"""Errors (mpi4py's test_exceptions, for collectives): pgascol.Comm when
+only some ranks err. The rank that sees the misuse raises at once. The
+others, already in the collective, raise an error naming the operation: at
+once if they wait for that rank in the node team (it refused the op), else a
+timeout within PGASCOL_TIMEOUT (or the team's abort by the first of them
+that timed out) (tests/test_mpi_programs.py sets it to 3 s). Also with
+virtual nodes, where the others wait in an inter-node MPI phase: those waits
+are bounded the same way. Ranks whose calls go out of step are caught before
+any data moves."""
 import time
 
 import numpy as np
@@ -212,14 +213,26 @@ def test_reduce_of_different_counts_or_roots_is_a_mismatch():
                    ["a different number of elements (or to a different root)"])
 
 
-def test_scans_and_reduce_scatter_of_different_shapes_are_mismatches():
+def test_scan_of_different_counts_is_a_mismatch():
     n = _counts(4, 8)
     _shape_differs("Scan", lambda c: c.Scan(np.ones(n), np.zeros(n)), ["a different number of elements"])
+
+
+def test_exscan_of_different_counts_is_a_mismatch():
+    n = _counts(4, 8)
     _shape_differs("Exscan", lambda c: c.Exscan(np.ones(n), np.zeros(n)), ["a different number of elements"])
+
+
+def test_reduce_scatter_block_of_different_counts_is_a_mismatch():
+    n = _counts(4, 8)
     _shape_differs("Reduce_scatter_block",
                    lambda c: c.Reduce_scatter_block(np.ones(n * P), np.zeros(n)),
                    ["a different number of elements"])
-    # the same total, split otherwise: rank 0 moves an element from the last block to the first
+
+
+def test_reduce_scatter_of_other_recvcounts_is_a_mismatch():
+    """The same total, split otherwise: rank 0 moves an element from the
+    last block to the first."""
     counts = [3] * P
     if ME == 0:
         counts[0], counts[-1] = 4, 2

@@ -2,7 +2,7 @@
 ranks on nodes: virtual nodes of PGASCOL_NODE_SIZE ranks, consecutive
 (PGASCOL_NODE_MAP=block) or dealt round robin (rank r on node r % nodes,
 nodes interleaved in rank order, unequal nodes included). Run by
-tests/test_comm_placement.py.
+tests/test_mpi_programs.py.
 
 Every result is checked against a numpy reference computed locally in rank
 order (not against MPI), on data of small integers so that every sum is
@@ -15,7 +15,7 @@ import numpy as np
 from mpi4py import MPI
 
 import pgascol
-from tests.mpi_programs import collective_test, same
+from tests.mpi_programs import collective_test, data, same
 
 WORLD = MPI.COMM_WORLD
 PG = pgascol.Comm(WORLD)
@@ -45,14 +45,6 @@ HIER = len(MEMBERS) > 1
 BLOCK = [r for m in MEMBERS for r in m] == list(range(P))
 
 ENGINE_PATHS = {"inline", "cico", "cma"}
-
-
-def data(rank, n, dtype=np.float64, salt=0):
-    return ((np.arange(n, dtype=np.int64) * 7 + rank * 3 + salt) % 5 + 1).astype(dtype)
-
-
-def path_of(comm, op):
-    return set(pgascol.stats(comm).get(op, {}))
 
 
 def expect_path(comm, op, before, path):
@@ -90,8 +82,9 @@ def test_bcast_every_root():
             same(b, data(root, n), ("Bcast", n, root))
 
 
-@collective_test
-def test_reduce_allreduce_every_root():
+def reductions():
+    """(dtype, op, n, this rank's input, the reduction over every rank) of
+    the Reduce and Allreduce tests."""
     for dtype, op, fold in ((np.int64, MPI.SUM, np.add), (np.float64, MPI.SUM, np.add),
                             (np.int32, MPI.MAX, np.maximum), (np.float32, MPI.MIN, np.minimum),
                             (np.int64, MPI.PROD, np.multiply)):
@@ -99,22 +92,32 @@ def test_reduce_allreduce_every_root():
             want = data(0, n, dtype)
             for q in range(1, P):
                 want = fold(want, data(q, n, dtype))
-            x = data(ME, n, dtype)
-            y = np.full(n, -1, dtype)
-            PG.Allreduce(x, y, op)
-            same(y, want, ("Allreduce", dtype, op, n))
-            ip = x.copy()
-            PG.Allreduce(MPI.IN_PLACE, ip, op)
-            same(ip, want, ("Allreduce in place", dtype, op, n))
-            for root in range(P):
-                z = np.full(n, -1, dtype)
-                PG.Reduce(x, z if ME == root else None, op, root=root)
-                if ME == root:
-                    same(z, want, ("Reduce", dtype, op, n, root))
-                w = x.copy()
-                PG.Reduce(MPI.IN_PLACE if ME == root else w, w if ME == root else None, op, root=root)
-                if ME == root:
-                    same(w, want, ("Reduce in place", dtype, op, n, root))
+            yield dtype, op, n, data(ME, n, dtype), want
+
+
+@collective_test
+def test_allreduce():
+    for dtype, op, n, x, want in reductions():
+        y = np.full(n, -1, dtype)
+        PG.Allreduce(x, y, op)
+        same(y, want, ("Allreduce", dtype, op, n))
+        ip = x.copy()
+        PG.Allreduce(MPI.IN_PLACE, ip, op)
+        same(ip, want, ("Allreduce in place", dtype, op, n))
+
+
+@collective_test
+def test_reduce_every_root():
+    for dtype, op, n, x, want in reductions():
+        for root in range(P):
+            z = np.full(n, -1, dtype)
+            PG.Reduce(x, z if ME == root else None, op, root=root)
+            if ME == root:
+                same(z, want, ("Reduce", dtype, op, n, root))
+            w = x.copy()
+            PG.Reduce(MPI.IN_PLACE if ME == root else w, w if ME == root else None, op, root=root)
+            if ME == root:
+                same(w, want, ("Reduce in place", dtype, op, n, root))
 
 
 @collective_test
@@ -141,7 +144,7 @@ def test_allreduce_into_a_cold_receive_buffer():
 
 
 @collective_test
-def test_reduce_scatter_and_block():
+def test_reduce_scatter():
     for per in (0, 1, 33, 5000):
         counts = [per + (r * 5) % 3 for r in range(P)]
         total = sum(counts)
@@ -154,6 +157,11 @@ def test_reduce_scatter_and_block():
         ip = x.copy()
         PG.Reduce_scatter(MPI.IN_PLACE, ip, counts, MPI.SUM)
         same(ip[:counts[ME]], want[start:start + counts[ME]], ("Reduce_scatter in place", per))
+
+
+@collective_test
+def test_reduce_scatter_block():
+    for per in (0, 1, 33, 5000):
         xb = data(ME, per * P, np.int32)
         wantb = np.max([data(q, per * P, np.int32) for q in range(P)], axis=0) if per else np.zeros(0, np.int32)
         b = np.full(per, -1, np.int32)
@@ -163,10 +171,15 @@ def test_reduce_scatter_and_block():
 
 # ------------------------------------------------------------------ gather / scatter family
 
-@collective_test
-def test_gather_scatter_every_root():
+def every_rows():
+    """(n, every rank's n values, one row a rank) of the Gather and Scatter tests."""
     for n in (0, 1, 100, 70001):
-        allrows = np.stack([data(q, n) for q in range(P)]) if n else np.zeros((P, 0))
+        yield n, np.stack([data(q, n) for q in range(P)]) if n else np.zeros((P, 0))
+
+
+@collective_test
+def test_gather_every_root():
+    for n, allrows in every_rows():
         for root in range(P):
             r = np.full((P, n), -1.0)
             PG.Gather(data(ME, n), r if ME == root else None, root=root)
@@ -178,6 +191,12 @@ def test_gather_scatter_every_root():
                 same(ip, allrows, ("Gather in place", n, root))
             else:
                 PG.Gather(data(ME, n), None, root=root)
+
+
+@collective_test
+def test_scatter_every_root():
+    for n, allrows in every_rows():
+        for root in range(P):
             out = np.full(n, -1.0)
             PG.Scatter(allrows if ME == root else None, out, root=root)
             same(out, data(ME, n), ("Scatter", n, root))
@@ -188,12 +207,18 @@ def test_gather_scatter_every_root():
                 same(out, data(ME, n), ("Scatter (root in place)", n, root))
 
 
-@collective_test
-def test_gatherv_scatterv_uneven_with_gaps():
+def uneven_with_gaps():
+    """(scale, counts, displs, extent) of the Gatherv and Scatterv tests:
+    counts with zeros, blocks in reversed order with gaps."""
     for scale in (1, 1000):
-        counts = [((r * 7) % 4) * scale for r in range(P)]     # zeros included
-        displs = [sum(counts[r + 1:]) + 3 * (P - 1 - r) for r in range(P)]   # gaps, reversed order
-        extent = max(d + c for d, c in zip(displs, counts))
+        counts = [((r * 7) % 4) * scale for r in range(P)]
+        displs = [sum(counts[r + 1:]) + 3 * (P - 1 - r) for r in range(P)]
+        yield scale, counts, displs, max(d + c for d, c in zip(displs, counts))
+
+
+@collective_test
+def test_gatherv_uneven_with_gaps():
+    for scale, counts, displs, extent in uneven_with_gaps():
         for root in range(P):
             r = np.full(extent, -1.0)
             PG.Gatherv(data(ME, counts[ME]), [r, (counts, displs), MPI.DOUBLE] if ME == root else None,
@@ -203,6 +228,12 @@ def test_gatherv_scatterv_uneven_with_gaps():
                 for q in range(P):
                     want[displs[q]:displs[q] + counts[q]] = data(q, counts[q])
                 same(r, want, ("Gatherv", scale, root))
+
+
+@collective_test
+def test_scatterv_uneven_with_gaps():
+    for scale, counts, displs, extent in uneven_with_gaps():
+        for root in range(P):
             src = np.zeros(extent)
             for q in range(P):
                 src[displs[q]:displs[q] + counts[q]] = data(q, counts[q], salt=1)
@@ -212,7 +243,7 @@ def test_gatherv_scatterv_uneven_with_gaps():
 
 
 @collective_test
-def test_allgather_and_v():
+def test_allgather():
     for n in (0, 1, 100, 70001):
         allrows = np.stack([data(q, n, np.uint8) for q in range(P)]) if n else np.zeros((P, 0), np.uint8)
         r = np.full((P, n), 255, np.uint8)
@@ -222,6 +253,10 @@ def test_allgather_and_v():
         ip[ME] = data(ME, n, np.uint8)
         PG.Allgather(MPI.IN_PLACE, ip)
         same(ip, allrows, ("Allgather in place", n))
+
+
+@collective_test
+def test_allgatherv():
     counts = [(r % 3) * 11 for r in range(P)]          # rank 0 (and every third) sends nothing
     displs = [sum(counts[r + 1:]) + 2 * (P - 1 - r) for r in range(P)]   # reversed order, gaps
     extent = max(d + c for d, c in zip(displs, counts)) + 1
@@ -369,37 +404,53 @@ def _prefix(fold, parts):
     return acc
 
 
-@collective_test
-def test_scan_exscan():
-    before = pgascol.stats(PG)
+def scans():
+    """(dtype, op, fold, n, every rank's input) of the Scan and Exscan tests."""
     for dtype, op, fold in ((np.int64, MPI.SUM, np.add), (np.float64, MPI.SUM, np.add),
                             (np.int32, MPI.MAX, np.maximum), (np.float32, MPI.MIN, np.minimum),
                             (np.int64, MPI.PROD, np.multiply), (np.uint8, MPI.BXOR, np.bitwise_xor)):
         for n in (0, 1, 100, 50001):
-            parts = [data(q, n, dtype, salt=q % 3) for q in range(P)]
-            x = parts[ME].copy()
-            y = np.full(n, 9, dtype)
-            PG.Scan(x, y, op)
-            same(y, _prefix(fold, parts[:ME + 1]), ("Scan", dtype, op, n))
-            same(x, parts[ME], "Scan changed its send buffer")
-            ip = x.copy()
-            PG.Scan(MPI.IN_PLACE, ip, op)
-            same(ip, _prefix(fold, parts[:ME + 1]), ("Scan in place", dtype, op, n))
-            e = np.full(n, 9, dtype)
-            PG.Exscan(x, e, op)
-            if ME > 0:
-                same(e, _prefix(fold, parts[:ME]), ("Exscan", dtype, op, n))
-            eip = x.copy()
-            PG.Exscan(MPI.IN_PLACE, eip, op)
-            if ME > 0:
-                same(eip, _prefix(fold, parts[:ME]), ("Exscan in place", dtype, op, n))
-            elif HIER and BLOCK:
-                # pgascol's hierarchy leaves rank 0's buffer as it was (MPI: undefined)
-                same(e, np.full(n, 9, dtype), "Exscan rank 0")
-                same(eip, parts[0], "Exscan in place rank 0")
-    path = ("hier" if BLOCK else "mpi") if HIER else "engine"
-    expect_path(PG, "Scan", before, path)
-    expect_path(PG, "Exscan", before, path)
+            yield dtype, op, fold, n, [data(q, n, dtype, salt=q % 3) for q in range(P)]
+
+
+# The hierarchical Scan and Exscan take consecutive nodes in rank order
+# only; with interleaved ones the calls are MPI's.
+SCAN_PATH = ("hier" if BLOCK else "mpi") if HIER else "engine"
+
+
+@collective_test
+def test_scan():
+    before = pgascol.stats(PG)
+    for dtype, op, fold, n, parts in scans():
+        x = parts[ME].copy()
+        y = np.full(n, 9, dtype)
+        PG.Scan(x, y, op)
+        same(y, _prefix(fold, parts[:ME + 1]), ("Scan", dtype, op, n))
+        same(x, parts[ME], "Scan changed its send buffer")
+        ip = x.copy()
+        PG.Scan(MPI.IN_PLACE, ip, op)
+        same(ip, _prefix(fold, parts[:ME + 1]), ("Scan in place", dtype, op, n))
+    expect_path(PG, "Scan", before, SCAN_PATH)
+
+
+@collective_test
+def test_exscan():
+    before = pgascol.stats(PG)
+    for dtype, op, fold, n, parts in scans():
+        x = parts[ME].copy()
+        e = np.full(n, 9, dtype)
+        PG.Exscan(x, e, op)
+        if ME > 0:
+            same(e, _prefix(fold, parts[:ME]), ("Exscan", dtype, op, n))
+        eip = x.copy()
+        PG.Exscan(MPI.IN_PLACE, eip, op)
+        if ME > 0:
+            same(eip, _prefix(fold, parts[:ME]), ("Exscan in place", dtype, op, n))
+        elif HIER and BLOCK:
+            # pgascol's hierarchy leaves rank 0's buffer as it was (MPI: undefined)
+            same(e, np.full(n, 9, dtype), "Exscan rank 0")
+            same(eip, parts[0], "Exscan in place rank 0")
+    expect_path(PG, "Exscan", before, SCAN_PATH)
 
 
 @collective_test

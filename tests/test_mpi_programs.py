@@ -1,0 +1,137 @@
+"""The multi-rank test programs of tests/mpi_programs/, run under mpiexec by
+tests/mpi_harness.py: one table of launches, each row (programs, rank
+counts, setting, environment), and one pytest function per chapter.
+
+Every test function of a program is one pytest item per rank count and
+setting, e.g. ``test_comm[cco_buf::test_bcast-np4-vnodes_of_2]``; the items of
+one launch read their outcome from a single mpiexec (see tests/mpi_harness.py
+for the clean-exit items, PGASCOL_TEST_NP and rerunning a function by hand).
+``pytest tests/test_mpi_programs.py::test_comm`` runs one chapter."""
+from pgascol.engine._core import COLLECTIVES
+from tests.mpi_harness import Run, list_test_functions, program_tests
+
+# pgascol.Comm as mpi4py's communicator: its object model (comm), message
+# specifications (msgspec), buffer and vector collectives (cco_buf,
+# cco_vec), on one shared pgascol.Comm per launch.
+COMM = ("cco_buf.py", "cco_vec.py", "msgspec.py", "comm.py")
+
+
+def vnodes(k, node_map=None):
+    """Virtual nodes of k ranks (PGASCOL_NODE_SIZE), consecutive ranks
+    unless node_map (PGASCOL_NODE_MAP) says otherwise: e.g. k=2 round robin,
+    np=3 -> {0,2} {1}, np=4 -> {0,2} {1,3}, np=8 -> {0,4} {1,5} {2,6} {3,7};
+    k=3 round robin, np=4 -> {0,2} {1,3}, np=8 -> {0,3,6} {1,4,7} {2,5}."""
+    env = {"PGASCOL_NODE_SIZE": str(k)}
+    if node_map:
+        env["PGASCOL_NODE_MAP"] = node_map
+    return env
+
+
+# Small thresholds, so that every size of engine.py lands on both sides of
+# each of them.
+ENGINE_SMALL = {"PGASCOL_INLINE_MAX": "64", "PGASCOL_CHUNK_BYTES": "4096", "PGASCOL_XCHG_CHUNK_BYTES": "4096",
+                "PGASCOL_STAGING_BYTES": "16384"}
+CMA_EVERYWHERE = {"PGASCOL_CMA_MIN_" + name.upper(): "0" for name in COLLECTIVES}
+# The > 16 MiB messages: with the default thresholds only.
+ENGINE_LARGE = tuple(n for n in list_test_functions("engine.py") if n.startswith("test_large_"))
+# Small thresholds for the random mix: every transfer method, a binary Bcast
+# tree, streaming stores everywhere.
+MIX_SMALL = {"PGASCOL_INLINE_MAX": "64", "PGASCOL_CHUNK_BYTES": "4096", "PGASCOL_XCHG_CHUNK_BYTES": "4096",
+             "PGASCOL_STAGING_BYTES": "65536", "PGASCOL_RECV_STREAM_MIN": "1000", "PGASCOL_STREAM": "2",
+             "PGASCOL_BCAST_TREE_MIN": "3", "PGASCOL_BCAST_RADIX": "2",
+             **{"PGASCOL_CMA_MIN_" + name.upper(): "32768" for name in COLLECTIVES},
+             "PGASCOL_TEST_EXPECT_CMA": "1"}
+# Partial errors become timeouts: short ones.
+SHORT_TIMEOUT = {"PGASCOL_TIMEOUT": "3"}
+# The scenarios of node_team.py end their jobs abnormally: tests/test_segment_cleanup.py runs them.
+NODE_TEAM_SCENARIOS = tuple(n for n in list_test_functions("node_team.py") if n.startswith("test_scenario_"))
+
+TABLE = [
+    # ---- pgascol.Comm: on one node, and as a hierarchy of virtual nodes of 1, 2 and 3 ranks
+    Run(COMM, timeout=300),
+    Run(COMM, (2, 3, 4), "vnodes_of_1", vnodes(1), timeout=300),
+    Run(COMM, (3, 4, 8), "vnodes_of_2", vnodes(2), timeout=300),
+    Run(COMM, (4, 8), "vnodes_of_3", vnodes(3), timeout=300),
+
+    # ---- object (pickle-based) collectives: path "shm" on one node; "mpi" (mpi4py's own
+    # methods) on virtual nodes, where the misuse test is left out: mpi4py leaves the ranks
+    # that did nothing wrong blocked in MPI
+    Run("cco_obj.py", timeout=400),
+    Run("cco_obj.py", (4,), "vnodes_of_2", vnodes(2), timeout=400,
+        exclude=("test_misuse_raises_everywhere_and_comm_stays_usable",)),
+
+    # ---- derived datatypes and MPI.BOTTOM in the data-movement collectives
+    Run("datatype.py", timeout=400),
+    Run("datatype.py", (2, 3, 4), "vnodes_of_1", vnodes(1), timeout=400),
+    Run("datatype.py", (3, 4, 8), "vnodes_of_2", vnodes(2), timeout=400),
+
+    # ---- errors on some ranks only: timeouts naming the operation; on virtual nodes of 1
+    # and 2 ranks the others wait in MPI, not in the engine
+    Run("errors.py", (2, 3, 4), "timeout_3s", SHORT_TIMEOUT),
+    Run("errors.py", (2, 3, 4), "timeout_3s_vnodes_of_1", {**SHORT_TIMEOUT, **vnodes(1)}),
+    Run("errors.py", (3, 4), "timeout_3s_vnodes_of_2", {**SHORT_TIMEOUT, **vnodes(2)}),
+
+    # ---- rank order whatever the placement on nodes: round robin (k=1 is consecutive
+    # again), consecutive (the hierarchical Scan/Exscan; k=2: np=3 -> {0,1} {2}, np=4 ->
+    # {0,1} {2,3}; k=3, np=8 -> {0,1,2} {3,4,5} {6,7}) and, for comparison, one node
+    Run("placement.py", (3,), "vnodes_of_1_roundrobin", vnodes(1, "roundrobin"), timeout=300),
+    Run("placement.py", (3, 4, 8), "vnodes_of_2_roundrobin", vnodes(2, "roundrobin"), timeout=400),
+    Run("placement.py", (4, 8), "vnodes_of_3_roundrobin", vnodes(3, "roundrobin"), timeout=400),
+    Run("placement.py", (3, 4), "vnodes_of_2_block", vnodes(2, "block"), timeout=300),
+    Run("placement.py", (8,), "vnodes_of_3_block", vnodes(3, "block"), timeout=400),
+    Run("placement.py", (3,), timeout=300),
+
+    # ---- the random mix: the defaults; small thresholds; single copy and AVX2 off;
+    # virtual nodes, consecutive and round robin; named segments with the path fixed by size
+    Run("random_mix.py", timeout=300),
+    Run("random_mix.py", (2, 3, 4, 8), "small_thresholds", MIX_SMALL, timeout=300),
+    Run("random_mix.py", (2, 3), "no_cma_no_simd", {"PGASCOL_CMA": "0", "PGASCOL_SIMD": "0"}, timeout=300),
+    Run("random_mix.py", (3, 4, 8), "vnodes_of_2", vnodes(2), timeout=300),
+    Run("random_mix.py", (4, 8), "vnodes_of_3_roundrobin", vnodes(3, "roundrobin"), timeout=300),
+    Run("random_mix.py", (4,), "named_by_size", {"PGASCOL_SEGMENT": "named", "PGASCOL_ADAPT": "0"},
+        timeout=300),
+
+    # ---- the intra-node engine: the defaults; small thresholds with single copy off, the
+    # baseline loops (no AVX2) and staging written with streaming stores (the defaults
+    # write it with ordinary stores); small thresholds with single copy everywhere; and
+    # a Bcast down a binary tree (every team of 2 or more), both copy methods
+    Run("engine.py", timeout=600),
+    Run("engine.py", setting="small_no_cma", timeout=600, exclude=ENGINE_LARGE,
+        env={**ENGINE_SMALL, "PGASCOL_CMA": "0", "PGASCOL_SIMD": "0", "PGASCOL_STREAM": "2"}),
+    Run("engine.py", setting="small_cma", env={**ENGINE_SMALL, **CMA_EVERYWHERE}, timeout=600,
+        exclude=ENGINE_LARGE),
+    Run("engine.py", setting="small_tree", timeout=600, exclude=ENGINE_LARGE,
+        env={**ENGINE_SMALL, **CMA_EVERYWHERE, "PGASCOL_BCAST_TREE_MIN": "2", "PGASCOL_BCAST_RADIX": "2",
+             "PGASCOL_CMA_MIN_BCAST": "20000"}),
+
+    # ---- NodeTeam: one node; virtual nodes of k consecutive ranks (k=2: np=3 -> [2, 1],
+    # 4 -> [2, 2], 8 -> 4 x 2; k=3: np=4 -> [3, 1], 8 -> [3, 3, 2]) and round robin
+    Run("node_team.py", timeout=60, exclude=NODE_TEAM_SCENARIOS),
+    Run("node_team.py", (3, 4, 8), "vnodes_of_2", vnodes(2), timeout=60, exclude=NODE_TEAM_SCENARIOS),
+    Run("node_team.py", (4, 8), "vnodes_of_3", vnodes(3), timeout=60, exclude=NODE_TEAM_SCENARIOS),
+    Run("node_team.py", (3, 4, 8), "vnodes_of_2_roundrobin", vnodes(2, "roundrobin"), timeout=60,
+        exclude=NODE_TEAM_SCENARIOS),
+    Run("node_team.py", (4, 8), "vnodes_of_3_roundrobin", vnodes(3, "roundrobin"), timeout=60,
+        exclude=NODE_TEAM_SCENARIOS),
+]
+
+_taken = []
+
+
+def chapter(programs):
+    """The pytest function of the rows of TABLE that run `programs`."""
+    rows = [row for row in TABLE if row.programs == programs]
+    _taken.extend(rows)
+    return program_tests(rows)
+
+
+test_comm = chapter(COMM)
+test_cco_obj = chapter("cco_obj.py")
+test_datatype = chapter("datatype.py")
+test_errors = chapter("errors.py")
+test_placement = chapter("placement.py")
+test_random_mix = chapter("random_mix.py")
+test_engine = chapter("engine.py")
+test_node_team = chapter("node_team.py")
+
+assert len(_taken) == len(TABLE), "a row of TABLE that no chapter above runs"
