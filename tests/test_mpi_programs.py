@@ -104,6 +104,13 @@ TABLE = [
         env={**ENGINE_SMALL, **CMA_EVERYWHERE, "PGASCOL_BCAST_TREE_MIN": "2", "PGASCOL_BCAST_RADIX": "2",
              "PGASCOL_CMA_MIN_BCAST": "20000"}),
 
+    # ---- PGAS global arrays: on one node (shared memory, C atomics) and across virtual
+    # nodes of 1, 2 and 3 ranks (MPI RMA, and both within one array)
+    Run("pgas_arrays.py", timeout=300),
+    Run("pgas_arrays.py", (2, 3), "vnodes_of_1", vnodes(1), timeout=300),
+    Run("pgas_arrays.py", (4, 8), "vnodes_of_2", vnodes(2), timeout=300),
+    Run("pgas_arrays.py", (8,), "vnodes_of_3_roundrobin", vnodes(3, "roundrobin"), timeout=300),
+
     # ---- NodeTeam: one node; virtual nodes of k consecutive ranks (k=2: np=3 -> [2, 1],
     # 4 -> [2, 2], 8 -> 4 x 2; k=3: np=4 -> [3, 1], 8 -> [3, 3, 2]) and round robin
     Run("node_team.py", timeout=60, exclude=NODE_TEAM_SCENARIOS),
@@ -133,5 +140,6 @@ test_placement = chapter("placement.py")
 test_random_mix = chapter("random_mix.py")
 test_engine = chapter("engine.py")
 test_node_team = chapter("node_team.py")
+test_pgas = chapter("pgas_arrays.py")
 
 assert len(_taken) == len(TABLE), "a row of TABLE that no chapter above runs"

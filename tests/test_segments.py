@@ -1,5 +1,5 @@
 """Tests of the node segment: name, permissions, size, unlinking, and the
-checks made when attaching (csrc/segment.c, csrc/team.c)."""
+checks made when attaching (csrc/base/segment.c, csrc/team/team.c)."""
 
 from __future__ import annotations
 

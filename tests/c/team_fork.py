@@ -1,7 +1,7 @@
 """Node teams of forked processes for the Python tests, through
 pgascol.engine._core.Team: the twin of team_fork.h, which does the same for
 the C tests. Also where a team's segment can be reached from outside
-(csrc/segment.h), for these tests and the MPI programs.
+(csrc/base/segment.h), for these tests and the MPI programs.
 
 fork_team(P, body): the test process creates the segment (Team.create),
 forked children attach as ranks 0..P-1 (or 1..P-1 when the test process
