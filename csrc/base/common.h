@@ -52,6 +52,9 @@ int pgc_set_error(pgc_error *err, int code, int peer, int sys_errno,
 /* Monotonic clock in nanoseconds. */
 uint64_t pgc_now_ns(void);
 
+/* Calibrate the spin budget: how many pause instructions fill `ns`. */
+uint64_t pgc_pause_iterations(uint64_t ns);
+
 /* Which vector loops the copies (copy.h) and the reduction kernels
  * (reduce_ops.h) use: the baseline of the architecture (SSE2 on x86-64) or
  * AVX2. Both give the same bytes. */

@@ -329,16 +329,3 @@ void pgc_team_abort(pgc_team *t, int code, const char *msg)
         ring_doorbell(pgc_ctl_of(t, r));
 }
 
-uint64_t pgc_pause_iterations(uint64_t ns)
-{
-    if (ns == 0)
-        return 0;
-    const uint64_t probe = 20000;
-    uint64_t t0 = pgc_now_ns();
-    for (uint64_t i = 0; i < probe; i++)
-        pgc_cpu_relax();
-    uint64_t dt = pgc_now_ns() - t0;
-    if (dt == 0)
-        dt = 1;
-    return ns * probe / dt + 1;
-}

@@ -120,7 +120,5 @@ int pgc_check_aborted(pgc_team *t);
 int pgc_check_peer(pgc_team *t, int r);
 int pgc_check_peers(pgc_team *t);
 
-/* Calibrate the spin budget: how many pause instructions fill `ns`. */
-uint64_t pgc_pause_iterations(uint64_t ns);
 
 #endif

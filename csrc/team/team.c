@@ -13,7 +13,6 @@
 
 #include "base/cma.h"
 #include "base/proc.h"
-#include "team/sync.h"
 
 /* A word of private memory that peers read to probe single copy. */
 static volatile uint64_t cma_probe_word = 0x70676173636f6cull;

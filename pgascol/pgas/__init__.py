@@ -7,6 +7,7 @@
     comm = pgascol.Comm(MPI.COMM_WORLD)
     with pgas.zeros(comm, 1 << 20, "int64", block=4) as a:   # collective
         a.local()[:] += 1                  # the caller's elements, no copy
+        pgas.barrier(comm)                 # everyone's local work done before the updates
         a.update([0, 0, 5], 1, "sum")      # atomic remote updates (relaxed)
         pgas.barrier(comm)                 # ... complete everywhere after a barrier
         print(a[0], a[5:9])                # one-sided reads from any rank

@@ -271,16 +271,17 @@ class GlobalArray:
 
     def __getitem__(self, key):
         ctx = self._live()
-        if isinstance(key, (int, np.integer)) and self._parts is not None:
-            i = operator.index(key)           # one element from the node: no numpy index arrays
+        if isinstance(key, (int, np.integer)):      # one element: no index arrays
+            i = operator.index(key)
             n = self.layout.n
-            if i < 0:
-                i += n
-            if 0 <= i < n:
-                r = int(self.layout.owner(i))
+            if -n <= i < n:
+                r, loc = self.layout.locate(i + n if i < 0 else i)
                 part = self._parts[r]
                 if part is not None:
-                    return part[int(self.layout.local_index(i))]
+                    return part[loc]
+                out = np.empty(1, self.dtype)
+                ctx.wait_request(self._win.Rget(out, r, (loc, 1, self._mpitype)), "a global-array read")
+                return out[0]
         g, shape = self._resolve(key)
         out = np.empty(len(g), self.dtype)
         self._get_into(ctx, g, out, False).wait()
@@ -297,8 +298,35 @@ class GlobalArray:
 
     def _get_range(self, start, out, strict):
         ctx = self._live()
-        g = self._range(start, len(out))
-        return self._get_into(ctx, g, out, strict)
+        pieces = self._pieces(start, len(out))
+        if pieces is None:
+            return self._get_into(ctx, self._range(start, len(out)), out, strict)
+        if strict:
+            _core.rma_fence()
+        requests = []
+        for r, first, count, pos in pieces:
+            if self._parts[r] is not None:
+                out[pos:pos + count] = self._parts[r][first:first + count]
+            else:
+                requests.append(self._win.Rget(out[pos:pos + count], r, (first, count, self._mpitype)))
+        return Handle(ctx, requests, None, out)
+
+    def _pieces(self, start, count):
+        """A range as [(owner, first local index, count, position in the
+        range)] when each owner's elements in it are one contiguous run of
+        the range too (blocked and irregular layouts, a range inside one
+        block); None otherwise."""
+        self._range(start, 0 if count == 0 else count)      # bounds check
+        pieces, lay = [], self.layout
+        for r in range(self._ctx.size):
+            first, c = lay.runs(r, start, start + count)
+            if c == 0:
+                continue
+            g0 = int(lay.global_index(r, first))
+            if int(lay.global_index(r, first + c - 1)) - g0 != c - 1:
+                return None
+            pieces.append((r, first, c, g0 - start))
+        return pieces
 
     def _get_into(self, ctx, g, out, strict):
         if strict:
@@ -332,15 +360,25 @@ class GlobalArray:
 
     def put(self, start, values, strict=False):
         """Bulk write: a[start:start+len(values)] = values."""
-        ctx = self._live()
-        values = self._source(values, None, None)
-        self._put_from(ctx, self._range(start, len(values)), values, strict).wait()
+        self.put_nb(start, values, strict).wait()
 
-    def put_nb(self, start, values):
+    def put_nb(self, start, values, strict=False):
         """Non-blocking put: a Handle; values may be reused once wait() returns."""
         ctx = self._live()
         values = self._source(values, None, None)
-        return self._put_from(ctx, self._range(start, len(values)), values, False)
+        pieces = self._pieces(start, len(values))
+        if pieces is None:
+            return self._put_from(ctx, self._range(start, len(values)), values, strict)
+        requests = []
+        for r, first, count, pos in pieces:
+            if self._parts[r] is not None:
+                self._parts[r][first:first + count] = values[pos:pos + count]
+            else:
+                requests.append(self._win.Rput(values[pos:pos + count], r, (first, count, self._mpitype)))
+        if strict:
+            self._complete(ctx, requests)
+            requests = []
+        return Handle(ctx, requests)
 
     def _put_from(self, ctx, g, values, strict):
         requests = []
@@ -421,7 +459,7 @@ class GlobalArray:
         """Atomically: old = a[i]; a[i] = value if old == expected; returns old (strict)."""
         ctx = self._live()
         if self.dtype.itemsize not in (4, 8) or self.dtype.kind not in "iuf":
-            raise ArgumentError("compare_swap needs 32- or 64-bit integers or float64, not %s" % self.dtype)
+            raise ArgumentError("compare_swap needs 32- or 64-bit integers or floats, not %s" % self.dtype)
         (g,), _ = self._resolve(int(i))
         r, loc = int(self.layout.owner(g)), int(self.layout.local_index(g))
         exp, val, old = np.array([expected], self.dtype), np.array([value], self.dtype), np.empty(1, self.dtype)

@@ -107,8 +107,16 @@ class Context:
             obj.free()
 
 
-# How often the progress thread lets MPI run (PGASCOL_PGAS_PROGRESS_US).
-PROGRESS_US = float(os.environ.get("PGASCOL_PGAS_PROGRESS_US", "500"))
+def _progress_us():
+    """How often the progress thread lets MPI run (PGASCOL_PGAS_PROGRESS_US, microseconds; 0: never)."""
+    text = os.environ.get("PGASCOL_PGAS_PROGRESS_US", "500")
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 1e9:
+        raise ArgumentError("PGASCOL_PGAS_PROGRESS_US must be a number of microseconds >= 0, not %r" % text)
+    return value
 
 
 class _Progress:
@@ -126,13 +134,13 @@ class _Progress:
         self._stop = threading.Event()
         self._comm = MPI.Intracomm(comm)
         self._thread = None
-        if MPI.Query_thread() == MPI.THREAD_MULTIPLE and PROGRESS_US > 0:
+        self._interval = _progress_us() * 1e-6
+        if MPI.Query_thread() == MPI.THREAD_MULTIPLE and self._interval > 0:
             self._thread = threading.Thread(target=self._run, name="pgascol-pgas-progress", daemon=True)
             self._thread.start()
 
     def _run(self):
-        interval = PROGRESS_US * 1e-6
-        while not self._stop.wait(interval):
+        while not self._stop.wait(self._interval):
             self._comm.Iprobe(MPI.ANY_SOURCE, MPI.ANY_TAG)
 
     def stop(self):

@@ -9,6 +9,8 @@ Irregular: rank r holds the contiguous range [offsets[r], offsets[r+1]).
 
 Every method is vectorised over numpy index arrays (int64); nothing here
 touches memory or MPI."""
+import bisect
+
 import numpy as np
 
 from ..errors import ArgumentError
@@ -36,6 +38,11 @@ class BlockCyclic:
         i = np.asarray(i)
         B = self.block
         return (i // (B * self.nranks)) * B + i % B
+
+    def locate(self, i):
+        """(owner, local index) of one element, in plain integers."""
+        B = self.block
+        return (i // B) % self.nranks, (i // (B * self.nranks)) * B + i % B
 
     def global_index(self, rank, local):
         """The global indices of `rank`'s local elements `local`."""
@@ -92,6 +99,7 @@ class Irregular:
         self.nranks = len(self.counts)
         self.offsets = np.concatenate(([0], np.cumsum(self.counts))).astype(np.int64)
         self.n = int(self.offsets[-1])
+        self._bounds = [int(x) for x in self.offsets]
         self.block = None
         self.spec = None
 
@@ -101,6 +109,10 @@ class Irregular:
     def local_index(self, i):
         i = np.asarray(i)
         return i - self.offsets[self.owner(i)]
+
+    def locate(self, i):
+        r = bisect.bisect_right(self._bounds, i) - 1
+        return r, i - self._bounds[r]
 
     def global_index(self, rank, local):
         return np.asarray(local) + self.offsets[rank]

@@ -110,8 +110,10 @@ class Lock:
             try:
                 self._ctx.state.core.check_alive()
             except PeerDeadError as exc:
-                raise PeerDeadError("the holder of the lock, rank %d, died: %s" % (holder, exc),
-                                    exc.peer) from exc
+                if exc.peer == self._ctx.local_of[holder]:
+                    raise PeerDeadError("the holder of the lock, rank %d, died: %s" % (holder, exc),
+                                        exc.peer) from exc
+                raise
 
     def flush(self):
         self._words.flush()
@@ -123,7 +125,9 @@ class Lock:
         self._words.free()
 
     def __enter__(self):
-        self.acquire()
+        if not self.acquire():
+            raise PgascolTimeoutError("pgascol.pgas.Lock: not acquired within PGASCOL_TIMEOUT=%gs"
+                                      % self._ctx.timeout)
         return self
 
     def __exit__(self, *exc):

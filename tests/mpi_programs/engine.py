@@ -370,9 +370,9 @@ def _expect_aborted_later(team, reason):
 
 def test_calls_out_of_step_abort_before_data_moves():
     """Rank 0 runs a Bcast the others skip, then all run an Allreduce: the
-    ranks' op numbers pair rank 0's Bcast with the others' Allreduce. Every
-    rank must raise (one names both collectives) and no receive buffer may
-    be written."""
+    ranks' sequence numbers (seq) pair rank 0's Bcast with the others'
+    Allreduce. Every rank must raise (one names both collectives) and no
+    receive buffer may be written."""
     with _own_team() as team:
         if team is None:
             return
@@ -404,10 +404,11 @@ def test_reductions_must_agree_on_type_and_operator():
 
 def test_ranks_far_apart_stay_told_apart():
     """Zero-count reductions wait for nobody, so the root could run hundreds
-    of ops ahead of a late reader of its Bcast; the reader's signature check
-    must still find the Bcast, not a later op in the same slot. 256 of them
-    put the root's op 257 in the Bcast's slot with the same op byte (op 1):
-    without the bound on run-ahead the reader saw an Allreduce there."""
+    of calls ahead of a late reader of its Bcast; the reader's signature check
+    must still find the Bcast, not a later call in the same slot. 256 of them
+    put the root's seq 257 in the Bcast's slot with the same seq byte as seq 1
+    (pgc_sig_seqbyte): without the bound on run-ahead the reader saw an
+    Allreduce there."""
     with _own_team() as team:
         if team is None:
             return

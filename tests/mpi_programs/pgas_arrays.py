@@ -87,6 +87,9 @@ def test_bulk_put_and_copy():
             pgas.copy(b, 0, a, 10, 150)
         pgas.barrier(COMM)
         assert np.array_equal(b[0:150], np.arange(150)) and (b[150:] == 0).all()
+        out = np.empty(150, np.int32)
+        assert np.array_equal(b.get(0, out), np.arange(150))      # one contiguous run per owner
+        assert np.array_equal(b.get_nb(50, np.empty(100, np.int32)).wait(), np.arange(50, 150))
         h = a.get_nb(10, np.empty(150, np.int32))
         assert np.array_equal(h.wait(), np.arange(150))
 
