@@ -316,7 +316,7 @@ class GlobalArray:
         range)] when each owner's elements in it are one contiguous run of
         the range too (blocked and irregular layouts, a range inside one
         block); None otherwise."""
-        self._range(start, 0 if count == 0 else count)      # bounds check
+        start = self._check_range(start, count)
         pieces, lay = [], self.layout
         for r in range(self._ctx.size):
             first, c = lay.runs(r, start, start + count)
@@ -506,11 +506,15 @@ class GlobalArray:
             dt.Free()           # MPI keeps it alive for the operation in flight
 
     def _range(self, start, count):
+        start = self._check_range(start, count)
+        return np.arange(start, start + count, dtype=np.int64)
+
+    def _check_range(self, start, count):
         start = operator.index(start)
         if start < 0 or start + count > self.layout.n:
             raise IndexOutOfRangeError("range [%d, %d) out of %s of %d elements"
                                        % (start, start + count, self._name, self.layout.n))
-        return np.arange(start, start + count, dtype=np.int64)
+        return start
 
     def _destination(self, out):
         if not isinstance(out, np.ndarray) or out.dtype != self.dtype or out.ndim != 1:
