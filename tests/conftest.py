@@ -1,6 +1,6 @@
 """Shared pytest setup for the test suite.
 
-The ``mpi_jobs`` fixture is the session cache behind
+The ``mpi_jobs`` fixture is the cache, kept for the whole pytest run, behind
 ``tests.mpi_harness.program_tests``: each distinct MPI job (programs, rank
 count, environment, ...) is launched once and all of its pytest items read
 their outcome from that one run.

@@ -23,9 +23,9 @@ the suite's table)::
     test_collectives = program_tests(TABLE)
 
 Every test function of a row's programs, rank count and setting is one
-pytest item, e.g. ``test_collectives[cco_buf::test_bcast-np4-vnodes_of_2]``;
+pytest item, e.g. ``test_comm[cco_buf::test_bcast-np4-vnodes_of_2]``;
 all items of one (programs, np, setting) are read from a single ``mpiexec``
-launch, cached for the session by the ``mpi_jobs`` fixture in
+launch, cached for the whole pytest run by the ``mpi_jobs`` fixture in
 ``tests/conftest.py``.  Besides them there is one ``clean_exit-np<N>[-setting]``
 item per launch that fails when the job timed out, crashed, or exited with a
 non-zero status.  A Run may also name ``exclude``d functions (neither
@@ -408,8 +408,8 @@ def run_mpi(programs, np: int, args=(), env=None,
         result_dir = Path(tmp)
         command = [*prefix, "-n", str(np), sys.executable, "-m", "tests.mpi_harness",
                    *selection, *map(str, programs), str(result_dir), "--", *map(str, args)]
-        # A session of its own, so that the launcher and everything it
-        # started can be signalled as one process group.
+        # Its own process group (setsid), so that the launcher and
+        # everything it started can be signalled together.
         proc = subprocess.Popen(command, cwd=REPO_ROOT, env=rank_env, text=True,
                                 errors="replace", stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -544,7 +544,7 @@ def _still_running(procs) -> list:
 
 @dataclass(frozen=True)
 class MPIJob:
-    """Everything that identifies one launch; the key of the session cache."""
+    """Everything that identifies one launch; the key of MPIJobCache."""
     programs: tuple[Path, ...]
     np: int
     env: tuple[tuple[str, str], ...]
@@ -553,7 +553,7 @@ class MPIJob:
 
 
 class MPIJobCache:
-    """Runs each distinct MPIJob once (held by the session-scoped
+    """Runs each distinct MPIJob once per pytest run (held by the
     ``mpi_jobs`` fixture in tests/conftest.py)."""
 
     def __init__(self):
