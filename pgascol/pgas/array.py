@@ -95,10 +95,7 @@ class GlobalArray:
         self._freed = False
         if layout.nranks != ctx.size:
             raise ArgumentError("%s: a layout of %d ranks on a communicator of %d" % (name, layout.nranks, ctx.size))
-        try:
-            self._mpitype = from_numpy_dtype(self.dtype)
-        except Exception:
-            self._mpitype = None        # moves on the node only; MPI cannot describe it
+        self._mpitype = _mpi_type(self.dtype)
         self._allocate(ctx, fill)
         ctx.objects.append(self)
 
@@ -280,7 +277,7 @@ class GlobalArray:
                 if part is not None:
                     return part[loc]
                 out = np.empty(1, self.dtype)
-                ctx.wait_request(self._win.Rget(out, r, (loc, 1, self._mpitype)), "a global-array read")
+                ctx.wait_request(self._win.Rget(self._msg(out), r, (loc, 1, self._mpitype)), "a global-array read")
                 return out[0]
         g, shape = self._resolve(key)
         out = np.empty(len(g), self.dtype)
@@ -308,7 +305,7 @@ class GlobalArray:
             if self._parts[r] is not None:
                 out[pos:pos + count] = self._parts[r][first:first + count]
             else:
-                requests.append(self._win.Rget(out[pos:pos + count], r, (first, count, self._mpitype)))
+                requests.append(self._win.Rget(self._msg(out[pos:pos + count]), r, (first, count, self._mpitype)))
         return Handle(ctx, requests, None, out)
 
     def _pieces(self, start, count):
@@ -341,7 +338,7 @@ class GlobalArray:
                     out[pos] = _take(part, loc)
             else:
                 buf = out if pos is None else np.empty(len(loc), self.dtype)
-                requests.append(self._rma(r, loc, lambda target, b=buf, r=r: self._win.Rget(b, r, target)))
+                requests.append(self._rma(r, loc, lambda target, b=buf, r=r: self._win.Rget(self._msg(b), r, target)))
                 if pos is not None:
                     finish.append((pos, buf))
 
@@ -374,7 +371,7 @@ class GlobalArray:
             if self._parts[r] is not None:
                 self._parts[r][first:first + count] = values[pos:pos + count]
             else:
-                requests.append(self._win.Rput(values[pos:pos + count], r, (first, count, self._mpitype)))
+                requests.append(self._win.Rput(self._msg(values[pos:pos + count]), r, (first, count, self._mpitype)))
         if strict:
             self._complete(ctx, requests)
             requests = []
@@ -393,7 +390,7 @@ class GlobalArray:
                     loc, first = np.unique(rev, return_index=True)
                     vals = vals[::-1][first]
                 vals = np.ascontiguousarray(vals)
-                requests.append(self._rma(r, loc, lambda target, v=vals, r=r: self._win.Rput(v, r, target)))
+                requests.append(self._rma(r, loc, lambda target, v=vals, r=r: self._win.Rput(self._msg(v), r, target)))
         if strict:
             self._complete(ctx, requests)
             requests = []
@@ -436,7 +433,7 @@ class GlobalArray:
                 combined = np.ascontiguousarray(_UFUNCS[name].reduceat(vals[order], starts))
                 self._origins.append(combined)
                 self._rma(r, uniq, lambda target, v=combined, r=r:
-                          self._win.Accumulate(v, r, target, _MPI_OPS[name]))
+                          self._win.Accumulate(self._msg(v), r, target, _MPI_OPS[name]))
         if strict:
             self._complete(ctx, [])
 
@@ -445,30 +442,57 @@ class GlobalArray:
         ctx = self._live()
         name = op_name(op)
         code = self._update_code(name)
-        (g,), _ = self._resolve(int(i))
-        r, loc = int(self.layout.owner(g)), int(self.layout.local_index(g))
+        r, loc = self._locate(i)
         val, old = np.array([value], self.dtype), np.empty(1, self.dtype)
         if self._atomic_part(r) is not None:
             _core.rma_fetch_op(self._parts[r], loc, val, old, _dtype_code(self.dtype), code)
         else:
-            self._win.Fetch_and_op(val, old, r, loc, _MPI_OPS[name])
-            self._win.Flush(r)
+            self._fetch_remote(r, loc, val, old, _MPI_OPS[name])
         return old[0]
+
+    def atomic_read(self, i):
+        """a[i], read atomically with respect to update, fetch_op and
+        compare_swap (across nodes those are MPI's, so is this read)."""
+        self._live()
+        r, loc = self._locate(i)
+        part = self._atomic_part(r)
+        if part is not None:
+            return part[loc]            # an aligned word: one load
+        old = np.empty(1, self.dtype)
+        self._fetch_remote(r, loc, old, old, MPI.NO_OP)
+        return old[0]
+
+    def _fetch_remote(self, r, loc, value, old, mpi_op):
+        """old[0] = rank r's element loc, which becomes old (mpi_op) value[0],
+        atomically; a request, so the wait is bounded as every other is."""
+        req = self._win.Rget_accumulate(self._msg(value), self._msg(old), r, (loc, 1, self._mpitype), mpi_op)
+        self._ctx.wait_request(req, "an atomic access to rank %d" % r)
 
     def compare_swap(self, i, expected, value):
         """Atomically: old = a[i]; a[i] = value if old == expected; returns old (strict)."""
         ctx = self._live()
         if self.dtype.itemsize not in (4, 8) or self.dtype.kind not in "iuf":
             raise ArgumentError("compare_swap needs 32- or 64-bit integers or floats, not %s" % self.dtype)
-        (g,), _ = self._resolve(int(i))
-        r, loc = int(self.layout.owner(g)), int(self.layout.local_index(g))
+        r, loc = self._locate(i)
         exp, val, old = np.array([expected], self.dtype), np.array([value], self.dtype), np.empty(1, self.dtype)
         if self._atomic_part(r) is not None:
             _core.rma_compare_swap(self._parts[r], loc, exp, val, old, _dtype_code(self.dtype))
         else:
-            self._win.Compare_and_swap(val, exp, old, r, loc)
+            # MPI has no request form of compare-and-swap: this flush is bounded by MPI only
+            self._win.Compare_and_swap(self._msg(val), self._msg(exp), self._msg(old), r, loc)
             self._win.Flush(r)
         return old[0]
+
+    def _locate(self, i):
+        """(owner, local index) of element i (negative i from the end), checked."""
+        (g,), _ = self._resolve(operator.index(i))
+        return self.layout.locate(int(g))
+
+    def _msg(self, buf):
+        """An MPI message of buf as the window's element type, so that origin
+        and target name the same MPI type (Open MPI refuses an Accumulate
+        whose origin is MPI_LONG and target MPI_INT64_T)."""
+        return [buf, self._mpitype]
 
     def _atomic_part(self, r):
         """Rank r's part when atomics on it are C atomics on the shared
@@ -541,6 +565,19 @@ class GlobalArray:
         state = "freed" if self._freed else "%d ranks" % self._ctx.size
         return "<pgascol.pgas.GlobalArray %s of %d %s, %s, %s>" % (
             self._name, self.layout.n, self.dtype, self.layout.describe(), state)
+
+
+def _mpi_type(dtype):
+    """The predefined MPI datatype of a numpy dtype (MPI's atomic
+    operations take predefined types only), or None: such an array moves
+    on the node only."""
+    predefined = MPI._typedict.get(dtype.char)
+    if predefined is not None:
+        return predefined
+    try:
+        return from_numpy_dtype(dtype)
+    except Exception:
+        return None
 
 
 def _dtype_code(dtype):

@@ -46,6 +46,7 @@ class Context:
         self.split_barrier = None  # the request of a notify() not yet waited for
         self.timeout = st.timeout
         self._progress = None      # the progress thread while arrays span nodes
+        self._spanning = 0         # how many of them
 
     # ------------------------------------------------------------ bounded waits
 
@@ -92,7 +93,7 @@ class Context:
     def spans_nodes(self, on):
         """An array spanning nodes was allocated (on) or freed: run the
         progress thread while any exists."""
-        self._spanning = getattr(self, "_spanning", 0) + (1 if on else -1)
+        self._spanning += 1 if on else -1
         if self._spanning > 0 and self._progress is None:
             self._progress = _Progress(self.comm)
         elif self._spanning == 0 and self._progress is not None:

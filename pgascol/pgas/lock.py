@@ -3,7 +3,8 @@
 A ticket lock in one 64-bit word on rank 0 (the next ticket in the high 32
 bits, the ticket being served in the low 32), so acquire is one atomic
 fetch-and-add and release another, on the node through the shared mapping
-and across nodes through MPI's Fetch_and_op. Beside it: the holder's rank
+and across nodes through MPI's accumulate operations; waiters poll it with
+an atomic load. Beside it: the holder's rank
 (so a release by another rank raises and a dead holder is named) and one
 slot per rank for a ticket given up by a timed-out acquire, which the next
 release skips."""
@@ -45,7 +46,7 @@ class Lock:
         if self.held_by() == me:
             raise ArgumentError("rank %d already holds this lock" % me)
         if not blocking:
-            cur = int(w.fetch_op(_TICKET, 0, "sum"))
+            cur = int(w.atomic_read(_TICKET))
             if (cur >> 32) != (cur & _SERVING) or w.compare_swap(_TICKET, cur, cur + (1 << 32)) != cur:
                 return False
             w.put(_HOLDER, np.array([me], np.int64), strict=True)
@@ -54,7 +55,7 @@ class Lock:
         limit = self._ctx.timeout if timeout is None else float(timeout)
         start = time.monotonic()
         polls = 0
-        while (int(w.fetch_op(_TICKET, 0, "sum")) & _SERVING) != ticket:
+        while self._serving() != ticket:
             polls += 1
             if polls % 64 == 0:
                 self._check_holder()
@@ -81,17 +82,20 @@ class Lock:
         """The holder's rank, or -1."""
         return int(self._words[_HOLDER])
 
+    def _serving(self):
+        """The ticket being served (read atomically: waiters poll it with a load)."""
+        return int(self._words.atomic_read(_TICKET)) & _SERVING
+
     def _advance(self):
         """Serve the next ticket, skipping the ones given up."""
-        w = self._words
+        w, P = self._words, self._ctx.size
         serving = (int(w.fetch_op(_TICKET, 1, "sum")) + 1) & _SERVING
         while True:
-            for r in range(self._ctx.size):
-                if w.compare_swap(_GIVEN_UP + r, serving + 1, 0) == serving + 1:
-                    serving = (int(w.fetch_op(_TICKET, 1, "sum")) + 1) & _SERVING
-                    break
-            else:
+            slots = w[_GIVEN_UP:_GIVEN_UP + P]        # one read; the matches taken by compare-and-swap
+            if not any(w.compare_swap(_GIVEN_UP + r, serving + 1, 0) == serving + 1
+                       for r in np.flatnonzero(slots == serving + 1)):
                 return
+            serving = (int(w.fetch_op(_TICKET, 1, "sum")) + 1) & _SERVING
 
     def _give_up(self, ticket):
         """Mark our ticket given up; True unless its turn came meanwhile (then
@@ -99,7 +103,7 @@ class Lock:
         or by the releaser that skips it: never both."""
         w, me = self._words, self._ctx.rank
         w.put(_GIVEN_UP + me, np.array([ticket + 1], np.int64), strict=True)
-        if (int(w.fetch_op(_TICKET, 0, "sum")) & _SERVING) == ticket:
+        if self._serving() == ticket:
             if w.compare_swap(_GIVEN_UP + me, ticket + 1, 0) == ticket + 1:
                 return False        # our turn: we hold it after all
         return True

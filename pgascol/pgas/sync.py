@@ -62,11 +62,10 @@ def wait_until(a, i, cmp, value, timeout=None):
     code = _core.DTYPES.get(a.dtype.name, -1)
     if a.dtype.name not in ("int32", "int64", "uint32", "uint64", "float64"):
         raise ArgumentError("wait_until needs 32- or 64-bit integers or float64, not %s" % a.dtype)
-    (g,), _ = a._resolve(int(i))
-    if int(a.layout.owner(g)) != ctx.rank:
+    owner, loc = a._locate(i)
+    if owner != ctx.rank:
         raise ArgumentError("wait_until: element %d lives on rank %d, not on the caller (rank %d)"
-                            % (g, int(a.layout.owner(g)), ctx.rank))
-    loc = int(a.layout.local_index(g))
+                            % (i, owner, ctx.rank))
     part, val = a.local(), np.array([value], a.dtype)
     limit = ctx.timeout if timeout is None else float(timeout)
     spin = 0 if ctx.state.core.config["spin_ns"] == 0 else 2000
