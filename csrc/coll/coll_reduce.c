@@ -468,7 +468,7 @@ static int reduce_plan(pgc_team *t, rplan *p)
 {
     int P = t->nranks;
     size_t bytes = p->total * p->esz;
-    p->path = pgc_choose_path(t, p->coll, bytes);
+    p->path = pgc_choose_path(t, p->coll, bytes, 0);
     /* inline, a member folds P inputs (Reduce_scatter: of its block only) */
     size_t folded = p->kind == RK_RSCATTER ? bytes : bytes * (size_t)P;
     if (p->path == PGC_PATH_INLINE && folded > PGC_INLINE_FOLD_MAX)
@@ -531,8 +531,10 @@ static int reduce_run(pgc_team *t, rplan *p)
         return rc;
     p->contributes = !(p->kind == RK_EXSCAN && t->rank == t->nranks - 1);
     size_t bytes = p->total * p->esz;
+    /* what the peers would read: our input, and an Allreduce's result */
+    int shared = pgc_region_holds(t, p->in, bytes) && (p->kind != RK_ALLREDUCE || pgc_region_holds(t, p->out, bytes));
     p->expose = p->path == PGC_PATH_CICO && t->nranks > 1 && p->total && !p->inplace && p->contributes &&
-                pgc_choose_member_path(t, p->coll, bytes) == PGC_PATH_CMA;
+                pgc_choose_member_path(t, p->coll, bytes, shared) == PGC_PATH_CMA;
     p->measure = pgc_adapts(t, p->coll, bytes);
     /* The measured choice of stores (cfg.stream 1) only where they are
      * measured; a fixed one (0, 2) everywhere. */
