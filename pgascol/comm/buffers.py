@@ -48,7 +48,13 @@ def empty(comm, shape, dtype=float):
     seen = comm.allgather((shape, dtype.str))
     if any(s != seen[0] for s in seen):
         raise ArgumentError("pgascol.empty: the ranks passed different shapes or dtypes: %r" % (seen,))
-    team = st.team
+    return node_empty(st.team, shape, dtype)
+
+
+def node_empty(team, shape, dtype):
+    """empty() on a NodeTeam (collective over its node; arguments already
+    agreed): what pgascol.empty does once it checked them, and what tools
+    that drive a node team directly call."""
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     seg, offsets = team.shared_segment([nbytes] * team.local_size, "pgascol.empty")
     buf = np.frombuffer(seg, np.uint8, count=nbytes, offset=offsets[team.local_rank])
