@@ -71,13 +71,22 @@ static int gather_root_start(pgc_team *t, char *recvbuf, const size_t *recvbytes
 }
 
 /* Root, work: react to each sender's descriptor, in rotated order; the own
- * block (unless in place) is copied by the engine. */
+ * block (unless in place) is copied by the engine. When our receive buffer
+ * lies in a shared region the senders push into it (gather_root_shared):
+ * the own block is then copied first, while they push, instead of after
+ * the last push. */
 static int gather_root_work(pgc_team *t, const void *sendbuf, char *recvbuf, const size_t *recvbytes,
                             const size_t *displs, const pgc_ring *g)
 {
     int P = t->nranks, me = t->rank, rc;
     pgc_stream in[P];
     int nin = 0;
+    if (sendbuf && t->nregions && pgc_xchg_holds(t, recvbuf, recvbytes, displs, me)) {
+        pgc_stream self = {me, 0, sendbuf, recvbuf + displs[me], recvbytes[me]};
+        if ((rc = pgc_xchg_run(t, g, NULL, 0, NULL, 0, &self, 0)))
+            return rc;
+        sendbuf = NULL; /* copied */
+    }
     for (int i = 1; i < P; i++) {
         int p = (me + i) % P;
         pgc_path path;

@@ -349,6 +349,17 @@ def floor_bytes(op, nbytes, P):
     return nbytes * P if op in ("allgather", "allgatherv") else nbytes
 
 
+def memcpy_calls(nbytes, sets=1):
+    """An endless iterator of closures, each one numpy copyto of nbytes
+    (pre-faulted buffers), rotating through `sets` pairs: the floor timed
+    like a collective (time_calls), in the same rounds."""
+    import numpy as np
+    n = max(nbytes // 8, 1)
+    src, dst = np.ones(n * sets), np.ones(n * sets)
+    return itertools.cycle([lambda d=dst[i * n:(i + 1) * n], s=src[i * n:(i + 1) * n]: np.copyto(d, s)
+                            for i in range(sets)])
+
+
 def _stats_row(impl, op, nbytes, P, times, iters, path, floor, sets, store=None):
     return {"op": op, "bytes": nbytes, "np": P, "impl": impl,
             "t_min_us": min(times) * 1e6, "t_avg_us": sum(times) / len(times) * 1e6,
@@ -442,8 +453,20 @@ def worker_main(argv=None):
                 alloc, mine = shared_alloc(team, pcomm)
                 shared.append(make_case(op, nbytes, comm, team, pcomm, args.fresh, alloc)[0])
                 made += mine
+        # the floor of the operation: one memcpy of what a rank must write at
+        # least, timed in the rounds beside the collectives (--buffers shared)
+        fbytes = floor_bytes(op, nbytes, P)
+        copies = memcpy_calls(fbytes, buffer_sets(2 * fbytes, llc) if args.off_cache else 1) \
+            if shared and fbytes else None
         name = op.capitalize()
-        before = dict(counters().get(name, {}))
+        tally, tally_shared = {}, {}
+
+        def counted(calls, tally):
+            before = dict(counters().get(name, {}))
+            t = time_calls(calls, iters, comm)
+            for p, v in counters().get(name, {}).items():
+                tally[p] = tally.get(p, 0) + v - before.get(p, 0)
+            return t
         for fn in [f for s in sets for f in s] + shared:  # warm up, fault pages in
             fn()
         ours, theirs = (itertools.cycle([s[side] for s in sets]) for side in (0, 1))
@@ -455,30 +478,35 @@ def worker_main(argv=None):
         else:
             one = max(time_calls(ours, 1, comm), time_calls(theirs, 1, comm), 1e-7)
             iters = comm.bcast(int(max(1, min(MAX_ITERS, args.target_ms * 1e-3 / one))), 0)
-        tp, tm, ts = [], [], []
+        tp, tm, ts, tf = [], [], [], []
         for _ in range(args.rounds):
-            tp.append(time_calls(ours, iters, comm))
+            tp.append(counted(ours, tally))
             if ours_shared is not None:
-                ts.append(time_calls(ours_shared, iters, comm))
+                ts.append(counted(ours_shared, tally_shared))
+            if copies is not None:
+                tf.append(time_calls(copies, iters, comm))
             tm.append(time_calls(theirs, iters, comm))
         # --fresh: the stores alone (both sides' times include them)
         store = (min(time_calls(itertools.cycle(stores), iters, comm) for _ in range(3))
                  if args.fresh and None not in stores else None)
-        del ours, theirs, stores, ours_shared, shared  # free the buffers before the floor allocates its own
+        del ours, theirs, stores, ours_shared, shared, copies  # free the buffers before the floor allocates its own
         for a in made:
             pgascol.free(a)
         del made
         floor = memcpy_floor(nbytes, sets=buffer_sets(2 * nbytes, llc) if args.off_cache else 1) \
             if nbytes else 0.0
         floor = comm.bcast(floor, 0)
-        # the floor of the operation: one memcpy of what a rank must write at least
-        fbytes = floor_bytes(op, nbytes, P)
-        op_floor = floor if fbytes == nbytes else comm.bcast(
-            memcpy_floor(fbytes, sets=buffer_sets(2 * fbytes, llc) if args.off_cache else 1), 0)
-        after = counters().get(name, {})
-        paths = {p: v - before.get(p, 0) for p, v in after.items() if v > before.get(p, 0)}
-        path = max(paths, key=paths.get) if paths else "-"
-        rows = [("pgascol", tp, path), ("mpi", tm, None)] + ([("pgascol-shared", ts, path)] if ts else [])
+        if tf:
+            op_floor = min(tf)
+        else:
+            op_floor = floor if fbytes == nbytes else comm.bcast(
+                memcpy_floor(fbytes, sets=buffer_sets(2 * fbytes, llc) if args.off_cache else 1), 0)
+
+        def most(tally):
+            return max(tally, key=tally.get) if any(tally.values()) else "-"
+        path = most(tally)
+        rows = [("pgascol", tp, path), ("mpi", tm, None)] + ([("pgascol-shared", ts, most(tally_shared))]
+                                                             if ts else [])
         for impl, times, p in rows:
             row = _stats_row(impl, op, nbytes, P, times, iters, p, floor, nsets, store)
             row.update(floor_bytes=fbytes, floor_us=op_floor * 1e6,
