@@ -300,6 +300,19 @@ int pgc_bcast_radix(const pgc_team *t, pgc_path path);
  * peer would wait for us until the timeout. */
 int pgc_coll_cma(pgc_team *t, int peer, int write, void *local, uint64_t remote, size_t len);
 
+/* Member `peer`'s bytes [remote, remote + len) where this member reads
+ * them in place, through its own mapping of a shared region (region.h), or
+ * NULL: what a reader that needs no copy (a reduction's fold) takes instead
+ * of a single copy into a buffer of its own. Counted as a single copy
+ * through a region. */
+static inline const char *pgc_coll_in_place(pgc_team *t, int peer, uint64_t remote, size_t len)
+{
+    const char *p = t->nregions ? pgc_region_find(t, peer, remote, len) : NULL;
+    if (p && !t->stats_paused)
+        t->single_copies[PGC_COPY_SHARED]++;
+    return p;
+}
+
 static inline void pgc_count(pgc_team *t, pgc_coll coll, pgc_path path)
 {
     if (!t->stats_paused)

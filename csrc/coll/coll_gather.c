@@ -72,16 +72,16 @@ static int gather_root_start(pgc_team *t, char *recvbuf, const size_t *recvbytes
 
 /* Root, work: react to each sender's descriptor, in rotated order; the own
  * block (unless in place) is copied by the engine. When our receive buffer
- * lies in a shared region the senders push into it (gather_root_shared):
+ * lies in a shared region (`pushed`) the senders push into it (gather_root_shared):
  * the own block is then copied first, while they push, instead of after
  * the last push. */
 static int gather_root_work(pgc_team *t, const void *sendbuf, char *recvbuf, const size_t *recvbytes,
-                            const size_t *displs, const pgc_ring *g)
+                            const size_t *displs, int pushed, const pgc_ring *g)
 {
     int P = t->nranks, me = t->rank, rc;
     pgc_stream in[P];
     int nin = 0;
-    if (sendbuf && t->nregions && pgc_xchg_holds(t, recvbuf, recvbytes, displs, me)) {
+    if (sendbuf && pushed) {
         pgc_stream self = {me, 0, sendbuf, recvbuf + displs[me], recvbytes[me]};
         if ((rc = pgc_xchg_run(t, g, NULL, 0, NULL, 0, &self, 0)))
             return rc;
@@ -196,10 +196,11 @@ int pgc_gather(pgc_team *t, pgc_coll coll, const void *sendbuf, size_t sendbytes
     if (rc || (rc = pgc_coll_begin(t, coll, (uint32_t)root)))
         return pgc_coll_end(t, rc);
     if (t->rank == root) {
-        pgc_count(t, coll, pgc_choose_path(t, coll, recvbytes[root], 0));
+        int pushed = pgc_xchg_holds(t, recvbuf, recvbytes, displs, root);
+        pgc_count(t, coll, pgc_choose_path(t, coll, recvbytes[root], pushed));
         rc = gather_root_start(t, recvbuf, recvbytes, displs);
         if (!rc)
-            rc = gather_root_work(t, sendbuf, recvbuf, recvbytes, displs, &g);
+            rc = gather_root_work(t, sendbuf, recvbuf, recvbytes, displs, pushed, &g);
     } else {
         int shared = 0;
         rc = gather_root_shared(t, root, sendbytes, &shared);

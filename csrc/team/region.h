@@ -45,10 +45,11 @@ void pgc_region_clear(pgc_team *t);
 void *pgc_region_find(const pgc_team *t, int r, uint64_t addr, size_t len);
 
 /* Whether this member's own bytes [p, p + len) lie inside a registered
- * region (len 0: always), so that its peers reach them by a user-space copy. */
+ * region (len 0: whenever any region is registered), so that its peers
+ * reach them by a user-space copy. Without regions, never: nothing changes. */
 static inline int pgc_region_holds(const pgc_team *t, const void *p, size_t len)
 {
-    return len == 0 || (t->nregions && pgc_region_find(t, t->rank, (uint64_t)(uintptr_t)p, len));
+    return t->nregions && (len == 0 || pgc_region_find(t, t->rank, (uint64_t)(uintptr_t)p, len));
 }
 
 #endif
