@@ -862,7 +862,8 @@ def plot_results(doc, dest):
         ax = fig.add_subplot()
         for np_ in nps:
             suffix = " np=%d" % np_ if len(nps) > 1 else ""
-            for impl, label, style in (("pgascol", "pgascol", "o-"), ("mpi", "native MPI", "s-")):
+            for impl, label, style in (("pgascol", "pgascol", "o-"), ("pgascol-shared", "pgascol, shared buffers",
+                                                                    "^-"), ("mpi", "native MPI", "s-")):
                 pts = sorted((r["bytes"], r["t_min_us"], r["t_max_us"]) for r in rows
                              if r["impl"] == impl and r["np"] == np_)
                 if not pts:
