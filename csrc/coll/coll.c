@@ -246,7 +246,10 @@ int pgc_coll_cma(pgc_team *t, int peer, int write, void *local, uint64_t remote,
     }
     if (!t->cma_ok) {
         /* The path choice (pgc_choose_path) takes single copy without the
-         * kernel's only for buffers in shared regions: a bug if reached. */
+         * kernel's only for buffers in shared regions: a bug if reached,
+         * unless the peer died (its memory is gone from the tables' view). */
+        if (!pgc_member_alive(t, peer))
+            return pgc_check_peer(t, peer);
         pgc_set_error(&t->err, PGC_EINVAL, peer, 0,
                       "%s: single copy with local rank %d at 0x%llx (%zu bytes): not in a shared region, "
                       "and process_vm_readv is not available (%.100s)", pgc_current_coll_name(t), peer,

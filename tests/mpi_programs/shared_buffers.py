@@ -13,6 +13,7 @@ from mpi4py import MPI
 import pgascol
 from pgascol import pgas
 from pgascol.errors import ArgumentError
+from tests.mpi_programs import raises
 
 WORLD = MPI.COMM_WORLD
 ME, P = WORLD.Get_rank(), WORLD.Get_size()
@@ -21,14 +22,6 @@ ST = COMM._pg
 # inline (a few elements), staged or single copy (40 KB), large (1.2 MB)
 SIZES = (3, 5000, 150000)
 KINDS = (("shared", "shared"), ("shared", "private"), ("private", "shared"))
-
-
-def _expect(exc_type, fn, *args, **kw):
-    try:
-        fn(*args, **kw)
-    except exc_type as exc:
-        return exc
-    raise AssertionError("%s did not raise %s" % (getattr(fn, "__name__", fn), exc_type.__name__))
 
 
 class Buffers:
@@ -85,15 +78,15 @@ def test_empty_and_zeros():
     for buf in (a, z, e):
         pgascol.free(buf)
     assert ST.core.regions == before
-    _expect(ArgumentError, pgascol.free, a)
-    _expect(ArgumentError, pgascol.free, np.zeros(3))
+    raises(ArgumentError, lambda: pgascol.free(a))
+    raises(ArgumentError, lambda: pgascol.free(np.zeros(3)))
 
 
 def test_mismatched_allocation_refused_everywhere():
     if P > 1:
-        _expect(ArgumentError, pgascol.empty, COMM, 10 + (ME == P - 1))
-    _expect(ArgumentError, pgascol.empty, COMM, -1)
-    _expect(ArgumentError, pgascol.empty, COMM, 4, object)
+        raises(ArgumentError, lambda: pgascol.empty(COMM, 10 + (ME == P - 1)))
+    raises(ArgumentError, lambda: pgascol.empty(COMM, -1))
+    raises(ArgumentError, lambda: pgascol.empty(COMM, 4, object))
     x = np.full(4, ME, np.int64)
     y = np.zeros(4 * P, np.int64)
     COMM.Allgather(x, y)    # still usable
@@ -256,4 +249,4 @@ def test_freed_with_the_communicator():
     assert team.core is None and not team.regions
     buf[:] = 1      # still mapped: ordinary memory
     assert buf.sum() == 1000
-    _expect(ArgumentError, pgascol.free, buf)
+    raises(ArgumentError, lambda: pgascol.free(buf))
