@@ -389,19 +389,35 @@ def _read_rank_reports(result_dir: Path, np: int) -> list[RankReport]:
 # Host side: running a job
 # ---------------------------------------------------------------------------
 
+# Hydra (MPICH 5.0.2) ends the whole job when a rank is killed by a signal,
+# even with -disable-auto-cleanup ("one of the processes terminated badly"),
+# while a rank that exits with a status, however bad, leaves the others
+# running. Under this shell a rank killed by a signal is an exit status
+# (128 + the signal) to hydra: the shell stays, waits, and exits.
+SIGNAL_TO_STATUS = ("sh", "-c", '"$@"; exit $?', "sh")
+
+
 def run_mpi(programs, np: int, args=(), env=None,
-            timeout: float = 120, select=None) -> MPIRunResult:
+            timeout: float = 120, select=None, keep_survivors=False) -> MPIRunResult:
     """Run the test functions of `programs` (one program, or a sequence of
     them sharing the launch) on `np` ranks and collect results.
 
     `args` become the programs' ``sys.argv[1:]``; `env` is added to the
     ranks' environment; `select` is None (all ``test_*`` functions), a
     substring of test names, or a list of exact test names (`list_tests`).
+    `keep_survivors` (MPICH's hydra only): the launcher leaves the other
+    ranks running when one dies, even by a signal (-disable-auto-cleanup,
+    each rank under SIGNAL_TO_STATUS), so that a test sees what they do.
     Test failures and timeouts do not raise: inspect or ``check()`` the
     result.
     """
     programs = resolve_programs(programs)
-    prefix, _impl = find_launcher()
+    prefix, impl = find_launcher()
+    wrapper = ()
+    if keep_survivors:
+        if impl != "mpich":
+            raise ValueError("keep_survivors needs MPICH's hydra, not %s" % impl)
+        prefix, wrapper = [*prefix, "-disable-auto-cleanup"], SIGNAL_TO_STATUS
     if select is None:
         functions = list_tests(programs)
         selection = []
@@ -422,7 +438,7 @@ def run_mpi(programs, np: int, args=(), env=None,
 
     with tempfile.TemporaryDirectory(prefix="pgascol-mpi-") as tmp, cleaned_mpi_shm():
         result_dir = Path(tmp)
-        command = [*prefix, "-n", str(np), sys.executable, "-m", "tests.mpi_harness",
+        command = [*prefix, "-n", str(np), *wrapper, sys.executable, "-m", "tests.mpi_harness",
                    *selection, *map(str, programs), str(result_dir), "--", *map(str, args)]
         # Its own process group (setsid), so that the launcher and
         # everything it started can be signalled together.

@@ -53,20 +53,21 @@ def _agree(ctx, what, args):
 
 
 class Handle:
-    """A non-blocking access in flight: wait() completes it, test() says whether it has."""
+    """A non-blocking access in flight: wait() completes it, test() says
+    whether it has. `requests`: (target rank, MPI request) pairs."""
 
     def __init__(self, ctx, requests=(), finish=None, result=None):
         self._ctx, self._requests, self._finish, self.result = ctx, list(requests), finish, result
 
     def test(self):
-        if self._requests and not MPI.Request.Testall(self._requests):
+        if self._requests and not MPI.Request.Testall([req for _, req in self._requests]):
             return False
         self._complete()
         return True
 
     def wait(self):
-        for req in self._requests:
-            self._ctx.wait_request(req, "a non-blocking global-array access")
+        for r, req in self._requests:
+            self._ctx.wait_request(req, "an access to rank %d" % r)
         self._complete()
         return self.result
 
@@ -92,6 +93,7 @@ class GlobalArray:
         self._name = name
         self._win = None
         self._origins = []      # buffers of Accumulates in flight: MPI reads them until the next flush
+        self._dirty = set()     # ranks of other nodes written since the last flush
         self._freed = False
         if layout.nranks != ctx.size:
             raise ArgumentError("%s: a layout of %d ranks on a communicator of %d" % (name, layout.nranks, ctx.size))
@@ -277,7 +279,7 @@ class GlobalArray:
                 if part is not None:
                     return part[loc]
                 out = np.empty(1, self.dtype)
-                ctx.wait_request(self._win.Rget(self._msg(out), r, (loc, 1, self._mpitype)), "a global-array read")
+                ctx.wait_request(self._win.Rget(self._msg(out), r, (loc, 1, self._mpitype)), "a read from rank %d" % r)
                 return out[0]
         g, shape = self._resolve(key)
         out = np.empty(len(g), self.dtype)
@@ -305,7 +307,7 @@ class GlobalArray:
             if self._parts[r] is not None:
                 out[pos:pos + count] = self._parts[r][first:first + count]
             else:
-                requests.append(self._win.Rget(self._msg(out[pos:pos + count]), r, (first, count, self._mpitype)))
+                requests.append((r, self._win.Rget(self._msg(out[pos:pos + count]), r, (first, count, self._mpitype))))
         return Handle(ctx, requests, None, out)
 
     def _pieces(self, start, count):
@@ -338,7 +340,7 @@ class GlobalArray:
                     out[pos] = _take(part, loc)
             else:
                 buf = out if pos is None else np.empty(len(loc), self.dtype)
-                requests.append(self._rma(r, loc, lambda target, b=buf, r=r: self._win.Rget(self._msg(b), r, target)))
+                requests.append((r, self._rma(r, loc, lambda target, b=buf, r=r: self._win.Rget(self._msg(b), r, target))))
                 if pos is not None:
                     finish.append((pos, buf))
 
@@ -371,7 +373,8 @@ class GlobalArray:
             if self._parts[r] is not None:
                 self._parts[r][first:first + count] = values[pos:pos + count]
             else:
-                requests.append(self._win.Rput(self._msg(values[pos:pos + count]), r, (first, count, self._mpitype)))
+                requests.append((r, self._win.Rput(self._msg(values[pos:pos + count]), r, (first, count, self._mpitype))))
+                self._dirty.add(r)
         if strict:
             self._complete(ctx, requests)
             requests = []
@@ -390,24 +393,40 @@ class GlobalArray:
                     loc, first = np.unique(rev, return_index=True)
                     vals = vals[::-1][first]
                 vals = np.ascontiguousarray(vals)
-                requests.append(self._rma(r, loc, lambda target, v=vals, r=r: self._win.Rput(self._msg(v), r, target)))
+                requests.append((r, self._rma(r, loc, lambda target, v=vals, r=r: self._win.Rput(self._msg(v), r, target))))
+                self._dirty.add(r)
         if strict:
             self._complete(ctx, requests)
             requests = []
         return Handle(ctx, requests)
 
     def _complete(self, ctx, requests):
-        for req in requests:
-            ctx.wait_request(req, "a strict global-array access")
+        Handle(ctx, requests).wait()
         self.flush()
 
     def flush(self):
         """Complete the caller's puts and updates on this array (at origin
-        and target) and order them before what follows."""
-        if self._win is not None:
+        and target) and order them before what follows. Across nodes, each
+        rank written since the last flush must first answer a read (_reach):
+        MPI's flush itself cannot be bounded."""
+        if self._dirty:
+            for r in sorted(self._dirty):
+                self._reach(r, 0)
             self._win.Flush_all()
+            self._dirty.clear()
             self._origins.clear()
         _core.rma_fence()
+
+    def _reach(self, r, loc):
+        """Wait, bounded, until rank r (on another node) has answered an
+        atomic read of its element loc issued after our accesses to it. A
+        dead rank, or one whose MPI never progresses, raises here instead of
+        blocking MPI's flush for ever; a live one has then applied what we
+        sent before (MPI orders the accumulate operations on one location,
+        MPICH and Open MPI deliver one origin's operations to a target in
+        order), so the flush that follows returns at once."""
+        probe = np.empty(1, self.dtype)
+        self._fetch_remote(r, loc, probe, probe, MPI.NO_OP, "the accesses to rank %d" % r)
 
     # ------------------------------------------------------------ atomic updates
 
@@ -434,6 +453,7 @@ class GlobalArray:
                 self._origins.append(combined)
                 self._rma(r, uniq, lambda target, v=combined, r=r:
                           self._win.Accumulate(self._msg(v), r, target, _MPI_OPS[name]))
+                self._dirty.add(r)
         if strict:
             self._complete(ctx, [])
 
@@ -447,7 +467,7 @@ class GlobalArray:
         if self._atomic_part(r) is not None:
             _core.rma_fetch_op(self._parts[r], loc, val, old, _dtype_code(self.dtype), code)
         else:
-            self._fetch_remote(r, loc, val, old, _MPI_OPS[name])
+            self._fetch_remote(r, loc, val, old, _MPI_OPS[name], "an atomic access to rank %d" % r)
         return old[0]
 
     def atomic_read(self, i):
@@ -459,14 +479,14 @@ class GlobalArray:
         if part is not None:
             return part[loc]            # an aligned word: one load
         old = np.empty(1, self.dtype)
-        self._fetch_remote(r, loc, old, old, MPI.NO_OP)
+        self._fetch_remote(r, loc, old, old, MPI.NO_OP, "an atomic read from rank %d" % r)
         return old[0]
 
-    def _fetch_remote(self, r, loc, value, old, mpi_op):
+    def _fetch_remote(self, r, loc, value, old, mpi_op, what):
         """old[0] = rank r's element loc, which becomes old (mpi_op) value[0],
         atomically; a request, so the wait is bounded as every other is."""
         req = self._win.Rget_accumulate(self._msg(value), self._msg(old), r, (loc, 1, self._mpitype), mpi_op)
-        self._ctx.wait_request(req, "an atomic access to rank %d" % r)
+        self._ctx.wait_request(req, what)
 
     def compare_swap(self, i, expected, value):
         """Atomically: old = a[i]; a[i] = value if old == expected; returns old (strict)."""
@@ -478,8 +498,11 @@ class GlobalArray:
         if self._atomic_part(r) is not None:
             _core.rma_compare_swap(self._parts[r], loc, exp, val, old, _dtype_code(self.dtype))
         else:
-            # MPI has no request form of compare-and-swap: this flush is bounded by MPI only
+            # MPI has no request form of compare-and-swap: a read of the same
+            # element (ordered after it) bounds the wait, then the flush
+            # delivers the result
             self._win.Compare_and_swap(self._msg(val), self._msg(exp), self._msg(old), r, loc)
+            self._reach(r, loc)
             self._win.Flush(r)
         return old[0]
 
