@@ -43,13 +43,25 @@ def op_name(op):
     return name
 
 
-def _agree(ctx, what, args):
-    """Every rank passed the same allocation arguments, or every rank raises."""
-    seen = ctx.comm.allgather(args)
-    for r, other in enumerate(seen):
-        if other != args:
+def _agree(ctx, what, prepare):
+    """The collective check of an allocation's arguments: prepare() checks
+    this rank's and returns (key, result). If it raised on any rank, or the
+    keys differ, every rank raises ArgumentError (nothing allocated, no rank
+    left waiting for the others); else returns this rank's result."""
+    try:
+        key, result = prepare()
+        error = None
+    except Exception as exc:        # whatever refused them: every rank must hear of it
+        key, result, error = None, None, "%s: %s" % (type(exc).__name__, exc)
+    seen = ctx.comm.allgather((key, error))
+    for r, (_, err) in enumerate(seen):
+        if err is not None:
+            raise ArgumentError("%s: rank %d's arguments were refused: %s" % (what, r, err))
+    for r, (other, _) in enumerate(seen):
+        if other != key:
             raise ArgumentError("%s: rank %d passed %r, rank %d passed %r: a collective allocation "
-                                "needs the same arguments on every rank" % (what, ctx.rank, args, r, other))
+                                "needs the same arguments on every rank" % (what, ctx.rank, key, r, other))
+    return result
 
 
 class Handle:
@@ -98,6 +110,8 @@ class GlobalArray:
         if layout.nranks != ctx.size:
             raise ArgumentError("%s: a layout of %d ranks on a communicator of %d" % (name, layout.nranks, ctx.size))
         self._mpitype = _mpi_type(self.dtype)
+        if ctx.nnodes > 1 and self._mpitype is None:
+            raise ArgumentError("%s: dtype %s has no MPI datatype, so it cannot span nodes" % (name, self.dtype))
         self._allocate(ctx, fill)
         ctx.objects.append(self)
 
@@ -136,9 +150,6 @@ class GlobalArray:
         mine = self._parts[ctx.rank]
         mine[...] = fill                # first touch by the owner: its pages on its NUMA node
         if ctx.nnodes > 1:
-            if self._mpitype is None:
-                raise ArgumentError("%s: dtype %s has no MPI datatype, so it cannot span nodes"
-                                    % (self._name, self.dtype))
             self._win = MPI.Win.Create(mine, isz, comm=MPI.Intracomm(ctx.comm))
             self._win.Lock_all(MPI.MODE_NOCHECK)
             ctx.spans_nodes(True)
@@ -410,23 +421,27 @@ class GlobalArray:
         rank written since the last flush must first answer a read (_reach):
         MPI's flush itself cannot be bounded."""
         if self._dirty:
-            for r in sorted(self._dirty):
-                self._reach(r, 0)
+            self._reach(sorted(self._dirty), 0)
             self._win.Flush_all()
             self._dirty.clear()
             self._origins.clear()
         _core.rma_fence()
 
-    def _reach(self, r, loc):
-        """Wait, bounded, until rank r (on another node) has answered an
-        atomic read of its element loc issued after our accesses to it. A
-        dead rank, or one whose MPI never progresses, raises here instead of
-        blocking MPI's flush for ever; a live one has then applied what we
-        sent before (MPI orders the accumulate operations on one location,
-        MPICH and Open MPI deliver one origin's operations to a target in
-        order), so the flush that follows returns at once."""
-        probe = np.empty(1, self.dtype)
-        self._fetch_remote(r, loc, probe, probe, MPI.NO_OP, "the accesses to rank %d" % r)
+    def _reach(self, ranks, loc):
+        """Wait, bounded, until each rank of `ranks` (on other nodes) has
+        answered an atomic read of its element loc, issued after our
+        accesses to it (all reads in flight together). A dead rank, or one
+        whose MPI never progresses, raises here instead of blocking MPI's
+        flush for ever; a live one has then applied what we sent before (MPI
+        orders the accumulate operations on one location, MPICH and Open MPI
+        deliver one origin's operations to a target in order), so the flush
+        that follows returns at once."""
+        probes = np.empty(len(ranks), self.dtype)
+        reads = []
+        for k, r in enumerate(ranks):
+            buf = self._msg(probes[k:k + 1])
+            reads.append((r, self._win.Rget_accumulate(buf, buf, r, (loc, 1, self._mpitype), MPI.NO_OP)))
+        Handle(self._ctx, reads).wait()
 
     # ------------------------------------------------------------ atomic updates
 
@@ -502,7 +517,7 @@ class GlobalArray:
             # element (ordered after it) bounds the wait, then the flush
             # delivers the result
             self._win.Compare_and_swap(self._msg(val), self._msg(exp), self._msg(old), r, loc)
-            self._reach(r, loc)
+            self._reach([r], loc)
             self._win.Flush(r)
         return old[0]
 
@@ -628,23 +643,25 @@ def array(comm, n, dtype=np.float64, block=1, counts=None, fill=0):
     k block-cyclic, "*" blocked, 0 indefinite (all on rank 0); or counts=[...]
     for one contiguous range per rank of the given lengths."""
     ctx = context.of(comm)
-    dtype = np.dtype(dtype)
-    if counts is not None:
-        counts = [int(c) for c in counts]
-        _agree(ctx, "pgascol.pgas.array", (None, dtype.str, None, tuple(counts)))
-        if len(counts) != ctx.size:
-            raise ArgumentError("counts has %d entries for %d ranks" % (len(counts), ctx.size))
-        layout = Irregular(counts)
-        if n is not None and n != layout.n:
-            raise ArgumentError("n is %d but counts add up to %d" % (n, layout.n))
-    else:
-        _agree(ctx, "pgascol.pgas.array", (int(n), dtype.str, block, None))
-        if n < 0:
+
+    def prepare():
+        dt = np.dtype(dtype)
+        np.array(fill, dt)          # a fill value the dtype cannot hold is refused here
+        if counts is not None:
+            cs = [operator.index(c) for c in counts]
+            if len(cs) != ctx.size or min(cs, default=0) < 0:
+                raise ArgumentError("counts must be %d lengths >= 0, not %r" % (ctx.size, counts))
+            layout = Irregular(cs)
+            if n is not None and n != layout.n:
+                raise ArgumentError("n is %r but counts add up to %d" % (n, layout.n))
+            return (None, dt.str, None, tuple(cs)), (dt, layout)
+        if operator.index(n) < 0:
             raise ArgumentError("n must be >= 0, not %d" % n)
         if not (block == "*" or (isinstance(block, (int, np.integer)) and block >= 0)):
             raise ArgumentError('block must be an integer >= 0 or "*", not %r' % (block,))
-        layout = BlockCyclic(n, ctx.size, block)
-    return GlobalArray(comm, layout, dtype, fill)
+        return (int(n), dt.str, block, None), (dt, BlockCyclic(int(n), ctx.size, block))
+    dt, layout = _agree(ctx, "pgascol.pgas.array", prepare)
+    return GlobalArray(comm, layout, dt, fill)
 
 
 def zeros(comm, n, dtype=np.float64, block=1, counts=None):
