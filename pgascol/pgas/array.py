@@ -53,6 +53,10 @@ def _agree(ctx, what, prepare):
         error = None
     except Exception as exc:        # whatever refused them: every rank must hear of it
         key, result, error = None, None, "%s: %s" % (type(exc).__name__, exc)
+    # every rank has arrived (a bounded wait), so the blocking exchanges of
+    # the allocation (this allgather, the node's set-up, Win.Create) do not
+    # wait for a rank that died before it
+    ctx.barrier()
     seen = ctx.comm.allgather((key, error))
     for r, (_, err) in enumerate(seen):
         if err is not None:
