@@ -393,8 +393,11 @@ def _read_rank_reports(result_dir: Path, np: int) -> list[RankReport]:
 # even with -disable-auto-cleanup ("one of the processes terminated badly"),
 # while a rank that exits with a status, however bad, leaves the others
 # running. Under this shell a rank killed by a signal is an exit status
-# (128 + the signal) to hydra: the shell stays, waits, and exits.
-SIGNAL_TO_STATUS = ("sh", "-c", '"$@"; exit $?', "sh")
+# (128 + the signal) to hydra: the shell stays, waits, and exits. Hydra also
+# tells the survivors of a death with SIGUSR1, which would kill the shell:
+# it traps it (its child starts with the default action, and the runner
+# catches it for its stack dumps).
+SIGNAL_TO_STATUS = ("sh", "-c", 'trap : USR1; "$@"; exit $?', "sh")
 
 
 def run_mpi(programs, np: int, args=(), env=None,
