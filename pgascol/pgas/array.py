@@ -322,7 +322,8 @@ class GlobalArray:
             if self._parts[r] is not None:
                 out[pos:pos + count] = self._parts[r][first:first + count]
             else:
-                requests.append((r, self._win.Rget(self._msg(out[pos:pos + count]), r, (first, count, self._mpitype))))
+                req = self._win.Rget(self._msg(out[pos:pos + count]), r, (first, count, self._mpitype))
+                requests.append((r, req))
         return Handle(ctx, requests, None, out)
 
     def _pieces(self, start, count):
@@ -355,7 +356,8 @@ class GlobalArray:
                     out[pos] = _take(part, loc)
             else:
                 buf = out if pos is None else np.empty(len(loc), self.dtype)
-                requests.append((r, self._rma(r, loc, lambda target, b=buf, r=r: self._win.Rget(self._msg(b), r, target))))
+                req = self._rma(r, loc, lambda target, b=buf, r=r: self._win.Rget(self._msg(b), r, target))
+                requests.append((r, req))
                 if pos is not None:
                     finish.append((pos, buf))
 
@@ -388,7 +390,8 @@ class GlobalArray:
             if self._parts[r] is not None:
                 self._parts[r][first:first + count] = values[pos:pos + count]
             else:
-                requests.append((r, self._win.Rput(self._msg(values[pos:pos + count]), r, (first, count, self._mpitype))))
+                req = self._win.Rput(self._msg(values[pos:pos + count]), r, (first, count, self._mpitype))
+                requests.append((r, req))
                 self._dirty.add(r)
         if strict:
             self._complete(ctx, requests)
@@ -408,7 +411,8 @@ class GlobalArray:
                     loc, first = np.unique(rev, return_index=True)
                     vals = vals[::-1][first]
                 vals = np.ascontiguousarray(vals)
-                requests.append((r, self._rma(r, loc, lambda target, v=vals, r=r: self._win.Rput(self._msg(v), r, target))))
+                req = self._rma(r, loc, lambda target, v=vals, r=r: self._win.Rput(self._msg(v), r, target))
+                requests.append((r, req))
                 self._dirty.add(r)
         if strict:
             self._complete(ctx, requests)
