@@ -58,7 +58,8 @@ def test_killed_lock_holder_is_named_by_every_waiter(np, setting):
 
 
 @keeps_survivors
-@pytest.mark.parametrize(("np", "setting"), [(4, "one_node"), (8, "vnodes_of_2")])
+@pytest.mark.parametrize(("np", "setting"), [(2, "one_node"), (4, "one_node"), (8, "one_node"),
+                                             (4, "vnodes_of_2"), (8, "vnodes_of_2")])
 def test_rank_killed_mid_access(np, setting):
     """Rank 1 dies in the middle of rounds of accesses and barriers: every
     other rank raises (its node-mates PeerDeadError at once, the others
@@ -73,7 +74,7 @@ def test_rank_killed_mid_access(np, setting):
     s.assert_no_leak()
 
 
-@pytest.mark.parametrize(("np", "setting"), [(4, "one_node"), (8, "vnodes_of_2")])
+@pytest.mark.parametrize(("np", "setting"), PLACEMENTS)
 def test_rank_killed_mid_access_with_the_launchers_cleanup(np, setting):
     """The same with the launcher's default: it kills every rank when one dies."""
     s = scenario("test_scenario_sigkill_mid_access", np, setting)
@@ -81,8 +82,9 @@ def test_rank_killed_mid_access_with_the_launchers_cleanup(np, setting):
     s.assert_no_leak()
 
 
-@pytest.mark.parametrize(("np", "setting"), [(2, "one_node"), (4, "vnodes_of_2")])
+@pytest.mark.parametrize(("np", "setting"), PLACEMENTS)
 def test_exception_mid_access_leaves_nothing(np, setting):
+    """Rank 1 raises mid-access; its process ends the job through MPI Abort."""
     s = scenario("test_scenario_exception_mid_access", np, setting)
     assert s.result.returncode != 0 and s.files.get("aborting") == "1"
     assert "IndexOutOfRangeError" in s.result.stderr
@@ -91,6 +93,8 @@ def test_exception_mid_access_leaves_nothing(np, setting):
 
 @pytest.mark.parametrize(("np", "setting"), [(1, "one_node")] + PLACEMENTS)
 def test_exit_without_freeing_leaves_nothing(np, setting):
+    """Arrays, a matrix and a lock left allocated (spanning nodes: windows
+    locked, the progress thread running) at a normal exit."""
     s = scenario("test_scenario_normal_exit", np, setting)
     s.result.check()
     s.assert_no_leak()
