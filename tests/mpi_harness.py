@@ -443,8 +443,9 @@ def run_mpi(programs, np: int, args=(), env=None,
         result_dir = Path(tmp)
         command = [*prefix, "-n", str(np), *wrapper, sys.executable, "-m", "tests.mpi_harness",
                    *selection, *map(str, programs), str(result_dir), "--", *map(str, args)]
-        # Its own process group (setsid), so that the launcher and
-        # everything it started can be signalled together.
+        # Its own session (setsid), so that the launcher's process group is
+        # nobody else's; hydra's proxy and ranks have sessions of their own,
+        # which _kill_job finds through the process tree and the reports.
         proc = subprocess.Popen(command, cwd=REPO_ROOT, env=rank_env, text=True,
                                 errors="replace", stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
