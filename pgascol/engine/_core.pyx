@@ -491,6 +491,14 @@ cdef class Team:
         self._check(pgc_check_aborted(t))
         self._check(pgc_check_peers(t))
 
+    def member_alive(self, int r):
+        """Whether member r (a local rank) is alive: its process exists, is
+        not a zombie, and started when the member joined."""
+        cdef pgc_team *t = self._use()
+        if not 0 <= r < t.nranks:
+            raise ArgumentError("local rank %d out of range for a team of %d" % (r, t.nranks))
+        return bool(pgc_member_alive(t, r))
+
     def abort(self, str message):
         """Give up on the team: every member's current or next wait fails."""
         pgc_team_abort(self._use(), PGC_EABORTED, message.encode()[:250])

@@ -113,6 +113,7 @@ cdef extern from "team/sync.h" nogil:
     void pgc_team_abort(pgc_team *t, int code, const char *msg)
     int pgc_check_peers(pgc_team *t)
     int pgc_check_aborted(pgc_team *t)
+    int pgc_member_alive(const pgc_team *t, int r)
 
 
 cdef extern from "base/cma.h" nogil:

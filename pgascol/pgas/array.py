@@ -43,30 +43,47 @@ def op_name(op):
     return name
 
 
-def _agree(ctx, what, args):
-    """Every rank passed the same allocation arguments, or every rank raises."""
-    seen = ctx.comm.allgather(args)
-    for r, other in enumerate(seen):
-        if other != args:
+def _agree(ctx, what, prepare):
+    """The collective check of an allocation's arguments: prepare() checks
+    this rank's and returns (key, result). If it raised on any rank, or the
+    keys differ, every rank raises ArgumentError (nothing allocated, no rank
+    left waiting for the others); else returns this rank's result."""
+    try:
+        key, result = prepare()
+        error = None
+    except Exception as exc:        # whatever refused them: every rank must hear of it
+        key, result, error = None, None, "%s: %s" % (type(exc).__name__, exc)
+    # every rank has arrived (a bounded wait), so the blocking exchanges of
+    # the allocation (this allgather, the node's set-up, Win.Create) do not
+    # wait for a rank that died before it
+    ctx.barrier()
+    seen = ctx.comm.allgather((key, error))
+    for r, (_, err) in enumerate(seen):
+        if err is not None:
+            raise ArgumentError("%s: rank %d's arguments were refused: %s" % (what, r, err))
+    for r, (other, _) in enumerate(seen):
+        if other != key:
             raise ArgumentError("%s: rank %d passed %r, rank %d passed %r: a collective allocation "
-                                "needs the same arguments on every rank" % (what, ctx.rank, args, r, other))
+                                "needs the same arguments on every rank" % (what, ctx.rank, key, r, other))
+    return result
 
 
 class Handle:
-    """A non-blocking access in flight: wait() completes it, test() says whether it has."""
+    """A non-blocking access in flight: wait() completes it, test() says
+    whether it has. `requests`: (target rank, MPI request) pairs."""
 
     def __init__(self, ctx, requests=(), finish=None, result=None):
         self._ctx, self._requests, self._finish, self.result = ctx, list(requests), finish, result
 
     def test(self):
-        if self._requests and not MPI.Request.Testall(self._requests):
+        if self._requests and not MPI.Request.Testall([req for _, req in self._requests]):
             return False
         self._complete()
         return True
 
     def wait(self):
-        for req in self._requests:
-            self._ctx.wait_request(req, "a non-blocking global-array access")
+        for r, req in self._requests:
+            self._ctx.wait_request(req, "an access to rank %d" % r)
         self._complete()
         return self.result
 
@@ -92,10 +109,13 @@ class GlobalArray:
         self._name = name
         self._win = None
         self._origins = []      # buffers of Accumulates in flight: MPI reads them until the next flush
+        self._dirty = set()     # ranks of other nodes written since the last flush
         self._freed = False
         if layout.nranks != ctx.size:
             raise ArgumentError("%s: a layout of %d ranks on a communicator of %d" % (name, layout.nranks, ctx.size))
         self._mpitype = _mpi_type(self.dtype)
+        if ctx.nnodes > 1 and self._mpitype is None:
+            raise ArgumentError("%s: dtype %s has no MPI datatype, so it cannot span nodes" % (name, self.dtype))
         self._allocate(ctx, fill)
         ctx.objects.append(self)
 
@@ -134,9 +154,6 @@ class GlobalArray:
         mine = self._parts[ctx.rank]
         mine[...] = fill                # first touch by the owner: its pages on its NUMA node
         if ctx.nnodes > 1:
-            if self._mpitype is None:
-                raise ArgumentError("%s: dtype %s has no MPI datatype, so it cannot span nodes"
-                                    % (self._name, self.dtype))
             self._win = MPI.Win.Create(mine, isz, comm=MPI.Intracomm(ctx.comm))
             self._win.Lock_all(MPI.MODE_NOCHECK)
             ctx.spans_nodes(True)
@@ -277,7 +294,7 @@ class GlobalArray:
                 if part is not None:
                     return part[loc]
                 out = np.empty(1, self.dtype)
-                ctx.wait_request(self._win.Rget(self._msg(out), r, (loc, 1, self._mpitype)), "a global-array read")
+                ctx.wait_request(self._win.Rget(self._msg(out), r, (loc, 1, self._mpitype)), "a read from rank %d" % r)
                 return out[0]
         g, shape = self._resolve(key)
         out = np.empty(len(g), self.dtype)
@@ -305,7 +322,8 @@ class GlobalArray:
             if self._parts[r] is not None:
                 out[pos:pos + count] = self._parts[r][first:first + count]
             else:
-                requests.append(self._win.Rget(self._msg(out[pos:pos + count]), r, (first, count, self._mpitype)))
+                req = self._win.Rget(self._msg(out[pos:pos + count]), r, (first, count, self._mpitype))
+                requests.append((r, req))
         return Handle(ctx, requests, None, out)
 
     def _pieces(self, start, count):
@@ -338,7 +356,8 @@ class GlobalArray:
                     out[pos] = _take(part, loc)
             else:
                 buf = out if pos is None else np.empty(len(loc), self.dtype)
-                requests.append(self._rma(r, loc, lambda target, b=buf, r=r: self._win.Rget(self._msg(b), r, target)))
+                req = self._rma(r, loc, lambda target, b=buf, r=r: self._win.Rget(self._msg(b), r, target))
+                requests.append((r, req))
                 if pos is not None:
                     finish.append((pos, buf))
 
@@ -371,7 +390,9 @@ class GlobalArray:
             if self._parts[r] is not None:
                 self._parts[r][first:first + count] = values[pos:pos + count]
             else:
-                requests.append(self._win.Rput(self._msg(values[pos:pos + count]), r, (first, count, self._mpitype)))
+                req = self._win.Rput(self._msg(values[pos:pos + count]), r, (first, count, self._mpitype))
+                requests.append((r, req))
+                self._dirty.add(r)
         if strict:
             self._complete(ctx, requests)
             requests = []
@@ -390,24 +411,45 @@ class GlobalArray:
                     loc, first = np.unique(rev, return_index=True)
                     vals = vals[::-1][first]
                 vals = np.ascontiguousarray(vals)
-                requests.append(self._rma(r, loc, lambda target, v=vals, r=r: self._win.Rput(self._msg(v), r, target)))
+                req = self._rma(r, loc, lambda target, v=vals, r=r: self._win.Rput(self._msg(v), r, target))
+                requests.append((r, req))
+                self._dirty.add(r)
         if strict:
             self._complete(ctx, requests)
             requests = []
         return Handle(ctx, requests)
 
     def _complete(self, ctx, requests):
-        for req in requests:
-            ctx.wait_request(req, "a strict global-array access")
+        Handle(ctx, requests).wait()
         self.flush()
 
     def flush(self):
         """Complete the caller's puts and updates on this array (at origin
-        and target) and order them before what follows."""
-        if self._win is not None:
+        and target) and order them before what follows. Across nodes, each
+        rank written since the last flush must first answer a read (_reach):
+        MPI's flush itself cannot be bounded."""
+        if self._dirty:
+            self._reach(sorted(self._dirty), 0)
             self._win.Flush_all()
+            self._dirty.clear()
             self._origins.clear()
         _core.rma_fence()
+
+    def _reach(self, ranks, loc):
+        """Wait, bounded, until each rank of `ranks` (on other nodes) has
+        answered an atomic read of its element loc, issued after our
+        accesses to it (all reads in flight together). A dead rank, or one
+        whose MPI never progresses, raises here instead of blocking MPI's
+        flush for ever; a live one has then applied what we sent before (MPI
+        orders the accumulate operations on one location, MPICH and Open MPI
+        deliver one origin's operations to a target in order), so the flush
+        that follows returns at once."""
+        probes = np.empty(len(ranks), self.dtype)
+        reads = []
+        for k, r in enumerate(ranks):
+            buf = self._msg(probes[k:k + 1])
+            reads.append((r, self._win.Rget_accumulate(buf, buf, r, (loc, 1, self._mpitype), MPI.NO_OP)))
+        Handle(self._ctx, reads).wait()
 
     # ------------------------------------------------------------ atomic updates
 
@@ -434,6 +476,7 @@ class GlobalArray:
                 self._origins.append(combined)
                 self._rma(r, uniq, lambda target, v=combined, r=r:
                           self._win.Accumulate(self._msg(v), r, target, _MPI_OPS[name]))
+                self._dirty.add(r)
         if strict:
             self._complete(ctx, [])
 
@@ -447,7 +490,7 @@ class GlobalArray:
         if self._atomic_part(r) is not None:
             _core.rma_fetch_op(self._parts[r], loc, val, old, _dtype_code(self.dtype), code)
         else:
-            self._fetch_remote(r, loc, val, old, _MPI_OPS[name])
+            self._fetch_remote(r, loc, val, old, _MPI_OPS[name], "an atomic access to rank %d" % r)
         return old[0]
 
     def atomic_read(self, i):
@@ -459,14 +502,14 @@ class GlobalArray:
         if part is not None:
             return part[loc]            # an aligned word: one load
         old = np.empty(1, self.dtype)
-        self._fetch_remote(r, loc, old, old, MPI.NO_OP)
+        self._fetch_remote(r, loc, old, old, MPI.NO_OP, "an atomic read from rank %d" % r)
         return old[0]
 
-    def _fetch_remote(self, r, loc, value, old, mpi_op):
+    def _fetch_remote(self, r, loc, value, old, mpi_op, what):
         """old[0] = rank r's element loc, which becomes old (mpi_op) value[0],
         atomically; a request, so the wait is bounded as every other is."""
         req = self._win.Rget_accumulate(self._msg(value), self._msg(old), r, (loc, 1, self._mpitype), mpi_op)
-        self._ctx.wait_request(req, "an atomic access to rank %d" % r)
+        self._ctx.wait_request(req, what)
 
     def compare_swap(self, i, expected, value):
         """Atomically: old = a[i]; a[i] = value if old == expected; returns old (strict)."""
@@ -478,8 +521,11 @@ class GlobalArray:
         if self._atomic_part(r) is not None:
             _core.rma_compare_swap(self._parts[r], loc, exp, val, old, _dtype_code(self.dtype))
         else:
-            # MPI has no request form of compare-and-swap: this flush is bounded by MPI only
+            # MPI has no request form of compare-and-swap: a read of the same
+            # element (ordered after it) bounds the wait, then the flush
+            # delivers the result
             self._win.Compare_and_swap(self._msg(val), self._msg(exp), self._msg(old), r, loc)
+            self._reach([r], loc)
             self._win.Flush(r)
         return old[0]
 
@@ -605,23 +651,25 @@ def array(comm, n, dtype=np.float64, block=1, counts=None, fill=0):
     k block-cyclic, "*" blocked, 0 indefinite (all on rank 0); or counts=[...]
     for one contiguous range per rank of the given lengths."""
     ctx = context.of(comm)
-    dtype = np.dtype(dtype)
-    if counts is not None:
-        counts = [int(c) for c in counts]
-        _agree(ctx, "pgascol.pgas.array", (None, dtype.str, None, tuple(counts)))
-        if len(counts) != ctx.size:
-            raise ArgumentError("counts has %d entries for %d ranks" % (len(counts), ctx.size))
-        layout = Irregular(counts)
-        if n is not None and n != layout.n:
-            raise ArgumentError("n is %d but counts add up to %d" % (n, layout.n))
-    else:
-        _agree(ctx, "pgascol.pgas.array", (int(n), dtype.str, block, None))
-        if n < 0:
+
+    def prepare():
+        dt = np.dtype(dtype)
+        np.array(fill, dt)          # a fill value the dtype cannot hold is refused here
+        if counts is not None:
+            cs = [operator.index(c) for c in counts]
+            if len(cs) != ctx.size or min(cs, default=0) < 0:
+                raise ArgumentError("counts must be %d lengths >= 0, not %r" % (ctx.size, counts))
+            layout = Irregular(cs)
+            if n is not None and n != layout.n:
+                raise ArgumentError("n is %r but counts add up to %d" % (n, layout.n))
+            return (None, dt.str, None, tuple(cs)), (dt, layout)
+        if operator.index(n) < 0:
             raise ArgumentError("n must be >= 0, not %d" % n)
         if not (block == "*" or (isinstance(block, (int, np.integer)) and block >= 0)):
             raise ArgumentError('block must be an integer >= 0 or "*", not %r' % (block,))
-        layout = BlockCyclic(n, ctx.size, block)
-    return GlobalArray(comm, layout, dtype, fill)
+        return (int(n), dt.str, block, None), (dt, BlockCyclic(int(n), ctx.size, block))
+    dt, layout = _agree(ctx, "pgascol.pgas.array", prepare)
+    return GlobalArray(comm, layout, dt, fill)
 
 
 def zeros(comm, n, dtype=np.float64, block=1, counts=None):
