@@ -456,10 +456,11 @@ class GlobalArray:
                 _core.rma_update(part, np.ascontiguousarray(loc, np.int64), np.ascontiguousarray(vals),
                                  _dtype_code(self.dtype), code)
             else:
-                # duplicates combined here first: one Accumulate per owner
+                # duplicates combined here first: one Accumulate per owner (in the
+                # array's dtype: numpy's add.reduceat makes int64 of int32)
                 order = np.argsort(loc, kind="stable")
                 uniq, starts = np.unique(loc[order], return_index=True)
-                combined = np.ascontiguousarray(_UFUNCS[name].reduceat(vals[order], starts))
+                combined = np.ascontiguousarray(_UFUNCS[name].reduceat(vals[order], starts, dtype=self.dtype))
                 self._origins.append(combined)
                 self._rma(r, uniq, lambda target, v=combined, r=r:
                           self._win.Accumulate(self._msg(v), r, target, _MPI_OPS[name]))
