@@ -960,4 +960,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # the package's module, not this __main__ copy: bench_pgas raises its BenchError
+    from pgascol.tools.bench import main as _main
+    sys.exit(_main())
