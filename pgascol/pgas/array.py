@@ -322,19 +322,10 @@ class GlobalArray:
     def _pieces(self, start, count):
         """A range as [(owner, first local index, count, position in the
         range)] when each owner's elements in it are one contiguous run of
-        the range too (blocked and irregular layouts, a range inside one
-        block); None otherwise."""
+        the range too (blocked and irregular layouts, a range over at most P
+        blocks); None otherwise."""
         start = self._check_range(start, count)
-        pieces, lay = [], self.layout
-        for r in range(self._ctx.size):
-            first, c = lay.runs(r, start, start + count)
-            if c == 0:
-                continue
-            g0 = int(lay.global_index(r, first))
-            if int(lay.global_index(r, first + c - 1)) - g0 != c - 1:
-                return None
-            pieces.append((r, first, c, g0 - start))
-        return pieces
+        return self.layout.pieces(start, start + count)
 
     def _get_into(self, ctx, g, out, strict):
         if strict:
