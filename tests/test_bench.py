@@ -382,7 +382,7 @@ def test_pgas_compare_flags_a_slowdown(pgas_run, tmp_path):
 def test_hpcc_generator_is_exact():
     from pgascol.tools import hpcc
     seq = [1]
-    for _ in range(3000):
+    for _ in range(4000):
         seq.append(hpcc.step(seq[-1]))
     assert seq[1:4] == [2, 4, 8] and seq[64] == hpcc.POLY     # x^64 = x^2 + x + 1
     for n in (0, 1, 2, 63, 64, 65, 1000, 2999):
@@ -390,18 +390,23 @@ def test_hpcc_generator_is_exact():
     assert hpcc.starts(hpcc.PERIOD) == 1 and hpcc.starts(-1) == hpcc.starts(hpcc.PERIOD - 1)
     n = 123456789012345
     assert hpcc.starts(n + 40) == hpcc.jump_int(hpcc.starts(n), 40)
-    # chunk by chunk, in order, whatever the chunk size and start
-    for first, count, size in ((0, 2900, 128), (17, 1000, 320), (5, 64, 64)):
-        stream, got = hpcc.Stream(first, count, size), []
+    # group after group of consecutive values, whatever the chunk size, group and start
+    for first, count, size, group in ((0, 2900, 128, 64), (17, 1000, 320, 64), (5, 64, 64, 64),
+                                      (3, 2999, 2048, 1024), (0, 2048, 2048, 1024)):
+        stream, got = hpcc.Stream(first, count, size, group), []
         while True:
             chunk = stream.chunk()
             if not len(chunk):
                 break
             got += chunk.tolist()
-        assert got == seq[first + 1:first + 1 + count], (first, count, size)
+        assert len(got) == count
+        for g in range(0, count, group):
+            want = seq[first + 1 + g:first + 1 + min(g + group, count)]
+            assert sorted(got[g:g + group]) == sorted(want), (first, count, size, group, g)
     far = hpcc.Stream(n, 1 << 17)
-    assert far.chunk()[[0, -1]].tolist() == [hpcc.starts(n + 1), hpcc.starts(n + (1 << 16))]
-    assert far.chunk()[0] == hpcc.starts(n + (1 << 16) + 1)
+    first_group = far.chunk()[:1024]
+    assert sorted(first_group.tolist()) == sorted(hpcc.starts(n + k) for k in range(1, 1025))
+    assert hpcc.starts(n + (1 << 16) + 1) in far.chunk()[:1024].tolist()
 
 
 @pytest.mark.parametrize("args, message", [

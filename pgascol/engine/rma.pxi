@@ -58,6 +58,13 @@ def rma_update(part, idx, values, int dtype, int op):
         pgc_rma_update(base, <pgc_dtype>dtype, <pgc_op>op, ip, vp, n)
 
 
+def rma_update_one(part, int64_t i, value, int dtype, int op):
+    """part[i] (op)= value[0], atomically (relaxed; value: a 1-element array)."""
+    cdef _Held h = _Held()
+    cdef char *base = h.get(part, True)
+    pgc_rma_update(base, <pgc_dtype>dtype, <pgc_op>op, &i, h.get(value, False), 1)
+
+
 def rma_update_cyclic(segment, offsets, int64_t n, int64_t block, int64_t nranks, idx, values, int dtype,
                       int op):
     """Element idx[k] (op)= values[k] of a block-cyclic array whose parts all

@@ -435,6 +435,12 @@ class GlobalArray:
         ctx = self._live()
         name = op_name(op)
         code = self._update_code(name)
+        if isinstance(idx, (int, np.integer)) and 0 <= idx and np.ndim(values) == 0:     # one element
+            r, loc = self._locate(idx)
+            part = self._atomic_part(r)
+            if part is not None:
+                _core.rma_update_one(part, loc, np.array([values], self.dtype), self._dtcode, code)
+                return
         if self._win is None and isinstance(self.layout, BlockCyclic):
             self._update_node(idx, values, code)
             return

@@ -145,8 +145,9 @@ class Table:
         self.first = me * share + min(me, extra)
 
     def batches(self):
-        """(global indices int64, values uint64) per batch of LOOKAHEAD, in stream order."""
-        stream = hpcc.Stream(self.first, self.count)
+        """(global indices int64, values uint64) per batch of LOOKAHEAD
+        consecutive values of the stream, batches in stream order."""
+        stream = hpcc.Stream(self.first, self.count, group=LOOKAHEAD)
         while True:
             values = stream.chunk()
             if not len(values):
@@ -416,7 +417,7 @@ def parser():
                                  description="the PGAS layer's benchmarks, one MPI job (run under mpiexec)")
     ap.add_argument("--benchmarks", default=",".join(BENCHMARKS))
     ap.add_argument("--variants", default=",".join(RA_VARIANTS))
-    ap.add_argument("--table-log2", type=int, default=22)
+    ap.add_argument("--table-log2", type=int, default=20)
     ap.add_argument("--element-table-log2", type=int, default=16)
     ap.add_argument("--stream-n", type=int, default=1 << 24)
     ap.add_argument("--stream-block", type=int, default=1 << 16)
@@ -482,7 +483,7 @@ def add_parser(sub):
     p.add_argument("--benchmarks", default=",".join(BENCHMARKS), help="from: %s" % ",".join(BENCHMARKS))
     p.add_argument("--variants", default=",".join(RA_VARIANTS),
                    help="RandomAccess's, from: %s" % ",".join(RA_VARIANTS))
-    p.add_argument("--table-log2", type=int, help="RandomAccess table of 2^K words (default 22; --quick %d)"
+    p.add_argument("--table-log2", type=int, help="RandomAccess table of 2^K words (default 20; --quick %d)"
                    % QUICK["table_log2"])
     p.add_argument("--element-table-log2", type=int,
                    help="the table of the per-element variants strict and update (default 16; --quick %d)"

@@ -5,17 +5,18 @@ the top bit of v_k is set), on 64-bit words: multiplication by x in GF(2)[x]
 modulo x^64 + x^2 + x + 1 (POLY = 7), of period PERIOD. `starts(n)` is
 HPCC_starts, v_n (n reduced by PERIOD as HPCC does). A rank of HPCC's MPI
 benchmark starting at stream position s applies the updates v_{s+1},
-v_{s+2}, ... in that order; `Stream` yields them in that order, in chunks,
-with numpy:
+v_{s+2}, ..., at most 1024 in flight; `Stream` yields them group by group of
+1024 consecutive values, in chunks, with numpy:
 
 - a jump of s <= 62 positions is closed-form: x^s a(x) = (a << s) + h(x) x^64
   with h the top s bits of a, and x^64 = x^2 + x + 1, so
   v_{k+s} = (v_k << s) ^ h ^ (h << 1) ^ (h << 2), h = v_k >> (64 - s)
   (h (x^2 + x + 1) has degree < 64: no further reduction);
-- a chunk is a (lanes, 64) matrix: column 0 holds every 64th value, columns
-  1..63 follow by doubling (jumps of 1, 2, 4, ..., 32);
-- the next chunk's column 0 is this one's jumped by the chunk length, a
-  linear map applied with eight 256-entry tables (one per byte)."""
+- a group is a (64, 16) matrix whose row 0 holds every 64th value; rows
+  1..63 follow by doubling (jumps of 1, 2, 4, ..., 32), all groups of a
+  chunk at once;
+- the next chunk's row 0 is this one's jumped by the chunk length, a linear
+  map applied with eight 256-entry tables (one per byte)."""
 import numpy as np
 
 POLY = 7
@@ -96,37 +97,46 @@ def jump_table(m):
 
 
 class Stream:
-    """The values v_{first+1}, ..., v_{first+count} in order, `chunk()` by
-    chunk of at most `size` (a multiple of 64)."""
+    """The values v_{first+1}, ..., v_{first+count}, `chunk()` by chunk of at
+    most `size`, group by group of `group` consecutive values (the updates
+    HPCC lets a rank have in flight, which it may apply in any order):
+    groups in stream order, the values of a group in the order of a
+    (64, group/64) matrix whose columns are runs of 64 consecutive values.
+    That order keeps every numpy operation of the doubling on runs of at
+    least group/64 contiguous words."""
 
-    def __init__(self, first, count, size=1 << 16):
-        if size % LANE:
-            raise ValueError("a chunk is a multiple of %d values" % LANE)
-        self.left = count
-        self.lanes = size // LANE
+    def __init__(self, first, count, size=1 << 16, group=1024):
+        if group % LANE or size % group:
+            raise ValueError("a group is a multiple of %d values, a chunk a multiple of groups" % LANE)
+        self.left, self.size, self.group = count, size, group
+        lanes = size // LANE
         x, column = starts(first + 1), []
-        for _ in range(self.lanes):         # every 64th value
+        for _ in range(lanes):              # every 64th value
             column.append(x)
             x = jump_int(jump_int(x, 32), 32)
         self._column = np.array(column, np.uint64)
         self._table = jump_table(size)
         self._rows = np.arange(8) * 256
-        self._out = np.empty((self.lanes, LANE), np.uint64)
+        self._out = np.empty((size // group, LANE, group // LANE), np.uint64)
 
     def chunk(self):
         """The next values (a view, valid until the next call); empty at the end."""
-        n = min(self.left, self.lanes * LANE)
+        n = min(self.left, self.size)
+        groups = -(-n // self.group)
+        out = self._out[:groups]
         if n == 0:
-            return self._out.reshape(-1)[:0]
-        out = self._out
-        rows = -(-n // LANE)
-        out[:rows, 0] = self._column[:rows]
+            return out.reshape(-1)
+        out[:, 0, :] = self._column.reshape(len(self._out), -1)[:groups]
         s = 1
         while s < LANE:
-            jump(out[:rows, :s], s, out=out[:rows, s:2 * s])
+            jump(out[:, :s, :], s, out=out[:, s:2 * s, :])
             s *= 2
         self.left -= n
         if self.left:
             b = self._column.astype("<u8", copy=False).view(np.uint8).reshape(-1, 8) + self._rows
             self._column = np.bitwise_xor.reduce(self._table.reshape(-1)[b], axis=1)
-        return out.reshape(-1)[:n]
+        flat = out.reshape(-1)
+        if n % self.group:                  # the last group goes past the end: its first values
+            last = flat[(groups - 1) * self.group:]
+            last[:] = out[groups - 1].T.reshape(-1)
+        return flat[:n]
