@@ -72,6 +72,18 @@ static inline double rmw_double(double *w, pgc_op op, double v, int order)
     }
 }
 
+/* Runs LOOP(T, rmw_T) for element type t: the types pgc_rma_update_valid
+ * accepts (others are refused by the caller). */
+#define FOR_TYPE(t, LOOP)                                                            \
+    switch (t) {                                                                     \
+    case PGC_INT32: LOOP(int32_t, rmw_int32_t); break;                               \
+    case PGC_INT64: LOOP(int64_t, rmw_int64_t); break;                               \
+    case PGC_UINT32: LOOP(uint32_t, rmw_uint32_t); break;                            \
+    case PGC_UINT64: LOOP(uint64_t, rmw_uint64_t); break;                            \
+    case PGC_FLOAT64: LOOP(double, rmw_double); break;                               \
+    default: break;                                                                  \
+    }
+
 #define UPDATE_LOOP(T, fn)                                                           \
     do {                                                                             \
         T *b = (T *)base;                                                            \
@@ -82,14 +94,7 @@ static inline double rmw_double(double *w, pgc_op op, double v, int order)
 
 void pgc_rma_update(void *base, pgc_dtype t, pgc_op op, const int64_t *idx, const void *values, size_t n)
 {
-    switch (t) {
-    case PGC_INT32: UPDATE_LOOP(int32_t, rmw_int32_t); break;
-    case PGC_INT64: UPDATE_LOOP(int64_t, rmw_int64_t); break;
-    case PGC_UINT32: UPDATE_LOOP(uint32_t, rmw_uint32_t); break;
-    case PGC_UINT64: UPDATE_LOOP(uint64_t, rmw_uint64_t); break;
-    case PGC_FLOAT64: UPDATE_LOOP(double, rmw_double); break;
-    default: break;     /* refused by the caller (pgc_rma_update_valid) */
-    }
+    FOR_TYPE(t, UPDATE_LOOP)
 }
 
 /* The byte offset of element i in the node's segment. Block and rank count
@@ -133,14 +138,7 @@ int64_t pgc_rma_update_cyclic(const pgc_rma_cyclic *a, pgc_dtype t, pgc_op op, c
         if (idx[k] < 0 || idx[k] >= a->n)
             return (int64_t)k;
     int bs = log2_exact(a->block), ps = log2_exact(a->nranks);
-    switch (t) {
-    case PGC_INT32: UPDATE_CYCLIC_LOOP(int32_t, rmw_int32_t); break;
-    case PGC_INT64: UPDATE_CYCLIC_LOOP(int64_t, rmw_int64_t); break;
-    case PGC_UINT32: UPDATE_CYCLIC_LOOP(uint32_t, rmw_uint32_t); break;
-    case PGC_UINT64: UPDATE_CYCLIC_LOOP(uint64_t, rmw_uint64_t); break;
-    case PGC_FLOAT64: UPDATE_CYCLIC_LOOP(double, rmw_double); break;
-    default: break;     /* refused by the caller (pgc_rma_update_valid) */
-    }
+    FOR_TYPE(t, UPDATE_CYCLIC_LOOP)
     return -1;
 }
 
@@ -153,14 +151,7 @@ void pgc_rma_fetch_op(void *word, pgc_dtype t, pgc_op op, const void *value, voi
         o = fn((T *)word, op, v, __ATOMIC_SEQ_CST);                                  \
         memcpy(old, &o, sizeof o);                                                   \
     } while (0)
-    switch (t) {
-    case PGC_INT32: FETCH(int32_t, rmw_int32_t); break;
-    case PGC_INT64: FETCH(int64_t, rmw_int64_t); break;
-    case PGC_UINT32: FETCH(uint32_t, rmw_uint32_t); break;
-    case PGC_UINT64: FETCH(uint64_t, rmw_uint64_t); break;
-    case PGC_FLOAT64: FETCH(double, rmw_double); break;
-    default: break;
-    }
+    FOR_TYPE(t, FETCH)
 #undef FETCH
 }
 
