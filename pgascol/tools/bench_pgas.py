@@ -51,8 +51,9 @@ stream: STREAM's triad c = a + s*b on three blocked global arrays of n
 latency: rank 0 reads from the first rank of its node and the first of
     another node (what exists): one float64 a[i] against mpi4py's
     Win.Get + Win.Flush of the same element (a window over the same memory,
-    under Lock_all), and a 1 MiB a.get against the same by Win.Get, with a
-    local memcpy of 1 MiB as the floor. The other ranks wait in MPI's
+    under Lock_all), and a 1 MiB a.get against the same by Win.Get and
+    against its floor, one memcpy of 1 MiB between the caller's buffers (in
+    short rounds, the three taking turns). The other ranks wait in MPI's
     barrier, which serves MPI's one-sided operations. The values read are
     checked."""
 import argparse
@@ -63,7 +64,7 @@ import time
 import numpy as np
 
 from . import hpcc
-from .bench import BenchError, SCHEMA, _stats_row, collect_meta, find_launcher, human, launch, memcpy_floor
+from .bench import BenchError, SCHEMA, _stats_row, collect_meta, find_launcher, human, launch
 
 BENCHMARKS = ("randomaccess", "stream", "latency")
 RA_VARIANTS = ("strict", "update", "batched", "rma", "alltoallv")
@@ -234,7 +235,6 @@ class MPIRandomAccess:
 
 
 def randomaccess(job):
-    from mpi4py import MPI
     from .. import pgas
     args, P = job.args, job.P
     rounds = args.rounds
@@ -276,8 +276,6 @@ def randomaccess(job):
         job.say("randomaccess %-9s table 2^%d (%s), %d updates: %8.4f GUPS  (best %.3f s, worst %.3f s)  "
                 "errors %d" % (variant, log2, human(table.n * 8), table.updates, gups, min(times),
                                max(times), total))
-    job.world.Barrier()
-    del MPI
 
 
 # ---------------------------------------------------------------------------
@@ -344,16 +342,31 @@ def stream(job):
 # Latency
 # ---------------------------------------------------------------------------
 
-def best_of(fn, iters, rounds):
-    """Each round's mean time per call, seconds (one warm-up call first)."""
-    fn()
-    times = []
+def alternate(fns, iters, rounds):
+    """Per function, each round's mean time per call, seconds: the functions
+    take turns round after round, so the machine's noise hits them alike
+    (one warm-up call each first)."""
+    times = [[] for _ in fns]
+    for fn in fns:
+        fn()
     for _ in range(rounds):
-        t0 = time.perf_counter()
-        for _ in range(iters):
-            fn()
-        times.append((time.perf_counter() - t0) / iters)
+        for fn, t in zip(fns, times):
+            t0 = time.perf_counter()
+            for _ in range(iters):
+                fn()
+            t.append((time.perf_counter() - t0) / iters)
     return times
+
+
+def read_back(a, first, mpi_one, one, mpi_bulk, bulk):
+    """Both sides read what the target holds: element 7 and all of its part."""
+    want = np.arange(first, first + len(bulk), dtype=np.float64)
+    one[0], bulk[:] = -1, -1
+    mpi_one()
+    mpi_bulk()
+    mine = np.empty_like(bulk)
+    return (a[first + 7] == want[7] == one[0] and (a.get(first, mine) == want).all()
+            and (bulk == want).all())
 
 
 def latency(job):
@@ -380,28 +393,28 @@ def latency(job):
             first = r * per
 
             def mpi_one():
-                win.Get(one, r, (0, 1, MPI.DOUBLE))
+                win.Get(one, r, (7, 1, MPI.DOUBLE))
                 win.Flush(r)
 
             def mpi_bulk():
                 win.Get(bulk, r, (0, per, MPI.DOUBLE))
                 win.Flush(r)
 
-            floor = min(memcpy_floor(per * 8, rounds=rounds) for _ in range(2))
-            for nbytes, ours, theirs, n in ((8, lambda: a[first + 7], mpi_one, iters),
-                                            (per * 8, lambda: a.get(first, bulk), mpi_bulk, max(iters // 100, 10))):
-                tp, tm = best_of(ours, n, rounds), best_of(theirs, n, rounds)
-                ok = (a[first + 7] == first + 7 and (a.get(first, bulk) == np.arange(first, first + per)).all()
-                      and (mpi_bulk() or bulk[7] == first + 7))
-                if not ok:
-                    job.failures.append("latency: wrong values read from rank %d" % r)
+            # the bulk get in short rounds, many of them, alternated with its
+            # floor: one memcpy of 1 MiB between two buffers of the caller
+            src = np.ones(per)
+            tp, tm = alternate((lambda: a[first + 7], mpi_one), iters, rounds)
+            bp, bm, bf = alternate((lambda: a.get(first, bulk), mpi_bulk, lambda: np.copyto(bulk, src)),
+                                   max(iters // 1000, 5), 5 * rounds)
+            for nbytes, tp, tm, n, fl in ((8, tp, tm, iters, 0.0), (per * 8, bp, bm, max(iters // 1000, 5), min(bf))):
                 op = "pgas.latency." + where
-                fl = floor if nbytes > 8 else 0.0
                 job.add(record(op, "pgascol", nbytes, P, tp, n, where, 1e6 * min(tp), "us", fl, target=r))
                 job.add(record(op, "mpi", nbytes, P, tm, n, None, 1e6 * min(tm), "us", fl, target=r))
                 job.say("latency %-9s %7s from rank %d: pgascol %8.2f us  MPI Get+Flush %8.2f us  ratio %.2f%s"
                         % (where, human(nbytes), r, 1e6 * min(tp), 1e6 * min(tm), min(tp) / min(tm),
                            "  memcpy %.2f us (%.2fx)" % (1e6 * fl, min(tp) / fl) if fl else ""))
+            if not read_back(a, first, mpi_one, one, mpi_bulk, bulk):
+                job.failures.append("latency: wrong values read from rank %d" % r)
     job.world.Barrier()             # MPI's own: the targets' MPI serves the MPI cases meanwhile
     win.Unlock_all()
     win.Free()
@@ -491,7 +504,7 @@ def add_parser(sub):
     p.add_argument("--stream-n", type=int, help="STREAM: elements per array (default 2^24; --quick 2^22)")
     p.add_argument("--stream-block", type=int, help="STREAM slicing: elements per slice (default 65536)")
     p.add_argument("--latency-iters", type=int, help="calls per round of one element (default 20000; the "
-                                                     "1 MiB get: a hundredth)")
+                                                     "1 MiB get: a thousandth, in 5 x as many rounds)")
     p.add_argument("--rounds", type=int, help="rounds per case (default 3)")
     p.add_argument("--virtual-node-size", type=int, metavar="K",
                    help="split the node into virtual nodes of K ranks (PGASCOL_NODE_SIZE)")
