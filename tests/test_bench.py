@@ -340,7 +340,12 @@ def test_pgas_writes_every_benchmark_verified(pgas_run):
         assert (ours["memcpy_us"] > 0) == (nbytes > 8)
     assert not any(k[0].startswith("pgas.latency.") and k[2] == 1 for k in cases)    # needs 2 ranks
     assert cases[("pgas.randomaccess.batched", 8 << 10, 2, "pgascol")]["path"] == "node"
-    for text in ("batched  np=2", "the better MPI way", "efficiency from np=1", "x numpy processes",
+    # the efficiency from one rank, also measured in the np=2 job itself (rank 0 alone, in turns)
+    alone = cases[("pgas.randomaccess.batched.one_rank", 8 << 10, 2, "pgascol")]
+    assert alone["rate"] > 0 and alone["errors"] == 0 and alone["iters"] == 4 << 10
+    assert not any(k[0].endswith("one_rank") and k[2] == 1 for k in cases)
+    for text in ("batched  np=2", "the better MPI way", "efficiency from the np=1 job",
+                 "from one rank in the same job", "x numpy processes",
                  "x local()", "a memcpy"):
         assert text in stdout, text
     assert "VERIFICATION FAILED" not in stdout
@@ -357,6 +362,7 @@ def test_pgas_on_virtual_nodes(tmp_path):
     check_pgas_records(doc, (3,))
     cases = pgas_cases(doc)
     assert cases[("pgas.randomaccess.batched", 8 << 10, 3, "pgascol")]["path"] == "internode"
+    assert not any(k[0].endswith("one_rank") for k in cases)        # one node only
     assert cases[("pgas.latency.node", 8, 3, "pgascol")]["target"] == 1
     assert cases[("pgas.latency.internode", 8, 3, "pgascol")]["target"] == 2
     assert cases[("pgas.latency.internode", 1 << 20, 3, "mpi")]["t_min_us"] > 0

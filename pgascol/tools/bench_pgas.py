@@ -37,7 +37,11 @@ randomaccess: HPCC RandomAccess under HPCC's rules. A table of 2^k 64-bit
       alltoallv HPCC's MPI algorithm: per batch, the updates bucketed by
                 owner, counts by Alltoall, values by Alltoallv, applied by
                 the owner.
-    Record `t_*_us`: one pass; `rate`: GUPS (updates / s / 1e9).
+    Record `t_*_us`: one pass; `rate`: GUPS (updates / s / 1e9). With
+    several ranks on one node, `batched` also runs on rank 0 alone in the
+    same job (op "pgas.randomaccess.batched.one_rank"), in turns with the
+    run on all ranks, the others sleeping: the efficiency from one rank,
+    measured side by side.
 
 stream: STREAM's triad c = a + s*b on three blocked global arrays of n
     float64: `local` through each rank's a.local() views, against `numpy`,
@@ -234,48 +238,85 @@ class MPIRandomAccess:
         self.win.Free()
 
 
+class Side:
+    """One way of running RandomAccess on a table: `run()` one pass of this
+    rank's updates, `sync()` a barrier that completes them, `part` this
+    rank's part of the table, `free()`."""
+
+    def __init__(self, job, variant, comm, P, me):
+        from .. import pgas
+        log2 = job.args.element_table_log2 if variant in RA_ELEMENT else job.args.table_log2
+        self.table = table = Table(log2, P, me)
+        if variant in RA_MPI:
+            self.impl, mpi = "mpi", MPIRandomAccess(comm, table)
+            self.run, self.part, self.sync, self.free = getattr(mpi, variant), mpi.part, comm.Barrier, mpi.free
+            return
+        self.impl = "pgascol"
+        a = pgas.array(comm, table.n, np.uint64, block="*")
+        a.local()[:] = np.arange(table.lo, table.hi, dtype=np.uint64)
+        pgas.barrier(comm)
+        fn = {"strict": ra_strict, "update": ra_update, "batched": ra_batched}[variant]
+        self.run, self.part, self.free = (lambda: fn(a, table)), a.local(), a.free
+        self.sync = lambda: pgas.barrier(comm)
+
+
+def idle_barrier(world):
+    """A barrier that sleeps while it waits: the rank leaves its CPU to the others."""
+    req = world.Ibarrier()
+    while not req.Test():
+        time.sleep(0.0005)
+
+
 def randomaccess(job):
-    from .. import pgas
-    args, P = job.args, job.P
+    """Each variant on all ranks; the batched one also on rank 0 alone in
+    the same job (the others sleeping), round by round in turn: the 1-to-P
+    efficiency measured side by side."""
+    from mpi4py import MPI
+    import pgascol
+    args, P, me = job.args, job.P, job.me
     rounds = args.rounds
     passes = rounds + rounds % 2                # an even number: the table returns to t[i] = i
+    one_node = job.comm._pg.team.num_nodes == 1
     for variant in args.variants:
-        log2 = args.element_table_log2 if variant in RA_ELEMENT else args.table_log2
-        table = Table(log2, P, job.me)
-        if variant in RA_MPI:
-            impl, mpi = "mpi", MPIRandomAccess(job.world, table)
-            run, part, sync = getattr(mpi, variant), mpi.part, job.world.Barrier
-        else:
-            impl = "pgascol"
-            a = pgas.array(job.comm, table.n, np.uint64, block="*")
-            a.local()[:] = np.arange(table.lo, table.hi, dtype=np.uint64)
-            pgas.barrier(job.comm)
-            fn = {"strict": ra_strict, "update": ra_update, "batched": ra_batched}[variant]
-            run, part = (lambda fn=fn, a=a: fn(a, table)), a.local()
-            sync = lambda: pgas.barrier(job.comm)   # noqa: E731
-        path = ("node" if job.comm._pg.team.num_nodes == 1 else "internode") if impl == "pgascol" else None
-        times = []
+        comm = job.world if variant in RA_MPI else job.comm
+        sides = [Side(job, variant, comm, P, me)]
+        solo = variant == "batched" and P > 1 and one_node
+        if solo:
+            self_comm = pgascol.Comm(MPI.COMM_SELF) if me == 0 else None
+            sides.append(Side(job, variant, self_comm, 1, 0) if me == 0 else None)
+        times = [[] for _ in sides]
         for k in range(passes):
-            sync()
-            t0 = time.perf_counter()
-            run()
-            sync()                                  # every update complete
-            t = slowest(job.world, time.perf_counter() - t0)
-            if k < rounds:
-                times.append(t)
-        errors = table.errors(part)
+            for n, side in enumerate(sides):
+                t = 0.0
+                if side is not None:
+                    side.sync()
+                    t0 = time.perf_counter()
+                    side.run()
+                    side.sync()                     # every update complete
+                    t = time.perf_counter() - t0
+                if n == 1:
+                    idle_barrier(job.world)
+                t = slowest(job.world, t)
+                if k < rounds:
+                    times[n].append(t)
+        table = sides[0].table
         allowed = table.updates // 100 if variant == "strict" else 0
+        errors = sum(side.table.errors(side.part) for side in sides if side is not None)
         total = job.check("randomaccess.%s" % variant, errors, allowed)
-        if impl == "mpi":
-            mpi.free()
-        else:
-            a.free()
-        gups = table.updates / min(times) / GB
-        job.add(record("pgas.randomaccess." + variant, impl, table.n * 8, P, times, table.updates, path,
-                       gups, "GUPS", table_log2=log2, errors=total))
-        job.say("randomaccess %-9s table 2^%d (%s), %d updates: %8.4f GUPS  (best %.3f s, worst %.3f s)  "
-                "errors %d" % (variant, log2, human(table.n * 8), table.updates, gups, min(times),
-                               max(times), total))
+        for side in sides:
+            if side is not None:
+                side.free()
+        if solo and me == 0:
+            self_comm.Free()
+        impl = sides[0].impl if sides[0] is not None else "pgascol"
+        path = ("node" if one_node else "internode") if impl == "pgascol" else None
+        for op, t in zip(("pgas.randomaccess." + variant, "pgas.randomaccess.%s.one_rank" % variant), times):
+            gups = table.updates / min(t) / GB
+            job.add(record(op, impl, table.n * 8, P, t, table.updates, path, gups, "GUPS",
+                           table_log2=table.log2, errors=total))
+            job.say("randomaccess %-18s table 2^%d (%s), %d updates: %8.4f GUPS  (best %.3f s, worst %.3f s)"
+                    "  errors %d" % (op[len("pgas.randomaccess."):], table.log2, human(table.n * 8),
+                                     table.updates, gups, min(t), max(t), total))
 
 
 # ---------------------------------------------------------------------------
@@ -601,7 +642,10 @@ def summary(results):
                 text += ", %.2fx the better MPI way (%.4f GUPS)" % (r["rate"] / max(mpi), max(mpi))
             one = by.get(("pgas.randomaccess." + v, 1, "pgascol"))
             if one is not None and P > 1 and one["bytes"] == r["bytes"]:
-                text += ", efficiency from np=1 %.0f%%" % (100 * r["rate"] / (P * one["rate"]))
+                text += ", efficiency from the np=1 job %.0f%%" % (100 * r["rate"] / (P * one["rate"]))
+            alone = by.get(("pgas.randomaccess.%s.one_rank" % v, P, "pgascol"))
+            if alone is not None:
+                text += ", from one rank in the same job %.0f%%" % (100 * r["rate"] / (P * alone["rate"]))
             out.append(text)
         local, ref = by.get(("pgas.stream.local", P, "pgascol")), by.get(("pgas.stream.local", P, "numpy"))
         if local and ref:
