@@ -526,7 +526,7 @@ if __name__ == "__main__":
 # Host side: `pgascol-bench pgas`
 # ---------------------------------------------------------------------------
 
-QUICK = {"table_log2": 18, "element_table_log2": 12, "stream_n": 1 << 22, "latency_iters": 2000}
+QUICK = {"table_log2": 18, "element_table_log2": 14, "stream_n": 1 << 22, "latency_iters": 2000}
 
 
 def add_parser(sub):
