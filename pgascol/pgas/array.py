@@ -439,7 +439,7 @@ class GlobalArray:
             r, loc = self._locate(idx)
             part = self._atomic_part(r)
             if part is not None:
-                _core.rma_update_one(part, loc, np.array([values], self.dtype), self._dtcode, code)
+                _core.rma_update_one(part, loc, self._source(values, 1, None), self._dtcode, code)
                 return
         if self._win is None and isinstance(self.layout, BlockCyclic):
             self._update_node(idx, values, code)
@@ -451,7 +451,7 @@ class GlobalArray:
             part = self._atomic_part(r)
             if part is not None:
                 _core.rma_update(part, np.ascontiguousarray(loc, np.int64), np.ascontiguousarray(vals),
-                                 _dtype_code(self.dtype), code)
+                                 self._dtcode, code)
             else:
                 # duplicates combined here first: one Accumulate per owner (in the
                 # array's dtype: numpy's add.reduceat makes int64 of int32)

@@ -146,6 +146,7 @@ def test_update_refuses_a_bad_index_before_applying_any():
         _expect(IndexOutOfRangeError, a.update, np.array([1, 2, 10]), 1, "sum")
         _expect(IndexOutOfRangeError, a.update, np.array([4, -1]), 1, "sum")
         _expect(ArgumentError, a.update, np.array([1.0]), 1, "sum")
+        _expect(ArgumentError, a.update, 4, np.array(1.5), "sum")      # float values, one element
         a.update(4, 7, "sum")                       # one element
         pgas.barrier(COMM)
         want = np.zeros(10, np.int64)
