@@ -116,6 +116,7 @@ class GlobalArray:
         self._mpitype = _mpi_type(self.dtype)
         if ctx.nnodes > 1 and self._mpitype is None:
             raise ArgumentError("%s: dtype %s has no MPI datatype, so it cannot span nodes" % (name, self.dtype))
+        self._dtcode = _dtype_code(self.dtype)
         self._allocate(ctx, fill)
         ctx.objects.append(self)
 
@@ -151,6 +152,8 @@ class GlobalArray:
         self._parts = [None] * ctx.size
         for r in ctx.node_ranks:
             self._parts[r] = np.frombuffer(seg, self.dtype, count=sizes[r], offset=offsets[r])
+        # where each part starts in the segment, for the C atomics on global indices (one node)
+        self._offsets = np.array([offsets.get(r, -1) for r in range(ctx.size)], np.int64)
         mine = self._parts[ctx.rank]
         mine[...] = fill                # first touch by the owner: its pages on its NUMA node
         if ctx.nnodes > 1:
@@ -270,6 +273,13 @@ class GlobalArray:
         g = self._check_indices(g)
         return g.reshape(-1), g.shape
 
+    def _contiguous(self, key):
+        """The first index of a slice of step 1 (a range), else None."""
+        if isinstance(key, slice) and key.step in (None, 1):
+            lo, hi, _ = key.indices(self.layout.n)
+            return lo if hi > lo else None
+        return None
+
     def _by_owner(self, g):
         """[(owner, positions in g, local indices)] for the owners of g."""
         own = self.layout.owner(g)
@@ -286,16 +296,17 @@ class GlobalArray:
     def __getitem__(self, key):
         ctx = self._live()
         if isinstance(key, (int, np.integer)):      # one element: no index arrays
-            i = operator.index(key)
-            n = self.layout.n
-            if -n <= i < n:
-                r, loc = self.layout.locate(i + n if i < 0 else i)
-                part = self._parts[r]
-                if part is not None:
-                    return part[loc]
-                out = np.empty(1, self.dtype)
-                ctx.wait_request(self._win.Rget(self._msg(out), r, (loc, 1, self._mpitype)), "a read from rank %d" % r)
-                return out[0]
+            r, loc = self._locate(key)
+            part = self._parts[r]
+            if part is not None:
+                return part[loc]
+            out = np.empty(1, self.dtype)
+            ctx.wait_request(self._win.Rget(self._msg(out), r, (loc, 1, self._mpitype)), "a read from rank %d" % r)
+            return out[0]
+        lo = self._contiguous(key)
+        if lo is not None:                          # a[lo:hi]: a range, no index arrays
+            return self._get_range(lo, np.empty(len(range(*key.indices(self.layout.n))), self.dtype),
+                                   False).wait()
         g, shape = self._resolve(key)
         out = np.empty(len(g), self.dtype)
         self._get_into(ctx, g, out, False).wait()
@@ -329,19 +340,10 @@ class GlobalArray:
     def _pieces(self, start, count):
         """A range as [(owner, first local index, count, position in the
         range)] when each owner's elements in it are one contiguous run of
-        the range too (blocked and irregular layouts, a range inside one
-        block); None otherwise."""
+        the range too (blocked and irregular layouts, a range over at most P
+        blocks); None otherwise."""
         start = self._check_range(start, count)
-        pieces, lay = [], self.layout
-        for r in range(self._ctx.size):
-            first, c = lay.runs(r, start, start + count)
-            if c == 0:
-                continue
-            g0 = int(lay.global_index(r, first))
-            if int(lay.global_index(r, first + c - 1)) - g0 != c - 1:
-                return None
-            pieces.append((r, first, c, g0 - start))
-        return pieces
+        return self.layout.pieces(start, start + count)
 
     def _get_into(self, ctx, g, out, strict):
         if strict:
@@ -370,6 +372,21 @@ class GlobalArray:
 
     def __setitem__(self, key, value):
         ctx = self._live()
+        if isinstance(key, (int, np.integer)) and np.ndim(value) == 0:     # one element
+            r, loc = self._locate(key)
+            part = self._parts[r]
+            if part is not None:
+                part[loc] = value
+            else:
+                buf = self._source(value, 1, None)
+                ctx.wait_request(self._win.Rput(self._msg(buf), r, (loc, 1, self._mpitype)),
+                                 "a global-array write")
+            return
+        lo = self._contiguous(key)
+        if lo is not None:                          # a[lo:hi] = ...: a range, no index arrays
+            count = len(range(*key.indices(self.layout.n)))
+            self.put_nb(lo, self._source(value, count, (count,))).wait()
+            return
         g, shape = self._resolve(key)
         values = self._source(value, len(g), shape)
         self._put_from(ctx, g, values, False).wait()
@@ -460,6 +477,15 @@ class GlobalArray:
         ctx = self._live()
         name = op_name(op)
         code = self._update_code(name)
+        if isinstance(idx, (int, np.integer)) and 0 <= idx and np.ndim(values) == 0:     # one element
+            r, loc = self._locate(idx)
+            part = self._atomic_part(r)
+            if part is not None:
+                _core.rma_update_one(part, loc, self._source(values, 1, None), self._dtcode, code)
+                return
+        if self._win is None and isinstance(self.layout, BlockCyclic):
+            self._update_node(idx, values, code)
+            return
         g = self._check_indices(idx).reshape(-1)
         values = self._source(values, len(g), None)
         for r, pos, loc in self._by_owner(g):
@@ -467,18 +493,36 @@ class GlobalArray:
             part = self._atomic_part(r)
             if part is not None:
                 _core.rma_update(part, np.ascontiguousarray(loc, np.int64), np.ascontiguousarray(vals),
-                                 _dtype_code(self.dtype), code)
+                                 self._dtcode, code)
             else:
-                # duplicates combined here first: one Accumulate per owner
+                # duplicates combined here first: one Accumulate per owner (in the
+                # array's dtype: numpy's add.reduceat makes int64 of int32)
                 order = np.argsort(loc, kind="stable")
                 uniq, starts = np.unique(loc[order], return_index=True)
-                combined = np.ascontiguousarray(_UFUNCS[name].reduceat(vals[order], starts))
+                combined = np.ascontiguousarray(_UFUNCS[name].reduceat(vals[order], starts, dtype=self.dtype))
                 self._origins.append(combined)
                 self._rma(r, uniq, lambda target, v=combined, r=r:
                           self._win.Accumulate(self._msg(v), r, target, _MPI_OPS[name]))
                 self._dirty.add(r)
         if strict:
             self._complete(ctx, [])
+
+    def _update_node(self, idx, values, code):
+        """update of an array on one node: the C core finds each element's
+        part and applies the update there, no grouping by owner (refusing
+        every update if one index is out of range)."""
+        g = np.asarray(idx)
+        if g.dtype != np.int64:
+            if g.dtype.kind not in "iu":
+                raise ArgumentError("indices must be integers, not %s" % g.dtype)
+            g = g.astype(np.int64)
+        g = np.ascontiguousarray(g).reshape(-1)
+        values = self._source(values, len(g), None)
+        lay = self.layout
+        bad = _core.rma_update_cyclic(self._seg, self._offsets, lay.n, lay.block, lay.nranks, g, values,
+                                      self._dtcode, code)
+        if bad >= 0:
+            raise IndexOutOfRangeError("index %d out of range for %s of %d elements" % (g[bad], self._name, lay.n))
 
     def fetch_op(self, i, value, op):
         """Atomically: old = a[i]; a[i] = old (op) value; returns old (strict)."""
@@ -531,8 +575,13 @@ class GlobalArray:
 
     def _locate(self, i):
         """(owner, local index) of element i (negative i from the end), checked."""
-        (g,), _ = self._resolve(operator.index(i))
-        return self.layout.locate(int(g))
+        i = j = operator.index(i)
+        n = self.layout.n
+        if i < 0:
+            j += n
+        if not 0 <= j < n:
+            raise IndexOutOfRangeError("index %d out of range for %s of %d elements" % (i, self._name, n))
+        return self.layout.locate(j)
 
     def _msg(self, buf):
         """An MPI message of buf as the window's element type, so that origin
@@ -550,7 +599,7 @@ class GlobalArray:
         return None if self._win is not None else self._parts[r]
 
     def _update_code(self, name):
-        code = _dtype_code(self.dtype)
+        code = self._dtcode
         if code < 0 or not _core.rma_update_valid(_core.OPS[name], code):
             raise ArgumentError("update with %s is defined on int32, int64, uint32, uint64 (and SUM, MIN, "
                                 "MAX on float64), not on %s" % (name, self.dtype))
@@ -596,6 +645,9 @@ class GlobalArray:
     def _source(self, value, count, shape):
         """The values of a write as a contiguous 1-D array of the array's
         dtype: a scalar (broadcast), or as many values as elements."""
+        if isinstance(value, np.ndarray) and value.dtype == self.dtype and value.ndim == 1 and \
+                (count is None or len(value) == count) and value.flags.c_contiguous:
+            return value
         if isinstance(value, np.ndarray) and not np.can_cast(value.dtype, self.dtype, "same_kind"):
             raise ArgumentError("values of %s cannot be stored in %s" % (value.dtype, self.dtype))
         values = np.asarray(value, self.dtype)

@@ -120,6 +120,60 @@ def test_updates_with_duplicates_are_exact():
             assert np.array_equal(a[:], want ^ x)
 
 
+def test_updates_on_every_layout_dtype_and_operator():
+    """update finds each index's owner (on one node in C: shifts and masks
+    for a power-of-two block and rank count, divisions otherwise); the
+    result is numpy's ufunc.at of everyone's updates."""
+    cases = ((np.uint64, "bxor", np.bitwise_xor), (np.int32, "sum", np.add),
+             (np.float64, "max", np.maximum), (np.int64, "min", np.minimum))
+    for block in (1, 3, 4, "*", 0):
+        for dtype, op, ufunc in cases:
+            with pgas.full(COMM, 70, 50, dtype, block=block) as a:
+                def mine(r):
+                    rng = np.random.default_rng(r)
+                    return rng.integers(0, 70, 40), rng.integers(0, 100, 40).astype(dtype)
+                a.update(*mine(ME), op)
+                pgas.barrier(COMM)
+                want = np.full(70, 50, dtype)
+                for r in range(P):
+                    ufunc.at(want, *mine(r))
+                assert np.array_equal(a[:], want), (block, dtype, op)
+                pgas.barrier(COMM)
+
+
+def test_update_refuses_a_bad_index_before_applying_any():
+    with pgas.zeros(COMM, 10, np.int64, block=3) as a:
+        _expect(IndexOutOfRangeError, a.update, np.array([1, 2, 10]), 1, "sum")
+        _expect(IndexOutOfRangeError, a.update, np.array([4, -1]), 1, "sum")
+        _expect(ArgumentError, a.update, np.array([1.0]), 1, "sum")
+        _expect(ArgumentError, a.update, 4, np.array(1.5), "sum")      # float values, one element
+        a.update(4, 7, "sum")                       # one element
+        pgas.barrier(COMM)
+        want = np.zeros(10, np.int64)
+        want[4] = 7 * P
+        assert np.array_equal(a[:], want)
+
+
+def test_elements_and_slices():
+    for block in BLOCKS:
+        with pgas.zeros(COMM, 50, np.float64, block=block) as a:
+            want = np.zeros(50)
+            want[0:50:7] = np.arange(0, 50, 7) + 0.5
+            want[10:20] = np.arange(10.0)
+            want[-1] = -1.0
+            if ME == P - 1:
+                for i in range(0, 50, 7):
+                    a[i] = i + 0.5
+                a[10:20] = np.arange(10.0)
+                a[-1] = -1.0
+            pgas.barrier(COMM)
+            assert np.array_equal(a[:], want) and np.array_equal(a[10:20], want[10:20])
+            assert a[-1] == -1.0 and a[7] == 7.5 and len(a[5:5]) == 0
+            _expect(IndexOutOfRangeError, a.__setitem__, 50, 1.0)
+            _expect(ArgumentError, a.__setitem__, slice(0, 3), np.arange(4.0))
+            pgas.barrier(COMM)
+
+
 def test_all_ranks_hammer_one_word():
     with pgas.zeros(COMM, 1, np.int64, block=0) as a, pgas.full(COMM, 1, -1e300, np.float64, block=0) as m:
         for _ in range(20):
