@@ -221,7 +221,7 @@ def all_permute(dst, src, perm, nbytes, flags=0, algorithm=None):
                     lambda: _permute_base(dst, src, nbytes, flags, algorithm, ctx))
     if base.in_mode != P.NOSYNC:
         # perm and src may be written up to every member's entry: read perm after it
-        _core.upc_run(ctx.state.core, base.coll, base.arg, _ENTRY, 0) if ctx.nnodes == 1 else ctx.comm.Barrier()
+        _core.UpcProgram(base.coll, base.arg, _ENTRY, 0).run(ctx.state.core) if ctx.nnodes == 1 else ctx.comm.Barrier()
     values = pa.array[pa.offset:pa.offset + ctx.size]
     if sorted(values.tolist()) != list(range(ctx.size)):
         raise ArgumentError("%s: perm %s is not a permutation of 0..%d (nothing was moved)"

@@ -92,9 +92,11 @@ def cached(ctx, key):
     if plans is None:
         plans = ctx.upc_plans = {}
     plan = plans.get(key)
-    if plan is not None and any(a._freed for a in plan.arrays):
-        del plans[key]
-        return None
+    if plan is not None:
+        for a in plan.arrays:
+            if a._freed:
+                del plans[key]
+                return None
     return plan
 
 
@@ -102,7 +104,7 @@ def remember(ctx, key, plan):
     plans = ctx.upc_plans
     if len(plans) >= _MAX_PLANS:
         plans.clear()
-    plans[key] = plan
+    plans[key] = plan.compile()
     return plan
 
 
@@ -112,9 +114,15 @@ class Plan:
 
     def run(self, ctx):
         if self.prog is not None:
-            _core.upc_run(ctx.state.core, self.coll, self.arg, self.prog, self.nbytes)
+            self.prog.run(ctx.state.core)
         else:
             self.body(ctx, self)
+
+    def compile(self):
+        """The program (an array of steps) as the engine's UpcProgram, once resolved."""
+        if self.prog is not None:
+            self.prog = _core.UpcProgram(self.coll, self.arg, self.prog, self.nbytes)
+        return self
 
 
 def sync_modes(flags, what):
