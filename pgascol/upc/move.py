@@ -100,9 +100,9 @@ def _broadcast_plan(dst, src, nbytes, flags, algorithm, ctx):
                 buf[:] = s.view(nbytes)
             comm.Bcast(buf, root=root)
         _hier(ctx, p, move)
-    elif alg.startswith("tree"):
-        p.prog = P.tree_program(ctx.rank, ctx.size, root, s.address(root), d.address, nbytes, P.chunk_bytes(),
-                                alg == "tree-push", p.in_mode, p.out_mode)
+    elif alg.startswith("binomial"):
+        p.prog = P.tree_program(ctx.rank, ctx.size, root, s.address(root), d.address, P.chunks(alg, nbytes),
+                                alg.startswith("binomial-push"), p.in_mode, p.out_mode)
     else:
         _flat(ctx, p, alg, [(root, s.address(root), r, d.address(r), nbytes) for r in range(ctx.size)])
     return p
@@ -126,10 +126,18 @@ def _scatter_plan(dst, src, nbytes, flags, algorithm, ctx):
     if alg == "hier":
         _hier(ctx, p, lambda comm: comm.Scatter(s.view(nbytes * ctx.size) if ctx.rank == root else None,
                                                 d.view(nbytes), root=root))
+    elif alg == "ring-pull":
+        base = s.address(root)
+        _ring(ctx, p, root, [(root, base + r * nbytes, r, d.address(r), nbytes) for r in range(ctx.size)])
     else:
         base = s.address(root)
         _flat(ctx, p, alg, [(root, base + r * nbytes, r, d.address(r), nbytes) for r in range(ctx.size)])
     return p
+
+
+def _ring(ctx, p, root, transfers):
+    p.prog = P.ring_program(ctx.rank, ctx.size, root, transfers, p.in_mode, p.out_mode)
+    p.nbytes = transfers[ctx.rank][4]
 
 
 def all_gather(dst, src, nbytes, flags=0, algorithm=None):
@@ -148,6 +156,9 @@ def _gather_plan(dst, src, nbytes, flags, algorithm, ctx):
     if alg == "hier":
         _hier(ctx, p, lambda comm: comm.Gather(s.view(nbytes), d.view(nbytes * ctx.size) if ctx.rank == root
                                                else None, root=root))
+    elif alg == "ring-push":
+        base = d.address(root)
+        _ring(ctx, p, root, [(r, s.address(r), root, base + r * nbytes, nbytes) for r in range(ctx.size)])
     else:
         base = d.address(root)
         _flat(ctx, p, alg, [(r, s.address(r), root, base + r * nbytes, nbytes) for r in range(ctx.size)])
@@ -171,6 +182,9 @@ def _gather_all_plan(dst, src, nbytes, flags, algorithm, ctx):
     d.check_each(nbytes * n)
     if alg == "hier":
         _hier(ctx, p, lambda comm: comm.Allgather(s.view(nbytes), d.view(nbytes * n)))
+    elif alg == "gather-bcast":
+        p.prog = P.gather_bcast_program(ctx.rank, n, s.address, d.address, nbytes, p.in_mode, p.out_mode)
+        p.nbytes = nbytes * n
     else:
         srcs = [s.address(j) for j in range(n)]
         _flat(ctx, p, alg, [(j, srcs[j], i, d.address(i) + j * nbytes, nbytes) for i in range(n) for j in range(n)])
