@@ -179,6 +179,45 @@ def test_reduce_and_prefix():
         _raises(ArgumentError, lambda: upc.all_reduce((f, 0), f, upc.AND, 5, 1))
 
 
+def test_sync_flags_decide_who_waits():
+    """A root that only sends leaves a NOSYNC broadcast without waiting for
+    a slow reader; under OUT_MYSYNC (its src is read) and ALLSYNC it waits."""
+    if P < 2 or MULTI:
+        return
+    import time
+    with pgas.zeros(COMM, 4 * P, np.int32, block=4) as dst, pgas.zeros(COMM, 4, np.int32, block=0) as src:
+        for flags, waits in ((upc.UPC_IN_NOSYNC | upc.UPC_OUT_NOSYNC, False),
+                             (upc.UPC_IN_NOSYNC | upc.UPC_OUT_MYSYNC, True), (0, True)):
+            pgas.barrier(COMM)
+            if ME == 1:
+                time.sleep(0.3)
+            t0 = time.monotonic()
+            upc.all_broadcast(dst, src, 16, flags, algorithm="pull")
+            took = time.monotonic() - t0
+            if ME == 0:
+                assert (took > 0.2) == waits, (flags, took)
+        pgas.barrier(COMM)
+
+
+def test_misuse_everywhere_nothing_written():
+    with pgas.zeros(COMM, 4 * P, np.int32, block=4) as dst, pgas.zeros(COMM, 4, np.int32, block=0) as src, \
+            pgas.zeros(COMM, 4 * P, np.float64, block=4) as f:
+        dst.local()[:] = 5
+        pgas.barrier(COMM)
+        for bad in (lambda: upc.all_broadcast(dst, src, 0), lambda: upc.all_broadcast(dst, src, 20),
+                    lambda: upc.all_scatter(dst, (src, 2), 12), lambda: upc.all_broadcast(dst, src, 4, flags=64),
+                    lambda: upc.all_broadcast(dst, src, 4, algorithm="ring-pull"),
+                    lambda: upc.all_reduce((dst, 0), f, upc.ADD, 4 * P, 4),
+                    lambda: upc.all_reduce((f, 0), f, upc.XOR, 4 * P, 4),
+                    lambda: upc.all_reduce((f, 0), f, upc.FUNC, 4 * P, 4),
+                    lambda: upc.all_prefix_reduce(f, f, upc.ADD, 4 * P + 1, 4)):
+            _raises(ArgumentError, bad)   # noqa: B023
+        assert (dst.local() == 5).all()
+        upc.all_broadcast(dst, src, 16)
+        assert (dst.local() == 0).all()
+        COMM.Barrier()
+
+
 if __name__ == "__main__":
     for name, fn in sorted(globals().items()):
         if name.startswith("test_"):
