@@ -14,6 +14,7 @@ from . import plan as P
 from .operand import Operand
 
 _ID = _core.UPC_COLLECTIVES
+_PLANS = P._PLANS
 
 
 def _refusing(ctx, coll):
@@ -22,15 +23,14 @@ def _refusing(ctx, coll):
         _core.upc_refuse(ctx.state.core, _ID["upc_all_" + coll])
 
 
-def _resolve(coll, key, ctx, build):
-    plan = P.cached(ctx, key)
-    if plan is None:
-        try:
-            plan = P.remember(ctx, key, build())
-        except ArgumentError:
-            _refusing(ctx, coll)
-            raise
-    return plan
+def _resolve(key, build, dst, src, nbytes, flags, algorithm):
+    """The plan of a call not seen before (or since an array of it was freed)."""
+    ctx = P.context_of(dst)
+    try:
+        return P.remember(ctx, key, build(dst, src, nbytes, flags, algorithm, ctx))
+    except ArgumentError:
+        _refusing(ctx, key[0])
+        raise
 
 
 def _nbytes(nbytes, what):
@@ -83,9 +83,9 @@ def all_broadcast(dst, src, nbytes, flags=0, algorithm=None):
     """Copy the block of nbytes at src (affinity to one rank, the root) to
     every rank's block of dst (a block of nbytes per rank from dst, which
     has affinity to rank 0 at phase 0)."""
-    ctx = P.context_of(dst)
     key = ("broadcast", dst, src, nbytes, flags, algorithm)
-    _resolve("broadcast", key, ctx, lambda: _broadcast_plan(dst, src, nbytes, flags, algorithm, ctx)).run(ctx)
+    plan = _PLANS.get(key) or _resolve(key, _broadcast_plan, dst, src, nbytes, flags, algorithm)
+    plan.run()
 
 
 def _broadcast_plan(dst, src, nbytes, flags, algorithm, ctx):
@@ -113,9 +113,9 @@ def _broadcast_plan(dst, src, nbytes, flags, algorithm, ctx):
 def all_scatter(dst, src, nbytes, flags=0, algorithm=None):
     """Block r of the nbytes*P bytes at src (on one rank, the root) to rank
     r's block of dst (affinity to rank 0, phase 0)."""
-    ctx = P.context_of(dst)
     key = ("scatter", dst, src, nbytes, flags, algorithm)
-    _resolve("scatter", key, ctx, lambda: _scatter_plan(dst, src, nbytes, flags, algorithm, ctx)).run(ctx)
+    plan = _PLANS.get(key) or _resolve(key, _scatter_plan, dst, src, nbytes, flags, algorithm)
+    plan.run()
 
 
 def _scatter_plan(dst, src, nbytes, flags, algorithm, ctx):
@@ -143,9 +143,9 @@ def _ring(ctx, p, root, transfers):
 def all_gather(dst, src, nbytes, flags=0, algorithm=None):
     """Rank r's block of src (affinity to rank 0, phase 0) to block r of the
     nbytes*P bytes at dst (on one rank, the root)."""
-    ctx = P.context_of(dst)
     key = ("gather", dst, src, nbytes, flags, algorithm)
-    _resolve("gather", key, ctx, lambda: _gather_plan(dst, src, nbytes, flags, algorithm, ctx)).run(ctx)
+    plan = _PLANS.get(key) or _resolve(key, _gather_plan, dst, src, nbytes, flags, algorithm)
+    plan.run()
 
 
 def _gather_plan(dst, src, nbytes, flags, algorithm, ctx):
@@ -170,9 +170,9 @@ def _gather_plan(dst, src, nbytes, flags, algorithm, ctx):
 def all_gather_all(dst, src, nbytes, flags=0, algorithm=None):
     """Every rank's block of src (nbytes each) to every rank's block of dst
     (nbytes*P each, block j from rank j)."""
-    ctx = P.context_of(dst)
     key = ("gather_all", dst, src, nbytes, flags, algorithm)
-    _resolve("gather_all", key, ctx, lambda: _gather_all_plan(dst, src, nbytes, flags, algorithm, ctx)).run(ctx)
+    plan = _PLANS.get(key) or _resolve(key, _gather_all_plan, dst, src, nbytes, flags, algorithm)
+    plan.run()
 
 
 def _gather_all_plan(dst, src, nbytes, flags, algorithm, ctx):
@@ -194,9 +194,9 @@ def _gather_all_plan(dst, src, nbytes, flags, algorithm, ctx):
 def all_exchange(dst, src, nbytes, flags=0, algorithm=None):
     """Slice j (nbytes) of rank i's block of src to slice i of rank j's
     block of dst (blocks of nbytes*P per rank)."""
-    ctx = P.context_of(dst)
     key = ("exchange", dst, src, nbytes, flags, algorithm)
-    _resolve("exchange", key, ctx, lambda: _exchange_plan(dst, src, nbytes, flags, algorithm, ctx)).run(ctx)
+    plan = _PLANS.get(key) or _resolve(key, _exchange_plan, dst, src, nbytes, flags, algorithm)
+    plan.run()
 
 
 def _exchange_plan(dst, src, nbytes, flags, algorithm, ctx):
@@ -231,8 +231,8 @@ def all_permute(dst, src, perm, nbytes, flags=0, algorithm=None):
         raise ArgumentError("%s: perm needs %d elements from %d, the array has %d"
                             % (what, ctx.size, pa.offset, pa.array.size))
     # the plan without perm: checks everything else before anything moves
-    base = _resolve("permute", ("permute", dst, src, nbytes, flags, algorithm), ctx,
-                    lambda: _permute_base(dst, src, nbytes, flags, algorithm, ctx))
+    key = ("permute", dst, src, nbytes, flags, algorithm)
+    base = _PLANS.get(key) or _resolve(key, _permute_base, dst, src, nbytes, flags, algorithm)
     if base.in_mode != P.NOSYNC:
         # perm and src may be written up to every member's entry: read perm after it
         _core.UpcProgram(base.coll, base.arg, _ENTRY, 0).run(ctx.state.core) if ctx.nnodes == 1 else ctx.comm.Barrier()
@@ -241,9 +241,8 @@ def all_permute(dst, src, perm, nbytes, flags=0, algorithm=None):
         raise ArgumentError("%s: perm %s is not a permutation of 0..%d (nothing was moved)"
                             % (what, values.tolist(), ctx.size - 1))
     order = tuple(int(v) for v in values)
-    key = ("permute", dst, src, nbytes, flags, algorithm, order)
-    plan = P.cached(ctx, key) or P.remember(ctx, key, base.body(order))
-    plan.run(ctx)
+    key = key + (order,)
+    (_PLANS.get(key) or P.remember(ctx, key, base.body(order))).run()
 
 
 _ENTRY = P._wrap([], set(), set(), P.ALLSYNC, P.NOSYNC)   # POST ENTERED, WAIT ALL ENTERED, END

@@ -105,37 +105,39 @@ def context_of(x):
     return ctx
 
 
-def cached(ctx, key):
-    """The plan cached for key, if its arrays are all still allocated."""
-    plans = getattr(ctx, "upc_plans", None)
-    if plans is None:
-        plans = ctx.upc_plans = {}
-    plan = plans.get(key)
-    if plan is not None:
-        for a in plan.arrays:
-            if a._freed:
-                del plans[key]
-                return None
-    return plan
+#: Resolved calls, by their arguments as given (arrays by identity); a
+#: plan goes when one of its arrays is freed (Context.on_free).
+_PLANS = {}
+
+
+def cached(key):
+    return _PLANS.get(key)
 
 
 def remember(ctx, key, plan):
-    plans = ctx.upc_plans
-    if len(plans) >= _MAX_PLANS:
-        plans.clear()
-    plans[key] = plan.compile()
+    if _forget not in ctx.on_free:
+        ctx.on_free.append(_forget)
+    if len(_PLANS) >= _MAX_PLANS:
+        _PLANS.clear()
+    plan.ctx, plan.core = ctx, ctx.state.core
+    _PLANS[key] = plan.compile()
     return plan
+
+
+def _forget(array):
+    for key in [k for k, p in _PLANS.items() if array in p.arrays]:
+        del _PLANS[key]
 
 
 class Plan:
     """A resolved call: what to run and how (`run(ctx)` does it)."""
-    __slots__ = ("coll", "arrays", "prog", "arg", "nbytes", "body", "in_mode", "out_mode")
+    __slots__ = ("coll", "arrays", "prog", "arg", "nbytes", "body", "in_mode", "out_mode", "ctx", "core")
 
-    def run(self, ctx):
+    def run(self):
         if self.prog is not None:
-            self.prog.run(ctx.state.core)
+            self.prog.run(self.core)
         else:
-            self.body(ctx, self)
+            self.body(self.ctx, self)
 
     def compile(self):
         """The program (an array of steps) as the engine's UpcProgram, once resolved."""
