@@ -70,6 +70,15 @@ def chunks(alg, nbytes):
     return [(0, nbytes)]
 
 
+def defaults(nnodes=1, env=os.environ):
+    """{collective: the algorithm a call without algorithm= runs} (pgascol info)."""
+    out = {}
+    for coll, names in ALGORITHMS.items():
+        chosen = env.get("PGASCOL_UPC_" + coll.upper()) or ("hier" if nnodes > 1 and "hier" in names else names[0])
+        out[coll] = chosen
+    return out
+
+
 def algorithm(coll, requested, ctx):
     """The algorithm a call of `coll` runs: `requested`, else PGASCOL_UPC_<COLL>, else the default."""
     names = ALGORITHMS[coll]
