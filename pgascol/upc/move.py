@@ -14,7 +14,7 @@ from . import plan as P
 from .operand import Operand
 
 _ID = _core.UPC_COLLECTIVES
-_PLANS = P._PLANS
+_RUNNERS = P.RUNNERS
 
 
 def _refusing(ctx, coll):
@@ -23,14 +23,16 @@ def _refusing(ctx, coll):
         _core.upc_refuse(ctx.state.core, _ID["upc_all_" + coll])
 
 
-def _resolve(key, build, dst, src, nbytes, flags, algorithm):
-    """The plan of a call not seen before (or since an array of it was freed)."""
+def _resolve(key, build, dst, src, nbytes, flags, algorithm, run=True):
+    """What runs a call not seen before (or since an array of it was freed):
+    its plan, built and checked, as P.remember keeps it (run=False: the plan itself)."""
     ctx = P.context_of(dst)
     try:
-        return P.remember(ctx, key, build(dst, src, nbytes, flags, algorithm, ctx))
+        plan = build(dst, src, nbytes, flags, algorithm, ctx)
     except ArgumentError:
         _refusing(ctx, key[0])
         raise
+    return P.remember(ctx, key, plan) if run else P.keep(ctx, key, plan, plan.arrays)
 
 
 def _nbytes(nbytes, what):
@@ -84,8 +86,7 @@ def all_broadcast(dst, src, nbytes, flags=0, algorithm=None):
     every rank's block of dst (a block of nbytes per rank from dst, which
     has affinity to rank 0 at phase 0)."""
     key = ("broadcast", dst, src, nbytes, flags, algorithm)
-    plan = _PLANS.get(key) or _resolve(key, _broadcast_plan, dst, src, nbytes, flags, algorithm)
-    plan.run()
+    (_RUNNERS.get(key) or _resolve(key, _broadcast_plan, dst, src, nbytes, flags, algorithm))()
 
 
 def _broadcast_plan(dst, src, nbytes, flags, algorithm, ctx):
@@ -114,8 +115,7 @@ def all_scatter(dst, src, nbytes, flags=0, algorithm=None):
     """Block r of the nbytes*P bytes at src (on one rank, the root) to rank
     r's block of dst (affinity to rank 0, phase 0)."""
     key = ("scatter", dst, src, nbytes, flags, algorithm)
-    plan = _PLANS.get(key) or _resolve(key, _scatter_plan, dst, src, nbytes, flags, algorithm)
-    plan.run()
+    (_RUNNERS.get(key) or _resolve(key, _scatter_plan, dst, src, nbytes, flags, algorithm))()
 
 
 def _scatter_plan(dst, src, nbytes, flags, algorithm, ctx):
@@ -144,8 +144,7 @@ def all_gather(dst, src, nbytes, flags=0, algorithm=None):
     """Rank r's block of src (affinity to rank 0, phase 0) to block r of the
     nbytes*P bytes at dst (on one rank, the root)."""
     key = ("gather", dst, src, nbytes, flags, algorithm)
-    plan = _PLANS.get(key) or _resolve(key, _gather_plan, dst, src, nbytes, flags, algorithm)
-    plan.run()
+    (_RUNNERS.get(key) or _resolve(key, _gather_plan, dst, src, nbytes, flags, algorithm))()
 
 
 def _gather_plan(dst, src, nbytes, flags, algorithm, ctx):
@@ -171,8 +170,7 @@ def all_gather_all(dst, src, nbytes, flags=0, algorithm=None):
     """Every rank's block of src (nbytes each) to every rank's block of dst
     (nbytes*P each, block j from rank j)."""
     key = ("gather_all", dst, src, nbytes, flags, algorithm)
-    plan = _PLANS.get(key) or _resolve(key, _gather_all_plan, dst, src, nbytes, flags, algorithm)
-    plan.run()
+    (_RUNNERS.get(key) or _resolve(key, _gather_all_plan, dst, src, nbytes, flags, algorithm))()
 
 
 def _gather_all_plan(dst, src, nbytes, flags, algorithm, ctx):
@@ -195,8 +193,7 @@ def all_exchange(dst, src, nbytes, flags=0, algorithm=None):
     """Slice j (nbytes) of rank i's block of src to slice i of rank j's
     block of dst (blocks of nbytes*P per rank)."""
     key = ("exchange", dst, src, nbytes, flags, algorithm)
-    plan = _PLANS.get(key) or _resolve(key, _exchange_plan, dst, src, nbytes, flags, algorithm)
-    plan.run()
+    (_RUNNERS.get(key) or _resolve(key, _exchange_plan, dst, src, nbytes, flags, algorithm))()
 
 
 def _exchange_plan(dst, src, nbytes, flags, algorithm, ctx):
@@ -232,17 +229,17 @@ def all_permute(dst, src, perm, nbytes, flags=0, algorithm=None):
                             % (what, ctx.size, pa.offset, pa.array.size))
     # the plan without perm: checks everything else before anything moves
     key = ("permute", dst, src, nbytes, flags, algorithm)
-    base = _PLANS.get(key) or _resolve(key, _permute_base, dst, src, nbytes, flags, algorithm)
+    base = _RUNNERS.get(key) or _resolve(key, _permute_base, dst, src, nbytes, flags, algorithm, run=False)
     if base.in_mode != P.NOSYNC:
         # perm and src may be written up to every member's entry: read perm after it
-        _core.UpcProgram(base.coll, base.arg, _ENTRY, 0).run(ctx.state.core) if ctx.nnodes == 1 else ctx.comm.Barrier()
+        _core.UpcProgram(ctx.state.core, base.coll, base.arg, _ENTRY, 0)() if ctx.nnodes == 1 else ctx.comm.Barrier()
     values = pa.array[pa.offset:pa.offset + ctx.size]
     if sorted(values.tolist()) != list(range(ctx.size)):
         raise ArgumentError("%s: perm %s is not a permutation of 0..%d (nothing was moved)"
                             % (what, values.tolist(), ctx.size - 1))
     order = tuple(int(v) for v in values)
     key = key + (order,)
-    (_PLANS.get(key) or P.remember(ctx, key, base.body(order))).run()
+    (_RUNNERS.get(key) or P.remember(ctx, key, base.body(order)))()
 
 
 _ENTRY = P._wrap([], set(), set(), P.ALLSYNC, P.NOSYNC)   # POST ENTERED, WAIT ALL ENTERED, END

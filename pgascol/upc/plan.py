@@ -114,45 +114,42 @@ def context_of(x):
     return ctx
 
 
-#: Resolved calls, by their arguments as given (arrays by identity); a
-#: plan goes when one of its arrays is freed (Context.on_free).
-_PLANS = {}
-
-
-def cached(key):
-    return _PLANS.get(key)
+#: Resolved calls, by their arguments as given (arrays by identity): what
+#: runs them (a callable), and their arrays; a plan goes when one of its
+#: arrays is freed (Context.on_free).
+RUNNERS = {}
+_ARRAYS = {}
 
 
 def remember(ctx, key, plan):
+    """Keep the plan of a call, and return what runs it."""
+    if plan.prog is not None:
+        runner = _core.UpcProgram(ctx.state.core, plan.coll, plan.arg, plan.prog, plan.nbytes)
+    else:
+        body = plan.body
+        runner = lambda: body(ctx, plan)    # noqa: E731
+    return keep(ctx, key, runner, plan.arrays)
+
+
+def keep(ctx, key, value, arrays):
+    """RUNNERS[key] = value until one of `arrays` is freed."""
     if _forget not in ctx.on_free:
         ctx.on_free.append(_forget)
-    if len(_PLANS) >= _MAX_PLANS:
-        _PLANS.clear()
-    plan.ctx, plan.core = ctx, ctx.state.core
-    _PLANS[key] = plan.compile()
-    return plan
+    if len(RUNNERS) >= _MAX_PLANS:
+        RUNNERS.clear()
+        _ARRAYS.clear()
+    RUNNERS[key], _ARRAYS[key] = value, arrays
+    return value
 
 
 def _forget(array):
-    for key in [k for k, p in _PLANS.items() if array in p.arrays]:
-        del _PLANS[key]
+    for key in [k for k, arrays in _ARRAYS.items() if array in arrays]:
+        del RUNNERS[key], _ARRAYS[key]
 
 
 class Plan:
-    """A resolved call: what to run and how (`run(ctx)` does it)."""
-    __slots__ = ("coll", "arrays", "prog", "arg", "nbytes", "body", "in_mode", "out_mode", "ctx", "core")
-
-    def run(self):
-        if self.prog is not None:
-            self.prog.run(self.core)
-        else:
-            self.body(self.ctx, self)
-
-    def compile(self):
-        """The program (an array of steps) as the engine's UpcProgram, once resolved."""
-        if self.prog is not None:
-            self.prog = _core.UpcProgram(self.coll, self.arg, self.prog, self.nbytes)
-        return self
+    """A resolved call: a program of steps (inside a node) or a body (across nodes)."""
+    __slots__ = ("coll", "arrays", "prog", "arg", "nbytes", "body", "in_mode", "out_mode")
 
 
 def sync_modes(flags, what):
