@@ -152,6 +152,15 @@ def _prefix_plan(key, dst, src, op, nelems, blk_size, func, flags, algorithm):
         raise ArgumentError("%s: dst must hold src's type (%s, not %s) with src's distribution (the same "
                             "block size and the same position in the cycle)" % (what, s.array.dtype, d.array.dtype))
     layout, lo, hi = s.array.layout, s.offset, s.offset + nelems
+    alg = P.algorithm("prefix_reduce", algorithm, ctx)
+    if alg == "three-phase" or (alg == "auto" and ctx.nnodes > 1):
+        owners = [r for r in range(ctx.size) for _ in _starts_of(layout, r, lo, hi, False)]
+        ordered = [layout.owner(g) for g in sorted(g for r in range(ctx.size) for g in _starts_of(layout, r, lo, hi, False))]
+        if (ctx.nnodes == 1 or ctx.state.in_rank_order) and len(owners) == len(set(owners)) and ordered == sorted(ordered):
+            return _three_phase(key, ctx, s, d, oper, in_mode, out_mode, nelems)
+        if alg == "three-phase":
+            raise ArgumentError("%s: algorithm 'three-phase' needs each rank's elements to be one run, in rank "
+                                "order, and nodes of consecutive ranks" % what)
     first, count = layout.runs(ctx.rank, lo, hi)
     dfirst, _ = d.array.layout.runs(ctx.rank, d.offset, d.offset + nelems)
     _, gstarts, starts = _local(s, ctx, nelems)
@@ -183,4 +192,59 @@ def _prefix_plan(key, dst, src, op, nelems, blk_size, func, flags, algorithm):
             d.array.local()[dfirst:dfirst + count] = scan
         if out_mode == P.ALLSYNC:
             comm.Barrier()
+    return P.keep(ctx, key, run, (s.array, d.array))
+
+
+def _three_phase(key, ctx, s, d, oper, in_mode, out_mode, nelems):
+    """The thesis's prefix reduce for ranks holding one run each, in rank
+    order, on nodes of consecutive ranks: (1) every rank scans its run and
+    the node's members exchange their totals, (2) the node leaders combine
+    the node totals by dissemination, ceil(log2 N) rounds of point-to-point
+    messages (round j: from the leader 2^j before, to the one 2^j after),
+    (3) each leader broadcasts its node's prefix to its members, who combine
+    it on the left of their own scan."""
+    team = ctx.state.team
+    node, leaders = team.node_comm, team.leader_comm
+    first, count = s.array.layout.runs(ctx.rank, s.offset, s.offset + nelems)
+    dfirst, _ = d.array.layout.runs(ctx.rank, d.offset, d.offset + nelems)
+    rec = np.zeros(1, dtype=[("has", "<i8"), ("value", s.array.dtype)])
+    mates = np.zeros(node.Get_size(), rec.dtype)
+    before = np.zeros(1, rec.dtype)          # the prefix of the nodes before mine (from the leader)
+    incoming = np.zeros(1, rec.dtype)
+    me = node.Get_rank()
+
+    def fold(parts):
+        """(has, value) of the fold of the parts that have a value, in order."""
+        vals = parts["value"][parts["has"] != 0]
+        return (1, oper.reduce(vals)) if len(vals) else (0, 0)
+
+    def run():
+        if in_mode == P.ALLSYNC:
+            ctx.comm.Barrier()
+        scan = oper.scan(s.array.local()[first:first + count]) if count else None
+        rec["has"], rec["value"] = (1, scan[-1]) if count else (0, 0)
+        node.Allgather(rec.view(np.uint8), mates.view(np.uint8))                    # phase 1
+        if leaders is not None:                                                     # phase 2
+            total, excl = np.array(fold(mates), rec.dtype), np.zeros((), rec.dtype)
+            i, n, step = leaders.Get_rank(), leaders.Get_size(), 1
+            while step < n:
+                reqs = []
+                if i + step < n:
+                    reqs.append(leaders.Isend(total.reshape(1).view(np.uint8).copy(), i + step, 77))
+                if i - step >= 0:
+                    reqs.append(leaders.Irecv(incoming.view(np.uint8), i - step, 77))
+                for req in reqs:
+                    ctx.wait_request(req, "upc.all_prefix_reduce")
+                if i - step >= 0 and incoming["has"][0]:
+                    total = np.array(fold(np.concatenate((incoming, total.reshape(1)))), rec.dtype)
+                    excl = np.array(fold(np.concatenate((incoming, excl.reshape(1)))), rec.dtype)
+                step *= 2
+            before[0] = excl
+        node.Bcast(before.view(np.uint8), root=0)                                   # phase 3
+        if count:
+            has, prefix = fold(np.concatenate((before, mates[:me])))
+            d.array.local()[dfirst:dfirst + count] = oper.combine(np.full(count, prefix, s.array.dtype), scan) \
+                if has else scan
+        if out_mode == P.ALLSYNC:
+            ctx.comm.Barrier()
     return P.keep(ctx, key, run, (s.array, d.array))

@@ -172,8 +172,17 @@ def test_reduce_and_prefix():
                 wants.append(want)
             upc.all_reduce((out, P - 1), src, upc.NONCOMM_FUNC, n, block, func=matmul)
             assert out[P - 1] == want
-            upc.all_prefix_reduce(dst, src, upc.NONCOMM_FUNC, n, block, func=matmul)
-            assert (dst[:] == wants).all()
+            scattered = MULTI and os.environ.get("PGASCOL_NODE_MAP") == "roundrobin"   # nodes not of consecutive ranks
+            for alg in upc.ALGORITHMS["prefix_reduce"] if block == "*" else ("auto",):
+                if alg == "three-phase" and scattered:
+                    _raises(ArgumentError, lambda: upc.all_prefix_reduce(dst, src, upc.ADD, n, block, algorithm=alg))
+                    continue
+                _fresh()
+                dst.local()[:] = 0
+                upc.all_prefix_reduce(dst, src, upc.NONCOMM_FUNC, n, block, func=matmul, algorithm=alg)
+                assert (dst[:] == wants).all(), alg
+            if block == 1 and P > 1:
+                _raises(ArgumentError, lambda: upc.all_prefix_reduce(dst, src, upc.ADD, n, 1, algorithm="three-phase"))
             _raises(ArgumentError, lambda: upc.all_reduce((out, 0), src, upc.ADD, n, 5 if block != 5 else 6))
     with pgas.zeros(COMM, 5, np.float64, block=1) as f:
         _raises(ArgumentError, lambda: upc.all_reduce((f, 0), f, upc.AND, 5, 1))
