@@ -232,8 +232,12 @@ def all_permute(dst, src, perm, nbytes, flags=0, algorithm=None):
     base = _RUNNERS.get(key) or _resolve(key, _permute_base, dst, src, nbytes, flags, algorithm, run=False)
     if base.in_mode != P.NOSYNC:
         # perm and src may be written up to every member's entry: read perm after it
-        _core.UpcProgram(ctx.state.core, base.coll, base.arg, _ENTRY, 0)() if ctx.nnodes == 1 else ctx.comm.Barrier()
-    values = pa.array[pa.offset:pa.offset + ctx.size]
+        base.prog() if ctx.nnodes == 1 else ctx.comm.Barrier()
+    if ctx.nnodes == 1:         # straight from the parts
+        parts = [pa.array.node_view(r) for r in range(ctx.size)]
+        values = np.array([parts[r][i] for r, i in map(pa.array.layout.locate, range(pa.offset, pa.offset + ctx.size))])
+    else:
+        values = pa.array[pa.offset:pa.offset + ctx.size]
     if sorted(values.tolist()) != list(range(ctx.size)):
         raise ArgumentError("%s: perm %s is not a permutation of 0..%d (nothing was moved)"
                             % (what, values.tolist(), ctx.size - 1))
@@ -242,14 +246,13 @@ def all_permute(dst, src, perm, nbytes, flags=0, algorithm=None):
     (_RUNNERS.get(key) or P.remember(ctx, key, base.body(order)))()
 
 
-_ENTRY = P._wrap([], set(), set(), P.ALLSYNC, P.NOSYNC)   # POST ENTERED, WAIT ALL ENTERED, END
-
-
 def _permute_base(dst, src, nbytes, flags, algorithm, ctx):
     d, s, nbytes, alg, p = _common("permute", dst, src, nbytes, flags, algorithm, ctx)
     s.check_each(nbytes)
     d.check_each(nbytes)
     in_mode = P.NOSYNC          # the entry is the separate synchronisation before perm is read
+    if ctx.nnodes == 1:         # that entry: POST ENTERED, WAIT ALL ENTERED, END
+        p.prog = _core.UpcProgram(ctx.state.core, p.coll, p.arg, P._wrap([], set(), set(), P.ALLSYNC, P.NOSYNC), 0)
 
     def with_perm(order):
         q = P.Plan()
