@@ -9,6 +9,7 @@ from mpi4py import MPI
 import pgascol
 from pgascol import pgas, upc
 from pgascol.errors import ArgumentError
+from tests.mpi_programs import raises as _raises
 
 WORLD = MPI.COMM_WORLD
 ME, P = WORLD.Get_rank(), WORLD.Get_size()
@@ -20,14 +21,6 @@ FLAGS = (0, upc.UPC_IN_MYSYNC | upc.UPC_OUT_MYSYNC, upc.UPC_IN_NOSYNC | upc.UPC_
 
 def algorithms(coll):
     return ("hier",) if MULTI else upc.ALGORITHMS[coll]
-
-
-def _raises(exc, fn):
-    try:
-        fn()
-    except exc as e:
-        return e
-    raise AssertionError("%s not raised" % exc.__name__)
 
 
 def _sync(flags):
