@@ -220,6 +220,25 @@ def test_misuse_everywhere_nothing_written():
         COMM.Barrier()
 
 
+def test_ranks_that_disagree_fail_everywhere():
+    """Ranks of a node passing different nbytes: every rank raises at its
+    first wait on a peer (the call's signature), before anything is copied;
+    the node team of that communicator is then aborted (another one is not)."""
+    if P < 2 or MULTI:
+        return
+    from pgascol.errors import CollectiveMismatchError, TeamAbortedError
+    sub = pgascol.Comm(WORLD.Dup())
+    dst = pgas.zeros(sub, 8 * P, np.int32, block=8)
+    src = pgas.zeros(sub, 8, np.int32, block=0)
+    src.local()[:] = 9
+    pgas.barrier(sub)
+    e = _raises((CollectiveMismatchError, TeamAbortedError),
+                lambda: upc.all_broadcast(dst, src, 8 if ME == 0 else 16))
+    assert "other arguments" in str(e) or "aborted" in str(e), e
+    assert (dst.local() == 0).all()
+    COMM.Barrier()      # the other communicator is unaffected
+
+
 if __name__ == "__main__":
     for name, fn in sorted(globals().items()):
         if name.startswith("test_"):
