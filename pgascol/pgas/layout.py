@@ -82,6 +82,21 @@ class BlockCyclic:
             out.append((b % P, (b // P) * B + g0 - b * B, g1 - g0, g0 - lo))
         return out
 
+    def runs(self, rank, lo, hi):
+        """The range [lo, hi) as it lies in `rank`'s part: (first local
+        index, count) of the contiguous local run it covers there (a global
+        range covers consecutive local elements of each owner)."""
+        if hi <= lo:
+            return 0, 0
+        first = self._first_at_or_after(rank, lo)
+        return first, self._first_at_or_after(rank, hi) - first
+
+    def _first_at_or_after(self, rank, g):
+        """The number of `rank`'s elements with a global index < g."""
+        B, P = self.block, self.nranks
+        cycles, within = divmod(g, B * P)
+        return cycles * B + min(max(within - rank * B, 0), B)
+
     def describe(self):
         return ("cyclic" if self.block == 1 and self.spec not in ("*", 0) else
                 "blocked" if self.spec == "*" else "indefinite" if self.spec == 0 else
@@ -136,6 +151,11 @@ class Irregular:
                 out.append((r, g0 - a, g1 - g0, g0 - lo))
             r += 1
         return out
+
+    def runs(self, rank, lo, hi):
+        a, b = self._bounds[rank], self._bounds[rank + 1]
+        first, last = max(lo, a), min(hi, b)
+        return (first - a, last - first) if last > first else (0, 0)
 
     def describe(self):
         return "irregular"
