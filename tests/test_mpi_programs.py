@@ -46,6 +46,13 @@ SHORT_TIMEOUT = {"PGASCOL_TIMEOUT": "3"}
 # The scenarios of node_team.py end their jobs abnormally: tests/test_segment_cleanup.py runs them.
 NODE_TEAM_SCENARIOS = tuple(n for n in list_test_functions("node_team.py") if n.startswith("test_scenario_"))
 
+# pgascol.upc, in the style of the GWU UPC test suite: the whole product of
+# collective x type x operator x flags x root x sizes x block size at np 2
+# and 3, a fixed random tenth of it elsewhere (tests/mpi_programs/upc_cases.py).
+UPC = ("upc_collectives.py", "upc_semantics.py")
+UPC_EVERY_CASE = {"PGASCOL_UPC_TEST_SAMPLE": "all"}
+UPC_SAMPLED = {"PGASCOL_UPC_TEST_SAMPLE": "0.1"}
+
 TABLE = [
     # ---- pgascol.Comm: on one node, and as a hierarchy of virtual nodes of 1, 2 and 3 ranks
     Run(COMM, timeout=300),
@@ -111,6 +118,14 @@ TABLE = [
     Run("pgas_arrays.py", (4, 8), "vnodes_of_2", vnodes(2), timeout=300),
     Run("pgas_arrays.py", (8,), "vnodes_of_3_roundrobin", vnodes(3, "roundrobin"), timeout=300),
 
+    # ---- pgascol.upc: every case on one node at np 2 and 3; a sample at np 1, 4, 8 and on
+    # virtual nodes of 1, 2 and 3 ranks (the inter-node legs)
+    Run(UPC, (2, 3), "every_case", UPC_EVERY_CASE, timeout=600),
+    Run(UPC, (1, 4, 8), "sampled", UPC_SAMPLED, timeout=600),
+    Run(UPC, (2, 3), "vnodes_of_1_sampled", {**vnodes(1), **UPC_SAMPLED}, timeout=600),
+    Run(UPC, (4, 8), "vnodes_of_2_sampled", {**vnodes(2), **UPC_SAMPLED}, timeout=600),
+    Run(UPC, (8,), "vnodes_of_3_roundrobin_sampled", {**vnodes(3, "roundrobin"), **UPC_SAMPLED}, timeout=600),
+
     # ---- NodeTeam: one node; virtual nodes of k consecutive ranks (k=2: np=3 -> [2, 1],
     # 4 -> [2, 2], 8 -> 4 x 2; k=3: np=4 -> [3, 1], 8 -> [3, 3, 2]) and round robin
     Run("node_team.py", timeout=60, exclude=NODE_TEAM_SCENARIOS),
@@ -141,5 +156,6 @@ test_random_mix = chapter("random_mix.py")
 test_engine = chapter("engine.py")
 test_node_team = chapter("node_team.py")
 test_pgas = chapter("pgas_arrays.py")
+test_upc = chapter(UPC)
 
 assert len(_taken) == len(TABLE), "a row of TABLE that no chapter above runs"

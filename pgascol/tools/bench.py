@@ -5,6 +5,7 @@
                       [--mpi-launcher CMD] [--json FILE] [--plot FILE.png | DIR/] [--quick]
     pgascol-bench compare BASE.json NEW.json [--threshold 0.10]
     pgascol-bench plot RESULTS.json --plot FILE.png | DIR/
+    pgascol-bench upc ...      (UPC's collectives, UOMS-style: pgascol/tools/bench_upc.py)
 
 `run` starts the MPI job itself; every rank runs the worker of this module
 (``python -m pgascol.tools.bench worker ...``, also what bench/engine_vs_mpi.py
@@ -786,7 +787,12 @@ def plot_results(doc, dest):
 
 
 def cmd_plot(args):
-    paths = plot_results(load_doc(args.results), args.plot)
+    doc = load_doc(args.results)
+    if str(doc.get("meta", {}).get("benchmark", "")).startswith("upc"):
+        from .bench_upc import plot_results as plot_upc
+        paths = plot_upc(doc, args.plot)
+    else:
+        paths = plot_results(doc, args.plot)
     for path in paths:
         print("# wrote %s" % path)
     if not paths:
@@ -912,7 +918,9 @@ def _parser():
     c.add_argument("new")
     c.add_argument("--threshold", type=float, default=0.10,
                    help="relative slowdown tolerated (default 0.10)")
-    p = sub.add_parser("plot", help="plot a JSON written by `run --json`, one PNG per op")
+    from . import bench_upc
+    bench_upc.parser(sub)
+    p = sub.add_parser("plot", help="plot a JSON written by `run --json` or `upc --json`, one PNG per op")
     p.add_argument("results", metavar="RESULTS.json")
     p.add_argument("--plot", metavar="FILE.png|DIR/", required=True,
                    help="out.png -> out-bcast.png, ...; DIR/ -> DIR/bcast.png, ...")
@@ -934,6 +942,9 @@ def main(argv=None):
             return cmd_run(args, argv)
         if args.command == "plot":
             return cmd_plot(args)
+        if args.command == "upc":
+            from .bench_upc import cmd_upc
+            return cmd_upc(args, argv)
         return cmd_compare(args)
     except BenchError as e:
         print("pgascol-bench: error: %s" % e, file=sys.stderr)

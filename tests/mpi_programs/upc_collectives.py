@@ -1,0 +1,290 @@
+"""pgascol.upc: the eight UPC collectives over the combinatorial product of
+the GWU UPC test suite (tests/mpi_programs/upc_cases.py lists the cases):
+every collective x type x operator x flags x source affinity x
+non-power-of-two sizes and element counts x block size.
+
+Every rank runs every case in the same order; a case's failure is recorded
+(not raised at once, so the ranks stay in step) and the test function fails
+at the end listing the failed cases. Each rank checks its own part of the
+destination against numpy computed on the whole source, which each rank
+reads back with a one-sided get once per source (the gathered data).
+PGASCOL_UPC_TEST_SAMPLE ("all" or a fraction) keeps all the cases or a fixed
+random part of them; rank 0 prints the seed and the counts."""
+import numpy as np
+from mpi4py import MPI
+
+import pgascol
+from pgascol import pgas, upc
+from tests.mpi_programs import upc_cases as cases
+
+WORLD = MPI.COMM_WORLD
+ME, P = WORLD.Get_rank(), WORLD.Get_size()
+COMM = pgascol.Comm(WORLD)
+NOSYNC_IN = upc.UPC_IN_NOSYNC
+NOSYNC_OUT = upc.UPC_OUT_NOSYNC
+MAX_REPORTED = 25
+READBACK = []       # sources whose one-sided read-back differed from what was written
+
+
+class Arrays:
+    """Global arrays by (n, dtype, block), allocated once and reused."""
+
+    def __init__(self):
+        self.arrays = {}
+
+    def get(self, n, dtype, block, role="src"):
+        key = (n, np.dtype(dtype).str, block, role)
+        if key not in self.arrays:
+            a = pgas.zeros(COMM, n, dtype, block=block)
+            self.arrays[key] = (a, a.layout.global_index(ME, np.arange(len(a.local()))))
+        return self.arrays[key]
+
+    def free(self):
+        for a, _ in self.arrays.values():
+            a.free()
+        self.arrays = {}
+
+
+def _set_mine(a, mine, full):
+    """Write my part of global array a from the full content (numpy, by global index)."""
+    a.local()[:] = full[mine]
+
+
+def _report(what, done, failures):
+    failures = READBACK + failures
+    del READBACK[:]
+    counts = WORLD.allreduce(len(failures))
+    if ME == 0:
+        print("%s: %d cases, seed %d, sample %s; %d failure(s) over all ranks"
+              % (what, done, cases.seed(), __import__("os").environ.get("PGASCOL_UPC_TEST_SAMPLE", "all"),
+                 counts))
+    assert not failures, "%d case(s) failed on rank %d:\n%s" % (
+        len(failures), ME, "\n".join(failures[:MAX_REPORTED]))
+
+
+def _gathered(a):
+    """The whole of global array a, read by every rank between barriers."""
+    pgas.barrier(COMM)
+    out = a[:]
+    pgas.barrier(COMM)
+    return out
+
+
+def _sync_in(flags):
+    if flags & NOSYNC_IN:       # NOSYNC: the caller makes the data ready everywhere
+        pgas.barrier(COMM)
+
+
+def _sync_out(flags):
+    if flags & NOSYNC_OUT:      # NOSYNC: the caller waits for everyone to be done
+        pgas.barrier(COMM)
+
+
+# ---------------------------------------------------------------- data movement
+
+def _move_arrays(arrays, coll, dtype, B, root):
+    """(src, src offset, dst, dst offset) of a case: UPC's views of the
+    arrays (shared [nbytes] and shared [nbytes*THREADS] char) as global
+    arrays whose blocks hold B elements, or P*B."""
+    one, row = P * B, P * P * B
+    if coll == "broadcast":
+        return arrays.get(one, dtype, B), root * B, arrays.get(one, dtype, B, "dst"), 0
+    if coll == "scatter":
+        return arrays.get(row, dtype, P * B), root * P * B, arrays.get(one, dtype, B, "dst"), 0
+    if coll == "gather":
+        return arrays.get(one, dtype, B), 0, arrays.get(row, dtype, P * B, "dst"), root * P * B
+    if coll == "gather_all":
+        return arrays.get(one, dtype, B), 0, arrays.get(row, dtype, P * B, "dst"), 0
+    if coll == "exchange":
+        return arrays.get(row, dtype, P * B), 0, arrays.get(row, dtype, P * B, "dst"), 0
+    return arrays.get(one, dtype, B), 0, arrays.get(one, dtype, B, "dst"), 0
+
+
+def _sentinel(dtype):
+    return np.array(0x5A, dtype) if np.dtype(dtype).kind != "f" else np.array(-7.25, dtype)
+
+
+def _call_move(coll, dst, src, nbytes, flags, perm):
+    if coll == "broadcast":
+        upc.all_broadcast(dst, src, nbytes, flags)
+    elif coll == "scatter":
+        upc.all_scatter(dst, src, nbytes, flags)
+    elif coll == "gather":
+        upc.all_gather(dst, src, nbytes, flags)
+    elif coll == "gather_all":
+        upc.all_gather_all(dst, src, nbytes, flags)
+    elif coll == "exchange":
+        upc.all_exchange(dst, src, nbytes, flags)
+    else:
+        upc.all_permute(dst, src, perm, nbytes, flags)
+
+
+def _run_move(arrays, perms, case, k):
+    """One data-movement case; returns a failure message or None."""
+    coll, dtype, B, flags, root, variant = case
+    (src, src_mine), soff, (dst, dst_mine), doff = _move_arrays(arrays, coll, dtype, B, root)
+    isz = np.dtype(dtype).itemsize
+    full = cases.values(src.size, dtype, k)
+    _set_mine(src, src_mine, full)
+    sentinel = _sentinel(dtype)
+    dst.local()[:] = sentinel
+    perm = None
+    if coll == "permute":
+        perm_array, pv = perms[variant]
+        perm = perm_array
+    _sync_in(flags)
+    if k % 97 == 0 and not np.array_equal(_gathered(src), full):
+        READBACK.append("case %d %r: reading the source back gave other data" % (k, case))
+    try:
+        _call_move(coll, (dst, doff) if doff or k % 2 else dst, (src, soff) if soff or k % 2 else src,
+                   B * isz, flags, perm)
+    except Exception as exc:    # noqa: BLE001 - recorded, the ranks stay in step
+        _sync_out(NOSYNC_OUT)
+        return "case %d %r raised %s: %s" % (k, case, type(exc).__name__, exc)
+    _sync_out(flags)
+    want = np.full(dst.size, sentinel, dtype)
+    region = cases.expected_move(coll, full, P, B, root, None if perm is None else pv)
+    want[doff:doff + len(region)] = region
+    got = dst.local()
+    if not np.array_equal(got, want[dst_mine]):
+        bad = np.flatnonzero(got != want[dst_mine])
+        return "case %d %s %s B=%d flags=%s root=%d: %d wrong element(s), first at global %d: %r, want %r" % (
+            k, coll, dtype, B, cases.flag_name(upc, flags), root, len(bad), dst_mine[bad[0]],
+            got[bad[0]], want[dst_mine][bad[0]])
+    return None
+
+
+def test_data_movement_every_case():
+    every = cases.move_cases(upc, P)
+    chosen = cases.sample(every, "move-%d" % P)
+    arrays = Arrays()
+    perms = {}
+    for v in (0, 1):
+        pv = cases.permutation(P, v)
+        a = pgas.zeros(COMM, P, np.intc, block=1)
+        a.local()[:] = pv[ME]
+        perms[v] = (a, pv)
+    pgas.barrier(COMM)
+    failures = []
+    try:
+        for k, case in enumerate(chosen):
+            msg = _run_move(arrays, perms, case, k)
+            if msg:
+                failures.append(msg)
+    finally:
+        arrays.free()
+        for a, _ in perms.values():
+            a.free()
+    _report("data movement (of %d)" % len(every), len(chosen), failures)
+
+
+def test_large_blocks_fragmented():
+    """Blocks beyond the static fragment (32 KiB) and not a multiple of it,
+    every collective, every root, default flags."""
+    arrays = Arrays()
+    failures = []
+    perm = pgas.zeros(COMM, P, np.intc, block=1)
+    pv = cases.permutation(P, 1)
+    perm.local()[:] = pv[ME]
+    pgas.barrier(COMM)
+    B = 100003                   # bytes, uint8
+    try:
+        for k, coll in enumerate(cases.DATA_COLLECTIVES):
+            for root in (range(P) if coll in cases.ROOTED else (0,)):
+                msg = _run_move(arrays, {1: (perm, pv)}, (coll, "uint8", B, 0, root, 1), 1000 + k)
+                if msg:
+                    failures.append(msg)
+    finally:
+        arrays.free()
+        perm.free()
+    _report("large blocks", 0, failures)
+
+
+# ---------------------------------------------------------------- reductions
+
+def _func_of(op, dtype):
+    if op == "FUNC":
+        return cases.comm_func(dtype)
+    if op == "NONCOMM_FUNC":
+        return cases.noncomm_func(dtype)
+    return None
+
+
+def _run_reduce(arrays, case, k):
+    coll, dtype, op, flags, blk, nelems, root = case
+    src, src_mine = arrays.get(nelems, dtype, blk)
+    full = cases.values(nelems, dtype, k, op)
+    _set_mine(src, src_mine, full)
+    if k % 97 == 0 and not np.array_equal(_gathered(src), full):
+        READBACK.append("case %d %r: reading the source back gave other data" % (k, case))
+    func = _func_of(op, dtype)
+    sentinel = _sentinel(dtype)
+    if coll == "reduce":
+        dst, dst_mine = arrays.get(P, dtype, 1, "dst")
+    else:
+        dst, dst_mine = arrays.get(nelems, dtype, blk, "dst")
+    dst.local()[:] = sentinel
+    _sync_in(flags)
+    try:
+        fn = upc.all_reduce if coll == "reduce" else upc.all_prefix_reduce
+        target = (dst, root) if coll == "reduce" else dst
+        fn(target, src, getattr(upc, op), nelems, blk, func=func, flags=flags)
+    except Exception as exc:    # noqa: BLE001 - recorded, the ranks stay in step
+        _sync_out(NOSYNC_OUT)
+        return "case %d %r raised %s: %s" % (k, case, type(exc).__name__, exc)
+    _sync_out(flags)
+    if coll == "reduce":
+        want = np.full(P, sentinel, dtype)
+        want[root] = cases.fold(op, full, func)
+    else:
+        want = cases.prefix(op, full, func)
+    got = dst.local()
+    if not np.array_equal(got, want[dst_mine]):
+        bad = np.flatnonzero(got != want[dst_mine])
+        return "case %d %s %s %s flags=%s blk=%r nelems=%d root=%d: %d wrong, first at global %d: %r, want %r" % (
+            k, coll, dtype, op, cases.flag_name(upc, flags), blk, nelems, root, len(bad),
+            dst_mine[bad[0]], got[bad[0]], want[dst_mine][bad[0]])
+    return None
+
+
+def _reductions(which):
+    every = [c for c in cases.reduce_cases(upc, P) if c[0] == which]
+    chosen = cases.sample(every, "%s-%d" % (which, P))
+    arrays = Arrays()
+    failures = []
+    try:
+        for k, case in enumerate(chosen):
+            msg = _run_reduce(arrays, case, k)
+            if msg:
+                failures.append(msg)
+    finally:
+        arrays.free()
+    _report("%s (of %d)" % (which, len(every)), len(chosen), failures)
+
+
+def test_reduce_every_case():
+    _reductions("reduce")
+
+
+def test_prefix_reduce_every_case():
+    _reductions("prefix_reduce")
+
+
+def test_large_reductions():
+    """Element counts in the thousands (several blocks per rank, and parts
+    of different sizes), default flags, every root."""
+    arrays = Arrays()
+    failures = []
+    try:
+        k = 5000
+        for coll in ("reduce", "prefix_reduce"):
+            for dtype, op in (("float64", "ADD"), ("int32", "XOR"), ("uint64", "NONCOMM_FUNC"),
+                              ("int16", "MAX"), ("float32", "MIN")):
+                for blk in (1, 3, "*", 0, 1000):
+                    msg = _run_reduce(arrays, (coll, dtype, op, 0, blk, 10007, k % P), k)
+                    k += 1
+                    if msg:
+                        failures.append(msg)
+    finally:
+        arrays.free()
+    _report("large reductions", 0, failures)
