@@ -141,7 +141,8 @@ def noncomm_func(dtype):
 
 def comm_func(dtype):
     """A commutative user function: numpy's add as a ufunc, or a callable."""
-    return np.add if REDUCE_TYPES.index(np.dtype(dtype).name) % 2 else (lambda a, b: np.maximum(a, b))
+    k = [np.dtype(t) for t in REDUCE_TYPES].index(np.dtype(dtype))
+    return np.add if k % 2 else (lambda a, b: np.maximum(a, b))
 
 
 def ufunc_of(op):

@@ -97,6 +97,7 @@ def test_mysync_rank_does_not_wait_for_ranks_it_has_no_data_with():
     Rank 1's data is written by (or read from) the root only, in a flat
     algorithm and in a binomial tree either way round: it returns long
     before rank 2 calls. Under ALLSYNC it must wait for rank 2."""
+    failures = []
     for flags, fast in ((upc.UPC_IN_MYSYNC | upc.UPC_OUT_MYSYNC, True), (0, False)):
         src, dst = _broadcast_arrays()
         with src, dst:
@@ -107,13 +108,15 @@ def test_mysync_rank_does_not_wait_for_ranks_it_has_no_data_with():
                 dt = _timed(upc.all_broadcast, dst, src, NBYTES, flags)
             else:
                 upc.all_broadcast(dst, src, NBYTES, flags)
-            assert np.array_equal(dst.local()[:B], _data(1, B))
+            if not np.array_equal(dst.local()[:B], _data(1, B)):
+                failures.append("%s: wrong data" % cases.flag_name(upc, flags))
             pgas.barrier(COMM)
             if dt is not None and P >= 3:
-                if fast:
-                    assert dt < SLOW / 2, "rank 1 waited %.3f s under MYSYNC for rank 2" % dt
-                else:
-                    assert dt > SLOW * 0.8, "rank 1 returned after %.3f s under ALLSYNC" % dt
+                if fast and not dt < SLOW / 2:
+                    failures.append("rank 1 waited %.3f s under MYSYNC for rank 2, %.1f s late" % (dt, SLOW))
+                if not fast and not dt > SLOW * 0.8:
+                    failures.append("rank 1 returned after %.3f s under ALLSYNC, rank 2 %.1f s late" % (dt, SLOW))
+    assert not failures, failures
 
 
 def _algorithms(collective):
@@ -180,6 +183,7 @@ def test_in_sync_nobody_reads_a_late_rank_before_it_entered():
 def test_out_allsync_every_destination_complete_on_return():
     """Right after an ALLSYNC broadcast returns, any rank reads every rank's
     block complete (nobody returned before everybody finished)."""
+    failures = []
     for algorithm in _algorithms("broadcast"):
         src, dst = _broadcast_arrays()
         with src, dst:
@@ -188,7 +192,9 @@ def test_out_allsync_every_destination_complete_on_return():
             _with_algorithm(upc.all_broadcast, algorithm, dst, src, NBYTES, upc.UPC_OUT_ALLSYNC)
             seen = dst[:]
             pgas.barrier(COMM)
-            assert np.array_equal(seen, np.tile(_data(1, B), P)), (algorithm, seen)
+            if not np.array_equal(seen, np.tile(_data(1, B), P)):
+                failures.append("%s: right after the return rank %d saw %r" % (algorithm, ME, seen))
+    assert not failures, failures
 
 
 def test_out_mysync_rank_returns_once_nobody_touches_its_data():
@@ -196,6 +202,7 @@ def test_out_mysync_rank_returns_once_nobody_touches_its_data():
     overwrites its source the moment it returns; the results are still the
     original data (nobody read a source after its owner returned)."""
     flags = upc.UPC_IN_ALLSYNC | upc.UPC_OUT_MYSYNC
+    failures = []
     for algorithm in _algorithms("gather"):
         with pgas.zeros(COMM, P * B, np.float64, block=B) as src, \
                 pgas.full(COMM, P * P * B, SENTINEL, np.float64, block=P * B) as dst:
@@ -206,17 +213,97 @@ def test_out_mysync_rank_returns_once_nobody_touches_its_data():
             pgas.barrier(COMM)
             if ME == 0:
                 want = np.concatenate([_data(10 * r, B) for r in range(P)])
-                assert np.array_equal(dst.local()[:P * B], want), (algorithm, dst.local()[:P * B])
+                if not np.array_equal(dst.local()[:P * B], want):
+                    failures.append("gather %s: the root got %r" % (algorithm, dst.local()[:P * B]))
             pgas.barrier(COMM)
     for algorithm in _algorithms("broadcast"):
         src, dst = _broadcast_arrays()
         with src, dst:
             _with_algorithm(upc.all_broadcast, algorithm, dst, src, NBYTES, flags)
             src.local()[:] = -99.0
-            assert np.array_equal(dst.local()[:B], _data(1, B)), algorithm
+            if not np.array_equal(dst.local()[:B], _data(1, B)):
+                failures.append("broadcast %s: rank %d's block incomplete on return" % (algorithm, ME))
             pgas.barrier(COMM)
-            assert np.array_equal(dst[:], np.tile(_data(1, B), P)), algorithm
+            if not np.array_equal(dst[:], np.tile(_data(1, B), P)):
+                failures.append("broadcast %s: a source was read after its owner returned" % algorithm)
             pgas.barrier(COMM)
+    assert not failures, failures
+
+
+# ---------------------------------------------------------------- user functions
+
+class Counted:
+    """A user function that counts its calls and the elements it gets."""
+
+    def __init__(self, fn):
+        self.fn, self.calls, self.elements = fn, 0, 0
+
+    def __call__(self, a, b):
+        self.calls += 1
+        self.elements += np.size(a)
+        return self.fn(a, b)
+
+
+def test_noncomm_func_is_applied_in_index_order():
+    """2x2 matrix products (uint64, 16-bit fields): reduce and prefix
+    reduce equal numpy's left-to-right fold, which the reversed order and a
+    rotation do not (checked, so the test can fail), for every block size
+    and root."""
+    n = 7 * P + 5
+    x = cases.values(n, "uint64", 77)
+    want = cases.fold("NONCOMM_FUNC", x, cases.compose_2x2)
+    assert want != cases.fold("NONCOMM_FUNC", x[::-1], cases.compose_2x2)
+    assert want != cases.fold("NONCOMM_FUNC", np.roll(x, 3), cases.compose_2x2)
+    want_prefix = cases.prefix("NONCOMM_FUNC", x, cases.compose_2x2)
+    failures = []
+    for blk in (1, 3, "*", 0):
+        with pgas.zeros(COMM, n, np.uint64, block=blk) as src, \
+                pgas.zeros(COMM, n, np.uint64, block=blk) as pre, \
+                pgas.zeros(COMM, P, np.uint64, block=1) as out:
+            src.local()[:] = x[src.layout.global_index(ME, np.arange(len(src.local())))]
+            pgas.barrier(COMM)
+            for root in range(P):
+                upc.all_reduce((out, root), src, upc.NONCOMM_FUNC, n, blk, func=cases.compose_2x2)
+                if ME == root and out.local()[0] != want:
+                    failures.append("reduce blk=%r root=%d: %r, want %r" % (blk, root, out.local()[0], want))
+            upc.all_prefix_reduce(pre, src, upc.NONCOMM_FUNC, n, blk, func=cases.compose_2x2)
+            mine = pre.layout.global_index(ME, np.arange(len(pre.local())))
+            if not np.array_equal(pre.local(), want_prefix[mine]):
+                failures.append("prefix reduce blk=%r: out of order" % blk)
+    assert not failures, failures
+
+
+def test_user_functions_are_called_on_arrays_not_per_element():
+    """10007 elements: a commutative FUNC and a NONCOMM_FUNC are called a
+    few times per rank on arrays (never once per element), and give numpy's
+    result."""
+    n = 10007
+    x = cases.values(n, "int64", 5)
+    wants = {"FUNC": (np.add.reduce(x), np.cumsum(x)),
+             "NONCOMM_FUNC": (cases.fold("NONCOMM_FUNC", x, cases.compose_2x2),
+                              cases.prefix("NONCOMM_FUNC", x, cases.compose_2x2))}
+    failures = []
+    for blk in (1, "*"):
+        with pgas.zeros(COMM, n, np.int64, block=blk) as src, \
+                pgas.zeros(COMM, n, np.int64, block=blk) as pre, \
+                pgas.zeros(COMM, P, np.int64, block=1) as out:
+            src.local()[:] = x[src.layout.global_index(ME, np.arange(len(src.local())))]
+            pgas.barrier(COMM)
+            for op, fn in ((upc.FUNC, np.add), (upc.NONCOMM_FUNC, cases.compose_2x2)):
+                name = "FUNC" if op == upc.FUNC else "NONCOMM_FUNC"
+                counted = Counted(fn)
+                upc.all_reduce((out, 0), src, op, n, blk, func=counted)
+                if ME == 0 and out.local()[0] != wants[name][0]:
+                    failures.append("reduce %s blk=%r: wrong result" % (name, blk))
+                counted_prefix = Counted(fn)
+                upc.all_prefix_reduce(pre, src, op, n, blk, func=counted_prefix)
+                mine = pre.layout.global_index(ME, np.arange(len(pre.local())))
+                if not np.array_equal(pre.local(), wants[name][1][mine]):
+                    failures.append("prefix reduce %s blk=%r: wrong result" % (name, blk))
+                calls = WORLD.allreduce(counted.calls + counted_prefix.calls)
+                if calls > n // 20:
+                    failures.append("%s blk=%r: %d calls for %d elements" % (name, blk, calls, n))
+    assert not failures, failures
 
 
 # ---------------------------------------------------------------- misuse
@@ -346,71 +433,3 @@ def test_misuse_of_the_reductions():
         for a in watched:
             a.free()
     assert not failures, "\n".join(failures)
-
-
-# ---------------------------------------------------------------- user functions
-
-class Counted:
-    """A user function that counts its calls and the elements it gets."""
-
-    def __init__(self, fn):
-        self.fn, self.calls, self.elements = fn, 0, 0
-
-    def __call__(self, a, b):
-        self.calls += 1
-        self.elements += np.size(a)
-        return self.fn(a, b)
-
-
-def test_noncomm_func_is_applied_in_index_order():
-    """2x2 matrix products (uint64, 16-bit fields): reduce and prefix
-    reduce equal numpy's left-to-right fold, which the reversed order and a
-    rotation do not (checked, so the test can fail), for every block size
-    and root."""
-    n = 7 * P + 5
-    x = cases.values(n, "uint64", 77)
-    want = cases.fold("NONCOMM_FUNC", x, cases.compose_2x2)
-    assert want != cases.fold("NONCOMM_FUNC", x[::-1], cases.compose_2x2)
-    assert want != cases.fold("NONCOMM_FUNC", np.roll(x, 3), cases.compose_2x2)
-    want_prefix = cases.prefix("NONCOMM_FUNC", x, cases.compose_2x2)
-    for blk in (1, 3, "*", 0):
-        with pgas.zeros(COMM, n, np.uint64, block=blk) as src, \
-                pgas.zeros(COMM, n, np.uint64, block=blk) as pre, \
-                pgas.zeros(COMM, P, np.uint64, block=1) as out:
-            src.local()[:] = x[src.layout.global_index(ME, np.arange(len(src.local())))]
-            pgas.barrier(COMM)
-            for root in range(P):
-                upc.all_reduce((out, root), src, upc.NONCOMM_FUNC, n, blk, func=cases.compose_2x2)
-                if ME == root:
-                    assert out.local()[0] == want, (blk, root, out.local()[0], want)
-            upc.all_prefix_reduce(pre, src, upc.NONCOMM_FUNC, n, blk, func=cases.compose_2x2)
-            mine = pre.layout.global_index(ME, np.arange(len(pre.local())))
-            assert np.array_equal(pre.local(), want_prefix[mine]), blk
-
-
-def test_user_functions_are_called_on_arrays_not_per_element():
-    """10007 elements: a commutative FUNC and a NONCOMM_FUNC are called a
-    few times per rank on arrays (never once per element), and give numpy's
-    result."""
-    n = 10007
-    x = cases.values(n, "int64", 5)
-    for blk in (1, "*"):
-        with pgas.zeros(COMM, n, np.int64, block=blk) as src, \
-                pgas.zeros(COMM, n, np.int64, block=blk) as pre, \
-                pgas.zeros(COMM, P, np.int64, block=1) as out:
-            src.local()[:] = x[src.layout.global_index(ME, np.arange(len(src.local())))]
-            pgas.barrier(COMM)
-            for op, fn in ((upc.FUNC, np.add), (upc.NONCOMM_FUNC, cases.compose_2x2)):
-                name = "FUNC" if op == upc.FUNC else "NONCOMM_FUNC"
-                counted = Counted(fn)
-                upc.all_reduce((out, 0), src, op, n, blk, func=counted)
-                if ME == 0:
-                    assert out.local()[0] == cases.fold("ADD" if op == upc.FUNC else name, x,
-                                                        None if op == upc.FUNC else fn), (name, blk)
-                counted_prefix = Counted(fn)
-                upc.all_prefix_reduce(pre, src, op, n, blk, func=counted_prefix)
-                want = np.cumsum(x) if op == upc.FUNC else cases.prefix(name, x, fn)
-                mine = pre.layout.global_index(ME, np.arange(len(pre.local())))
-                assert np.array_equal(pre.local(), want[mine]), (name, blk)
-                calls = WORLD.allreduce(counted.calls + counted_prefix.calls)
-                assert calls <= n // 20, "%s blk=%r: %d calls for %d elements" % (name, blk, calls, n)
