@@ -118,6 +118,13 @@ TABLE = [
     Run("pgas_arrays.py", (4, 8), "vnodes_of_2", vnodes(2), timeout=300),
     Run("pgas_arrays.py", (8,), "vnodes_of_3_roundrobin", vnodes(3, "roundrobin"), timeout=300),
 
+    # ---- UPC collectives on global arrays (pgascol.upc): every collective and algorithm once,
+    # inside one node (programs of copies) and across virtual nodes of 1, 2 and 3 ranks ('hier')
+    Run("upc_smoke.py", timeout=300),
+    Run("upc_smoke.py", (2, 3), "vnodes_of_1", vnodes(1), timeout=300),
+    Run("upc_smoke.py", (4, 8), "vnodes_of_2", vnodes(2), timeout=300),
+    Run("upc_smoke.py", (8,), "vnodes_of_3_roundrobin", vnodes(3, "roundrobin"), timeout=300),
+
     # ---- pgascol.upc: every case on one node at np 2 and 3; a sample at np 1, 4, 8 and on
     # virtual nodes of 1, 2 and 3 ranks (the inter-node legs)
     Run(UPC, (2, 3), "every_case", UPC_EVERY_CASE, timeout=600),
@@ -156,6 +163,7 @@ test_random_mix = chapter("random_mix.py")
 test_engine = chapter("engine.py")
 test_node_team = chapter("node_team.py")
 test_pgas = chapter("pgas_arrays.py")
+test_upc_smoke = chapter("upc_smoke.py")
 test_upc = chapter(UPC)
 
 assert len(_taken) == len(TABLE), "a row of TABLE that no chapter above runs"

@@ -11,7 +11,7 @@ OPS). A sendbuf of None means MPI_IN_PLACE.
 cimport cython
 from cpython.buffer cimport (PyBUF_ANY_CONTIGUOUS, PyBUF_FORMAT, PyBUF_WRITABLE,
                              PyBuffer_Release, PyObject_GetBuffer)
-from libc.stdint cimport uint64_t, UINT64_MAX
+from libc.stdint cimport uint32_t, uint64_t, UINT64_MAX
 from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 
@@ -769,3 +769,4 @@ cdef class Team:
 
 include "segment.pxi"
 include "rma.pxi"
+include "upc.pxi"

@@ -1,0 +1,262 @@
+"""The six data-movement collectives of UPC: all_broadcast, all_scatter,
+all_gather, all_gather_all, all_exchange, all_permute.
+
+Inside one node each call runs a program of copies between the parts of
+the arrays (plan.py, csrc/upc/); across nodes ('hier') every member moves
+only its own parts, through pgascol.Comm's collectives (node leaders over
+MPI, then the node in shared memory), so ALLSYNC is a barrier on each side
+and MYSYNC needs nothing more than the collective itself."""
+import numpy as np
+
+from ..engine import _core
+from ..errors import ArgumentError
+from . import plan as P
+from .operand import Operand
+
+_ID = _core.UPC_COLLECTIVES
+
+
+def _refusing(ctx, coll):
+    """Run on a refusal: peers already inside the call fail at once (pgc_coll_refuse)."""
+    if ctx.nnodes == 1 and ctx.size > 1:
+        _core.upc_refuse(ctx.state.core, _ID["upc_all_" + coll])
+
+
+def _resolve(coll, key, ctx, build):
+    plan = P.cached(ctx, key)
+    if plan is None:
+        try:
+            plan = P.remember(ctx, key, build())
+        except ArgumentError:
+            _refusing(ctx, coll)
+            raise
+    return plan
+
+
+def _nbytes(nbytes, what):
+    if isinstance(nbytes, bool) or not isinstance(nbytes, (int, np.integer)) or nbytes <= 0:
+        raise ArgumentError("%s: nbytes must be an int > 0 (UPC's rule), not %r" % (what, nbytes))
+    return int(nbytes)
+
+
+def _common(coll, dst, src, nbytes, flags, algorithm, ctx):
+    what = "upc.all_" + coll
+    nbytes = _nbytes(nbytes, what)
+    d, s = Operand(dst, what + " dst"), Operand(src, what + " src")
+    if d.array._ctx is not ctx or s.array._ctx is not ctx:
+        raise ArgumentError("%s: dst and src must be arrays of the same communicator" % what)
+    in_mode, out_mode = P.sync_modes(flags, what)
+    alg = P.algorithm(coll, algorithm, ctx)
+    p = P.Plan()
+    p.coll, p.arrays, p.nbytes, p.in_mode, p.out_mode = _ID["upc_all_" + coll], (d.array, s.array), nbytes, in_mode, out_mode
+    p.arg = P.signature(p.coll, d.array.size, d.offset, s.array.size, s.offset, nbytes, flags,
+                        P.ALGORITHMS[coll].index(alg))
+    p.prog = p.body = None
+    return d, s, nbytes, alg, p
+
+
+def _flat(ctx, p, alg, transfers):
+    me = ctx.rank
+    if alg == "pull":
+        performer = lambda t: t[2]      # noqa: E731: the dst owner copies
+    else:
+        performer = lambda t: t[0]      # noqa: E731: the src owner copies
+    p.prog = P.program(me, ctx.size, transfers, performer, p.in_mode, p.out_mode)
+    p.nbytes = sum(t[4] for t in transfers if performer(t) == me)
+
+
+def _hier(ctx, p, move):
+    """Across nodes: every member moves its own parts with one of
+    pgascol.Comm's collectives; ALLSYNC a barrier before / after."""
+    def body(ctx, p):
+        if p.in_mode == P.ALLSYNC:
+            ctx.comm.Barrier()
+        move(ctx.comm)
+        if p.out_mode == P.ALLSYNC:
+            ctx.comm.Barrier()
+    p.body = body
+
+
+# ---------------------------------------------------------------- broadcast
+
+def all_broadcast(dst, src, nbytes, flags=0, algorithm=None):
+    """Copy the block of nbytes at src (affinity to one rank, the root) to
+    every rank's block of dst (a block of nbytes per rank from dst, which
+    has affinity to rank 0 at phase 0)."""
+    ctx = P.context_of(dst)
+    key = ("broadcast", dst, src, nbytes, flags, algorithm)
+    _resolve("broadcast", key, ctx, lambda: _broadcast_plan(dst, src, nbytes, flags, algorithm, ctx)).run(ctx)
+
+
+def _broadcast_plan(dst, src, nbytes, flags, algorithm, ctx):
+    d, s, nbytes, alg, p = _common("broadcast", dst, src, nbytes, flags, algorithm, ctx)
+    s.check_one(nbytes)
+    d.check_each(nbytes)
+    root = s.owner
+    if alg == "hier":
+        def move(comm):
+            buf = d.view(nbytes)
+            if ctx.rank == root:
+                buf[:] = s.view(nbytes)
+            comm.Bcast(buf, root=root)
+        _hier(ctx, p, move)
+    elif alg.startswith("tree"):
+        p.prog = P.tree_program(ctx.rank, ctx.size, root, s.address(root), d.address, nbytes, P.chunk_bytes(),
+                                alg == "tree-push", p.in_mode, p.out_mode)
+    else:
+        _flat(ctx, p, alg, [(root, s.address(root), r, d.address(r), nbytes) for r in range(ctx.size)])
+    return p
+
+
+# ---------------------------------------------------------------- scatter / gather
+
+def all_scatter(dst, src, nbytes, flags=0, algorithm=None):
+    """Block r of the nbytes*P bytes at src (on one rank, the root) to rank
+    r's block of dst (affinity to rank 0, phase 0)."""
+    ctx = P.context_of(dst)
+    key = ("scatter", dst, src, nbytes, flags, algorithm)
+    _resolve("scatter", key, ctx, lambda: _scatter_plan(dst, src, nbytes, flags, algorithm, ctx)).run(ctx)
+
+
+def _scatter_plan(dst, src, nbytes, flags, algorithm, ctx):
+    d, s, nbytes, alg, p = _common("scatter", dst, src, nbytes, flags, algorithm, ctx)
+    s.check_one(nbytes * ctx.size)
+    d.check_each(nbytes)
+    root = s.owner
+    if alg == "hier":
+        _hier(ctx, p, lambda comm: comm.Scatter(s.view(nbytes * ctx.size) if ctx.rank == root else None,
+                                                d.view(nbytes), root=root))
+    else:
+        base = s.address(root)
+        _flat(ctx, p, alg, [(root, base + r * nbytes, r, d.address(r), nbytes) for r in range(ctx.size)])
+    return p
+
+
+def all_gather(dst, src, nbytes, flags=0, algorithm=None):
+    """Rank r's block of src (affinity to rank 0, phase 0) to block r of the
+    nbytes*P bytes at dst (on one rank, the root)."""
+    ctx = P.context_of(dst)
+    key = ("gather", dst, src, nbytes, flags, algorithm)
+    _resolve("gather", key, ctx, lambda: _gather_plan(dst, src, nbytes, flags, algorithm, ctx)).run(ctx)
+
+
+def _gather_plan(dst, src, nbytes, flags, algorithm, ctx):
+    d, s, nbytes, alg, p = _common("gather", dst, src, nbytes, flags, algorithm, ctx)
+    d.check_one(nbytes * ctx.size)
+    s.check_each(nbytes)
+    root = d.owner
+    if alg == "hier":
+        _hier(ctx, p, lambda comm: comm.Gather(s.view(nbytes), d.view(nbytes * ctx.size) if ctx.rank == root
+                                               else None, root=root))
+    else:
+        base = d.address(root)
+        _flat(ctx, p, alg, [(r, s.address(r), root, base + r * nbytes, nbytes) for r in range(ctx.size)])
+    return p
+
+
+# ---------------------------------------------------------------- gather_all / exchange
+
+def all_gather_all(dst, src, nbytes, flags=0, algorithm=None):
+    """Every rank's block of src (nbytes each) to every rank's block of dst
+    (nbytes*P each, block j from rank j)."""
+    ctx = P.context_of(dst)
+    key = ("gather_all", dst, src, nbytes, flags, algorithm)
+    _resolve("gather_all", key, ctx, lambda: _gather_all_plan(dst, src, nbytes, flags, algorithm, ctx)).run(ctx)
+
+
+def _gather_all_plan(dst, src, nbytes, flags, algorithm, ctx):
+    d, s, nbytes, alg, p = _common("gather_all", dst, src, nbytes, flags, algorithm, ctx)
+    n = ctx.size
+    s.check_each(nbytes)
+    d.check_each(nbytes * n)
+    if alg == "hier":
+        _hier(ctx, p, lambda comm: comm.Allgather(s.view(nbytes), d.view(nbytes * n)))
+    else:
+        srcs = [s.address(j) for j in range(n)]
+        _flat(ctx, p, alg, [(j, srcs[j], i, d.address(i) + j * nbytes, nbytes) for i in range(n) for j in range(n)])
+    return p
+
+
+def all_exchange(dst, src, nbytes, flags=0, algorithm=None):
+    """Slice j (nbytes) of rank i's block of src to slice i of rank j's
+    block of dst (blocks of nbytes*P per rank)."""
+    ctx = P.context_of(dst)
+    key = ("exchange", dst, src, nbytes, flags, algorithm)
+    _resolve("exchange", key, ctx, lambda: _exchange_plan(dst, src, nbytes, flags, algorithm, ctx)).run(ctx)
+
+
+def _exchange_plan(dst, src, nbytes, flags, algorithm, ctx):
+    d, s, nbytes, alg, p = _common("exchange", dst, src, nbytes, flags, algorithm, ctx)
+    n = ctx.size
+    s.check_each(nbytes * n)
+    d.check_each(nbytes * n)
+    if alg == "hier":
+        _hier(ctx, p, lambda comm: comm.Alltoall(s.view(nbytes * n), d.view(nbytes * n)))
+    else:
+        srcs, dsts = [s.address(i) for i in range(n)], [d.address(j) for j in range(n)]
+        _flat(ctx, p, alg, [(i, srcs[i] + j * nbytes, j, dsts[j] + i * nbytes, nbytes)
+                            for i in range(n) for j in range(n)])
+    return p
+
+
+# ---------------------------------------------------------------- permute
+
+def all_permute(dst, src, perm, nbytes, flags=0, algorithm=None):
+    """Rank i's block of src to rank perm[i]'s block of dst (blocks of
+    nbytes, affinity to rank 0, phase 0). perm: a global array of P ints
+    (or (array, offset)), read after the IN synchronisation; one that is not
+    a permutation of 0..P-1 is refused on every rank, nothing written."""
+    ctx = P.context_of(dst)
+    what = "upc.all_permute"
+    pa = Operand(perm, what + " perm")
+    if pa.array.dtype.kind not in "iu":
+        _refusing(ctx, "permute")
+        raise ArgumentError("%s: perm must be an array of integers, not %s" % (what, pa.array.dtype))
+    if pa.offset + ctx.size > pa.array.size:
+        _refusing(ctx, "permute")
+        raise ArgumentError("%s: perm needs %d elements from %d, the array has %d"
+                            % (what, ctx.size, pa.offset, pa.array.size))
+    # the plan without perm: checks everything else before anything moves
+    base = _resolve("permute", ("permute", dst, src, nbytes, flags, algorithm), ctx,
+                    lambda: _permute_base(dst, src, nbytes, flags, algorithm, ctx))
+    if base.in_mode != P.NOSYNC:
+        # perm and src may be written up to every member's entry: read perm after it
+        _core.UpcProgram(base.coll, base.arg, _ENTRY, 0).run(ctx.state.core) if ctx.nnodes == 1 else ctx.comm.Barrier()
+    values = pa.array[pa.offset:pa.offset + ctx.size]
+    if sorted(values.tolist()) != list(range(ctx.size)):
+        raise ArgumentError("%s: perm %s is not a permutation of 0..%d (nothing was moved)"
+                            % (what, values.tolist(), ctx.size - 1))
+    order = tuple(int(v) for v in values)
+    key = ("permute", dst, src, nbytes, flags, algorithm, order)
+    plan = P.cached(ctx, key) or P.remember(ctx, key, base.body(order))
+    plan.run(ctx)
+
+
+_ENTRY = P._wrap([], set(), set(), P.ALLSYNC, P.NOSYNC)   # POST ENTERED, WAIT ALL ENTERED, END
+
+
+def _permute_base(dst, src, nbytes, flags, algorithm, ctx):
+    d, s, nbytes, alg, p = _common("permute", dst, src, nbytes, flags, algorithm, ctx)
+    s.check_each(nbytes)
+    d.check_each(nbytes)
+    in_mode = P.NOSYNC          # the entry is the separate synchronisation before perm is read
+
+    def with_perm(order):
+        q = P.Plan()
+        q.coll, q.arrays, q.in_mode, q.out_mode, q.prog, q.body = p.coll, p.arrays, in_mode, p.out_mode, None, None
+        q.arg, q.nbytes = P.signature(p.arg, *order), nbytes
+        n = ctx.size
+        if alg == "hier":
+            me = ctx.rank
+            inverse = order.index(me)
+
+            def move(comm):
+                sc, rc = [0] * n, [0] * n
+                sc[order[me]], rc[inverse] = nbytes, nbytes
+                comm.Alltoallv([s.view(nbytes), (sc, [0] * n)], [d.view(nbytes), (rc, [0] * n)])
+            _hier(ctx, q, move)
+        else:
+            _flat(ctx, q, alg, [(i, s.address(i), order[i], d.address(order[i]), nbytes) for i in range(n)])
+        return q
+    p.body = with_perm
+    return p
