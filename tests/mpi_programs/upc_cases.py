@@ -160,8 +160,8 @@ def fold(op, x, func=None):
         for k in range(1, len(x)):
             acc = np.asarray(func(acc, x[k:k + 1])).astype(dt)
         return acc[0]
-    if op in ("LOGAND", "LOGOR"):
-        return dt.type(ufunc_of(op).reduce(x != 0))
+    if op in ("LOGAND", "LOGOR"):      # C's && and ||: 0 or 1; one element is itself
+        return x[0] if len(x) == 1 else dt.type(ufunc_of(op).reduce(x != 0))
     return ufunc_of(op).reduce(x, dtype=dt)
 
 
@@ -173,8 +173,10 @@ def prefix(op, x, func=None):
         for k in range(1, len(x)):
             out[k] = np.asarray(func(out[k - 1:k], x[k:k + 1])).astype(dt)[0]
         return out
-    if op in ("LOGAND", "LOGOR"):
-        return ufunc_of(op).accumulate(x != 0).astype(dt)
+    if op in ("LOGAND", "LOGOR"):      # dst[0] = src[0] as it is, then 0 or 1
+        out = ufunc_of(op).accumulate(x != 0).astype(dt)
+        out[:1] = x[:1]
+        return out
     return ufunc_of(op).accumulate(x, dtype=dt)
 
 
