@@ -104,22 +104,15 @@ def _sentinel(dtype):
     return np.array(0x5A, dtype) if np.dtype(dtype).kind != "f" else np.array(-7.25, dtype)
 
 
-def _call_move(coll, dst, src, nbytes, flags, perm):
-    if coll == "broadcast":
-        upc.all_broadcast(dst, src, nbytes, flags)
-    elif coll == "scatter":
-        upc.all_scatter(dst, src, nbytes, flags)
-    elif coll == "gather":
-        upc.all_gather(dst, src, nbytes, flags)
-    elif coll == "gather_all":
-        upc.all_gather_all(dst, src, nbytes, flags)
-    elif coll == "exchange":
-        upc.all_exchange(dst, src, nbytes, flags)
+def _call_move(coll, dst, src, nbytes, flags, perm, algorithm=None):
+    kw = {} if algorithm is None else {"algorithm": algorithm}
+    if coll == "permute":
+        upc.all_permute(dst, src, perm, nbytes, flags, **kw)
     else:
-        upc.all_permute(dst, src, perm, nbytes, flags)
+        getattr(upc, "all_" + coll)(dst, src, nbytes, flags, **kw)
 
 
-def _run_move(arrays, perms, case, k):
+def _run_move(arrays, perms, case, k, algorithm=None):
     """One data-movement case; returns a failure message or None."""
     coll, dtype, B, flags, root, variant = case
     (src, src_mine), soff, (dst, dst_mine), doff = _move_arrays(arrays, coll, dtype, B, root)
@@ -137,7 +130,7 @@ def _run_move(arrays, perms, case, k):
         READBACK.append("case %d %r: reading the source back gave other data" % (k, case))
     try:
         _call_move(coll, (dst, doff) if doff or k % 2 else dst, (src, soff) if soff or k % 2 else src,
-                   B * isz, flags, perm)
+                   B * isz, flags, perm, algorithm)
     except Exception as exc:    # noqa: BLE001 - recorded, the ranks stay in step
         _sync_out(NOSYNC_OUT)
         return "case %d %r raised %s: %s" % (k, case, type(exc).__name__, exc)
@@ -148,8 +141,9 @@ def _run_move(arrays, perms, case, k):
     got = dst.local()
     if not np.array_equal(got, want[dst_mine]):
         bad = np.flatnonzero(got != want[dst_mine])
-        return "case %d %s %s B=%d flags=%s root=%d: %d wrong element(s), first at global %d: %r, want %r" % (
-            k, coll, dtype, B, cases.flag_name(upc, flags), root, len(bad), dst_mine[bad[0]],
+        return "case %d %s%s %s B=%d flags=%s root=%d: %d wrong element(s), first at global %d: %r, want %r" % (
+            k, coll, "" if algorithm is None else "[%s]" % algorithm, dtype, B, cases.flag_name(upc, flags),
+            root, len(bad), dst_mine[bad[0]],
             got[bad[0]], want[dst_mine][bad[0]])
     return None
 
@@ -210,7 +204,7 @@ def _func_of(op, dtype):
     return None
 
 
-def _run_reduce(arrays, case, k):
+def _run_reduce(arrays, case, k, algorithm=None):
     coll, dtype, op, flags, blk, nelems, root = case
     src, src_mine = arrays.get(nelems, dtype, blk)
     full = cases.values(nelems, dtype, k, op)
@@ -228,7 +222,8 @@ def _run_reduce(arrays, case, k):
     try:
         fn = upc.all_reduce if coll == "reduce" else upc.all_prefix_reduce
         target = (dst, root) if coll == "reduce" else dst
-        fn(target, src, getattr(upc, op), nelems, blk, func=func, flags=flags)
+        kw = {} if algorithm is None else {"algorithm": algorithm}
+        fn(target, src, getattr(upc, op), nelems, blk, func=func, flags=flags, **kw)
     except Exception as exc:    # noqa: BLE001 - recorded, the ranks stay in step
         _sync_out(NOSYNC_OUT)
         return "case %d %r raised %s: %s" % (k, case, type(exc).__name__, exc)
@@ -241,8 +236,8 @@ def _run_reduce(arrays, case, k):
     got = dst.local()
     if not np.array_equal(got, want[dst_mine]):
         bad = np.flatnonzero(got != want[dst_mine])
-        return "case %d %s %s %s flags=%s blk=%r nelems=%d root=%d: %d wrong, first at global %d: %r, want %r" % (
-            k, coll, dtype, op, cases.flag_name(upc, flags), blk, nelems, root, len(bad),
+        return "case %d %s%s %s %s flags=%s blk=%r nelems=%d root=%d: %d wrong, first at global %d: %r, want %r" % (
+            k, coll, "" if algorithm is None else "[%s]" % algorithm, dtype, op, cases.flag_name(upc, flags), blk, nelems, root, len(bad),
             dst_mine[bad[0]], got[bad[0]], want[dst_mine][bad[0]])
     return None
 
@@ -299,3 +294,55 @@ def test_large_reductions():
     finally:
         arrays.free()
     _report("large reductions", 0, failures)
+
+
+# ---------------------------------------------------------------- every algorithm
+
+def _usable_algorithms(coll):
+    """The algorithms pgascol.upc names for coll that this communicator can
+    run: on one node all of them; across nodes the one that spans nodes."""
+    names = list(upc.ALGORITHMS.get(coll, ()))
+    if pgas.context.of(COMM).nnodes > 1:
+        names = [a for a in names if a == "hier"]
+    return names
+
+
+def test_every_algorithm_forced():
+    """Each algorithm of each collective, forced by algorithm=: every root,
+    four flag settings, blocks of 1, 130 and 100003 bytes (beyond the static
+    fragment, not a multiple of it) for the data movement; for the
+    reductions every type with ADD, MAX, XOR (integers), LOGOR and both user
+    functions, every block size."""
+    flagsets = [0, upc.UPC_IN_MYSYNC | upc.UPC_OUT_MYSYNC, upc.UPC_IN_NOSYNC | upc.UPC_OUT_NOSYNC,
+                upc.UPC_IN_ALLSYNC | upc.UPC_OUT_MYSYNC]
+    arrays = Arrays()
+    perm = pgas.zeros(COMM, P, np.intc, block=1)
+    pv = cases.permutation(P, 1)
+    perm.local()[:] = pv[ME]
+    pgas.barrier(COMM)
+    failures, done, k = [], 0, 20000
+    try:
+        for coll in cases.DATA_COLLECTIVES:
+            for algorithm in _usable_algorithms(coll):
+                for dtype, B in (("uint8", 1), ("float64", 130), ("uint8", 100003)):
+                    for flags in flagsets if B < 100000 else [0]:
+                        for root in (range(P) if coll in cases.ROOTED else (0,)):
+                            msg = _run_move(arrays, {1: (perm, pv)}, (coll, dtype, B, flags, root, 1), k, algorithm)
+                            k, done = k + 1, done + 1
+                            if msg:
+                                failures.append(msg)
+        for coll in ("reduce", "prefix_reduce"):
+            for algorithm in _usable_algorithms(coll):
+                for dtype in cases.REDUCE_TYPES:
+                    for op in ("ADD", "MAX", "XOR", "LOGOR", "FUNC", "NONCOMM_FUNC"):
+                        if not cases.op_defined(op, dtype):
+                            continue
+                        for blk in cases.BLOCKS:
+                            msg = _run_reduce(arrays, (coll, dtype, op, flagsets[k % 4], blk, 37, k % P), k, algorithm)
+                            k, done = k + 1, done + 1
+                            if msg:
+                                failures.append(msg)
+    finally:
+        arrays.free()
+        perm.free()
+    _report("every algorithm %s" % {c: _usable_algorithms(c) for c in upc.ALGORITHMS}, done, failures)
