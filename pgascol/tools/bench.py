@@ -954,4 +954,7 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # through the imported module, not this __main__ copy of it: the
+    # subcommands in other modules (bench_upc) raise its BenchError
+    from pgascol.tools.bench import main as _main
+    sys.exit(_main())

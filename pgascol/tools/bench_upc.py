@@ -112,10 +112,11 @@ def bandwidth(coll, nbytes, P, t_us):
 # Rank side
 # ---------------------------------------------------------------------------
 
-def algorithms(upc, coll):
-    """The named variants of a collective, as pgascol.upc lists them."""
-    names = getattr(upc, "ALGORITHMS", {}).get(coll, ())
-    return [a for a in names if a]
+def algorithms(upc, coll, nnodes):
+    """The named variants of a collective, as pgascol.upc lists them, that
+    this job can run (across nodes, those that span nodes: "hier")."""
+    names = [a for a in upc.ALGORITHMS.get(coll, ()) if a]
+    return [a for a in names if a == "hier"] if nnodes > 1 else names
 
 
 def array_bytes(coll, nbytes, P):
@@ -163,7 +164,7 @@ class Case:
                         one[0] = y[-1]
                         c.Exscan(one, tot)
                         if me:
-                            y += tot[0]
+                            np.add(y, tot[0], out=y)
                 return call
         else:
             u8 = np.uint8
@@ -269,8 +270,8 @@ def worker_main(argv=None):
                       P, lib, args.rounds, args.root, args.op))
         out.flush()
     for coll in colls:
-        wanted = [None] + (algorithms(upc, coll) if args.algorithms == "all" else [
-            a for a in args.algorithms.split(",") if a and a != "default"])
+        usable = algorithms(upc, coll, pgas.context.of(pcomm).nnodes)
+        wanted = [None] + [a for a in usable if args.algorithms == "all" or a in args.algorithms.split(",")]
         for nbytes in sizes:
             if array_bytes(coll, nbytes, P) > max_bytes:
                 if me == 0:
@@ -408,7 +409,7 @@ def parser(sub):
     r.add_argument("--colls", help="comma-separated, from: %s (default: all)" % ",".join(COLLS))
     r.add_argument("--algorithms", default="all",
                    help="'all' (the default and every variant pgascol.upc names), 'default', or "
-                        "a comma-separated list of names")
+                        "a comma-separated list of names (each collective runs those it has)")
     r.add_argument("--sizes", help="nbytes per rank, e.g. 4,1K,1M or LO:HI[:FACTOR] (default %s; "
                                    "--quick %s)" % (DEFAULT_SIZES, QUICK_SIZES))
     r.add_argument("--flags", default="ALLSYNC",
