@@ -82,22 +82,27 @@ def _sync_out(flags):
 
 # ---------------------------------------------------------------- data movement
 
-def _move_arrays(arrays, coll, dtype, B, root):
-    """(src, src offset, dst, dst offset) of a case: UPC's views of the
-    arrays (shared [nbytes] and shared [nbytes*THREADS] char) as global
-    arrays whose blocks hold B elements, or P*B."""
+def _move_arrays(arrays, coll, dtype, B, root, cycles=1):
+    """(src, src offset, src base, dst, dst offset) of a case: UPC's views of
+    the arrays (shared [nbytes] and shared [nbytes*THREADS] char) as global
+    arrays whose blocks hold B elements, or P*B. With cycles=2 the arrays
+    are twice as long and the operands start one cycle of blocks in (rank
+    0 again, at phase 0); base is where the source's cycle starts."""
     one, row = P * B, P * P * B
+    c, k = cycles, cycles - 1
     if coll == "broadcast":
-        return arrays.get(one, dtype, B), root * B, arrays.get(one, dtype, B, "dst"), 0
+        return arrays.get(c * one, dtype, B), k * one + root * B, k * one, arrays.get(c * one, dtype, B, "dst"), k * one
     if coll == "scatter":
-        return arrays.get(row, dtype, P * B), root * P * B, arrays.get(one, dtype, B, "dst"), 0
+        return (arrays.get(c * row, dtype, P * B), k * row + root * P * B, k * row,
+                arrays.get(c * one, dtype, B, "dst"), k * one)
     if coll == "gather":
-        return arrays.get(one, dtype, B), 0, arrays.get(row, dtype, P * B, "dst"), root * P * B
+        return (arrays.get(c * one, dtype, B), k * one, k * one, arrays.get(c * row, dtype, P * B, "dst"),
+                k * row + root * P * B)
     if coll == "gather_all":
-        return arrays.get(one, dtype, B), 0, arrays.get(row, dtype, P * B, "dst"), 0
+        return arrays.get(c * one, dtype, B), k * one, k * one, arrays.get(c * row, dtype, P * B, "dst"), k * row
     if coll == "exchange":
-        return arrays.get(row, dtype, P * B), 0, arrays.get(row, dtype, P * B, "dst"), 0
-    return arrays.get(one, dtype, B), 0, arrays.get(one, dtype, B, "dst"), 0
+        return arrays.get(c * row, dtype, P * B), k * row, k * row, arrays.get(c * row, dtype, P * B, "dst"), k * row
+    return arrays.get(c * one, dtype, B), k * one, k * one, arrays.get(c * one, dtype, B, "dst"), k * one
 
 
 def _sentinel(dtype):
@@ -112,10 +117,10 @@ def _call_move(coll, dst, src, nbytes, flags, perm, algorithm=None):
         getattr(upc, "all_" + coll)(dst, src, nbytes, flags, **kw)
 
 
-def _run_move(arrays, perms, case, k, algorithm=None):
+def _run_move(arrays, perms, case, k, algorithm=None, cycles=1):
     """One data-movement case; returns a failure message or None."""
     coll, dtype, B, flags, root, variant = case
-    (src, src_mine), soff, (dst, dst_mine), doff = _move_arrays(arrays, coll, dtype, B, root)
+    (src, src_mine), soff, sbase, (dst, dst_mine), doff = _move_arrays(arrays, coll, dtype, B, root, cycles)
     isz = np.dtype(dtype).itemsize
     full = cases.values(src.size, dtype, k)
     _set_mine(src, src_mine, full)
@@ -136,7 +141,7 @@ def _run_move(arrays, perms, case, k, algorithm=None):
         return "case %d %r raised %s: %s" % (k, case, type(exc).__name__, exc)
     _sync_out(flags)
     want = np.full(dst.size, sentinel, dtype)
-    region = cases.expected_move(coll, full, P, B, root, None if perm is None else pv)
+    region = cases.expected_move(coll, full[sbase:], P, B, root, None if perm is None else pv)
     want[doff:doff + len(region)] = region
     got = dst.local()
     if not np.array_equal(got, want[dst_mine]):
@@ -192,6 +197,33 @@ def test_large_blocks_fragmented():
         arrays.free()
         perm.free()
     _report("large blocks", 0, failures)
+
+
+def test_operands_one_cycle_in():
+    """(array, offset) operands one cycle of blocks into arrays twice as
+    long (affinity to rank 0 and phase 0 again; the rooted side at its
+    root's block there): every collective, every root, two block sizes and
+    two flag settings."""
+    arrays = Arrays()
+    failures = []
+    perm = pgas.zeros(COMM, P, np.intc, block=1)
+    pv = cases.permutation(P, 1)
+    perm.local()[:] = pv[ME]
+    pgas.barrier(COMM)
+    k = 30000
+    try:
+        for coll in cases.DATA_COLLECTIVES:
+            for B in (1, 7):
+                for flags in (0, upc.UPC_IN_MYSYNC | upc.UPC_OUT_MYSYNC):
+                    for root in (range(P) if coll in cases.ROOTED else (0,)):
+                        msg = _run_move(arrays, {1: (perm, pv)}, (coll, "int16", B, flags, root, 1), k, cycles=2)
+                        k += 1
+                        if msg:
+                            failures.append(msg)
+    finally:
+        arrays.free()
+        perm.free()
+    _report("operands one cycle in", k - 30000, failures)
 
 
 # ---------------------------------------------------------------- reductions
