@@ -83,6 +83,8 @@ def values(n, dtype, salt, op=None):
         factors = [1, -1, 2, 0.5, 1, -2, 1, 1] if dt.kind == "f" else [1, 3, 5, 7, 2, 1, 255, -1]
         return np.array(factors)[rng.integers(0, len(factors), n)].astype(np.int64 if dt.kind != "f" else dt) \
             .astype(dt)
+    if op == "NONCOMM_FUNC" and dt.kind in "iu":     # invertible 2x2 matrices (compose_2x2)
+        return invertible_2x2(rng, n, dt)
     if op in ("LOGAND", "LOGOR"):   # zeros are what these operators are about
         return (rng.random(n) < (0.95 if op == "LOGAND" else 0.05)).astype(dt) * \
             rng.integers(1, 100, n).astype(dt)
@@ -118,6 +120,22 @@ def compose_2x2(a, b):
     c = [(x & np.uint64(m)) << np.uint64(w * (3 - k)) for k, x in enumerate(
         (a0 * b0 + a1 * b2, a0 * b1 + a1 * b3, a2 * b0 + a3 * b2, a2 * b1 + a3 * b3))]
     return (c[0] | c[1] | c[2] | c[3]).astype(u).view(dt)
+
+
+def invertible_2x2(rng, n, dtype):
+    """n 2x2 matrices packed as compose_2x2 reads them, each with odd
+    diagonal and even off-diagonal fields: an odd determinant, so they are
+    invertible modulo 2**w and their products never collapse to zero (as
+    products of many arbitrary matrices modulo a power of two do)."""
+    dt = np.dtype(dtype)
+    w = dt.itemsize * 2
+    f = rng.integers(0, 1 << w, (n, 4), dtype=np.uint64)
+    f[:, 0] |= np.uint64(1)
+    f[:, 3] |= np.uint64(1)
+    f[:, 1] &= ~np.uint64(1)
+    f[:, 2] &= ~np.uint64(1)
+    packed = (f[:, 0] << np.uint64(3 * w)) | (f[:, 1] << np.uint64(2 * w)) | (f[:, 2] << np.uint64(w)) | f[:, 3]
+    return packed.astype(np.dtype("u%d" % dt.itemsize)).view(dt)
 
 
 def first_of(a, b):
