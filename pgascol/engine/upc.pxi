@@ -19,18 +19,19 @@ UPC_COLLECTIVES = {name: i for i, name in enumerate(COLLECTIVES) if name.startsw
 
 cdef class UpcProgram:
     """A member's program of steps for one UPC call (an (n, 4) uint64 array,
-    copied once), with the call's collective, signature argument and bytes
-    copied (which set the GIL policy, _enter). Kept in pgascol.upc's plan
-    cache, so a repeated call costs one C call."""
+    copied once) on a team, with the call's collective, signature argument
+    and bytes copied (which set the GIL policy, _enter). Kept in
+    pgascol.upc's plan cache: calling it runs the call, one C call."""
     cdef pgc_upc_step *steps
     cdef size_t n, nbytes
     cdef int coll
     cdef uint32_t arg
+    cdef Team team
 
-    def __cinit__(self, int coll, uint32_t arg, const uint64_t[:, ::1] prog, size_t nbytes):
+    def __cinit__(self, Team team, int coll, uint32_t arg, const uint64_t[:, ::1] prog, size_t nbytes):
         if prog.shape[1] != 4:
             raise ArgumentError("a UPC program is an (n, 4) array of steps")
-        self.n, self.nbytes, self.coll, self.arg = prog.shape[0], nbytes, coll, arg
+        self.team, self.n, self.nbytes, self.coll, self.arg = team, prog.shape[0], nbytes, coll, arg
         self.steps = <pgc_upc_step *>malloc(max(self.n, 1) * sizeof(pgc_upc_step))
         if self.steps == NULL:
             raise MemoryError()
@@ -41,9 +42,9 @@ cdef class UpcProgram:
     def __dealloc__(self):
         free(self.steps)
 
-    def run(self, Team team):
-        cdef pgc_team *t = team._begin(self.nbytes)
-        return team._end(pgc_upc_run(t, <pgc_coll>self.coll, self.arg, self.steps, self.n))
+    def __call__(self):
+        cdef pgc_team *t = self.team._begin(self.nbytes)
+        self.team._end(pgc_upc_run(t, <pgc_coll>self.coll, self.arg, self.steps, self.n))
 
 
 def upc_refuse(Team team, int coll):

@@ -159,6 +159,8 @@ class GlobalArray:
         self._seg = None                # unmapped once no view of it is left
         if self in ctx.objects:
             ctx.objects.remove(self)
+        for forget in ctx.on_free:
+            forget(self)
 
     def __enter__(self):
         return self

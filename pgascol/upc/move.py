@@ -14,6 +14,7 @@ from . import plan as P
 from .operand import Operand
 
 _ID = _core.UPC_COLLECTIVES
+_RUNNERS = P.RUNNERS
 
 
 def _refusing(ctx, coll):
@@ -22,15 +23,16 @@ def _refusing(ctx, coll):
         _core.upc_refuse(ctx.state.core, _ID["upc_all_" + coll])
 
 
-def _resolve(coll, key, ctx, build):
-    plan = P.cached(ctx, key)
-    if plan is None:
-        try:
-            plan = P.remember(ctx, key, build())
-        except ArgumentError:
-            _refusing(ctx, coll)
-            raise
-    return plan
+def _resolve(key, build, dst, src, nbytes, flags, algorithm, run=True):
+    """What runs a call not seen before (or since an array of it was freed):
+    its plan, built and checked, as P.remember keeps it (run=False: the plan itself)."""
+    ctx = P.context_of(dst)
+    try:
+        plan = build(dst, src, nbytes, flags, algorithm, ctx)
+    except ArgumentError:
+        _refusing(ctx, key[0])
+        raise
+    return P.remember(ctx, key, plan) if run else P.keep(ctx, key, plan, plan.arrays)
 
 
 def _nbytes(nbytes, what):
@@ -83,9 +85,8 @@ def all_broadcast(dst, src, nbytes, flags=0, algorithm=None):
     """Copy the block of nbytes at src (affinity to one rank, the root) to
     every rank's block of dst (a block of nbytes per rank from dst, which
     has affinity to rank 0 at phase 0)."""
-    ctx = P.context_of(dst)
     key = ("broadcast", dst, src, nbytes, flags, algorithm)
-    _resolve("broadcast", key, ctx, lambda: _broadcast_plan(dst, src, nbytes, flags, algorithm, ctx)).run(ctx)
+    (_RUNNERS.get(key) or _resolve(key, _broadcast_plan, dst, src, nbytes, flags, algorithm))()
 
 
 def _broadcast_plan(dst, src, nbytes, flags, algorithm, ctx):
@@ -100,9 +101,9 @@ def _broadcast_plan(dst, src, nbytes, flags, algorithm, ctx):
                 buf[:] = s.view(nbytes)
             comm.Bcast(buf, root=root)
         _hier(ctx, p, move)
-    elif alg.startswith("tree"):
-        p.prog = P.tree_program(ctx.rank, ctx.size, root, s.address(root), d.address, nbytes, P.chunk_bytes(),
-                                alg == "tree-push", p.in_mode, p.out_mode)
+    elif alg.startswith("binomial"):
+        p.prog = P.tree_program(ctx.rank, ctx.size, root, s.address(root), d.address, P.chunks(alg, nbytes),
+                                alg.startswith("binomial-push"), p.in_mode, p.out_mode)
     else:
         _flat(ctx, p, alg, [(root, s.address(root), r, d.address(r), nbytes) for r in range(ctx.size)])
     return p
@@ -113,9 +114,8 @@ def _broadcast_plan(dst, src, nbytes, flags, algorithm, ctx):
 def all_scatter(dst, src, nbytes, flags=0, algorithm=None):
     """Block r of the nbytes*P bytes at src (on one rank, the root) to rank
     r's block of dst (affinity to rank 0, phase 0)."""
-    ctx = P.context_of(dst)
     key = ("scatter", dst, src, nbytes, flags, algorithm)
-    _resolve("scatter", key, ctx, lambda: _scatter_plan(dst, src, nbytes, flags, algorithm, ctx)).run(ctx)
+    (_RUNNERS.get(key) or _resolve(key, _scatter_plan, dst, src, nbytes, flags, algorithm))()
 
 
 def _scatter_plan(dst, src, nbytes, flags, algorithm, ctx):
@@ -126,18 +126,25 @@ def _scatter_plan(dst, src, nbytes, flags, algorithm, ctx):
     if alg == "hier":
         _hier(ctx, p, lambda comm: comm.Scatter(s.view(nbytes * ctx.size) if ctx.rank == root else None,
                                                 d.view(nbytes), root=root))
+    elif alg == "ring-pull":
+        base = s.address(root)
+        _ring(ctx, p, root, [(root, base + r * nbytes, r, d.address(r), nbytes) for r in range(ctx.size)])
     else:
         base = s.address(root)
         _flat(ctx, p, alg, [(root, base + r * nbytes, r, d.address(r), nbytes) for r in range(ctx.size)])
     return p
 
 
+def _ring(ctx, p, root, transfers):
+    p.prog = P.ring_program(ctx.rank, ctx.size, root, transfers, p.in_mode, p.out_mode)
+    p.nbytes = transfers[ctx.rank][4]
+
+
 def all_gather(dst, src, nbytes, flags=0, algorithm=None):
     """Rank r's block of src (affinity to rank 0, phase 0) to block r of the
     nbytes*P bytes at dst (on one rank, the root)."""
-    ctx = P.context_of(dst)
     key = ("gather", dst, src, nbytes, flags, algorithm)
-    _resolve("gather", key, ctx, lambda: _gather_plan(dst, src, nbytes, flags, algorithm, ctx)).run(ctx)
+    (_RUNNERS.get(key) or _resolve(key, _gather_plan, dst, src, nbytes, flags, algorithm))()
 
 
 def _gather_plan(dst, src, nbytes, flags, algorithm, ctx):
@@ -148,6 +155,9 @@ def _gather_plan(dst, src, nbytes, flags, algorithm, ctx):
     if alg == "hier":
         _hier(ctx, p, lambda comm: comm.Gather(s.view(nbytes), d.view(nbytes * ctx.size) if ctx.rank == root
                                                else None, root=root))
+    elif alg == "ring-push":
+        base = d.address(root)
+        _ring(ctx, p, root, [(r, s.address(r), root, base + r * nbytes, nbytes) for r in range(ctx.size)])
     else:
         base = d.address(root)
         _flat(ctx, p, alg, [(r, s.address(r), root, base + r * nbytes, nbytes) for r in range(ctx.size)])
@@ -159,9 +169,8 @@ def _gather_plan(dst, src, nbytes, flags, algorithm, ctx):
 def all_gather_all(dst, src, nbytes, flags=0, algorithm=None):
     """Every rank's block of src (nbytes each) to every rank's block of dst
     (nbytes*P each, block j from rank j)."""
-    ctx = P.context_of(dst)
     key = ("gather_all", dst, src, nbytes, flags, algorithm)
-    _resolve("gather_all", key, ctx, lambda: _gather_all_plan(dst, src, nbytes, flags, algorithm, ctx)).run(ctx)
+    (_RUNNERS.get(key) or _resolve(key, _gather_all_plan, dst, src, nbytes, flags, algorithm))()
 
 
 def _gather_all_plan(dst, src, nbytes, flags, algorithm, ctx):
@@ -171,6 +180,9 @@ def _gather_all_plan(dst, src, nbytes, flags, algorithm, ctx):
     d.check_each(nbytes * n)
     if alg == "hier":
         _hier(ctx, p, lambda comm: comm.Allgather(s.view(nbytes), d.view(nbytes * n)))
+    elif alg == "gather-bcast":
+        p.prog = P.gather_bcast_program(ctx.rank, n, s.address, d.address, nbytes, p.in_mode, p.out_mode)
+        p.nbytes = nbytes * n
     else:
         srcs = [s.address(j) for j in range(n)]
         _flat(ctx, p, alg, [(j, srcs[j], i, d.address(i) + j * nbytes, nbytes) for i in range(n) for j in range(n)])
@@ -180,9 +192,8 @@ def _gather_all_plan(dst, src, nbytes, flags, algorithm, ctx):
 def all_exchange(dst, src, nbytes, flags=0, algorithm=None):
     """Slice j (nbytes) of rank i's block of src to slice i of rank j's
     block of dst (blocks of nbytes*P per rank)."""
-    ctx = P.context_of(dst)
     key = ("exchange", dst, src, nbytes, flags, algorithm)
-    _resolve("exchange", key, ctx, lambda: _exchange_plan(dst, src, nbytes, flags, algorithm, ctx)).run(ctx)
+    (_RUNNERS.get(key) or _resolve(key, _exchange_plan, dst, src, nbytes, flags, algorithm))()
 
 
 def _exchange_plan(dst, src, nbytes, flags, algorithm, ctx):
@@ -217,19 +228,18 @@ def all_permute(dst, src, perm, nbytes, flags=0, algorithm=None):
         raise ArgumentError("%s: perm needs %d elements from %d, the array has %d"
                             % (what, ctx.size, pa.offset, pa.array.size))
     # the plan without perm: checks everything else before anything moves
-    base = _resolve("permute", ("permute", dst, src, nbytes, flags, algorithm), ctx,
-                    lambda: _permute_base(dst, src, nbytes, flags, algorithm, ctx))
+    key = ("permute", dst, src, nbytes, flags, algorithm)
+    base = _RUNNERS.get(key) or _resolve(key, _permute_base, dst, src, nbytes, flags, algorithm, run=False)
     if base.in_mode != P.NOSYNC:
         # perm and src may be written up to every member's entry: read perm after it
-        _core.UpcProgram(base.coll, base.arg, _ENTRY, 0).run(ctx.state.core) if ctx.nnodes == 1 else ctx.comm.Barrier()
+        _core.UpcProgram(ctx.state.core, base.coll, base.arg, _ENTRY, 0)() if ctx.nnodes == 1 else ctx.comm.Barrier()
     values = pa.array[pa.offset:pa.offset + ctx.size]
     if sorted(values.tolist()) != list(range(ctx.size)):
         raise ArgumentError("%s: perm %s is not a permutation of 0..%d (nothing was moved)"
                             % (what, values.tolist(), ctx.size - 1))
     order = tuple(int(v) for v in values)
-    key = ("permute", dst, src, nbytes, flags, algorithm, order)
-    plan = P.cached(ctx, key) or P.remember(ctx, key, base.body(order))
-    plan.run(ctx)
+    key = key + (order,)
+    (_RUNNERS.get(key) or P.remember(ctx, key, base.body(order)))()
 
 
 _ENTRY = P._wrap([], set(), set(), P.ALLSYNC, P.NOSYNC)   # POST ENTERED, WAIT ALL ENTERED, END

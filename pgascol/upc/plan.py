@@ -22,20 +22,30 @@ WAIT, COPY, POST, END = _core.UPC_WAIT, _core.UPC_COPY, _core.UPC_POST, _core.UP
 ALL, ENTERED, STEP0, DONE = _core.UPC_ALL, _core.UPC_ENTERED, _core.UPC_STEP0, _core.UPC_DONE
 
 #: The algorithms of each collective, by name; the first is the default
-#: inside a node, "hier" the one across nodes (the node leaders over MPI,
-#: then the node, through pgascol.Comm's collectives).
+#: inside a node, "hier" the only one across nodes (every rank moves its own
+#: parts with pgascol.Comm's collectives: node leaders over MPI, then the
+#: node). pull/push: flat (the dst's / the src's owner copies);
+#: binomial-<pull|push>[-static|-dynamic]: a binomial tree, unfragmented,
+#: in chunks of PGASCOL_UPC_CHUNK bytes, or in two halves (above
+#: DYNAMIC_MIN bytes); ring-pull / ring-push: a token passed in rank order
+#: from the root, each holder passing it on before it copies;
+#: gather-bcast: gather into rank 0's block, then every rank pulls it,
+#: with no global synchronisation in between.
+_TREES = tuple("binomial-%s%s" % (d, f) for d in ("pull", "push") for f in ("", "-static", "-dynamic"))
 ALGORITHMS = {
-    "broadcast": ("pull", "push", "tree-pull", "tree-push", "hier"),
-    "scatter": ("pull", "push", "hier"),
-    "gather": ("push", "pull", "hier"),
-    "gather_all": ("pull", "push", "hier"),
+    "broadcast": ("pull", "push") + _TREES + ("hier",),
+    "scatter": ("pull", "push", "ring-pull", "hier"),
+    "gather": ("push", "pull", "ring-push", "hier"),
+    "gather_all": ("pull", "push", "gather-bcast", "hier"),
     "exchange": ("pull", "push", "hier"),
     "permute": ("push", "pull", "hier"),
     "reduce": ("gather",),
     "prefix_reduce": ("allgather",),
 }
-#: Static fragmentation of the trees: chunks of this many bytes (PGASCOL_UPC_CHUNK; 0: none).
+#: Static fragmentation of the trees: chunks of this many bytes (PGASCOL_UPC_CHUNK).
 CHUNK_DEFAULT = 32 << 10
+#: Dynamic fragmentation splits blocks larger than this into two halves.
+DYNAMIC_MIN = 8192
 _MAX_PLANS = 256
 
 
@@ -44,11 +54,29 @@ def chunk_bytes():
     try:
         value = int(text)
     except ValueError:
-        value = -1
-    if value < 0:
-        raise ArgumentError("PGASCOL_UPC_CHUNK must be a number of bytes >= 0 (0: no fragmentation), "
-                            "not %r" % text)
+        value = 0
+    if value <= 0:
+        raise ArgumentError("PGASCOL_UPC_CHUNK must be a number of bytes > 0, not %r" % text)
     return value
+
+
+def chunks(alg, nbytes):
+    """The (offset, length) chunks of a tree algorithm's block."""
+    if alg.endswith("-static"):
+        size = chunk_bytes()
+        return [(off, min(size, nbytes - off)) for off in range(0, nbytes, size)]
+    if alg.endswith("-dynamic") and nbytes > DYNAMIC_MIN:
+        return [(0, nbytes // 2), (nbytes // 2, nbytes - nbytes // 2)]
+    return [(0, nbytes)]
+
+
+def defaults(nnodes=1, env=os.environ):
+    """{collective: the algorithm a call without algorithm= runs} (pgascol info)."""
+    out = {}
+    for coll, names in ALGORITHMS.items():
+        chosen = env.get("PGASCOL_UPC_" + coll.upper()) or ("hier" if nnodes > 1 and "hier" in names else names[0])
+        out[coll] = chosen
+    return out
 
 
 def algorithm(coll, requested, ctx):
@@ -86,43 +114,42 @@ def context_of(x):
     return ctx
 
 
-def cached(ctx, key):
-    """The plan cached for key, if its arrays are all still allocated."""
-    plans = getattr(ctx, "upc_plans", None)
-    if plans is None:
-        plans = ctx.upc_plans = {}
-    plan = plans.get(key)
-    if plan is not None:
-        for a in plan.arrays:
-            if a._freed:
-                del plans[key]
-                return None
-    return plan
+#: Resolved calls, by their arguments as given (arrays by identity): what
+#: runs them (a callable), and their arrays; a plan goes when one of its
+#: arrays is freed (Context.on_free).
+RUNNERS = {}
+_ARRAYS = {}
 
 
 def remember(ctx, key, plan):
-    plans = ctx.upc_plans
-    if len(plans) >= _MAX_PLANS:
-        plans.clear()
-    plans[key] = plan.compile()
-    return plan
+    """Keep the plan of a call, and return what runs it."""
+    if plan.prog is not None:
+        runner = _core.UpcProgram(ctx.state.core, plan.coll, plan.arg, plan.prog, plan.nbytes)
+    else:
+        body = plan.body
+        runner = lambda: body(ctx, plan)    # noqa: E731
+    return keep(ctx, key, runner, plan.arrays)
+
+
+def keep(ctx, key, value, arrays):
+    """RUNNERS[key] = value until one of `arrays` is freed."""
+    if _forget not in ctx.on_free:
+        ctx.on_free.append(_forget)
+    if len(RUNNERS) >= _MAX_PLANS:
+        RUNNERS.clear()
+        _ARRAYS.clear()
+    RUNNERS[key], _ARRAYS[key] = value, arrays
+    return value
+
+
+def _forget(array):
+    for key in [k for k, arrays in _ARRAYS.items() if array in arrays]:
+        del RUNNERS[key], _ARRAYS[key]
 
 
 class Plan:
-    """A resolved call: what to run and how (`run(ctx)` does it)."""
+    """A resolved call: a program of steps (inside a node) or a body (across nodes)."""
     __slots__ = ("coll", "arrays", "prog", "arg", "nbytes", "body", "in_mode", "out_mode")
-
-    def run(self, ctx):
-        if self.prog is not None:
-            self.prog.run(ctx.state.core)
-        else:
-            self.body(ctx, self)
-
-    def compile(self):
-        """The program (an array of steps) as the engine's UpcProgram, once resolved."""
-        if self.prog is not None:
-            self.prog = _core.UpcProgram(self.coll, self.arg, self.prog, self.nbytes)
-        return self
 
 
 def sync_modes(flags, what):
@@ -164,21 +191,20 @@ def _wrap(work, touched, touching, in_mode, out_mode):
     return np.array(steps, dtype=np.uint64).reshape(-1, 4)
 
 
-def tree_program(me, nranks, root, src_addr, dst_addr, nbytes, chunk, push, in_mode, out_mode):
+def tree_program(me, nranks, root, src_addr, dst_addr, pieces, push, in_mode, out_mode):
     """A broadcast down a binomial tree rooted at `root`, chunk by chunk
-    (chunk 0: the whole block): pull (each member copies chunk c from its
-    parent's dst once the parent posted it) or push (each member copies it
-    into its children's dst, then posts). dst_addr(r): r's dst block."""
+    (`pieces`: (offset, length) of each): pull (each member copies chunk c
+    from its parent's dst once the parent posted it) or push (each member
+    copies it into its children's dst, then posts). dst_addr(r): r's dst
+    block. A member's dst block is its children's source: no buffers."""
     v = (me - root) % nranks
     parent = None if v == 0 else ((v & ~(1 << (v.bit_length() - 1))) + root) % nranks
     children, k = [], 1 << v.bit_length() if v else 1
     while v + k < nranks:
         children.append((v + k + root) % nranks)
         k <<= 1
-    size = chunk if 0 < chunk < nbytes else nbytes
     work = []
-    for c, off in enumerate(range(0, nbytes, size)):
-        n = min(size, nbytes - off)
+    for c, (off, n) in enumerate(pieces):
         mine = dst_addr(me) + off
         if parent is None:
             work.append((COPY, mine, src_addr + off, n))
@@ -193,4 +219,30 @@ def tree_program(me, nranks, root, src_addr, dst_addr, nbytes, chunk, push, in_m
         touched, touching = set(children), {parent} - {None}
     else:
         touched, touching = {parent} - {None}, set(children)
+    return _wrap(work, touched, touching, in_mode, out_mode)
+
+
+def ring_program(me, nranks, root, transfers, in_mode, out_mode):
+    """A token passed in rank order from the root (ring scatter and gather):
+    `transfers[r]` is rank r's copy, made once it holds the token, which it
+    passes on first (inside a node the copies then overlap, staggered)."""
+    src_rank, src, dst_rank, dst, n = transfers[me]
+    work = [(POST, STEP0, 0, 0)] if me == root else [(WAIT, (me - 1) % nranks, STEP0, 0), (POST, STEP0, 0, 0)]
+    work.append((COPY, dst, src, n))
+    touched = {src_rank, dst_rank} - {me}
+    touching = {t[0] if t[0] != me else t[2] for t in transfers if me in (t[0], t[2])} - {me}
+    return _wrap(work, touched, touching, in_mode, out_mode)
+
+
+def gather_bcast_program(me, nranks, src_addr, dst_addr, nbytes, in_mode, out_mode):
+    """gather_all as a push gather into rank 0's dst block, then a pull of
+    that block by every rank, with no synchronisation between the phases
+    but rank 0's post that its block is complete."""
+    work = [(COPY, dst_addr(0) + me * nbytes, src_addr(me), nbytes), (POST, STEP0, 0, 0)]
+    if me == 0:
+        work += [(WAIT, ALL, STEP0, 0), (POST, STEP0 + 1, 0, 0)]
+        touched, touching = set(range(1, nranks)), set(range(1, nranks))
+    else:
+        work += [(WAIT, 0, STEP0 + 1, 0), (COPY, dst_addr(me), dst_addr(0), nbytes * nranks)]
+        touched, touching = {0}, {0}
     return _wrap(work, touched, touching, in_mode, out_mode)

@@ -19,7 +19,7 @@ FLAGS = (0, upc.UPC_IN_MYSYNC | upc.UPC_OUT_MYSYNC, upc.UPC_IN_NOSYNC | upc.UPC_
 
 
 def algorithms(coll):
-    return ("hier",) if MULTI else [a for a in upc.ALGORITHMS[coll] if a != "hier"]
+    return ("hier",) if MULTI else upc.ALGORITHMS[coll]
 
 
 def _raises(exc, fn):
@@ -59,7 +59,7 @@ def test_broadcast():
 
 
 def test_broadcast_fragmented_tree():
-    nb = 100_000
+    nb = 100_003
     os.environ["PGASCOL_UPC_CHUNK"] = "8192"
     try:
         with pgas.zeros(COMM, nb * P, np.uint8, block=nb) as dst, pgas.zeros(COMM, nb, np.uint8, block=0) as src:
@@ -79,7 +79,7 @@ def test_scatter_gather():
     nb = 8
     with pgas.zeros(COMM, 2 * P * P, np.float32, block=2 * P) as big, pgas.zeros(COMM, 2 * P, np.float32, block=2) as small:
         for root in range(P):
-            for alg_s, alg_g in zip(algorithms("scatter"), algorithms("gather")):
+            for alg_s, alg_g in zip(algorithms("scatter"), algorithms("gather")):     # equally many
                 for flags in FLAGS:
                     _fresh()
                     big.local()[:] = np.arange(2 * P) + 1000 * ME
@@ -101,7 +101,7 @@ def test_scatter_gather():
 def test_gather_all_exchange():
     with pgas.zeros(COMM, P, np.int64, block=1) as src, pgas.zeros(COMM, P * P, np.int64, block=P) as dst, \
             pgas.zeros(COMM, P * P, np.int64, block=P) as xs:
-        for alg in algorithms("gather_all"):
+        for alg, alg_x in zip(algorithms("gather_all"), algorithms("exchange") + ("pull",)):
             for flags in FLAGS:
                 _fresh()
                 src.local()[:] = 7 * ME + 1
@@ -112,7 +112,7 @@ def test_gather_all_exchange():
                 _sync(flags)
                 assert (dst.local() == 7 * np.arange(P) + 1).all()
                 _fresh()
-                upc.all_exchange(dst, xs, 8, flags, algorithm=alg)
+                upc.all_exchange(dst, xs, 8, flags, algorithm=alg_x)
                 _sync(flags)
                 assert (dst.local() == 100 * np.arange(P) + ME).all()
 
@@ -177,6 +177,45 @@ def test_reduce_and_prefix():
             _raises(ArgumentError, lambda: upc.all_reduce((out, 0), src, upc.ADD, n, 5 if block != 5 else 6))
     with pgas.zeros(COMM, 5, np.float64, block=1) as f:
         _raises(ArgumentError, lambda: upc.all_reduce((f, 0), f, upc.AND, 5, 1))
+
+
+def test_sync_flags_decide_who_waits():
+    """A root that only sends leaves a NOSYNC broadcast without waiting for
+    a slow reader; under OUT_MYSYNC (its src is read) and ALLSYNC it waits."""
+    if P < 2 or MULTI:
+        return
+    import time
+    with pgas.zeros(COMM, 4 * P, np.int32, block=4) as dst, pgas.zeros(COMM, 4, np.int32, block=0) as src:
+        for flags, waits in ((upc.UPC_IN_NOSYNC | upc.UPC_OUT_NOSYNC, False),
+                             (upc.UPC_IN_NOSYNC | upc.UPC_OUT_MYSYNC, True), (0, True)):
+            pgas.barrier(COMM)
+            if ME == 1:
+                time.sleep(0.3)
+            t0 = time.monotonic()
+            upc.all_broadcast(dst, src, 16, flags, algorithm="pull")
+            took = time.monotonic() - t0
+            if ME == 0:
+                assert (took > 0.2) == waits, (flags, took)
+        pgas.barrier(COMM)
+
+
+def test_misuse_everywhere_nothing_written():
+    with pgas.zeros(COMM, 4 * P, np.int32, block=4) as dst, pgas.zeros(COMM, 4, np.int32, block=0) as src, \
+            pgas.zeros(COMM, 4 * P, np.float64, block=4) as f:
+        dst.local()[:] = 5
+        pgas.barrier(COMM)
+        for bad in (lambda: upc.all_broadcast(dst, src, 0), lambda: upc.all_broadcast(dst, src, 20),
+                    lambda: upc.all_scatter(dst, (src, 2), 12), lambda: upc.all_broadcast(dst, src, 4, flags=64),
+                    lambda: upc.all_broadcast(dst, src, 4, algorithm="ring-pull"),
+                    lambda: upc.all_reduce((dst, 0), f, upc.ADD, 4 * P, 4),
+                    lambda: upc.all_reduce((f, 0), f, upc.XOR, 4 * P, 4),
+                    lambda: upc.all_reduce((f, 0), f, upc.FUNC, 4 * P, 4),
+                    lambda: upc.all_prefix_reduce(f, f, upc.ADD, 4 * P + 1, 4)):
+            _raises(ArgumentError, bad)   # noqa: B023
+        assert (dst.local() == 5).all()
+        upc.all_broadcast(dst, src, 16)
+        assert (dst.local() == 0).all()
+        COMM.Barrier()
 
 
 if __name__ == "__main__":
