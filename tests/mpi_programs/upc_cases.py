@@ -199,20 +199,33 @@ def prefix(op, x, func=None):
 
 
 def reduce_cases(upc, P):
-    """(collective, dtype, op, flags, blk, nelems, root): the full product,
-    the root (dst's affinity) turning over the cases so each (type,
-    operator) meets every rank as the destination's owner."""
+    """(collective, dtype, op, flags, blk, nelems, root). Every type x
+    operator x block size x element count, the flags and the root turning
+    over the cases; and every flags x block size x element count x root, the
+    (type, operator) pair turning over them: each pair of dimensions meets
+    in every combination. PGASCOL_UPC_TEST_PRODUCT=full gives the whole
+    product instead (every type x operator x flags x block size x element
+    count, the root turning over: 8960 cases per collective)."""
+    flagsets = flag_combinations(upc)
+    pairs = [(d, op) for d in REDUCE_TYPES for op in OPS + USER_OPS if op_defined(op, d)]
+    full = os.environ.get("PGASCOL_UPC_TEST_PRODUCT") == "full"
     out = []
-    k = 0
     for coll in ("reduce", "prefix_reduce"):
-        for dtype in REDUCE_TYPES:
-            for op in OPS + USER_OPS:
-                if not op_defined(op, dtype):
-                    continue
-                for flags in flag_combinations(upc):
-                    for blk in BLOCKS:
-                        for nelems in NELEMS:
-                            out.append((coll, dtype, op, flags, blk, nelems, k % P))
+        k = 0
+        for dtype, op in pairs:
+            for flags in (flagsets if full else [None]):
+                for blk in BLOCKS:
+                    for nelems in NELEMS:
+                        out.append((coll, dtype, op, flagsets[k % len(flagsets)] if flags is None else flags,
+                                    blk, nelems, k % P))
+                        k += 1
+        if not full:
+            for flags in flagsets:
+                for blk in BLOCKS:
+                    for nelems in NELEMS:
+                        for root in range(P):
+                            dtype, op = pairs[k % len(pairs)]
+                            out.append((coll, dtype, op, flags, blk, nelems, root))
                             k += 1
     return out
 
