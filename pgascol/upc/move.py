@@ -118,26 +118,13 @@ def all_scatter(dst, src, nbytes, flags=0, algorithm=None):
     (_RUNNERS.get(key) or _resolve(key, _scatter_plan, dst, src, nbytes, flags, algorithm))()
 
 
-def _scatter_plan(dst, src, nbytes, flags, algorithm, ctx):
-    d, s, nbytes, alg, p = _common("scatter", dst, src, nbytes, flags, algorithm, ctx)
-    s.check_one(nbytes * ctx.size)
-    d.check_each(nbytes)
-    root = s.owner
-    if alg == "hier":
-        _hier(ctx, p, lambda comm: comm.Scatter(s.view(nbytes * ctx.size) if ctx.rank == root else None,
-                                                d.view(nbytes), root=root))
-    elif alg == "ring-pull":
-        base = s.address(root)
-        _ring(ctx, p, root, [(root, base + r * nbytes, r, d.address(r), nbytes) for r in range(ctx.size)])
+def _rooted(ctx, p, alg, root, transfers):
+    """Scatter's or gather's transfers inside a node: flat, or along the token ring."""
+    if alg.startswith("ring"):
+        p.prog = P.ring_program(ctx.rank, ctx.size, root, transfers, p.in_mode, p.out_mode)
+        p.nbytes = transfers[ctx.rank][4]
     else:
-        base = s.address(root)
-        _flat(ctx, p, alg, [(root, base + r * nbytes, r, d.address(r), nbytes) for r in range(ctx.size)])
-    return p
-
-
-def _ring(ctx, p, root, transfers):
-    p.prog = P.ring_program(ctx.rank, ctx.size, root, transfers, p.in_mode, p.out_mode)
-    p.nbytes = transfers[ctx.rank][4]
+        _flat(ctx, p, alg, transfers)
 
 
 def all_gather(dst, src, nbytes, flags=0, algorithm=None):
@@ -147,21 +134,32 @@ def all_gather(dst, src, nbytes, flags=0, algorithm=None):
     (_RUNNERS.get(key) or _resolve(key, _gather_plan, dst, src, nbytes, flags, algorithm))()
 
 
-def _gather_plan(dst, src, nbytes, flags, algorithm, ctx):
-    d, s, nbytes, alg, p = _common("gather", dst, src, nbytes, flags, algorithm, ctx)
-    d.check_one(nbytes * ctx.size)
-    s.check_each(nbytes)
-    root = d.owner
+def _rooted_plan(dst, src, nbytes, flags, algorithm, ctx, scatter):
+    """Scatter (the root's nbytes*P bytes to a block per rank) or gather (the reverse)."""
+    d, s, nbytes, alg, p = _common("scatter" if scatter else "gather", dst, src, nbytes, flags, algorithm, ctx)
+    one, each = (s, d) if scatter else (d, s)       # the root's bytes, a block per rank
+    one.check_one(nbytes * ctx.size)
+    each.check_each(nbytes)
+    root, n = one.owner, ctx.size
     if alg == "hier":
-        _hier(ctx, p, lambda comm: comm.Gather(s.view(nbytes), d.view(nbytes * ctx.size) if ctx.rank == root
-                                               else None, root=root))
-    elif alg == "ring-push":
-        base = d.address(root)
-        _ring(ctx, p, root, [(r, s.address(r), root, base + r * nbytes, nbytes) for r in range(ctx.size)])
-    else:
-        base = d.address(root)
-        _flat(ctx, p, alg, [(r, s.address(r), root, base + r * nbytes, nbytes) for r in range(ctx.size)])
+        whole = one.view(nbytes * n) if ctx.rank == root else None
+        _hier(ctx, p, (lambda comm: comm.Scatter(whole, d.view(nbytes), root=root)) if scatter else
+              (lambda comm: comm.Gather(s.view(nbytes), whole, root=root)))
+        return p
+    base = one.address(root)
+    blocks = [(root, base + r * nbytes, r, each.address(r), nbytes) for r in range(n)]
+    if not scatter:
+        blocks = [(r, at, q, there, k) for q, there, r, at, k in blocks]
+    _rooted(ctx, p, alg, root, blocks)
     return p
+
+
+def _scatter_plan(dst, src, nbytes, flags, algorithm, ctx):
+    return _rooted_plan(dst, src, nbytes, flags, algorithm, ctx, True)
+
+
+def _gather_plan(dst, src, nbytes, flags, algorithm, ctx):
+    return _rooted_plan(dst, src, nbytes, flags, algorithm, ctx, False)
 
 
 # ---------------------------------------------------------------- gather_all / exchange
@@ -232,8 +230,12 @@ def all_permute(dst, src, perm, nbytes, flags=0, algorithm=None):
     base = _RUNNERS.get(key) or _resolve(key, _permute_base, dst, src, nbytes, flags, algorithm, run=False)
     if base.in_mode != P.NOSYNC:
         # perm and src may be written up to every member's entry: read perm after it
-        _core.UpcProgram(ctx.state.core, base.coll, base.arg, _ENTRY, 0)() if ctx.nnodes == 1 else ctx.comm.Barrier()
-    values = pa.array[pa.offset:pa.offset + ctx.size]
+        base.prog() if ctx.nnodes == 1 else ctx.comm.Barrier()
+    if ctx.nnodes == 1:         # straight from the parts
+        parts = [pa.array.node_view(r) for r in range(ctx.size)]
+        values = np.array([parts[r][i] for r, i in map(pa.array.layout.locate, range(pa.offset, pa.offset + ctx.size))])
+    else:
+        values = pa.array[pa.offset:pa.offset + ctx.size]
     if sorted(values.tolist()) != list(range(ctx.size)):
         raise ArgumentError("%s: perm %s is not a permutation of 0..%d (nothing was moved)"
                             % (what, values.tolist(), ctx.size - 1))
@@ -242,14 +244,13 @@ def all_permute(dst, src, perm, nbytes, flags=0, algorithm=None):
     (_RUNNERS.get(key) or P.remember(ctx, key, base.body(order)))()
 
 
-_ENTRY = P._wrap([], set(), set(), P.ALLSYNC, P.NOSYNC)   # POST ENTERED, WAIT ALL ENTERED, END
-
-
 def _permute_base(dst, src, nbytes, flags, algorithm, ctx):
     d, s, nbytes, alg, p = _common("permute", dst, src, nbytes, flags, algorithm, ctx)
     s.check_each(nbytes)
     d.check_each(nbytes)
     in_mode = P.NOSYNC          # the entry is the separate synchronisation before perm is read
+    if ctx.nnodes == 1:         # that entry: POST ENTERED, WAIT ALL ENTERED, END
+        p.prog = _core.UpcProgram(ctx.state.core, p.coll, p.arg, P._wrap([], set(), set(), P.ALLSYNC, P.NOSYNC), 0)
 
     def with_perm(order):
         q = P.Plan()

@@ -30,7 +30,10 @@ ALL, ENTERED, STEP0, DONE = _core.UPC_ALL, _core.UPC_ENTERED, _core.UPC_STEP0, _
 #: DYNAMIC_MIN bytes); ring-pull / ring-push: a token passed in rank order
 #: from the root, each holder passing it on before it copies;
 #: gather-bcast: gather into rank 0's block, then every rank pulls it,
-#: with no global synchronisation in between.
+#: with no global synchronisation in between. prefix_reduce: allgather
+#: (every block's total to everyone), three-phase (the thesis's, where each
+#: rank holds one run in rank order on nodes of consecutive ranks), auto
+#: (three-phase across nodes where it applies, else allgather).
 _TREES = tuple("binomial-%s%s" % (d, f) for d in ("pull", "push") for f in ("", "-static", "-dynamic"))
 ALGORITHMS = {
     "broadcast": ("pull", "push") + _TREES + ("hier",),
@@ -40,7 +43,7 @@ ALGORITHMS = {
     "exchange": ("pull", "push", "hier"),
     "permute": ("push", "pull", "hier"),
     "reduce": ("gather",),
-    "prefix_reduce": ("allgather",),
+    "prefix_reduce": ("auto", "allgather", "three-phase"),
 }
 #: Static fragmentation of the trees: chunks of this many bytes (PGASCOL_UPC_CHUNK).
 CHUNK_DEFAULT = 32 << 10

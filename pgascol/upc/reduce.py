@@ -64,84 +64,187 @@ def _records(dtype, starts, values):
     return rec
 
 
-def _sync_before(ctx, in_mode):
-    if in_mode == P.ALLSYNC:
-        ctx.comm.Barrier()
-
-
 def all_reduce(dst, src, op, nelems, blk_size, func=None, flags=0, algorithm=None):
     """dst (one element, on one rank) = op over src[0..nelems-1], in index order."""
-    ctx = P.context_of(dst)
-    what = "upc.all_reduce"
-    nelems = _count(nelems, what)
-    s = _source(src, nelems, blk_size, what)
-    d = Operand(dst, what + " dst")
-    if d.array.dtype != s.array.dtype:
-        raise ArgumentError("%s: dst holds %s, src %s: they must be the same UPC type"
-                            % (what, d.array.dtype, s.array.dtype))
-    oper = Operator(op, s.array.dtype, func, what)
-    in_mode, out_mode = P.sync_modes(flags, what)
-    P.algorithm("reduce", algorithm, ctx)
-    layout, lo, hi = s.array.layout, s.offset, s.offset + nelems
-    _sync_before(ctx, in_mode)
-    x, gstarts, starts = _local(s, ctx, nelems)
-    if oper.commutative:
-        counts = [1 if layout.runs(r, lo, hi)[1] else 0 for r in range(ctx.size)]
-        values = [oper.reduce(x)] if len(x) else []
-        gstarts = gstarts[:1]
-    else:
-        counts = [_blocks(layout, r, lo, hi) for r in range(ctx.size)]
-        scan = oper.scan(x, starts)
-        values = scan[np.append(starts[1:], len(x)) - 1] if len(x) else []
-    rec = _records(s.array.dtype, gstarts, values)
-    root = d.owner
-    size = rec.dtype.itemsize
-    out = np.empty(sum(counts), rec.dtype) if ctx.rank == root else None
-    recv = [out.view(np.uint8), [c * size for c in counts], list(np.cumsum([0] + counts[:-1]) * size), MPI.BYTE] \
-        if out is not None else None
-    ctx.comm.Gatherv(rec.view(np.uint8), recv, root=root)
-    if out is not None:
-        ordered = out["value"][np.argsort(out["start"], kind="stable")]
-        d.array.local()[d.local_byte // d.itemsize] = oper.reduce(ordered)
-    if out_mode == P.ALLSYNC:
-        ctx.comm.Barrier()
+    key = ("reduce", dst, src, op, nelems, blk_size, func, flags, algorithm)
+    (P.RUNNERS.get(key) or _reduce_plan(key, dst, src, op, nelems, blk_size, func, flags, algorithm))()
 
 
 def all_prefix_reduce(dst, src, op, nelems, blk_size, func=None, flags=0, algorithm=None):
     """dst[i] = op over src[0..i] for i < nelems, in index order (dst laid out as src)."""
-    ctx = P.context_of(dst)
-    what = "upc.all_prefix_reduce"
+    key = ("prefix_reduce", dst, src, op, nelems, blk_size, func, flags, algorithm)
+    (P.RUNNERS.get(key) or _prefix_plan(key, dst, src, op, nelems, blk_size, func, flags, algorithm))()
+
+
+def _checked(what, coll, src, op, nelems, blk_size, func, flags, algorithm):
     nelems = _count(nelems, what)
     s = _source(src, nelems, blk_size, what)
+    oper = Operator(op, s.array.dtype, func, what)
+    in_mode, out_mode = P.sync_modes(flags, what)
+    P.algorithm(coll, algorithm, s.array._ctx)
+    return nelems, s, oper, in_mode, out_mode
+
+
+def _bytes_layout(counts, size):
+    """[counts, displacements] in bytes of records of `size` bytes."""
+    return [[c * size for c in counts], [int(d) * size for d in np.cumsum([0] + counts[:-1])]]
+
+
+def _reduce_plan(key, dst, src, op, nelems, blk_size, func, flags, algorithm):
+    ctx = P.context_of(dst)
+    what = "upc.all_reduce"
+    nelems, s, oper, in_mode, out_mode = _checked(what, "reduce", src, op, nelems, blk_size, func, flags, algorithm)
+    d = Operand(dst, what + " dst")
+    if d.array.dtype != s.array.dtype:
+        raise ArgumentError("%s: dst holds %s, src %s: they must be the same UPC type"
+                            % (what, d.array.dtype, s.array.dtype))
+    layout, lo, hi = s.array.layout, s.offset, s.offset + nelems
+    first, count = layout.runs(ctx.rank, lo, hi)
+    _, gstarts, starts = _local(s, ctx, nelems)
+    ends = np.append(starts[1:], count) - 1 if count else np.zeros(0, np.int64)
+    if oper.commutative:                    # one partial per rank
+        counts = [1 if layout.runs(r, lo, hi)[1] else 0 for r in range(ctx.size)]
+        gstarts = gstarts[:1]
+    else:                                   # one per block
+        counts = [_blocks(layout, r, lo, hi) for r in range(ctx.size)]
+    rec = _records(s.array.dtype, gstarts, np.zeros(len(gstarts), s.array.dtype))
+    root, comm = d.owner, ctx.comm
+    out = recv = order = None
+    if ctx.rank == root:
+        out = np.empty(sum(counts), rec.dtype)
+        recv = [out.view(np.uint8)] + _bytes_layout(counts, rec.dtype.itemsize) + [MPI.BYTE]
+    slot = d.local_byte // d.itemsize
+    sent = rec.view(np.uint8)
+
+    def run():
+        if in_mode == P.ALLSYNC:
+            comm.Barrier()
+        if count:
+            mine = s.array.local()[first:first + count]
+            rec["value"] = oper.reduce(mine) if oper.commutative else oper.scan(mine, starts)[ends]
+        comm.Gatherv(sent, recv, root=root)
+        if out is not None:
+            d.array.local()[slot] = oper.reduce(out["value"][order])
+        if out_mode == P.ALLSYNC:
+            comm.Barrier()
+    if out is not None:
+        # the partials' order is known now: every rank sends the same blocks each call
+        everyone = np.concatenate([_starts_of(layout, r, lo, hi, oper.commutative) for r in range(ctx.size)])
+        order = np.argsort(everyone, kind="stable")
+    return P.keep(ctx, key, run, (s.array, d.array))
+
+
+def _starts_of(layout, rank, lo, hi, one):
+    """The global index of the first element of each of rank's blocks in [lo, hi) (one: of the first only)."""
+    ranges = [(max(a, lo), min(b, hi)) for a, b in layout.owned(rank) if min(b, hi) > max(a, lo)]
+    starts = np.array([a for a, _ in ranges], np.int64)
+    return starts[:1] if one else starts
+
+
+def _prefix_plan(key, dst, src, op, nelems, blk_size, func, flags, algorithm):
+    ctx = P.context_of(dst)
+    what = "upc.all_prefix_reduce"
+    nelems, s, oper, in_mode, out_mode = _checked(what, "prefix_reduce", src, op, nelems, blk_size, func, flags,
+                                                  algorithm)
     d = _source(dst, nelems, blk_size, what)
-    d.what = what + " dst"
     period = s.array.layout.block * ctx.size
     if d.array.dtype != s.array.dtype or d.offset % period != s.offset % period:
         raise ArgumentError("%s: dst must hold src's type (%s, not %s) with src's distribution (the same "
                             "block size and the same position in the cycle)" % (what, s.array.dtype, d.array.dtype))
-    oper = Operator(op, s.array.dtype, func, what)
-    in_mode, out_mode = P.sync_modes(flags, what)
-    P.algorithm("prefix_reduce", algorithm, ctx)
     layout, lo, hi = s.array.layout, s.offset, s.offset + nelems
-    _sync_before(ctx, in_mode)
-    x, gstarts, starts = _local(s, ctx, nelems)
-    scan = oper.scan(x, starts)
-    ends = np.append(starts[1:], len(x)) - 1 if len(x) else np.zeros(0, np.int64)
-    rec = _records(s.array.dtype, gstarts, scan[ends])
+    alg = P.algorithm("prefix_reduce", algorithm, ctx)
+    if alg == "three-phase" or (alg == "auto" and ctx.nnodes > 1):
+        owners = [r for r in range(ctx.size) for _ in _starts_of(layout, r, lo, hi, False)]
+        ordered = [layout.owner(g) for g in sorted(g for r in range(ctx.size) for g in _starts_of(layout, r, lo, hi, False))]
+        if (ctx.nnodes == 1 or ctx.state.in_rank_order) and len(owners) == len(set(owners)) and ordered == sorted(ordered):
+            return _three_phase(key, ctx, s, d, oper, in_mode, out_mode, nelems)
+        if alg == "three-phase":
+            raise ArgumentError("%s: algorithm 'three-phase' needs each rank's elements to be one run, in rank "
+                                "order, and nodes of consecutive ranks" % what)
+    first, count = layout.runs(ctx.rank, lo, hi)
+    dfirst, _ = d.array.layout.runs(ctx.rank, d.offset, d.offset + nelems)
+    _, gstarts, starts = _local(s, ctx, nelems)
+    ends = np.append(starts[1:], count) - 1 if count else np.zeros(0, np.int64)
     counts = [_blocks(layout, r, lo, hi) for r in range(ctx.size)]
-    size = rec.dtype.itemsize
+    rec = _records(s.array.dtype, gstarts, np.zeros(len(gstarts), s.array.dtype))
     everyone = np.empty(sum(counts), rec.dtype)
-    ctx.comm.Allgatherv(rec.view(np.uint8), [everyone.view(np.uint8), [c * size for c in counts],
-                                             list(np.cumsum([0] + counts[:-1]) * size), MPI.BYTE])
-    if len(x):
-        order = np.argsort(everyone["start"], kind="stable")
-        totals = oper.scan(everyone["value"][order])        # inclusive, over the blocks in index order
-        k = np.searchsorted(everyone["start"][order], gstarts)  # my blocks' places among them
-        block_of = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(x))))
-        later = k[block_of] > 0
-        if later.any():
-            scan[later] = oper.combine(totals[k[block_of][later] - 1], scan[later])
-        first, count = d.array.layout.runs(ctx.rank, d.offset, d.offset + nelems)
-        d.array.local()[first:first + count] = scan
-    if out_mode == P.ALLSYNC:
-        ctx.comm.Barrier()
+    recv = [everyone.view(np.uint8)] + _bytes_layout(counts, rec.dtype.itemsize) + [MPI.BYTE]
+    sent, comm = rec.view(np.uint8), ctx.comm
+    # where my blocks stand among all blocks in index order, known now
+    order = np.argsort(np.concatenate([_starts_of(layout, r, lo, hi, False) for r in range(ctx.size)]), kind="stable")
+    place = np.searchsorted(np.sort(np.concatenate([_starts_of(layout, r, lo, hi, False)
+                                                    for r in range(ctx.size)])), gstarts)
+    block_of = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, count))) if count else None
+    before = place[block_of] - 1 if count else None       # the blocks before each element's
+    later = before >= 0 if count else None
+
+    def run():
+        if in_mode == P.ALLSYNC:
+            comm.Barrier()
+        if count:
+            scan = oper.scan(s.array.local()[first:first + count], starts)
+            rec["value"] = scan[ends]
+        comm.Allgatherv(sent, recv)
+        if count:
+            totals = oper.scan(everyone["value"][order])       # inclusive, over the blocks in index order
+            if later.any():
+                scan[later] = oper.combine(totals[before[later]], scan[later])
+            d.array.local()[dfirst:dfirst + count] = scan
+        if out_mode == P.ALLSYNC:
+            comm.Barrier()
+    return P.keep(ctx, key, run, (s.array, d.array))
+
+
+def _three_phase(key, ctx, s, d, oper, in_mode, out_mode, nelems):
+    """The thesis's prefix reduce for ranks holding one run each, in rank
+    order, on nodes of consecutive ranks: (1) every rank scans its run and
+    the node's members exchange their totals, (2) the node leaders combine
+    the node totals by dissemination, ceil(log2 N) rounds of point-to-point
+    messages (round j: from the leader 2^j before, to the one 2^j after),
+    (3) each leader broadcasts its node's prefix to its members, who combine
+    it on the left of their own scan."""
+    team = ctx.state.team
+    node, leaders = team.node_comm, team.leader_comm
+    first, count = s.array.layout.runs(ctx.rank, s.offset, s.offset + nelems)
+    dfirst, _ = d.array.layout.runs(ctx.rank, d.offset, d.offset + nelems)
+    rec = np.zeros(1, dtype=[("has", "<i8"), ("value", s.array.dtype)])
+    mates = np.zeros(node.Get_size(), rec.dtype)
+    before = np.zeros(1, rec.dtype)          # the prefix of the nodes before mine (from the leader)
+    incoming = np.zeros(1, rec.dtype)
+    me = node.Get_rank()
+
+    def fold(parts):
+        """(has, value) of the fold of the parts that have a value, in order."""
+        vals = parts["value"][parts["has"] != 0]
+        return (1, oper.reduce(vals)) if len(vals) else (0, 0)
+
+    def run():
+        if in_mode == P.ALLSYNC:
+            ctx.comm.Barrier()
+        scan = oper.scan(s.array.local()[first:first + count]) if count else None
+        rec["has"], rec["value"] = (1, scan[-1]) if count else (0, 0)
+        node.Allgather(rec.view(np.uint8), mates.view(np.uint8))                    # phase 1
+        if leaders is not None:                                                     # phase 2
+            total, excl = np.array(fold(mates), rec.dtype), np.zeros((), rec.dtype)
+            i, n, step = leaders.Get_rank(), leaders.Get_size(), 1
+            while step < n:
+                reqs = []
+                if i + step < n:
+                    reqs.append(leaders.Isend(total.reshape(1).view(np.uint8).copy(), i + step, 77))
+                if i - step >= 0:
+                    reqs.append(leaders.Irecv(incoming.view(np.uint8), i - step, 77))
+                for req in reqs:
+                    ctx.wait_request(req, "upc.all_prefix_reduce")
+                if i - step >= 0 and incoming["has"][0]:
+                    total = np.array(fold(np.concatenate((incoming, total.reshape(1)))), rec.dtype)
+                    excl = np.array(fold(np.concatenate((incoming, excl.reshape(1)))), rec.dtype)
+                step *= 2
+            before[0] = excl
+        node.Bcast(before.view(np.uint8), root=0)                                   # phase 3
+        if count:
+            has, prefix = fold(np.concatenate((before, mates[:me])))
+            d.array.local()[dfirst:dfirst + count] = oper.combine(np.full(count, prefix, s.array.dtype), scan) \
+                if has else scan
+        if out_mode == P.ALLSYNC:
+            ctx.comm.Barrier()
+    return P.keep(ctx, key, run, (s.array, d.array))

@@ -9,6 +9,7 @@ from mpi4py import MPI
 import pgascol
 from pgascol import pgas, upc
 from pgascol.errors import ArgumentError
+from tests.mpi_programs import raises as _raises
 
 WORLD = MPI.COMM_WORLD
 ME, P = WORLD.Get_rank(), WORLD.Get_size()
@@ -20,14 +21,6 @@ FLAGS = (0, upc.UPC_IN_MYSYNC | upc.UPC_OUT_MYSYNC, upc.UPC_IN_NOSYNC | upc.UPC_
 
 def algorithms(coll):
     return ("hier",) if MULTI else upc.ALGORITHMS[coll]
-
-
-def _raises(exc, fn):
-    try:
-        fn()
-    except exc as e:
-        return e
-    raise AssertionError("%s not raised" % exc.__name__)
 
 
 def _sync(flags):
@@ -172,8 +165,17 @@ def test_reduce_and_prefix():
                 wants.append(want)
             upc.all_reduce((out, P - 1), src, upc.NONCOMM_FUNC, n, block, func=matmul)
             assert out[P - 1] == want
-            upc.all_prefix_reduce(dst, src, upc.NONCOMM_FUNC, n, block, func=matmul)
-            assert (dst[:] == wants).all()
+            scattered = MULTI and os.environ.get("PGASCOL_NODE_MAP") == "roundrobin"   # nodes not of consecutive ranks
+            for alg in upc.ALGORITHMS["prefix_reduce"] if block == "*" else ("auto",):
+                if alg == "three-phase" and scattered:
+                    _raises(ArgumentError, lambda: upc.all_prefix_reduce(dst, src, upc.ADD, n, block, algorithm=alg))
+                    continue
+                _fresh()
+                dst.local()[:] = 0
+                upc.all_prefix_reduce(dst, src, upc.NONCOMM_FUNC, n, block, func=matmul, algorithm=alg)
+                assert (dst[:] == wants).all(), alg
+            if block == 1 and P > 1:
+                _raises(ArgumentError, lambda: upc.all_prefix_reduce(dst, src, upc.ADD, n, 1, algorithm="three-phase"))
             _raises(ArgumentError, lambda: upc.all_reduce((out, 0), src, upc.ADD, n, 5 if block != 5 else 6))
     with pgas.zeros(COMM, 5, np.float64, block=1) as f:
         _raises(ArgumentError, lambda: upc.all_reduce((f, 0), f, upc.AND, 5, 1))
@@ -216,6 +218,25 @@ def test_misuse_everywhere_nothing_written():
         upc.all_broadcast(dst, src, 16)
         assert (dst.local() == 0).all()
         COMM.Barrier()
+
+
+def test_ranks_that_disagree_fail_everywhere():
+    """Ranks of a node passing different nbytes: every rank raises at its
+    first wait on a peer (the call's signature), before anything is copied;
+    the node team of that communicator is then aborted (another one is not)."""
+    if P < 2 or MULTI:
+        return
+    from pgascol.errors import CollectiveMismatchError, TeamAbortedError
+    sub = pgascol.Comm(WORLD.Dup())
+    dst = pgas.zeros(sub, 8 * P, np.int32, block=8)
+    src = pgas.zeros(sub, 8, np.int32, block=0)
+    src.local()[:] = 9
+    pgas.barrier(sub)
+    e = _raises((CollectiveMismatchError, TeamAbortedError),
+                lambda: upc.all_broadcast(dst, src, 8 if ME == 0 else 16))
+    assert "other arguments" in str(e) or "aborted" in str(e), e
+    assert (dst.local() == 0).all()
+    COMM.Barrier()      # the other communicator is unaffected
 
 
 if __name__ == "__main__":
