@@ -628,6 +628,27 @@ def cmd_run(args, argv):
     if args.plot:  # fail now, not after the measurements
         plot_destination(args.plot)
         _matplotlib()
+    worker = ["--via", "comm", "--ops", ",".join(ops), "--sizes", sizes, "--rounds", str(rounds),
+              "--target-ms", str(target)]
+    if args.iters:
+        worker += ["--iters", str(args.iters)]
+    if args.off_cache:
+        worker.append("--off-cache")
+    if args.fresh:
+        worker.append("--fresh")
+    job, meta = launch(args, argv, np_, "pgascol.tools.bench", worker)
+    meta["rounds"] = rounds
+    meta["via"] = job["via"]
+    for key in ("iters", "target_ms", "off_cache", "fresh", "llc_bytes", "llc_source"):
+        meta[key] = job[key]
+    return report({"schema": SCHEMA, "meta": meta, "results": job["results"]}, "pgascol-bench",
+                  format_table, plot_results, args)
+
+
+def launch(args, argv, np_, module, worker):
+    """Run `python -m module worker WORKER... --json RAW` on np_ ranks under the
+    launcher (args.mpi_launcher, args.virtual_node_size), echoing its output;
+    returns (the job's JSON, the run's meta)."""
     prefix, impl = find_launcher(args.mpi_launcher)
     env = dict(os.environ)
     env["PYTHONUNBUFFERED"] = "1"
@@ -635,15 +656,7 @@ def cmd_run(args, argv):
         env["PGASCOL_NODE_SIZE"] = str(args.virtual_node_size)
     with tempfile.TemporaryDirectory(prefix="pgascol-bench-") as tmp:
         raw = os.path.join(tmp, "raw.json")
-        command = [*prefix, "-n", str(np_), sys.executable, "-m", "pgascol.tools.bench", "worker",
-                   "--via", "comm", "--ops", ",".join(ops), "--sizes", sizes,
-                   "--rounds", str(rounds), "--target-ms", str(target), "--json", raw]
-        if args.iters:
-            command += ["--iters", str(args.iters)]
-        if args.off_cache:
-            command.append("--off-cache")
-        if args.fresh:
-            command.append("--fresh")
+        command = [*prefix, "-n", str(np_), sys.executable, "-m", module, "worker", *worker, "--json", raw]
         print("# launching: %s" % shlex.join(command), flush=True)
         proc = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 text=True, errors="replace", start_new_session=True)
@@ -661,21 +674,21 @@ def cmd_run(args, argv):
             job = json.load(f)
     meta = collect_meta(shlex.join(["pgascol-bench", *argv]), job["np"], args.virtual_node_size,
                         job["mpi_library"], shlex.join(prefix), impl)
-    meta["rounds"] = rounds
-    meta["via"] = job["via"]
-    for key in ("iters", "target_ms", "off_cache", "fresh", "llc_bytes", "llc_source"):
-        meta[key] = job[key]
-    doc = {"schema": SCHEMA, "meta": meta, "results": job["results"]}
+    return job, meta
+
+
+def report(doc, title, table, plot, args):
+    """Print the run's table, write --json and --plot."""
     print()
-    print("# pgascol-bench: " + describe_run(meta))
-    print(format_table(job["results"]))
+    print("# %s: %s" % (title, describe_run(doc["meta"])))
+    print(table(doc["results"]))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(doc, f, indent=1)
             f.write("\n")
         print("# wrote %s" % args.json)
     if args.plot:
-        for path in plot_results(doc, args.plot):
+        for path in plot(doc, args.plot):
             print("# wrote %s" % path)
     return 0
 

@@ -44,10 +44,7 @@ variant, the MPI-style twin and native MPI, t_avg against size."""
 import argparse
 import json
 import os
-import shlex
-import subprocess
 import sys
-import tempfile
 import time
 
 from . import bench
@@ -360,6 +357,43 @@ def format_table(results):
     return "\n".join(lines)
 
 
+def markdown_tables(doc, sizes=None):
+    """The two tables of docs/PERFORMANCE.md from a `pgascol-bench upc` JSON:
+    the default algorithm against pgascol's MPI-style twin and native MPI
+    (t_avg, us, and the ratios), and every variant's t_avg over the
+    default's (below 1: the variant is faster), per collective and size."""
+    rows = doc["results"]
+    P = doc["meta"]["np"]
+    sizes = sorted({r["bytes"] for r in rows} if sizes is None else sizes)
+    at = {(r["op"], r["bytes"], r["impl"]): r for r in rows}
+    colls = [c for c in COLLS if any(r["collective"] == c for r in rows)]
+    out = ["| np=%d | bytes | UPC default (us) | MPI-style twin (us) | native MPI (us) | UPC / twin | UPC / MPI |"
+           % P, "|---|---|---|---|---|---|---|"]
+    for c in colls:
+        for b in sizes:
+            u = at.get(("upc_" + c, b, "pgascol"))
+            if u is None:
+                continue
+            t, m = at.get(("upc_" + c, b, "pgascol_comm")), at.get(("upc_" + c, b, "mpi"))
+            out.append("| %s | %s | %.1f | %s | %s | %s | %s |" % (
+                c if b == sizes[0] or at.get(("upc_" + c, sizes[0], "pgascol")) is None else "", human(b),
+                u["t_avg_us"], "%.1f (%s)" % (t["t_avg_us"], TWIN[c]) if t else "-",
+                "%.1f" % m["t_avg_us"] if m else "-", "%.2f" % (u["t_avg_us"] / t["t_avg_us"]) if t else "-",
+                "%.2f" % (u["t_avg_us"] / m["t_avg_us"]) if m else "-"))
+    out += ["", "| np=%d: variant t_avg / default t_avg | %s |" % (P, " | ".join(human(b) for b in sizes)),
+            "|---|" + "---|" * len(sizes)]
+    for c in colls:
+        names = sorted({r["algorithm"] for r in rows if r["collective"] == c and r["impl"] == "pgascol"
+                        and r["algorithm"] not in (None, "default") and r["flags"] in (None, "ALLSYNC")})
+        for a in names:
+            cells = []
+            for b in sizes:
+                v, d = at.get((op_label(c, a, "ALLSYNC"), b, "pgascol")), at.get(("upc_" + c, b, "pgascol"))
+                cells.append("%.2f" % (v["t_avg_us"] / d["t_avg_us"]) if v and d else "-")
+            out.append("| %s %s | %s |" % (c, a, " | ".join(cells)))
+    return "\n".join(out)
+
+
 def plot_results(doc, dest):
     """One PNG per collective: t_avg against size for every UPC row (each
     algorithm and flags), pgascol's MPI-style twin and native MPI."""
@@ -445,55 +479,24 @@ def cmd_upc(args, argv):
     if args.plot:
         bench.plot_destination(args.plot)
         bench._matplotlib()
-    prefix, impl = bench.find_launcher(args.mpi_launcher)
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    if args.virtual_node_size:
-        env["PGASCOL_NODE_SIZE"] = str(args.virtual_node_size)
-    with tempfile.TemporaryDirectory(prefix="pgascol-bench-upc-") as tmp:
-        raw = os.path.join(tmp, "raw.json")
-        command = [*prefix, "-n", str(np_), sys.executable, "-m", "pgascol.tools.bench_upc", "worker",
-                   "--colls", ",".join(colls), "--algorithms", args.algorithms, "--sizes", sizes,
-                   "--flags", args.flags, "--op", args.op.upper(), "--root", str(args.root),
-                   "--rounds", str(rounds), "--target-ms", str(args.target_ms),
-                   "--max-bytes", args.max_bytes, "--json", raw]
-        if args.iters:
-            command += ["--iters", str(args.iters)]
-        print("# launching: %s" % shlex.join(command), flush=True)
-        proc = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                text=True, errors="replace", start_new_session=True)
-        try:
-            for line in proc.stdout:
-                sys.stdout.write(line)
-                sys.stdout.flush()
-            rc = proc.wait()
-        except BaseException:
-            bench._kill_job(proc)
-            raise
-        if rc != 0 or not os.path.exists(raw):
-            raise BenchError("the MPI job failed (exit status %s); see its output above" % rc)
-        with open(raw) as f:
-            job = json.load(f)
-    meta = bench.collect_meta(shlex.join(["pgascol-bench", *argv]), job["np"], args.virtual_node_size,
-                              job["mpi_library"], shlex.join(prefix), impl)
+    worker = ["--colls", ",".join(colls), "--algorithms", args.algorithms, "--sizes", sizes,
+              "--flags", args.flags, "--op", args.op.upper(), "--root", str(args.root), "--rounds", str(rounds),
+              "--target-ms", str(args.target_ms), "--max-bytes", args.max_bytes]
+    if args.iters:
+        worker += ["--iters", str(args.iters)]
+    job, meta = bench.launch(args, argv, np_, "pgascol.tools.bench_upc", worker)
     for key in ("rounds", "iters", "target_ms", "root", "op", "flags"):
         meta[key] = job[key]
     meta["benchmark"] = "upc (UOMS conventions)"
-    doc = {"schema": bench.SCHEMA, "meta": meta, "results": job["results"]}
-    print()
-    print("# pgascol-bench upc: " + bench.describe_run(meta))
-    print(format_table(job["results"]))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(doc, f, indent=1)
-            f.write("\n")
-        print("# wrote %s" % args.json)
-    if args.plot:
-        for path in plot_results(doc, args.plot):
-            print("# wrote %s" % path)
-    return 0
+    return bench.report({"schema": bench.SCHEMA, "meta": meta, "results": job["results"]},
+                        "pgascol-bench upc", format_table, plot_results, args)
 
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["worker"]:
         sys.exit(worker_main(sys.argv[2:]))
+    if sys.argv[1:2] == ["table"]:      # python -m pgascol.tools.bench_upc table FILE.json [SIZES]
+        print(markdown_tables(bench.load_doc(sys.argv[2]),
+                              bench.parse_sizes(sys.argv[3]) if len(sys.argv) > 3 else None))
+        sys.exit(0)
     sys.exit(bench.main(["upc", *sys.argv[1:]]))

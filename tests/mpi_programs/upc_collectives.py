@@ -153,17 +153,20 @@ def _run_move(arrays, perms, case, k, algorithm=None, cycles=1):
     return None
 
 
+def _perm_array(variant):
+    """(a global array of P ints holding permutation `variant`, the permutation)."""
+    pv = cases.permutation(P, variant)
+    a = pgas.zeros(COMM, P, np.intc, block=1)
+    a.local()[:] = pv[ME]
+    pgas.barrier(COMM)
+    return a, pv
+
+
 def test_data_movement_every_case():
     every = cases.move_cases(upc, P)
     chosen = cases.sample(every, "move-%d" % P)
     arrays = Arrays()
-    perms = {}
-    for v in (0, 1):
-        pv = cases.permutation(P, v)
-        a = pgas.zeros(COMM, P, np.intc, block=1)
-        a.local()[:] = pv[ME]
-        perms[v] = (a, pv)
-    pgas.barrier(COMM)
+    perms = {v: _perm_array(v) for v in (0, 1)}
     failures = []
     try:
         for k, case in enumerate(chosen):
@@ -177,28 +180,6 @@ def test_data_movement_every_case():
     _report("data movement (of %d)" % len(every), len(chosen), failures)
 
 
-def test_large_blocks_fragmented():
-    """Blocks beyond the static fragment (32 KiB) and not a multiple of it,
-    every collective, every root, default flags."""
-    arrays = Arrays()
-    failures = []
-    perm = pgas.zeros(COMM, P, np.intc, block=1)
-    pv = cases.permutation(P, 1)
-    perm.local()[:] = pv[ME]
-    pgas.barrier(COMM)
-    B = 100003                   # bytes, uint8
-    try:
-        for k, coll in enumerate(cases.DATA_COLLECTIVES):
-            for root in (range(P) if coll in cases.ROOTED else (0,)):
-                msg = _run_move(arrays, {1: (perm, pv)}, (coll, "uint8", B, 0, root, 1), 1000 + k)
-                if msg:
-                    failures.append(msg)
-    finally:
-        arrays.free()
-        perm.free()
-    _report("large blocks", 0, failures)
-
-
 def test_operands_one_cycle_in():
     """(array, offset) operands one cycle of blocks into arrays twice as
     long (affinity to rank 0 and phase 0 again; the rooted side at its
@@ -206,10 +187,7 @@ def test_operands_one_cycle_in():
     two flag settings."""
     arrays = Arrays()
     failures = []
-    perm = pgas.zeros(COMM, P, np.intc, block=1)
-    pv = cases.permutation(P, 1)
-    perm.local()[:] = pv[ME]
-    pgas.barrier(COMM)
+    perm, pv = _perm_array(1)
     k = 30000
     try:
         for coll in cases.DATA_COLLECTIVES:
@@ -348,10 +326,7 @@ def test_every_algorithm_forced():
     flagsets = [0, upc.UPC_IN_MYSYNC | upc.UPC_OUT_MYSYNC, upc.UPC_IN_NOSYNC | upc.UPC_OUT_NOSYNC,
                 upc.UPC_IN_ALLSYNC | upc.UPC_OUT_MYSYNC]
     arrays = Arrays()
-    perm = pgas.zeros(COMM, P, np.intc, block=1)
-    pv = cases.permutation(P, 1)
-    perm.local()[:] = pv[ME]
-    pgas.barrier(COMM)
+    perm, pv = _perm_array(1)
     failures, done, k = [], 0, 20000
     try:
         for coll in cases.DATA_COLLECTIVES:
