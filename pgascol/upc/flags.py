@@ -6,6 +6,8 @@ member entered (IN) / nobody returns before every member finished (OUT).
 MYSYNC: a member moves data only of members that entered (IN) / returns once
 nobody will read or write its data again in this call (OUT). NOSYNC: no
 synchronisation at all (the caller is responsible, as in UPC)."""
+import numpy as np
+
 from ..errors import ArgumentError
 
 UPC_IN_ALLSYNC = 1
@@ -25,9 +27,10 @@ _ALL_BITS = 63
 
 def parse_flags(flags, what):
     """flags -> (in mode, out mode); ArgumentError for anything UPC does not define."""
-    if isinstance(flags, bool) or not isinstance(flags, int) or flags < 0 or flags & ~_ALL_BITS:
+    if isinstance(flags, bool) or not isinstance(flags, (int, np.integer)) or flags < 0 or flags & ~_ALL_BITS:
         raise ArgumentError("%s: flags must be UPC_IN_* | UPC_OUT_* (an int of at most one IN and one "
                             "OUT mode), not %r" % (what, flags))
+    flags = int(flags)
     ins = [m for bit, m in _IN.items() if flags & bit]
     outs = [m for bit, m in _OUT.items() if flags & bit]
     if len(ins) > 1 or len(outs) > 1:

@@ -212,6 +212,7 @@ def _three_phase(key, ctx, s, d, oper, in_mode, out_mode, nelems):
     before = np.zeros(1, rec.dtype)          # the prefix of the nodes before mine (from the leader)
     incoming = np.zeros(1, rec.dtype)
     me = node.Get_rank()
+    what = "upc.all_prefix_reduce (three-phase)"
 
     def fold(parts):
         """(has, value) of the fold of the parts that have a value, in order."""
@@ -223,7 +224,7 @@ def _three_phase(key, ctx, s, d, oper, in_mode, out_mode, nelems):
             ctx.comm.Barrier()
         scan = oper.scan(s.array.local()[first:first + count]) if count else None
         rec["has"], rec["value"] = (1, scan[-1]) if count else (0, 0)
-        node.Allgather(rec.view(np.uint8), mates.view(np.uint8))                    # phase 1
+        ctx.wait_request(node.Iallgather(rec.view(np.uint8), mates.view(np.uint8)), what)   # phase 1
         if leaders is not None:                                                     # phase 2
             total, excl = np.array(fold(mates), rec.dtype), np.zeros((), rec.dtype)
             i, n, step = leaders.Get_rank(), leaders.Get_size(), 1
@@ -234,13 +235,13 @@ def _three_phase(key, ctx, s, d, oper, in_mode, out_mode, nelems):
                 if i - step >= 0:
                     reqs.append(leaders.Irecv(incoming.view(np.uint8), i - step, 77))
                 for req in reqs:
-                    ctx.wait_request(req, "upc.all_prefix_reduce")
+                    ctx.wait_request(req, what)
                 if i - step >= 0 and incoming["has"][0]:
                     total = np.array(fold(np.concatenate((incoming, total.reshape(1)))), rec.dtype)
                     excl = np.array(fold(np.concatenate((incoming, excl.reshape(1)))), rec.dtype)
                 step *= 2
             before[0] = excl
-        node.Bcast(before.view(np.uint8), root=0)                                   # phase 3
+        ctx.wait_request(node.Ibcast(before.view(np.uint8), root=0), what)                   # phase 3
         if count:
             has, prefix = fold(np.concatenate((before, mates[:me])))
             d.array.local()[dfirst:dfirst + count] = oper.combine(np.full(count, prefix, s.array.dtype), scan) \
