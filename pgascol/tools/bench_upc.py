@@ -40,7 +40,9 @@ for a forced variant and "@<flags>" for flags other than ALLSYNC; its
 regressions), "pgascol_comm" for pgascol's MPI-style twin (op without
 algorithm and flags), "mpi" for native MPI; "bandwidth_mbs", "algorithm"
 and "flags" are added. --plot draws one PNG per collective: every UPC
-variant, the MPI-style twin and native MPI, t_avg against size."""
+variant, the MPI-style twin and native MPI, t_avg against size.
+`python -m pgascol.tools.bench_upc table FILE.json [SIZES]` prints the
+markdown tables of docs/PERFORMANCE.md from such a JSON."""
 import argparse
 import json
 import os

@@ -6,7 +6,9 @@ combinatorial product (the GWU UPC test suite's loops: collective x type x
 operator x flags x source affinity x sizes x block size), and `sample`
 keeps all of it or a fixed random part of it (PGASCOL_UPC_TEST_SAMPLE:
 "all", or a fraction such as "0.1"; the seed is PGASCOL_UPC_TEST_SEED,
-default SEED, printed by rank 0)."""
+default SEED, printed by rank 0). The data movement is the whole product;
+the reductions cover every pair of dimensions, and their whole product
+with PGASCOL_UPC_TEST_PRODUCT=full (reduce_cases)."""
 import os
 import random
 
