@@ -309,46 +309,57 @@ def test_large_reductions():
 
 def _usable_algorithms(coll):
     """The algorithms pgascol.upc names for coll that this communicator can
-    run: on one node all of them; across nodes the one that spans nodes."""
+    run: on one node all of them; across nodes, where the collective has
+    one that spans nodes ("hier"), that one."""
     names = list(upc.ALGORITHMS.get(coll, ()))
-    if pgas.context.of(COMM).nnodes > 1:
-        names = [a for a in names if a == "hier"]
+    if pgas.context.of(COMM).nnodes > 1 and "hier" in names:
+        names = ["hier"]
     return names
+
+
+# Algorithms that take some layouts only (and refuse the others before
+# anything moves): the three-phase prefix reduce needs each rank's elements
+# in one run, in rank order (blocked, or everything on rank 0).
+LAYOUTS = {("prefix_reduce", "three-phase"): ("*", 0)}
 
 
 def test_every_algorithm_forced():
     """Each algorithm of each collective, forced by algorithm=: every root,
     blocks of 1, 130 and 100003 bytes (beyond the static fragment, not a
     multiple of it), four flag settings turning over the roots, for the data
-    movement; for the
-    reductions every type with ADD, MAX, XOR (integers), LOGOR and both user
-    functions, every block size."""
+    movement; for the reductions every type with ADD, MAX, XOR (integers),
+    LOGOR and both user functions, every block size the algorithm takes.
+    A sampled run keeps a part of each algorithm's cases, at least one."""
     flagsets = [0, upc.UPC_IN_MYSYNC | upc.UPC_OUT_MYSYNC, upc.UPC_IN_NOSYNC | upc.UPC_OUT_NOSYNC,
                 upc.UPC_IN_ALLSYNC | upc.UPC_OUT_MYSYNC]
+    groups = []         # (collective, algorithm, [(run, case)])
+    for coll in cases.DATA_COLLECTIVES:
+        for algorithm in _usable_algorithms(coll):
+            groups.append((coll, algorithm, [(_run_move, (coll, dtype, B, flagsets[(root + B) % 4] if B < 100000 else 0,
+                                                    root, 1))
+                                       for dtype, B in (("uint8", 1), ("float64", 130), ("uint8", 100003))
+                                       for root in (range(P) if coll in cases.ROOTED else (0,))]))
+    for coll in ("reduce", "prefix_reduce"):
+        for algorithm in _usable_algorithms(coll):
+            groups.append((coll, algorithm, [(_run_reduce, (coll, dtype, op, flagsets[k % 4], blk, 37, k % P))
+                                       for k, (dtype, op, blk) in enumerate(
+                                           (d, op, b) for d in cases.REDUCE_TYPES
+                                           for op in ("ADD", "MAX", "XOR", "LOGOR", "FUNC", "NONCOMM_FUNC")
+                                           if cases.op_defined(op, d)
+                                           for b in LAYOUTS.get((coll, algorithm), cases.BLOCKS))]))
     arrays = Arrays()
     perm, pv = _perm_array(1)
     failures, done, k = [], 0, 20000
     try:
-        for coll in cases.DATA_COLLECTIVES:
-            for algorithm in _usable_algorithms(coll):
-                for dtype, B in (("uint8", 1), ("float64", 130), ("uint8", 100003)):
-                    for root in (range(P) if coll in cases.ROOTED else (0,)):
-                        flags = flagsets[(root + B) % 4] if B < 100000 else 0
-                        msg = _run_move(arrays, {1: (perm, pv)}, (coll, dtype, B, flags, root, 1), k, algorithm)
-                        k, done = k + 1, done + 1
-                        if msg:
-                            failures.append(msg)
-        for coll in ("reduce", "prefix_reduce"):
-            for algorithm in _usable_algorithms(coll):
-                for dtype in cases.REDUCE_TYPES:
-                    for op in ("ADD", "MAX", "XOR", "LOGOR", "FUNC", "NONCOMM_FUNC"):
-                        if not cases.op_defined(op, dtype):
-                            continue
-                        for blk in cases.BLOCKS:
-                            msg = _run_reduce(arrays, (coll, dtype, op, flagsets[k % 4], blk, 37, k % P), k, algorithm)
-                            k, done = k + 1, done + 1
-                            if msg:
-                                failures.append(msg)
+        for coll, algorithm, group in groups:
+            for run, case in cases.sample(group, "algorithm-%s-%s-%d" % (coll, algorithm, P)):
+                if run is _run_move:
+                    msg = _run_move(arrays, {1: (perm, pv)}, case, k, algorithm)
+                else:
+                    msg = _run_reduce(arrays, case, k, algorithm)
+                k, done = k + 1, done + 1
+                if msg:
+                    failures.append(msg)
     finally:
         arrays.free()
         perm.free()

@@ -123,9 +123,9 @@ def _algorithms(collective, kind):
     """The default (None) and the algorithms pgascol.upc names for a
     collective whose name says `kind` ("push": they write peers' parts,
     "pull": they read them) that this communicator can run (across nodes,
-    those that span nodes: "hier")."""
+    the one that spans nodes, "hier", where the collective has it)."""
     names = [a for a in upc.ALGORITHMS.get(collective, ()) if kind in a or a == "hier"]
-    if pgas.context.of(COMM).nnodes > 1:
+    if pgas.context.of(COMM).nnodes > 1 and "hier" in upc.ALGORITHMS.get(collective, ()):
         names = [a for a in names if a == "hier"]
     return [None] + names
 
