@@ -326,6 +326,20 @@ def pgas_run(tmp_path_factory):
     return out, r.stdout
 
 
+# ---------------------------------------------------------------------------
+# pgascol-bench upc: the UPC collectives, UOMS-style
+# ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def upc_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench_upc") / "upc.json"
+    r = cli("upc", "--np", 2, "--colls", "broadcast,exchange,reduce", "--sizes", "4,1K",
+            "--algorithms", "default,push", "--flags", "ALLSYNC,NOSYNC", "--rounds", 2, "--iters", 20,
+            "--json", out, "--plot", str(out.parent) + "/", timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return out, r.stdout
+
+
 def test_pgas_writes_every_benchmark_verified(pgas_run):
     path, stdout = pgas_run
     doc = json.loads(path.read_text())
@@ -433,3 +447,57 @@ def test_pgas_bad_arguments(args, message):
     assert r.returncode == 2
     assert message in r.stderr, r.stderr
     assert "Traceback" not in r.stderr and "launching" not in r.stdout
+def test_upc_writes_the_run_schema_with_uoms_statistics(upc_run):
+    path, stdout = upc_run
+    doc = json.loads(path.read_text())
+    assert doc["schema"] == "pgascol-bench/1" and doc["meta"]["np"] == 2
+    assert doc["meta"]["benchmark"].startswith("upc") and doc["meta"]["root"] == 0
+    rows = {(r["op"], r["bytes"], r["impl"]): r for r in doc["results"]}
+    for nbytes in (4, 1024):
+        for op in ("upc_broadcast", "upc_broadcast:push", "upc_broadcast@NOSYNC", "upc_broadcast:push@NOSYNC",
+                   "upc_exchange", "upc_exchange:push", "upc_reduce", "upc_reduce@NOSYNC"):
+            r = rows[(op, nbytes, "pgascol")]
+            assert 0 < r["t_min_us"] <= r["t_avg_us"] <= r["t_max_us"], r
+            assert r["iters"] == 20 and r["rounds"] == 2
+        for coll in ("broadcast", "exchange", "reduce"):
+            for impl in ("pgascol_comm", "mpi"):
+                assert rows[("upc_" + coll, nbytes, impl)]["t_min_us"] > 0
+        # UOMS's aggregate bandwidth from t_min: P (broadcast) or P*P (exchange) x nbytes, MB = 10**6 B
+        b = rows[("upc_broadcast", nbytes, "pgascol")]
+        assert b["bandwidth_mbs"] == pytest.approx(2 * nbytes / b["t_min_us"])
+        e = rows[("upc_exchange", nbytes, "pgascol")]
+        assert e["bandwidth_mbs"] == pytest.approx(4 * nbytes / e["t_min_us"])
+        assert rows[("upc_reduce", nbytes, "pgascol")]["bandwidth_mbs"] is None
+    assert ("upc_reduce:push", 4, "pgascol") not in rows          # reduce has no push
+    assert "t_avg" in stdout and "/comm" in stdout and "/mpi" in stdout
+
+
+def test_upc_json_is_read_by_compare_and_plot(upc_run, tmp_path):
+    path, stdout = upc_run
+    for coll in ("broadcast", "exchange", "reduce"):
+        assert_png(path.parent / ("upc_%s.png" % coll))
+    r = cli("compare", path, path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "no regression (20 pgascol case(s) compared)" in r.stdout
+    slower = json.loads(path.read_text())
+    for row in slower["results"]:
+        if row["op"] == "upc_broadcast" and row["impl"] == "pgascol":
+            row["t_min_us"] = row["t_max_us"] * 3 + 1
+    new = tmp_path / "slower.json"
+    new.write_text(json.dumps(slower))
+    r = cli("compare", path, new)
+    assert r.returncode == 1 and "upc_broadcast 4 np=2" in r.stdout, r.stdout
+    r = cli("plot", path, "--plot", str(tmp_path) + "/")
+    assert r.returncode == 0, r.stderr
+    assert_png(tmp_path / "upc_broadcast.png")
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--root", 2), "--root 2 is not a rank of 2"),
+    (("--flags", "SOMETIMES"), "bad --flags entry"),
+    (("--colls", "bcast"), "unknown collective"),
+    (("--op", "XOR"), "--op must be"),
+])
+def test_upc_bad_arguments(args, message):
+    r = cli("upc", "--np", 2, *args)
+    assert r.returncode == 2 and message in r.stderr, r.stderr

@@ -6,6 +6,7 @@
     pgascol-bench pgas [--np 1,2] [--benchmarks randomaccess,stream,latency] [--json FILE] ...
     pgascol-bench compare BASE.json NEW.json [--threshold 0.10]
     pgascol-bench plot RESULTS.json --plot FILE.png | DIR/
+    pgascol-bench upc ...      (UPC's collectives, UOMS-style: pgascol/tools/bench_upc.py)
 
 `run` starts the MPI job itself; every rank runs the worker of this module
 (``python -m pgascol.tools.bench worker ...``, also what bench/engine_vs_mpi.py
@@ -601,7 +602,7 @@ def _kill_job(proc):
             pass
 
 
-def launch(prefix, np_, virtual_node_size, worker):
+def run_job(prefix, np_, virtual_node_size, worker):
     """Run ``python -m WORKER... --json RAW`` on np_ ranks, its output echoed
     as it comes; (exit status, the JSON it wrote or None)."""
     env = dict(os.environ)
@@ -655,35 +656,48 @@ def cmd_run(args, argv):
     if args.plot:  # fail now, not after the measurements
         plot_destination(args.plot)
         _matplotlib()
-    prefix, impl = find_launcher(args.mpi_launcher)
-    worker = ["pgascol.tools.bench", "worker", "--via", "comm", "--ops", ",".join(ops), "--sizes", sizes,
-              "--rounds", str(rounds), "--target-ms", str(target)]
+    worker = ["--via", "comm", "--ops", ",".join(ops), "--sizes", sizes, "--rounds", str(rounds),
+              "--target-ms", str(target)]
     if args.iters:
         worker += ["--iters", str(args.iters)]
     if args.off_cache:
         worker.append("--off-cache")
     if args.fresh:
         worker.append("--fresh")
-    rc, job = launch(prefix, np_, args.virtual_node_size, worker)
-    if rc != 0 or job is None:
-        raise BenchError("the MPI job failed (exit status %s); see its output above" % rc)
-    meta = collect_meta(shlex.join(["pgascol-bench", *argv]), job["np"], args.virtual_node_size,
-                        job["mpi_library"], shlex.join(prefix), impl)
+    job, meta = launch(args, argv, np_, "pgascol.tools.bench", worker)
     meta["rounds"] = rounds
     meta["via"] = job["via"]
     for key in ("iters", "target_ms", "off_cache", "fresh", "llc_bytes", "llc_source"):
         meta[key] = job[key]
-    doc = {"schema": SCHEMA, "meta": meta, "results": job["results"]}
+    return report({"schema": SCHEMA, "meta": meta, "results": job["results"]}, "pgascol-bench",
+                  format_table, plot_results, args)
+
+
+def launch(args, argv, np_, module, worker):
+    """Run `python -m module worker WORKER... --json RAW` on np_ ranks under the
+    launcher (args.mpi_launcher, args.virtual_node_size), echoing its output;
+    returns (the job's JSON, the run's meta)."""
+    prefix, impl = find_launcher(args.mpi_launcher)
+    rc, job = run_job(prefix, np_, args.virtual_node_size, [module, "worker", *worker])
+    if rc != 0 or job is None:
+        raise BenchError("the MPI job failed (exit status %s); see its output above" % rc)
+    meta = collect_meta(shlex.join(["pgascol-bench", *argv]), job["np"], args.virtual_node_size,
+                        job["mpi_library"], shlex.join(prefix), impl)
+    return job, meta
+
+
+def report(doc, title, table, plot, args):
+    """Print the run's table, write --json and --plot."""
     print()
-    print("# pgascol-bench: " + describe_run(meta))
-    print(format_table(job["results"]))
+    print("# %s: %s" % (title, describe_run(doc["meta"])))
+    print(table(doc["results"]))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(doc, f, indent=1)
             f.write("\n")
         print("# wrote %s" % args.json)
     if args.plot:
-        for path in plot_results(doc, args.plot):
+        for path in plot(doc, args.plot):
             print("# wrote %s" % path)
     return 0
 
@@ -797,7 +811,12 @@ def plot_results(doc, dest):
 
 
 def cmd_plot(args):
-    paths = plot_results(load_doc(args.results), args.plot)
+    doc = load_doc(args.results)
+    if str(doc.get("meta", {}).get("benchmark", "")).startswith("upc"):
+        from .bench_upc import plot_results as plot_upc
+        paths = plot_upc(doc, args.plot)
+    else:
+        paths = plot_results(doc, args.plot)
     for path in paths:
         print("# wrote %s" % path)
     if not paths:
@@ -919,14 +938,15 @@ def _parser():
                    help="one PNG per op, time against size: out.png -> out-bcast.png, ...; "
                         "DIR/ -> DIR/bcast.png, ... (needs matplotlib)")
     r.add_argument("--quick", action="store_true", help="a small sweep (np=2, under 2 minutes)")
-    from . import bench_pgas
+    from . import bench_pgas, bench_upc
     bench_pgas.add_parser(sub)
+    bench_upc.add_parser(sub)
     c = sub.add_parser("compare", help="compare two JSON results; exit 1 on a pgascol regression")
     c.add_argument("base")
     c.add_argument("new")
     c.add_argument("--threshold", type=float, default=0.10,
                    help="relative slowdown tolerated (default 0.10)")
-    p = sub.add_parser("plot", help="plot a JSON written by `run --json`, one PNG per op")
+    p = sub.add_parser("plot", help="plot a JSON written by `run --json` or `upc --json`, one PNG per op")
     p.add_argument("results", metavar="RESULTS.json")
     p.add_argument("--plot", metavar="FILE.png|DIR/", required=True,
                    help="out.png -> out-bcast.png, ...; DIR/ -> DIR/bcast.png, ...")
@@ -942,7 +962,7 @@ def main(argv=None):
     ap = _parser()
     args = ap.parse_args(argv)
     if args.command is None:
-        ap.error("choose a command: run, compare or plot")
+        ap.error("choose a command: run, pgas, upc, compare or plot")
     try:
         if args.command == "run":
             return cmd_run(args, argv)
@@ -951,6 +971,9 @@ def main(argv=None):
             return bench_pgas.cmd_pgas(args, argv)
         if args.command == "plot":
             return cmd_plot(args)
+        if args.command == "upc":
+            from .bench_upc import cmd_upc
+            return cmd_upc(args, argv)
         return cmd_compare(args)
     except BenchError as e:
         print("pgascol-bench: error: %s" % e, file=sys.stderr)
@@ -960,6 +983,7 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    # the package's module, not this __main__ copy: bench_pgas raises its BenchError
+    # through the imported module, not this __main__ copy of it: the
+    # subcommands in other modules (bench_pgas, bench_upc) raise its BenchError
     from pgascol.tools.bench import main as _main
     sys.exit(_main())

@@ -68,7 +68,7 @@ import time
 import numpy as np
 
 from . import hpcc
-from .bench import BenchError, SCHEMA, _stats_row, collect_meta, find_launcher, human, launch
+from .bench import BenchError, SCHEMA, _stats_row, collect_meta, find_launcher, human, run_job
 
 BENCHMARKS = ("randomaccess", "stream", "latency")
 RA_VARIANTS = ("strict", "update", "batched", "rma", "alltoallv")
@@ -587,7 +587,7 @@ def cmd_pgas(args, argv):
     prefix, impl = find_launcher(args.mpi_launcher)
     results, failures, lib = [], [], None
     for np_ in nps:
-        rc, job = launch(prefix, np_, args.virtual_node_size, worker)
+        rc, job = run_job(prefix, np_, args.virtual_node_size, worker)
         if job is None:
             raise BenchError("the MPI job of %d rank(s) failed (exit status %s); see its output above" % (np_, rc))
         results += job["results"]
