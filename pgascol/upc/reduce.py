@@ -16,7 +16,7 @@ from mpi4py import MPI
 from ..errors import ArgumentError
 from ..pgas.layout import BlockCyclic
 from . import plan as P
-from .ops import Operator
+from .ops import OPERATORS, Operator
 from .operand import Operand
 
 
@@ -67,13 +67,31 @@ def _records(dtype, starts, values):
 def all_reduce(dst, src, op, nelems, blk_size, func=None, flags=0, algorithm=None):
     """dst (one element, on one rank) = op over src[0..nelems-1], in index order."""
     key = ("reduce", dst, src, op, nelems, blk_size, func, flags, algorithm)
-    (P.RUNNERS.get(key) or _reduce_plan(key, dst, src, op, nelems, blk_size, func, flags, algorithm))()
+    (P.RUNNERS.get(key) or _refusing(_reduce_plan, key, dst, src, op, nelems, blk_size, func, flags, algorithm))()
 
 
 def all_prefix_reduce(dst, src, op, nelems, blk_size, func=None, flags=0, algorithm=None):
     """dst[i] = op over src[0..i] for i < nelems, in index order (dst laid out as src)."""
     key = ("prefix_reduce", dst, src, op, nelems, blk_size, func, flags, algorithm)
-    (P.RUNNERS.get(key) or _prefix_plan(key, dst, src, op, nelems, blk_size, func, flags, algorithm))()
+    (P.RUNNERS.get(key) or _refusing(_prefix_plan, key, dst, src, op, nelems, blk_size, func, flags, algorithm))()
+
+
+def _refusing(plan, key, dst, src, *args):
+    """plan(...), or, when this rank refuses its arguments, the refusal in the
+    agreement its peers are about to check (_agreement), so that they raise
+    too instead of waiting for it; then the refusal itself."""
+    try:
+        return plan(key, dst, src, *args)
+    except ArgumentError:
+        for operand in (dst, src):
+            try:
+                comm = P.context_of(operand).comm
+            except ArgumentError:
+                continue
+            refused = np.array([-1, -(1 << 62)], np.int64)     # min = -1 can match no hash: all raise
+            comm.Allreduce(MPI.IN_PLACE, refused, op=MPI.MIN)
+            break
+        raise
 
 
 def _checked(what, coll, src, op, nelems, blk_size, func, flags, algorithm):
@@ -83,6 +101,24 @@ def _checked(what, coll, src, op, nelems, blk_size, func, flags, algorithm):
     in_mode, out_mode = P.sync_modes(flags, what)
     P.algorithm(coll, algorithm, s.array._ctx)
     return nelems, s, oper, in_mode, out_mode
+
+
+def _agreement(what, args, comm):
+    """What checks, before any data moves, that every rank passed the same
+    arguments (UPC's single-valued arguments): one 16-byte Allreduce of a
+    64-bit hash of them, so that a rank that differs makes every rank raise
+    instead of some folding wrong data. The data collectives need none: their
+    first wait on a peer compares the call's signature (plan.signature)."""
+    sig = hash(tuple(int(x) if not isinstance(x, (list, tuple)) else tuple(x) for x in args)) & ((1 << 62) - 1)
+    both = np.empty(2, np.int64)
+
+    def agreed():
+        both[0], both[1] = sig, -sig
+        comm.Allreduce(MPI.IN_PLACE, both, op=MPI.MIN)
+        if both[0] != -both[1]:
+            raise ArgumentError("%s: the ranks passed different arguments (op, nelems, blk_size, flags, src and "
+                                "dst must be the same on every rank, as UPC requires)" % what)
+    return agreed
 
 
 def _bytes_layout(counts, size):
@@ -116,7 +152,11 @@ def _reduce_plan(key, dst, src, op, nelems, blk_size, func, flags, algorithm):
     slot = d.local_byte // d.itemsize
     sent = rec.view(np.uint8)
 
+    agreed = _agreement(what, (OPERATORS.index(op), nelems, s.offset, d.offset, flags, counts),
+                        comm)
+
     def run():
+        agreed()
         if in_mode == P.ALLSYNC:
             comm.Barrier()
         if count:
@@ -152,12 +192,13 @@ def _prefix_plan(key, dst, src, op, nelems, blk_size, func, flags, algorithm):
         raise ArgumentError("%s: dst must hold src's type (%s, not %s) with src's distribution (the same "
                             "block size and the same position in the cycle)" % (what, s.array.dtype, d.array.dtype))
     layout, lo, hi = s.array.layout, s.offset, s.offset + nelems
+    agreed = _agreement(what, (OPERATORS.index(op), nelems, s.offset, d.offset, flags), ctx.comm)
     alg = P.algorithm("prefix_reduce", algorithm, ctx)
     if alg == "three-phase" or (alg == "auto" and ctx.nnodes > 1):
         owners = [r for r in range(ctx.size) for _ in _starts_of(layout, r, lo, hi, False)]
         ordered = [layout.owner(g) for g in sorted(g for r in range(ctx.size) for g in _starts_of(layout, r, lo, hi, False))]
         if (ctx.nnodes == 1 or ctx.state.in_rank_order) and len(owners) == len(set(owners)) and ordered == sorted(ordered):
-            return _three_phase(key, ctx, s, d, oper, in_mode, out_mode, nelems)
+            return _three_phase(key, ctx, s, d, oper, in_mode, out_mode, nelems, agreed)
         if alg == "three-phase":
             raise ArgumentError("%s: algorithm 'three-phase' needs each rank's elements to be one run, in rank "
                                 "order, and nodes of consecutive ranks" % what)
@@ -179,6 +220,7 @@ def _prefix_plan(key, dst, src, op, nelems, blk_size, func, flags, algorithm):
     later = before >= 0 if count else None
 
     def run():
+        agreed()
         if in_mode == P.ALLSYNC:
             comm.Barrier()
         if count:
@@ -195,7 +237,7 @@ def _prefix_plan(key, dst, src, op, nelems, blk_size, func, flags, algorithm):
     return P.keep(ctx, key, run, (s.array, d.array))
 
 
-def _three_phase(key, ctx, s, d, oper, in_mode, out_mode, nelems):
+def _three_phase(key, ctx, s, d, oper, in_mode, out_mode, nelems, agreed):
     """The thesis's prefix reduce for ranks holding one run each, in rank
     order, on nodes of consecutive ranks: (1) every rank scans its run and
     the node's members exchange their totals, (2) the node leaders combine
@@ -220,6 +262,7 @@ def _three_phase(key, ctx, s, d, oper, in_mode, out_mode, nelems):
         return (1, oper.reduce(vals)) if len(vals) else (0, 0)
 
     def run():
+        agreed()
         if in_mode == P.ALLSYNC:
             ctx.comm.Barrier()
         scan = oper.scan(s.array.local()[first:first + count]) if count else None

@@ -484,9 +484,14 @@ def test_misuse_arguments_differing_between_ranks():
     cases_ = [
         ("nbytes differing between ranks",
          lambda src, dst, f, o, n: upc.all_broadcast(dst, src, NBYTES if ME else 2 * NBYTES)),
+        # The root under ALLSYNC, the readers under MYSYNC: each waits on a peer
+        # before it moves data, where the signatures are compared. (A rank that
+        # waits for nobody before moving data, under IN_NOSYNC, or a MYSYNC root
+        # that only copies its own block, checks nothing: its peers that wait
+        # find the disagreement, it cannot.)
         ("flags differing between ranks",
          lambda src, dst, f, o, n: upc.all_broadcast(dst, src, NBYTES,
-                                                      0 if ME else upc.UPC_IN_NOSYNC | upc.UPC_OUT_NOSYNC)),
+                                                      upc.UPC_IN_MYSYNC | upc.UPC_OUT_MYSYNC if ME else 0)),
         ("operator differing between ranks",
          lambda src, dst, f, o, n: upc.all_reduce((o, 0), f, upc.ADD if ME else upc.MULT, n, 3)),
         ("nelems differing between ranks",
