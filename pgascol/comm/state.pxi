@@ -69,6 +69,7 @@ cdef class _State:
     cdef public list node_of, local_of, members
     cdef public object pgas     # the PGAS layer's context (pgascol/pgas/context.py), made on first use
     cdef list scratch_bufs      # pre-faulted work areas of the hierarchical legs
+    cdef dict locks             # mpi4py's locks of the pickle-based methods (msgpickle.pxi), by key
     cdef long long counters[<int>NCOLL_COUNTED][<int>NPATHS_]
 
     def __init__(self, comm, env=os.environ):
@@ -93,6 +94,7 @@ cdef class _State:
         self.ncomm = t.node_comm
         self.hier = self.nnodes > 1
         self.scratch_bufs = [None, None, None]
+        self.locks = {}
         self.xcomm = self.pcomm = None
         if self.hier:
             placement = comm.allgather((self.nidx, self.lrank))
