@@ -263,6 +263,17 @@ static inline uint32_t pgc_sig_arg(uint32_t sig)
 {
     return sig & 0x7ffffu;
 }
+/* Collectives in which no member but the root waits on another: a root
+ * that refuses its arguments (pgc_coll_refuse) ends the call on every member
+ * that waits for it, with PGC_EREFUSED and the root's reason, and the team
+ * stays usable; in any other collective a refusal aborts the team
+ * (pgc_signature_mismatch, sync.c), since members that wait on each other
+ * could not all tell. */
+static inline int pgc_root_refusal_ends_call(pgc_coll coll)
+{
+    return coll == PGC_COLL_GATHER || coll == PGC_COLL_GATHERV || coll == PGC_COLL_SCATTER ||
+           coll == PGC_COLL_SCATTERV;
+}
 /* A reduction's signature argument: datatype (4 bits), operator (4 bits)
  * and an 11-bit hash of its shape (pgc_sig_shape), so members that reduce
  * different counts (or Reduce to different roots) fail with

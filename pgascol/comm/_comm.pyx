@@ -42,7 +42,7 @@ from ..engine.ccore cimport (
     PGC_COLL_GATHERV, PGC_COLL_SCATTER, PGC_COLL_SCATTERV, PGC_COLL_ALLGATHER, PGC_COLL_ALLGATHERV,
     PGC_COLL_ALLTOALL, PGC_COLL_ALLTOALLV, PGC_COLL_REDUCE_SCATTER, PGC_COLL_REDUCE_SCATTER_BLOCK,
     PGC_COLL_SCAN, PGC_COLL_EXSCAN, PGC_NCOLL)
-from ..errors import ArgumentError, PgascolError, PgascolTimeoutError
+from ..errors import ArgumentError, PgascolError, PgascolTimeoutError, RootRefusedError
 from ..node.team import NodeTeam
 
 include "datatypes.pxi"
@@ -112,17 +112,19 @@ cdef int _engine(object comm, int coll, object sendbuf, object recvbuf, object o
                                    coll == PGC_COLL_REDUCE_SCATTER_BLOCK)
         else:
             done = _scan(st, sendbuf, recvbuf, op, coll == PGC_COLL_EXSCAN)
-    except ArgumentError:
-        _refused(st, coll)
+    except RootRefusedError:
+        raise       # the engine's: the root refused, this rank's call is over
+    except ArgumentError as exc:
+        _refused(st, coll, exc)
         raise
     except PgascolError:
         raise       # the engine's own (the collective began, or the team is aborted)
-    except _ARGUMENT_ERRORS:
+    except _ARGUMENT_ERRORS as exc:
         # mpi4py's and Python's refusals of a buffer specification (not a
         # buffer, a dtype MPI cannot map, a count it cannot infer, ...): raised
         # before the engine, so refused like an ArgumentError, or the peers
         # would pair this rank's next call with this one
-        _refused(st, coll)
+        _refused(st, coll, exc)
         raise
     if not done:
         _fallback(st, coll)

@@ -263,14 +263,16 @@ cdef int _fallback(object st, int coll) except -1:
     return 0
 
 
-cdef int _refused(_State st, int coll) except -1:
-    """This rank raised an ArgumentError before its call reached the engine,
-    while the other ranks may be in it: the node team takes the op as
-    refused, so a peer waiting for this rank fails at once with a message
-    naming it, and the sequence numbers stay in step (pgc_coll_refuse in
-    the C core)."""
+cdef int _refused(_State st, int coll, object exc) except -1:
+    """This rank raised `exc` before its call reached the engine, while the
+    other ranks may be in it: the node team takes the call as refused, so a
+    peer waiting for this rank fails at once with a message naming it (and,
+    in a Gather(v) or Scatter(v) whose root this is, with exc's message as
+    a RootRefusedError, the team usable), and the sequence numbers stay in
+    step (pgc_coll_refuse in the C core)."""
     if st.core is not None:
-        st.core.c_refuse(coll)
+        reason = ("%s: %s" % (type(exc).__name__, exc)).encode(errors="replace")[:255]
+        st.core.c_refuse(coll, reason)
     return 0
 
 

@@ -108,7 +108,8 @@ def test_root_refusal_keeps_the_ranks_in_step():
 def test_refused_op_fails_its_waiters_at_once():
     """The root of a Scatterv refuses a send buffer too small; every other
     rank waits for the root's data, so each fails at once (not after the
-    timeout) with an error that names the root's refusal."""
+    timeout) with an ArgumentError that names the collective and repeats
+    the root's reason; the communicator stays usable."""
     c = _flat_comm()
     if c is None:
         return
@@ -125,12 +126,90 @@ def test_refused_op_fails_its_waiters_at_once():
         else:
             try:
                 c.Scatterv(None, out, root=0)
-            except (CollectiveMismatchError, TeamAbortedError) as exc:
-                assert "local rank 0 refused its arguments to Scatterv" in str(exc), str(exc)
+            except pgascol.RootRefusedError as exc:
+                assert isinstance(exc, ArgumentError)
+                assert str(exc).startswith("Scatterv: the root (local rank 0) refused its arguments: "
+                                           "ArgumentError: sendbuf holds"), str(exc)
                 assert time.monotonic() - start < 2.5
             else:
                 raise AssertionError("rank %d completed a Scatterv whose root refused" % ME)
             assert np.all(out == 0)      # nothing was written
+        _still_usable(c)
+    finally:
+        c.Free()
+
+
+def _still_usable(c):
+    """The next collectives pair up as called and give the right results."""
+    for k in range(2):
+        x = np.full(100, ME + k, "d")
+        y = np.zeros_like(x)
+        c.Allreduce(x, y)
+        assert np.all(y == sum(range(P)) + P * k), (k, y[0])
+        b = np.full(10, ME + 100 * k, "d")
+        c.Bcast(b, root=P - 1)
+        assert np.all(b == P - 1 + 100 * k), (k, b[0])
+        out = np.zeros(2)
+        c.Scatter(np.repeat(np.arange(P, dtype="d"), 2) if ME == 0 else None, out, root=0)
+        assert np.all(out == ME), out
+
+
+# Misuse only the root can see (its send or receive specification), as
+# (collective, root's call, others' call), each with 4 and 100000 doubles
+# per rank: inline, and staged or single copy.
+def _root_misuse(n):
+    d = MPI.DOUBLE
+    short = np.zeros(n * P - 1)
+    displs = [n * q for q in range(P)]
+    far = [0] * (P - 1) + [n * P]           # the last block past the buffer's end
+    return [
+        ("Scatterv", lambda c: c.Scatterv([short, [n] * P, None, d], np.zeros(n), root=0),
+         lambda c, out: c.Scatterv(None, out, root=0)),
+        ("Scatterv", lambda c: c.Scatterv([np.zeros(n * P), [n] * P, far, d], np.zeros(n), root=0),
+         lambda c, out: c.Scatterv(None, out, root=0)),
+        ("Scatterv", lambda c: c.Scatterv([np.zeros(n * P), [n] * (P - 1) + [-1], displs, d], np.zeros(n),
+                                          root=0),
+         lambda c, out: c.Scatterv(None, out, root=0)),
+        ("Scatter", lambda c: c.Scatter([short, n, d], np.zeros(n), root=0),
+         lambda c, out: c.Scatter(None, out, root=0)),
+        ("Gatherv", lambda c: c.Gatherv(np.zeros(n), [short, [n] * P, None, d], root=0),
+         lambda c, out: c.Gatherv(out, None, root=0)),
+        ("Gatherv", lambda c: c.Gatherv(np.zeros(n), [np.zeros(n * P), [n] * (P - 1) + [-1], displs, d],
+                                        root=0),
+         lambda c, out: c.Gatherv(out, None, root=0)),
+        ("Gather", lambda c: c.Gather(np.zeros(n), [short, n, d], root=0),
+         lambda c, out: c.Gather(out, None, root=0)),
+    ]
+
+
+def test_root_only_misuse_leaves_the_communicator_usable():
+    """The root refuses before anything moves; a rank that waits for the
+    root (every Scatter receiver; a Gather sender whose block does not fit
+    the inline slot and staging at once) raises RootRefusedError, an
+    ArgumentError naming the collective and the root's reason, at once; a
+    Gather sender that needs nothing from the root completes, as under MPI.
+    Never an abort: the next collectives work on every rank."""
+    c = _flat_comm()
+    if c is None:
+        return
+    try:
+        for n in (4, 100000):
+            for name, bad, good in _root_misuse(n):
+                start = time.monotonic()
+                out = np.zeros(n)
+                try:
+                    bad(c) if ME == 0 else good(c, out)
+                except pgascol.RootRefusedError as exc:
+                    assert ME != 0 and str(exc).startswith(name + ": the root (local rank 0) refused its "
+                                                           "arguments: "), str(exc)
+                    assert time.monotonic() - start < 2.5
+                except ArgumentError as exc:
+                    assert ME == 0, repr(exc)
+                else:
+                    assert ME != 0 and name.startswith("Gather"), (ME, name, n)
+                if name.startswith("Scatter"):
+                    assert not out.any()
+                _still_usable(c)
     finally:
         c.Free()
 
