@@ -274,6 +274,14 @@ static inline int pgc_root_refusal_ends_call(pgc_coll coll)
     return coll == PGC_COLL_GATHER || coll == PGC_COLL_GATHERV || coll == PGC_COLL_SCATTER ||
            coll == PGC_COLL_SCATTERV;
 }
+/* Whether a and b are the same collective up to the v form (a hierarchical
+ * Scatter's node leg is a Scatterv). */
+static inline int pgc_same_family(pgc_coll a, pgc_coll b)
+{
+    return a == b || (a == PGC_COLL_GATHER && b == PGC_COLL_GATHERV) ||
+           (a == PGC_COLL_GATHERV && b == PGC_COLL_GATHER) || (a == PGC_COLL_SCATTER && b == PGC_COLL_SCATTERV) ||
+           (a == PGC_COLL_SCATTERV && b == PGC_COLL_SCATTER);
+}
 /* A reduction's signature argument: datatype (4 bits), operator (4 bits)
  * and an 11-bit hash of its shape (pgc_sig_shape), so members that reduce
  * different counts (or Reduce to different roots) fail with

@@ -116,6 +116,7 @@ cdef int _engine(object comm, int coll, object sendbuf, object recvbuf, object o
         raise       # the engine's: the root refused, this rank's call is over
     except ArgumentError as exc:
         _refused(st, coll, exc)
+        _refused_across(st, coll, root, exc)
         raise
     except PgascolError:
         raise       # the engine's own (the collective began, or the team is aborted)
@@ -125,6 +126,7 @@ cdef int _engine(object comm, int coll, object sendbuf, object recvbuf, object o
         # before the engine, so refused like an ArgumentError, or the peers
         # would pair this rank's next call with this one
         _refused(st, coll, exc)
+        _refused_across(st, coll, root, exc)
         raise
     if not done:
         _fallback(st, coll)

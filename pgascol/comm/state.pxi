@@ -28,6 +28,8 @@ cdef enum:
     TAG_GATHER = 11
     TAG_SCATTER = 12
     TAG_REDUCE = 13
+    TAG_REFUSED = 14    # the root of a Scatter(v) to other nodes' leaders: it refused (_refused_across)
+    TAG_REASON = 15     # ... and why
 
 # Pipeline segment of the inter-node legs: 1 MiB measured faster than
 # 256 KiB-16 MiB for a 16 MiB Allreduce on 2 virtual nodes
@@ -170,7 +172,7 @@ cdef object _Testall = MPI.Request.Testall
 cdef double _MPI_YIELD_S = 0.05
 
 
-cdef int _mpi_wait(_State st, object reqs, str what) except -1:
+cdef int _mpi_wait(_State st, object reqs, str what, object statuses=None) except -1:
     """Complete the requests of an inter-node leg, bounded as the engine's
     waits are: PGASCOL_TIMEOUT, and the node team's health (a local member
     that gave up or died ends the wait too). Otherwise a rank whose peers on
@@ -180,29 +182,55 @@ cdef int _mpi_wait(_State st, object reqs, str what) except -1:
     the ranks that do the work), and sleeps 100 us
     between polls only once the wait has lasted _MPI_YIELD_S. On
     timeout the node team is aborted: the pending MPI operation can never be
-    matched reliably, so the communicator is not used again."""
-    if _Testall(reqs):
+    matched reliably, so the communicator is not used again. statuses:
+    Testall's, for the caller to read."""
+    if _Testall(reqs, statuses):
         return 0
     cdef double start = _monotonic(), now, check = start + 0.1
     cdef int polls = 0
-    while not _Testall(reqs):
+    while not _Testall(reqs, statuses):
         polls += 1
         if polls < st.mpi_spin:
             continue
         now = _monotonic()
         if now >= check:
-            st.core.check_alive()
-            if now - start > st.timeout:
-                msg = ("%s: the inter-node MPI phase did not complete within PGASCOL_TIMEOUT=%gs "
-                       "(a rank on another node failed or is not calling %s)" % (what, st.timeout, what))
-                st.core.abort(msg)
-                raise PgascolTimeoutError(msg)
+            _mpi_check(st, start, now, what)
             check = now + 0.1
         if now - start < _MPI_YIELD_S:
             os.sched_yield()
         else:
             _sleep(100e-6)
     return 0
+
+
+cdef int _mpi_check(_State st, double start, double now, str what) except -1:
+    """A bounded inter-node wait's check, every 100 ms: the node team's
+    health, and PGASCOL_TIMEOUT (which aborts the node team)."""
+    st.core.check_alive()
+    if now - start > st.timeout:
+        msg = ("%s: the inter-node MPI phase did not complete within PGASCOL_TIMEOUT=%gs "
+               "(a rank on another node failed or is not calling %s)" % (what, st.timeout, what))
+        st.core.abort(msg)
+        raise PgascolTimeoutError(msg)
+    return 0
+
+
+cdef object _mpi_probe(_State st, int source, int tag, object status, str what):
+    """The next message from source with tag on the private communicator
+    (an MPI.Message, status filled), bounded as _mpi_wait is."""
+    cdef double start = _monotonic(), now, check = start + 0.1
+    while True:
+        m = st.pcomm.Improbe(source, tag, status)
+        if m is not None:
+            return m
+        now = _monotonic()
+        if now >= check:
+            _mpi_check(st, start, now, what)
+            check = now + 0.1
+        if now - start < _MPI_YIELD_S:
+            os.sched_yield()
+        else:
+            _sleep(100e-6)
 
 
 cdef int _in_hierarchy(object exc, int coll) except -1:
@@ -274,6 +302,48 @@ cdef int _refused(_State st, int coll, object exc) except -1:
         reason = ("%s: %s" % (type(exc).__name__, exc)).encode(errors="replace")[:255]
         st.core.c_refuse(coll, reason)
     return 0
+
+
+cdef int _refused_across(_State st, int coll, int root, object exc) except -1:
+    """This rank, the root of a hierarchical Gather(v) or Scatter(v),
+    refused its arguments (_refused told its node): the other nodes too must
+    end the call with nothing left pending in MPI. A Scatter's root tells
+    every other node's leader, which receives from it with any tag
+    (_hier_scatter) and refuses its node's leg with the reason; a Gather's
+    root takes in, and drops, every other node's message, which their
+    leaders send without waiting for anything from the root (so they
+    complete, as under MPI)."""
+    if not st.hier or st.rank != root:
+        return 0
+    what = _COLL_NAMES[coll]
+    leaders = [st.members[n][0] for n in range(st.nnodes) if n != st.nidx]
+    if coll == PGC_COLL_SCATTER or coll == PGC_COLL_SCATTERV:
+        reason = ("rank %d (the root): %s: %s" % (root, type(exc).__name__, exc)).encode(errors="replace")[:255]
+        reqs = []
+        for q in leaders:
+            reqs.append(st.pcomm.Isend([b"", 0, _BYTE], dest=q, tag=TAG_REFUSED))
+            reqs.append(st.pcomm.Isend([reason, len(reason), _BYTE], dest=q, tag=TAG_REASON))
+        _mpi_wait(st, reqs, what)
+    elif coll == PGC_COLL_GATHER or coll == PGC_COLL_GATHERV:
+        status = MPI.Status()
+        for q in leaders:
+            m = _mpi_probe(st, q, TAG_GATHER, status, what)
+            _mpi_wait(st, [m.Irecv([np.empty(status.Get_count(_BYTE), np.uint8), _BYTE])], what)
+    return 0
+
+
+cdef int _root_refused_across(_State st, int root, str what) except -1:
+    """This node's leader found the Scatter(v) root's refusal (TAG_REFUSED)
+    where it expected its node's blocks: it takes the reason, refuses its
+    node's leg with it (so the members waiting on it raise
+    RootRefusedError too, the node team usable) and raises."""
+    buf = np.zeros(256, np.uint8)
+    status = MPI.Status()
+    _mpi_wait(st, [st.pcomm.Irecv([buf, 256, _BYTE], source=root, tag=TAG_REASON)], what, [status])
+    reason = bytes(buf[:status.Get_count(_BYTE)])
+    st.core.c_refuse(PGC_COLL_SCATTERV, reason)
+    raise RootRefusedError("%s: the root (rank %d) refused its arguments: %s"
+                           % (what, root, reason.decode(errors="replace")))
 
 
 def _stats(comm):
