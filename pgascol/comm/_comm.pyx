@@ -42,7 +42,8 @@ from ..engine.ccore cimport (
     PGC_COLL_GATHERV, PGC_COLL_SCATTER, PGC_COLL_SCATTERV, PGC_COLL_ALLGATHER, PGC_COLL_ALLGATHERV,
     PGC_COLL_ALLTOALL, PGC_COLL_ALLTOALLV, PGC_COLL_REDUCE_SCATTER, PGC_COLL_REDUCE_SCATTER_BLOCK,
     PGC_COLL_SCAN, PGC_COLL_EXSCAN, PGC_NCOLL)
-from ..errors import ArgumentError, PgascolError, PgascolTimeoutError, RootRefusedError
+from ..errors import (ArgumentError, CollectiveMismatchError, PgascolError, PgascolTimeoutError,
+                      RootRefusedError, TeamAbortedError)
 from ..node.team import NodeTeam
 
 include "datatypes.pxi"
@@ -116,9 +117,9 @@ cdef int _engine(object comm, int coll, object sendbuf, object recvbuf, object o
         raise       # the engine's: the root refused, this rank's call is over
     except ArgumentError as exc:
         _refused(st, coll, exc)
-        _refused_across(st, coll, root, exc)
         raise
-    except PgascolError:
+    except PgascolError as exc:
+        _abort_across(st, exc)
         raise       # the engine's own (the collective began, or the team is aborted)
     except _ARGUMENT_ERRORS as exc:
         # mpi4py's and Python's refusals of a buffer specification (not a
@@ -126,13 +127,19 @@ cdef int _engine(object comm, int coll, object sendbuf, object recvbuf, object o
         # before the engine, so refused like an ArgumentError, or the peers
         # would pair this rank's next call with this one
         _refused(st, coll, exc)
-        _refused_across(st, coll, root, exc)
         raise
     if not done:
         _fallback(st, coll)
-        # every rank of the node must go to MPI too: fail at once if not
+        # every rank of the node, and of every node, must go to MPI too:
+        # fail at once if not
         if st.core is not None:
-            st.core.c_to_mpi(coll)
+            try:
+                st.core.c_to_mpi(coll)
+                if st.hier:
+                    _to_mpi_across(st, coll)
+            except PgascolError as exc:
+                _abort_across(st, exc)
+                raise
     return done
 
 

@@ -221,10 +221,7 @@ cdef int _hier_scatter(_State st, _Msg s, _Layout lay, _Msg r, Py_ssize_t rb, in
         return 0
     tot = ml.displs[st.lsize - 1] + ml.counts[st.lsize - 1]
     b = st.scratch(0, tot)
-    status = MPI.Status()     # any tag: the root's blocks, or its refusal (_refused_across)
-    _mpi_wait(st, [st.pcomm.Irecv([b, tot, _BYTE], source=root, tag=MPI.ANY_TAG)], "Scatter", [status])
-    if status.Get_tag() == TAG_REFUSED:
-        _root_refused_across(st, root, "Scatter")
+    _mpi_wait(st, [st.pcomm.Irecv([b, tot, _BYTE], source=root, tag=TAG_SCATTER)], "Scatter")
     core.c_scatter(True, <char *>cnp.PyArray_DATA(b), ml.counts, ml.displs, rptr, rb, 0)
     return 0
 

@@ -28,8 +28,8 @@ cdef enum:
     TAG_GATHER = 11
     TAG_SCATTER = 12
     TAG_REDUCE = 13
-    TAG_REFUSED = 14    # the root of a Scatter(v) to other nodes' leaders: it refused (_refused_across)
-    TAG_REASON = 15     # ... and why
+    TAG_PATH = 14       # between leaders: "my node takes this call to MPI" (1) or "mine does not" (0)
+    TAG_ABORT = 15      # a leader to the others: its node team gave up, and why (_abort_across)
 
 # Pipeline segment of the inter-node legs: 1 MiB measured faster than
 # 256 KiB-16 MiB for a 16 MiB Allreduce on 2 virtual nodes
@@ -72,6 +72,9 @@ cdef class _State:
     cdef public object pgas     # the PGAS layer's context (pgascol/pgas/context.py), made on first use
     cdef list scratch_bufs      # pre-faulted work areas of the hierarchical legs
     cdef dict locks             # mpi4py's locks of the pickle-based methods (msgpickle.pxi), by key
+    cdef list alerts            # sends of _abort_across and _check_alerts, completed at free
+    cdef bint agreeing          # in _to_mpi_across: its TAG_PATH messages are its own
+    cdef bint gave_up           # _abort_across told the other nodes
     cdef long long counters[<int>NCOLL_COUNTED][<int>NPATHS_]
 
     def __init__(self, comm, env=os.environ):
@@ -97,6 +100,7 @@ cdef class _State:
         self.hier = self.nnodes > 1
         self.scratch_bufs = [None, None, None]
         self.locks = {}
+        self.alerts = []
         self.xcomm = self.pcomm = None
         if self.hier:
             placement = comm.allgather((self.nidx, self.lrank))
@@ -147,6 +151,9 @@ cdef class _State:
         return out
 
     def free(self):
+        if self.alerts:     # eager sends: complete, or left to MPI (their peers gave up)
+            _Testall(self.alerts)
+            self.alerts = []
         if self.pgas is not None:   # global arrays and locks still allocated: freed with the communicator
             self.pgas.free_all()
             self.pgas = None
@@ -172,7 +179,7 @@ cdef object _Testall = MPI.Request.Testall
 cdef double _MPI_YIELD_S = 0.05
 
 
-cdef int _mpi_wait(_State st, object reqs, str what, object statuses=None) except -1:
+cdef int _mpi_wait(_State st, object reqs, str what) except -1:
     """Complete the requests of an inter-node leg, bounded as the engine's
     waits are: PGASCOL_TIMEOUT, and the node team's health (a local member
     that gave up or died ends the wait too). Otherwise a rank whose peers on
@@ -182,13 +189,12 @@ cdef int _mpi_wait(_State st, object reqs, str what, object statuses=None) excep
     the ranks that do the work), and sleeps 100 us
     between polls only once the wait has lasted _MPI_YIELD_S. On
     timeout the node team is aborted: the pending MPI operation can never be
-    matched reliably, so the communicator is not used again. statuses:
-    Testall's, for the caller to read."""
-    if _Testall(reqs, statuses):
+    matched reliably, so the communicator is not used again."""
+    if _Testall(reqs):
         return 0
     cdef double start = _monotonic(), now, check = start + 0.1
     cdef int polls = 0
-    while not _Testall(reqs, statuses):
+    while not _Testall(reqs):
         polls += 1
         if polls < st.mpi_spin:
             continue
@@ -204,8 +210,11 @@ cdef int _mpi_wait(_State st, object reqs, str what, object statuses=None) excep
 
 
 cdef int _mpi_check(_State st, double start, double now, str what) except -1:
-    """A bounded inter-node wait's check, every 100 ms: the node team's
-    health, and PGASCOL_TIMEOUT (which aborts the node team)."""
+    """A bounded inter-node wait's check, every 100 ms: another node's
+    alert (leaders), the node team's health, and PGASCOL_TIMEOUT (which
+    aborts the node team)."""
+    if st.lrank == 0:
+        _check_alerts(st, what)
     st.core.check_alive()
     if now - start > st.timeout:
         msg = ("%s: the inter-node MPI phase did not complete within PGASCOL_TIMEOUT=%gs "
@@ -215,22 +224,85 @@ cdef int _mpi_check(_State st, double start, double now, str what) except -1:
     return 0
 
 
-cdef object _mpi_probe(_State st, int source, int tag, object status, str what):
-    """The next message from source with tag on the private communicator
-    (an MPI.Message, status filled), bounded as _mpi_wait is."""
-    cdef double start = _monotonic(), now, check = start + 0.1
-    while True:
-        m = st.pcomm.Improbe(source, tag, status)
-        if m is not None:
-            return m
-        now = _monotonic()
-        if now >= check:
-            _mpi_check(st, start, now, what)
-            check = now + 0.1
-        if now - start < _MPI_YIELD_S:
-            os.sched_yield()
-        else:
-            _sleep(100e-6)
+cdef object _ONE = np.ones(1, np.int8), _NO = np.zeros(1, np.int8)
+
+
+cdef int _check_alerts(_State st, str what) except -1:
+    """A leader waiting in an inter-node leg: has another node's leader
+    taken this call to MPI (TAG_PATH, _to_mpi_across: answer that this
+    node did not, so that it does not enter MPI) or given up (TAG_ABORT)?
+    Either way this node gives up too, at once instead of at the timeout."""
+    status = MPI.Status()
+    m = None if st.agreeing else st.pcomm.Improbe(MPI.ANY_SOURCE, TAG_PATH, status)
+    if m is not None:
+        m.Recv([np.zeros(1, np.int8), 1, _BYTE])
+        src = status.Get_source()
+        st.alerts.append(st.pcomm.Isend([_NO, 1, _BYTE], dest=src, tag=TAG_PATH))
+        msg = ("%s: rank %d takes it to MPI (arguments pgascol does not accelerate, such as a user-defined "
+               "operator or a datatype it does not pack) while this rank is in the hierarchical %s; every "
+               "rank must pass arguments of the same kind" % (what, src, what))
+        st.core.abort(msg)
+        raise CollectiveMismatchError(msg)
+    m = st.pcomm.Improbe(MPI.ANY_SOURCE, TAG_ABORT, status)
+    if m is not None:
+        why = bytearray(status.Get_count(_BYTE))
+        m.Recv([why, len(why), _BYTE])
+        msg = "%s: the node of rank %d gave up: %s" % (what, status.Get_source(), why.decode(errors="replace"))
+        st.core.abort(msg)
+        raise TeamAbortedError(msg)
+    return 0
+
+
+cdef int _to_mpi_across(_State st, int coll) except -1:
+    """Every rank of this node takes `coll` to MPI (Team.c_to_mpi agreed):
+    so must every other node, or a rank would wait in MPI for ranks that
+    never come. The leader tells the other leaders (TAG_PATH 1) and waits
+    for theirs: 1 from a node that goes to MPI too, 0 from one that is in
+    the hierarchical collective (_check_alerts); the node learns the
+    verdict by a node broadcast. A disagreement aborts the node team."""
+    verdict = np.ones(1, np.int8)
+    what = _COLL_NAMES[coll]
+    cdef int bad = -1
+    if st.lrank == 0:
+        leaders = [st.members[n][0] for n in range(st.nnodes) if n != st.nidx]
+        got = np.zeros(len(leaders), np.int8)
+        reqs = [st.pcomm.Isend([_ONE, 1, _BYTE], dest=q, tag=TAG_PATH) for q in leaders]
+        reqs += [st.pcomm.Irecv([got[i:i + 1], 1, _BYTE], source=q, tag=TAG_PATH) for i, q in enumerate(leaders)]
+        st.agreeing = True
+        try:
+            _mpi_wait(st, reqs, what)
+        finally:
+            st.agreeing = False
+        if not got.all():
+            bad = leaders[int(np.argmin(got))]
+            verdict[0] = 0
+    st.core.stats_paused = True     # part of the call counted as "mpi"
+    try:
+        st.core.bcast(verdict, 1, 0)
+    finally:
+        st.core.stats_paused = False
+    if not verdict[0]:
+        msg = ("%s: this rank takes it to MPI (arguments pgascol does not accelerate, such as a user-defined "
+               "operator or a datatype it does not pack) while %s is in the hierarchical %s; every rank must "
+               "pass arguments of the same kind" % (what, "rank %d" % bad if bad >= 0 else "another node", what))
+        st.core.abort(msg)
+        raise CollectiveMismatchError(msg)
+    return 0
+
+
+cdef int _abort_across(_State st, object exc) except -1:
+    """This rank's node team gave up in a hierarchical collective (exc): its
+    leader tells the other nodes' leaders (TAG_ABORT), which give up at
+    their next check (_check_alerts) instead of waiting for this node until
+    PGASCOL_TIMEOUT."""
+    if not st.hier or st.lrank != 0 or st.gave_up:  # once per communicator: it is not used again
+        return 0
+    st.gave_up = True
+    why = str(exc).encode(errors="replace")[:255]
+    for n in range(st.nnodes):
+        if n != st.nidx:
+            st.alerts.append(st.pcomm.Isend([why, len(why), _BYTE], dest=st.members[n][0], tag=TAG_ABORT))
+    return 0
 
 
 cdef int _in_hierarchy(object exc, int coll) except -1:
@@ -302,48 +374,6 @@ cdef int _refused(_State st, int coll, object exc) except -1:
         reason = ("%s: %s" % (type(exc).__name__, exc)).encode(errors="replace")[:255]
         st.core.c_refuse(coll, reason)
     return 0
-
-
-cdef int _refused_across(_State st, int coll, int root, object exc) except -1:
-    """This rank, the root of a hierarchical Gather(v) or Scatter(v),
-    refused its arguments (_refused told its node): the other nodes too must
-    end the call with nothing left pending in MPI. A Scatter's root tells
-    every other node's leader, which receives from it with any tag
-    (_hier_scatter) and refuses its node's leg with the reason; a Gather's
-    root takes in, and drops, every other node's message, which their
-    leaders send without waiting for anything from the root (so they
-    complete, as under MPI)."""
-    if not st.hier or st.rank != root:
-        return 0
-    what = _COLL_NAMES[coll]
-    leaders = [st.members[n][0] for n in range(st.nnodes) if n != st.nidx]
-    if coll == PGC_COLL_SCATTER or coll == PGC_COLL_SCATTERV:
-        reason = ("rank %d (the root): %s: %s" % (root, type(exc).__name__, exc)).encode(errors="replace")[:255]
-        reqs = []
-        for q in leaders:
-            reqs.append(st.pcomm.Isend([b"", 0, _BYTE], dest=q, tag=TAG_REFUSED))
-            reqs.append(st.pcomm.Isend([reason, len(reason), _BYTE], dest=q, tag=TAG_REASON))
-        _mpi_wait(st, reqs, what)
-    elif coll == PGC_COLL_GATHER or coll == PGC_COLL_GATHERV:
-        status = MPI.Status()
-        for q in leaders:
-            m = _mpi_probe(st, q, TAG_GATHER, status, what)
-            _mpi_wait(st, [m.Irecv([np.empty(status.Get_count(_BYTE), np.uint8), _BYTE])], what)
-    return 0
-
-
-cdef int _root_refused_across(_State st, int root, str what) except -1:
-    """This node's leader found the Scatter(v) root's refusal (TAG_REFUSED)
-    where it expected its node's blocks: it takes the reason, refuses its
-    node's leg with it (so the members waiting on it raise
-    RootRefusedError too, the node team usable) and raises."""
-    buf = np.zeros(256, np.uint8)
-    status = MPI.Status()
-    _mpi_wait(st, [st.pcomm.Irecv([buf, 256, _BYTE], source=root, tag=TAG_REASON)], what, [status])
-    reason = bytes(buf[:status.Get_count(_BYTE)])
-    st.core.c_refuse(PGC_COLL_SCATTERV, reason)
-    raise RootRefusedError("%s: the root (rank %d) refused its arguments: %s"
-                           % (what, root, reason.decode(errors="replace")))
 
 
 def _stats(comm):

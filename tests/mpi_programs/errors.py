@@ -188,12 +188,11 @@ def test_root_only_misuse_leaves_the_communicator_usable():
     the inline slot and staging at once) raises RootRefusedError, an
     ArgumentError naming the collective and the root's reason, at once; a
     Gather sender that needs nothing from the root completes, as under MPI.
-    Never an abort: the next collectives work on every rank. Also across
-    nodes: the root tells the other nodes' leaders of a Scatter, and takes
-    in their Gather messages."""
-    if P == 1:
+    Never an abort: the next collectives work on every rank. (Across nodes
+    the other nodes' ranks still wait for the root until PGASCOL_TIMEOUT.)"""
+    c = _flat_comm()
+    if c is None:
         return
-    c = pgascol.Comm(WORLD.Dup())
     try:
         for n in (4, 100000):
             for name, bad, good in _root_misuse(n):
@@ -403,6 +402,54 @@ def test_one_rank_goes_to_mpi():
                           ["Allreduce to MPI", "local rank"])
     finally:
         mine.Free()
+
+
+def test_ranks_on_different_paths_all_fail_at_once():
+    """Rank 0 alone passes a user-defined operator (its Allreduce goes to
+    MPI) while the others' go to pgascol, on one node or across nodes:
+    every rank raises an error naming the disagreement within a fraction
+    of a second (across nodes, the leaders tell each other: TAG_PATH,
+    TAG_ABORT), and none is left waiting inside MPI; the communicator is
+    given up."""
+    if P == 1:
+        return
+    c = pgascol.Comm(WORLD.Dup())
+    mine = MPI.Op.Create(lambda a, b, dt: None, commute=True)
+    start = time.monotonic()
+    try:
+        y = np.zeros(4)
+        try:
+            c.Allreduce(np.ones(4), y, op=mine if ME == 0 else MPI.SUM)
+        except (CollectiveMismatchError, TeamAbortedError) as exc:
+            assert "to MPI" in str(exc), str(exc)
+            assert time.monotonic() - start < 2.5, time.monotonic() - start
+        else:
+            raise AssertionError("rank %d: the Allreduce completed (y[0] = %g)" % (ME, y[0]))
+        try:
+            c.Barrier()
+        except (TeamAbortedError, CollectiveMismatchError):
+            pass
+        else:
+            raise AssertionError("rank %d: a Barrier ran on a communicator given up" % ME)
+    finally:
+        mine.Free()
+        c.Free()
+
+
+def test_every_rank_to_mpi_across_nodes_still_works():
+    """The same operator on every rank: all go to MPI, and agree on it."""
+    c = pgascol.Comm(WORLD.Dup())
+    mine = MPI.Op.Create(lambda a, b, dt: np.add(np.frombuffer(a), np.frombuffer(b), out=np.frombuffer(b)),
+                         commute=True)
+    try:
+        for _ in range(3):
+            y = np.zeros(4)
+            c.Allreduce(np.ones(4), y, op=mine)
+            assert np.all(y == P), y
+        c.Barrier()
+    finally:
+        mine.Free()
+        c.Free()
 
 
 def test_free_while_another_thread_is_in_a_collective():
