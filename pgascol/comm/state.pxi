@@ -74,7 +74,8 @@ cdef class _State:
     cdef dict locks             # mpi4py's locks of the pickle-based methods (msgpickle.pxi), by key
     cdef list alerts            # sends of _abort_across and _check_alerts, completed at free
     cdef bint agreeing          # in _to_mpi_across: its TAG_PATH messages are its own
-    cdef bint gave_up           # _abort_across told the other nodes
+    cdef bint told              # _abort_across told the other nodes
+    cdef bint alerted           # TAG_PATH or TAG_ABORT messages were exchanged in a failure
     cdef long long counters[<int>NCOLL_COUNTED][<int>NPATHS_]
 
     def __init__(self, comm, env=os.environ):
@@ -154,6 +155,15 @@ cdef class _State:
         if self.alerts:     # eager sends: complete, or left to MPI (their peers gave up)
             _Testall(self.alerts)
             self.alerts = []
+        if self.pcomm is not None and self.lrank == 0 and _drain_alerts(self):
+            self.alerted = True
+        if self.alerted:
+            # Alerts may still be on their way to this communicator, and
+            # MPI may give a freed communicator's context to the next one
+            # (Open MPI does): the private communicator is kept until the
+            # end of the job, never reused, instead of freed.
+            _KEPT.append(self.pcomm)
+            self.pcomm = None
         if self.pgas is not None:   # global arrays and locks still allocated: freed with the communicator
             self.pgas.free_all()
             self.pgas = None
@@ -235,6 +245,7 @@ cdef int _check_alerts(_State st, str what) except -1:
     status = MPI.Status()
     m = None if st.agreeing else st.pcomm.Improbe(MPI.ANY_SOURCE, TAG_PATH, status)
     if m is not None:
+        st.alerted = True
         m.Recv([np.zeros(1, np.int8), 1, _BYTE])
         src = status.Get_source()
         st.alerts.append(st.pcomm.Isend([_NO, 1, _BYTE], dest=src, tag=TAG_PATH))
@@ -245,6 +256,7 @@ cdef int _check_alerts(_State st, str what) except -1:
         raise CollectiveMismatchError(msg)
     m = st.pcomm.Improbe(MPI.ANY_SOURCE, TAG_ABORT, status)
     if m is not None:
+        st.alerted = True
         why = bytearray(status.Get_count(_BYTE))
         m.Recv([why, len(why), _BYTE])
         msg = "%s: the node of rank %d gave up: %s" % (what, status.Get_source(), why.decode(errors="replace"))
@@ -276,6 +288,7 @@ cdef int _to_mpi_across(_State st, int coll) except -1:
         if not got.all():
             bad = leaders[int(np.argmin(got))]
             verdict[0] = 0
+            st.alerted = True
     st.core.stats_paused = True     # part of the call counted as "mpi"
     try:
         st.core.bcast(verdict, 1, 0)
@@ -290,14 +303,33 @@ cdef int _to_mpi_across(_State st, int coll) except -1:
     return 0
 
 
+# Private communicators of states that exchanged alerts (_State.free).
+cdef list _KEPT = []
+
+
+cdef bint _drain_alerts(_State st) except -1:
+    """Receive the alerts that arrived and nobody took (a leader that left
+    the collective before its next check): whether there were any."""
+    status = MPI.Status()
+    cdef bint any_ = False
+    for tag in (TAG_PATH, TAG_ABORT):
+        while True:
+            m = st.pcomm.Improbe(MPI.ANY_SOURCE, tag, status)
+            if m is None:
+                break
+            m.Recv([bytearray(max(status.Get_count(_BYTE), 1)), status.Get_count(_BYTE), _BYTE])
+            any_ = True
+    return any_
+
+
 cdef int _abort_across(_State st, object exc) except -1:
     """This rank's node team gave up in a hierarchical collective (exc): its
     leader tells the other nodes' leaders (TAG_ABORT), which give up at
     their next check (_check_alerts) instead of waiting for this node until
     PGASCOL_TIMEOUT."""
-    if not st.hier or st.lrank != 0 or st.gave_up:  # once per communicator: it is not used again
+    if not st.hier or st.lrank != 0 or st.told:     # once per communicator: it is not used again
         return 0
-    st.gave_up = True
+    st.told = st.alerted = True
     why = str(exc).encode(errors="replace")[:255]
     for n in range(st.nnodes):
         if n != st.nidx:
