@@ -111,6 +111,13 @@ TABLE = [
     Run("pgas_arrays.py", (4, 8), "vnodes_of_2", vnodes(2), timeout=300),
     Run("pgas_arrays.py", (8,), "vnodes_of_3_roundrobin", vnodes(3, "roundrobin"), timeout=300),
 
+    # ---- UPC collectives on global arrays (pgascol.upc): every collective and algorithm once,
+    # inside one node (programs of copies) and across virtual nodes of 1, 2 and 3 ranks ('hier')
+    Run("upc_smoke.py", timeout=300),
+    Run("upc_smoke.py", (2, 3), "vnodes_of_1", vnodes(1), timeout=300),
+    Run("upc_smoke.py", (4, 8), "vnodes_of_2", vnodes(2), timeout=300),
+    Run("upc_smoke.py", (8,), "vnodes_of_3_roundrobin", vnodes(3, "roundrobin"), timeout=300),
+
     # ---- NodeTeam: one node; virtual nodes of k consecutive ranks (k=2: np=3 -> [2, 1],
     # 4 -> [2, 2], 8 -> 4 x 2; k=3: np=4 -> [3, 1], 8 -> [3, 3, 2]) and round robin
     Run("node_team.py", timeout=60, exclude=NODE_TEAM_SCENARIOS),
@@ -141,5 +148,6 @@ test_random_mix = chapter("random_mix.py")
 test_engine = chapter("engine.py")
 test_node_team = chapter("node_team.py")
 test_pgas = chapter("pgas_arrays.py")
+test_upc_smoke = chapter("upc_smoke.py")
 
 assert len(_taken) == len(TABLE), "a row of TABLE that no chapter above runs"

@@ -162,3 +162,9 @@ def test_calibrate_with_a_node_of_one_rank_ends_on_every_rank(tmp_path):
     assert "calibration needs >= 2 ranks on every node" in proc.stderr + proc.stdout
     assert not (tmp_path / "cal.json").exists()
     assert time.monotonic() - start < 60
+
+
+def test_info_shows_the_upc_algorithms():
+    assert "upc:        broadcast=pull, scatter=pull, gather=push," in _info().stdout
+    out = _info(PGASCOL_UPC_BROADCAST="binomial-pull-static").stdout
+    assert "broadcast=binomial-pull-static" in out and "PGASCOL_UPC_BROADCAST=binomial-pull-static" in out, out

@@ -163,6 +163,12 @@ int pgc_signature_mismatch(pgc_team *t, int peer, uint32_t theirs)
                       "%s: local rank %d refused its arguments to %s (see the error it raised), "
                       "so this rank's %s cannot complete",
                       collname, peer, pgc_coll_name(pgc_sig_coll(theirs)), mine);
+    else if (pgc_sig_coll(theirs) == pgc_sig_coll(t->sig) && pgc_sig_coll(t->sig) >= PGC_COLL_UPC_BROADCAST)
+        /* a UPC collective: its argument hashes what must agree (team.h) */
+        pgc_set_error(&t->err, PGC_EMISMATCH, peer, 0,
+                      "%s: local rank %d passed other arguments than this rank (local rank %d): the "
+                      "arrays, root, nbytes, flags, algorithm, operator and counts must agree on every rank",
+                      collname, peer, t->rank);
     else if (strcmp(mine, other) == 0 && pgc_sig_coll(theirs) == pgc_sig_coll(t->sig) &&
              pgc_sig_coll(t->sig) != PGC_COLL_REDUCE_SCATTER)
         /* a reduction of another shape (team.h: PGC_SIG_REDUCTION) */

@@ -11,7 +11,7 @@ OPS). A sendbuf of None means MPI_IN_PLACE.
 cimport cython
 from cpython.buffer cimport (PyBUF_ANY_CONTIGUOUS, PyBUF_FORMAT, PyBUF_WRITABLE,
                              PyBuffer_Release, PyObject_GetBuffer)
-from libc.stdint cimport uint64_t, UINT64_MAX
+from libc.stdint cimport uint32_t, uint64_t, UINT64_MAX
 from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 
@@ -492,6 +492,14 @@ cdef class Team:
         self._check(pgc_check_aborted(t))
         self._check(pgc_check_peers(t))
 
+    def member_alive(self, int r):
+        """Whether member r (a local rank) is alive: its process exists, is
+        not a zombie, and started when the member joined."""
+        cdef pgc_team *t = self._use()
+        if not 0 <= r < t.nranks:
+            raise ArgumentError("local rank %d out of range for a team of %d" % (r, t.nranks))
+        return bool(pgc_member_alive(t, r))
+
     def abort(self, str message):
         """Give up on the team: every member's current or next wait fails."""
         pgc_team_abort(self._use(), PGC_EABORTED, message.encode()[:250])
@@ -771,3 +779,4 @@ cdef class Team:
 
 include "segment.pxi"
 include "rma.pxi"
+include "upc.pxi"

@@ -3,6 +3,7 @@
     pgascol-bench run [--np N] [--ops bcast,allreduce,...] [--sizes 8,1K,1M | 8:64M]
                       [--rounds R] [--iters N] [--off-cache] [--virtual-node-size K]
                       [--mpi-launcher CMD] [--json FILE] [--plot FILE.png | DIR/] [--quick]
+    pgascol-bench pgas [--np 1,2] [--benchmarks randomaccess,stream,latency] [--json FILE] ...
     pgascol-bench compare BASE.json NEW.json [--threshold 0.10]
     pgascol-bench plot RESULTS.json --plot FILE.png | DIR/
 
@@ -600,6 +601,33 @@ def _kill_job(proc):
             pass
 
 
+def launch(prefix, np_, virtual_node_size, worker):
+    """Run ``python -m WORKER... --json RAW`` on np_ ranks, its output echoed
+    as it comes; (exit status, the JSON it wrote or None)."""
+    env = dict(os.environ)
+    env["PYTHONUNBUFFERED"] = "1"
+    if virtual_node_size:
+        env["PGASCOL_NODE_SIZE"] = str(virtual_node_size)
+    with tempfile.TemporaryDirectory(prefix="pgascol-bench-") as tmp:
+        raw = os.path.join(tmp, "raw.json")
+        command = [*prefix, "-n", str(np_), sys.executable, "-m", *worker, "--json", raw]
+        print("# launching: %s" % shlex.join(command), flush=True)
+        proc = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                text=True, errors="replace", start_new_session=True)
+        try:
+            for line in proc.stdout:
+                sys.stdout.write(line)
+                sys.stdout.flush()
+            rc = proc.wait()
+        except BaseException:
+            _kill_job(proc)
+            raise
+        if not os.path.exists(raw):
+            return rc, None
+        with open(raw) as f:
+            return rc, json.load(f)
+
+
 def cmd_run(args, argv):
     def pick(value, default):
         return default if value is None else value
@@ -628,36 +656,17 @@ def cmd_run(args, argv):
         plot_destination(args.plot)
         _matplotlib()
     prefix, impl = find_launcher(args.mpi_launcher)
-    env = dict(os.environ)
-    env["PYTHONUNBUFFERED"] = "1"
-    if args.virtual_node_size:
-        env["PGASCOL_NODE_SIZE"] = str(args.virtual_node_size)
-    with tempfile.TemporaryDirectory(prefix="pgascol-bench-") as tmp:
-        raw = os.path.join(tmp, "raw.json")
-        command = [*prefix, "-n", str(np_), sys.executable, "-m", "pgascol.tools.bench", "worker",
-                   "--via", "comm", "--ops", ",".join(ops), "--sizes", sizes,
-                   "--rounds", str(rounds), "--target-ms", str(target), "--json", raw]
-        if args.iters:
-            command += ["--iters", str(args.iters)]
-        if args.off_cache:
-            command.append("--off-cache")
-        if args.fresh:
-            command.append("--fresh")
-        print("# launching: %s" % shlex.join(command), flush=True)
-        proc = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                text=True, errors="replace", start_new_session=True)
-        try:
-            for line in proc.stdout:
-                sys.stdout.write(line)
-                sys.stdout.flush()
-            rc = proc.wait()
-        except BaseException:
-            _kill_job(proc)
-            raise
-        if rc != 0 or not os.path.exists(raw):
-            raise BenchError("the MPI job failed (exit status %s); see its output above" % rc)
-        with open(raw) as f:
-            job = json.load(f)
+    worker = ["pgascol.tools.bench", "worker", "--via", "comm", "--ops", ",".join(ops), "--sizes", sizes,
+              "--rounds", str(rounds), "--target-ms", str(target)]
+    if args.iters:
+        worker += ["--iters", str(args.iters)]
+    if args.off_cache:
+        worker.append("--off-cache")
+    if args.fresh:
+        worker.append("--fresh")
+    rc, job = launch(prefix, np_, args.virtual_node_size, worker)
+    if rc != 0 or job is None:
+        raise BenchError("the MPI job failed (exit status %s); see its output above" % rc)
     meta = collect_meta(shlex.join(["pgascol-bench", *argv]), job["np"], args.virtual_node_size,
                         job["mpi_library"], shlex.join(prefix), impl)
     meta["rounds"] = rounds
@@ -684,6 +693,8 @@ def describe_run(meta):
     parts = []
     if meta.get("np") is not None:
         parts.append("np=%d" % meta["np"])
+    elif meta.get("nps"):
+        parts.append("np=%s" % ",".join(map(str, meta["nps"])))
     if meta.get("mpi_library"):
         parts.append(" ".join(meta["mpi_library"].split()))
     if meta.get("machine"):
@@ -878,8 +889,9 @@ def cmd_compare(args):
 
 def _parser():
     ap = argparse.ArgumentParser(prog="pgascol-bench",
-                                 description="pgascol.Comm against native MPI collectives; "
-                                             "no arguments: `run` with the default sweep")
+                                 description="pgascol.Comm against native MPI collectives, and the PGAS "
+                                             "layer's benchmarks (pgas); no arguments: `run` with the "
+                                             "default sweep")
     sub = ap.add_subparsers(dest="command")
     r = sub.add_parser("run", help="launch an MPI job and time pgascol vs native MPI")
     r.add_argument("--np", type=int, help="ranks (default: 2-4 by the CPU count; --quick: 2)")
@@ -907,6 +919,8 @@ def _parser():
                    help="one PNG per op, time against size: out.png -> out-bcast.png, ...; "
                         "DIR/ -> DIR/bcast.png, ... (needs matplotlib)")
     r.add_argument("--quick", action="store_true", help="a small sweep (np=2, under 2 minutes)")
+    from . import bench_pgas
+    bench_pgas.add_parser(sub)
     c = sub.add_parser("compare", help="compare two JSON results; exit 1 on a pgascol regression")
     c.add_argument("base")
     c.add_argument("new")
@@ -932,6 +946,9 @@ def main(argv=None):
     try:
         if args.command == "run":
             return cmd_run(args, argv)
+        if args.command == "pgas":
+            from . import bench_pgas
+            return bench_pgas.cmd_pgas(args, argv)
         if args.command == "plot":
             return cmd_plot(args)
         return cmd_compare(args)
@@ -943,4 +960,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # the package's module, not this __main__ copy: bench_pgas raises its BenchError
+    from pgascol.tools.bench import main as _main
+    sys.exit(_main())
