@@ -271,6 +271,25 @@ static inline uint32_t pgc_sig_arg(uint32_t sig)
 {
     return sig & PGC_SIG_ARG_MASK;
 }
+/* Collectives in which no member but the root waits on another: a root
+ * that refuses its arguments (pgc_coll_refuse) ends the call on every member
+ * that waits for it, with PGC_EREFUSED and the root's reason, and the team
+ * stays usable; in any other collective a refusal aborts the team
+ * (pgc_signature_mismatch, sync.c), since members that wait on each other
+ * could not all tell. */
+static inline int pgc_root_refusal_ends_call(pgc_coll coll)
+{
+    return coll == PGC_COLL_GATHER || coll == PGC_COLL_GATHERV || coll == PGC_COLL_SCATTER ||
+           coll == PGC_COLL_SCATTERV;
+}
+/* Whether a and b are the same collective up to the v form (a hierarchical
+ * Scatter's node leg is a Scatterv). */
+static inline int pgc_same_family(pgc_coll a, pgc_coll b)
+{
+    return a == b || (a == PGC_COLL_GATHER && b == PGC_COLL_GATHERV) ||
+           (a == PGC_COLL_GATHERV && b == PGC_COLL_GATHER) || (a == PGC_COLL_SCATTER && b == PGC_COLL_SCATTERV) ||
+           (a == PGC_COLL_SCATTERV && b == PGC_COLL_SCATTER);
+}
 /* A reduction's signature argument: datatype (4 bits), operator (4 bits)
  * and a 10-bit hash of its shape (pgc_sig_shape), so members that reduce
  * different counts (or Reduce to different roots) fail with

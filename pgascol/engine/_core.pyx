@@ -16,7 +16,7 @@ from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 
 from .ccore cimport *
-from ..errors import (ArgumentError, CollectiveMismatchError, PeerDeadError, PgascolError,
+from ..errors import (ArgumentError, CollectiveMismatchError, PeerDeadError, PgascolError, RootRefusedError,
                      PgascolTimeoutError, TeamAbortedError, TeamClosedError)
 
 # Names of the C enums, in order.
@@ -124,7 +124,8 @@ cdef int _raise(int code, pgc_error *err) except -1:
     msg = err.msg.decode(errors="replace") if err.msg[0] else "pgascol error %d" % code
     cls = {PGC_EINVAL: ArgumentError, PGC_ETIMEDOUT: PgascolTimeoutError,
            PGC_EPEERDEAD: PeerDeadError, PGC_EABORTED: TeamAbortedError,
-           PGC_ECLOSED: TeamClosedError, PGC_EMISMATCH: CollectiveMismatchError}.get(code, PgascolError)
+           PGC_ECLOSED: TeamClosedError, PGC_EMISMATCH: CollectiveMismatchError,
+           PGC_EREFUSED: RootRefusedError}.get(code, PgascolError)
     raise cls(msg, err.peer, err.sys_errno)
 
 
@@ -542,16 +543,17 @@ cdef class Team:
     def barrier(self):
         self.c_barrier()
 
-    cdef void c_refuse(self, int coll) noexcept:
+    cdef void c_refuse(self, int coll, const char *reason) noexcept:
         """The caller raised an ArgumentError for collective `coll` before
-        entering it, while its peers may have: see pgc_coll_refuse. It may
-        wait (the run-ahead bound), so the GIL goes as for any call."""
+        entering it, while its peers may have: see pgc_coll_refuse (reason:
+        the error's message, or NULL). It may wait (the run-ahead bound), so
+        the GIL goes as for any call."""
         cdef pgc_team *t = self.t
         if t == NULL or self.busy:
             return
         self.busy = 1
         _enter(t, 0)
-        pgc_coll_refuse(t, <pgc_coll>coll)
+        pgc_coll_refuse(t, <pgc_coll>coll, reason)
         _leave(t)
         self.busy = 0
 

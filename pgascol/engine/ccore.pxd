@@ -5,7 +5,7 @@ from libc.stdint cimport uint32_t, uint64_t
 cdef extern from "base/common.h" nogil:
     enum:
         PGC_OK, PGC_EINVAL, PGC_ENOMEM, PGC_ESYS, PGC_ETIMEDOUT, PGC_EPEERDEAD, PGC_EABORTED, PGC_ECLOSED,
-        PGC_EMISMATCH
+        PGC_EMISMATCH, PGC_EREFUSED
     ctypedef struct pgc_error:
         int code
         int peer
@@ -126,7 +126,7 @@ cdef extern from "base/cma.h" nogil:
 
 
 cdef extern from "coll/coll.h" nogil:
-    int pgc_coll_refuse(pgc_team *t, pgc_coll coll)
+    int pgc_coll_refuse(pgc_team *t, pgc_coll coll, const char *reason)
     int pgc_coll_to_mpi(pgc_team *t, pgc_coll coll)
     void pgc_costs_seed(pgc_team *t, const uint32_t *ps_per_byte)
     unsigned long long pgc_probe_interval_ns(uint32_t backoff)

@@ -49,5 +49,6 @@ cdef class UpcProgram:
 
 def upc_refuse(Team team, int coll):
     """This rank refused its arguments to UPC collective `coll` while its
-    node peers may have entered it (pgc_coll_refuse)."""
-    team.c_refuse(coll)
+    node peers may have entered it (pgc_coll_refuse; no reason: a UPC
+    collective's refusal aborts its waiters' call, pgc_root_refusal_ends_call)."""
+    team.c_refuse(coll, NULL)
