@@ -8,7 +8,7 @@ See README.md and docs/ARCHITECTURE.md."""
 __version__ = "0.1.0"
 
 from .errors import (ArgumentError, CollectiveMismatchError, PeerDeadError, PgascolError,  # noqa: F401
-                     PgascolTimeoutError, TeamAbortedError, TeamClosedError)
+                     PgascolTimeoutError, RootRefusedError, TeamAbortedError, TeamClosedError)
 
 # Loaded on first use (PEP 562), so that tools which only launch jobs
 # (pgascol-bench, the test harness) do not initialise MPI by importing pgascol.

@@ -17,6 +17,13 @@ class ArgumentError(PgascolError, ValueError):
     """Bad input, refused before any data moved; the team stays usable."""
 
 
+class RootRefusedError(ArgumentError):
+    """The root of a Gather(v) or Scatter(v) refused its arguments (it
+    raised ArgumentError, whose message this one repeats) before any data
+    moved: the collective failed on the ranks that needed the root, and the
+    communicator stays usable."""
+
+
 class PeerDeadError(PgascolError):
     """A member of the node team died or exited in the middle of an operation."""
 

@@ -50,6 +50,8 @@ Environment variables:
 * ``PGASCOL_TEST_LAUNCHER`` overrides the launcher, e.g. ``mpirun`` or
   ``"/opt/ompi/bin/mpiexec --bind-to none"`` (split like a shell would).
 * ``PGASCOL_TIMEOUT`` is passed to the ranks; it defaults to ``20``.
+* ``PGASCOL_TEST_KILL_AFTER`` (seconds) is each rank's alarm; it defaults to
+  the launch's timeout plus the time the host's kill takes (see below).
 
 Inside the job every rank runs this module as a mini test runner
 (``python -m tests.mpi_harness [-k SUBSTRING | --only NAME ...] PROGRAM
@@ -66,7 +68,17 @@ step::
 ``running`` names the function a rank is inside, so when a job hangs (e.g. one
 rank failed and the others wait in a collective) the host side can tell which
 rank was stuck where.  On timeout the host also asks every rank for a Python
-stack dump (faulthandler on SIGUSR1) before it kills the process tree.
+stack dump (faulthandler on SIGUSR1) before it kills the job.
+
+No rank outlives its job.  MPICH's hydra starts its proxy and every rank in
+a session of their own (``setsid``), so the launcher's process group does
+not hold them: on timeout the host kills the launcher's group, every
+descendant of the launcher, and every rank its report names (found even
+after its proxy died and it was reparented).  Should the host itself die
+(killed by an outer timeout, say), each rank still carries a kernel alarm
+(``PGASCOL_TEST_KILL_AFTER`` seconds, set by the host to the job's timeout
+plus the time the host's own kill takes): SIGALRM's default action ends the
+process whatever it is doing, in MPI or in C, with or without the GIL.
 """
 
 from __future__ import annotations
@@ -103,6 +115,9 @@ OUTPUT_TAIL_LINES = 40
 # down on SIGTERM, before everything is killed.
 STACK_DUMP_WAIT = 2.0
 TERMINATE_GRACE = 2.0
+# A rank's own alarm goes off this long after the job's timeout: the host's
+# stack dump and kill come first.
+KILL_AFTER_MARGIN = STACK_DUMP_WAIT + 2 * TERMINATE_GRACE + 5.0
 
 
 # ---------------------------------------------------------------------------
@@ -374,19 +389,38 @@ def _read_rank_reports(result_dir: Path, np: int) -> list[RankReport]:
 # Host side: running a job
 # ---------------------------------------------------------------------------
 
+# Hydra (MPICH 5.0.2) ends the whole job when a rank is killed by a signal,
+# even with -disable-auto-cleanup ("one of the processes terminated badly"),
+# while a rank that exits with a status, however bad, leaves the others
+# running. Under this shell a rank killed by a signal is an exit status
+# (128 + the signal) to hydra: the shell stays, waits, and exits. Hydra also
+# tells the survivors of a death with SIGUSR1, which would kill the shell:
+# it traps it (its child starts with the default action, and the runner
+# catches it for its stack dumps).
+SIGNAL_TO_STATUS = ("sh", "-c", 'trap : USR1; "$@"; exit $?', "sh")
+
+
 def run_mpi(programs, np: int, args=(), env=None,
-            timeout: float = 120, select=None) -> MPIRunResult:
+            timeout: float = 120, select=None, keep_survivors=False) -> MPIRunResult:
     """Run the test functions of `programs` (one program, or a sequence of
     them sharing the launch) on `np` ranks and collect results.
 
     `args` become the programs' ``sys.argv[1:]``; `env` is added to the
     ranks' environment; `select` is None (all ``test_*`` functions), a
     substring of test names, or a list of exact test names (`list_tests`).
+    `keep_survivors` (MPICH's hydra only): the launcher leaves the other
+    ranks running when one dies, even by a signal (-disable-auto-cleanup,
+    each rank under SIGNAL_TO_STATUS), so that a test sees what they do.
     Test failures and timeouts do not raise: inspect or ``check()`` the
     result.
     """
     programs = resolve_programs(programs)
-    prefix, _impl = find_launcher()
+    prefix, impl = find_launcher()
+    wrapper = ()
+    if keep_survivors:
+        if impl != "mpich":
+            raise ValueError("keep_survivors needs MPICH's hydra, not %s" % impl)
+        prefix, wrapper = [*prefix, "-disable-auto-cleanup"], SIGNAL_TO_STATUS
     if select is None:
         functions = list_tests(programs)
         selection = []
@@ -403,13 +437,15 @@ def run_mpi(programs, np: int, args=(), env=None,
         filter(None, [str(REPO_ROOT), rank_env.get("PYTHONPATH")]))
     # Unbuffered, so output printed right before a hang or crash is not lost.
     rank_env["PYTHONUNBUFFERED"] = "1"
+    rank_env.setdefault("PGASCOL_TEST_KILL_AFTER", str(int(timeout + KILL_AFTER_MARGIN + 1)))
 
     with tempfile.TemporaryDirectory(prefix="pgascol-mpi-") as tmp, cleaned_mpi_shm():
         result_dir = Path(tmp)
-        command = [*prefix, "-n", str(np), sys.executable, "-m", "tests.mpi_harness",
+        command = [*prefix, "-n", str(np), *wrapper, sys.executable, "-m", "tests.mpi_harness",
                    *selection, *map(str, programs), str(result_dir), "--", *map(str, args)]
-        # Its own process group (setsid), so that the launcher and
-        # everything it started can be signalled together.
+        # Its own session (setsid), so that the launcher's process group is
+        # nobody else's; hydra's proxy and ranks have sessions of their own,
+        # which _kill_job finds through the process tree and the reports.
         proc = subprocess.Popen(command, cwd=REPO_ROOT, env=rank_env, text=True,
                                 errors="replace", stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -420,10 +456,10 @@ def run_mpi(programs, np: int, args=(), env=None,
         except subprocess.TimeoutExpired:
             timed_out = True
             _dump_rank_stacks(proc, result_dir, np)
-            _kill_process_tree(proc)
+            _kill_job(proc, result_dir, np)
             stdout, stderr = proc.communicate()
         except BaseException:  # e.g. Ctrl-C: leave no ranks behind
-            _kill_process_tree(proc)
+            _kill_job(proc, result_dir, np)
             raise
         ranks = _read_rank_reports(result_dir, np)
 
@@ -480,13 +516,11 @@ def remove_orphaned_mpi_segments(before: set[Path]) -> None:
 
 def _dump_rank_stacks(proc: subprocess.Popen, result_dir: Path, np: int) -> None:
     """Ask every live rank of the job for a faulthandler stack dump."""
-    import psutil  # host side only; the ranks never need it
-
-    descendants = {p.pid for p in psutil.Process(proc.pid).children(recursive=True)}
+    job = {p.pid for p in _job_processes(proc, result_dir, np)}
     stack_files = []
     for report in _read_rank_reports(result_dir, np):
         # Only signal pids that are really part of this job.
-        if report.pid in descendants:
+        if report.pid in job:
             os.kill(report.pid, signal.SIGUSR1)
             stack_files.append(result_dir / f"rank-{report.rank}.stack")
     deadline = time.monotonic() + STACK_DUMP_WAIT
@@ -494,17 +528,40 @@ def _dump_rank_stacks(proc: subprocess.Popen, result_dir: Path, np: int) -> None
         time.sleep(0.05)
 
 
-def _kill_process_tree(proc: subprocess.Popen) -> None:
-    """Terminate the launcher, its process group and all its descendants
-    (ranks may have moved to process groups of their own): SIGTERM first so
-    launchers can clean up, SIGKILL for whatever survives the grace period."""
+def _job_processes(proc: subprocess.Popen, result_dir: Path, np: int) -> list:
+    """The launcher, its descendants, and the ranks the reports in
+    result_dir name (a rank whose proxy died is no descendant any more; its
+    report's pid is taken only if that process started with the launcher or
+    later, so a reused pid is left alone)."""
     import psutil  # host side only; the ranks never need it
 
     try:
         launcher = psutil.Process(proc.pid)
         procs = [launcher, *launcher.children(recursive=True)]
+        started = launcher.create_time()
     except psutil.NoSuchProcess:
-        procs = []
+        procs, started = [], None
+    known = {p.pid for p in procs}
+    for report in _read_rank_reports(result_dir, np):
+        if report.pid is None or report.pid in known:
+            continue
+        try:
+            rank = psutil.Process(report.pid)
+            if started is not None and rank.create_time() >= started:
+                procs.append(rank)
+        except psutil.NoSuchProcess:
+            pass
+    return procs
+
+
+def _kill_job(proc: subprocess.Popen, result_dir: Path, np: int) -> None:
+    """Terminate the launcher, its process group and every process of the
+    job (_job_processes: hydra's proxy and ranks are in sessions of their
+    own): SIGTERM first so launchers can clean up, SIGKILL for whatever
+    survives the grace period."""
+    procs = _job_processes(proc, result_dir, np)
+    import psutil
+
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(proc.pid, sig)
@@ -714,6 +771,12 @@ def _rank_main(argv: list[str]) -> None:
     # Split off by hand: argparse would let PROGRAM absorb what follows "--".
     cut = argv.index("--") if "--" in argv else len(argv)
     opts, program_args = parser.parse_args(argv[:cut]), argv[cut + 1:]
+
+    # The last resort against orphans: the kernel ends this rank if the host
+    # could not (SIGALRM's default action; nothing here handles it).
+    kill_after = int(os.environ.get("PGASCOL_TEST_KILL_AFTER", "0") or 0)
+    if kill_after > 0:
+        signal.alarm(kill_after)
 
     from mpi4py import MPI
     comm = MPI.COMM_WORLD

@@ -304,3 +304,223 @@ def test_sizes_and_entry_point():
     assert bench.parse_sizes("1K:8K:2") == [1024, 2048, 4096, 8192]
     text = (REPO / "pyproject.toml").read_text()
     assert 'pgascol-bench = "pgascol.tools.bench:main"' in text
+
+
+# ---------------------------------------------------------------------------
+# pgascol-bench pgas: the PGAS layer's benchmarks
+# ---------------------------------------------------------------------------
+
+PGAS_TINY = ("--table-log2", 10, "--element-table-log2", 14, "--stream-n", 6000, "--stream-block", 1000,
+             "--latency-iters", 50, "--rounds", 2)
+RA_OPS = ["pgas.randomaccess." + v for v in ("strict", "update", "batched", "rma", "alltoallv")]
+
+
+def pgas_cases(doc):
+    return {(r["op"], r["bytes"], r["np"], r["impl"]): r for r in doc["results"]}
+
+
+def check_pgas_records(doc, nps, variants=RA_OPS):
+    """Every benchmark's records at every rank count, verified, in the schema."""
+    cases = pgas_cases(doc)
+    for P in nps:
+        for op in variants:
+            impl = "mpi" if op.endswith(("rma", "alltoallv")) else "pgascol"
+            # the per-element variants: a table large enough that strict's races stay under 1%
+            log2 = 14 if op.endswith(("strict", "update")) else 10
+            r = cases[(op, 8 << log2, P, impl)]
+            assert r["unit"] == "GUPS" and r["rate"] > 0 and r["table_log2"] == log2
+            assert r["iters"] == 4 << log2              # HPCC: 4 x the table's updates
+            # 0 errors; the strict variant's get-modify-put is not atomic: HPCC's 1%
+            assert r["errors"] <= ((1 << log2) // 100 if op.endswith("strict") else 0), r
+        for impl in ("pgascol", "numpy"):
+            r = cases[("pgas.stream.local", 24 * 6000, P, impl)]
+            assert r["unit"] == "GB/s" and r["rate"] > 0 and r["errors"] == 0
+        assert cases[("pgas.stream.slicing", 24 * 6000, P, "pgascol")]["errors"] == 0
+    for r in doc["results"]:
+        bulk = r["op"].startswith("pgas.latency.") and r["bytes"] > 8    # short rounds, 5 x as many
+        assert 0 < r["t_min_us"] <= r["t_avg_us"] <= r["t_max_us"] and r["rounds"] == (10 if bulk else 2), r
+
+
+@pytest.fixture(scope="module")
+def pgas_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("pgas") / "pgas.json"
+    r = cli("pgas", "--np", "1,2", *PGAS_TINY, "--json", out, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return out, r.stdout
+
+
+# ---------------------------------------------------------------------------
+# pgascol-bench upc: the UPC collectives, UOMS-style
+# ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def upc_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench_upc") / "upc.json"
+    r = cli("upc", "--np", 2, "--colls", "broadcast,exchange,reduce", "--sizes", "4,1K",
+            "--algorithms", "default,push", "--flags", "ALLSYNC,NOSYNC", "--rounds", 2, "--iters", 20,
+            "--json", out, "--plot", str(out.parent) + "/", timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return out, r.stdout
+
+
+def test_pgas_writes_every_benchmark_verified(pgas_run):
+    path, stdout = pgas_run
+    doc = json.loads(path.read_text())
+    assert doc["schema"] == "pgascol-bench/1"
+    assert doc["meta"]["nps"] == [1, 2] and doc["meta"]["np"] is None
+    assert doc["meta"]["params"]["table_log2"] == 10
+    check_pgas_records(doc, (1, 2))
+    cases = pgas_cases(doc)
+    # latency: from rank 1 on the same node, against MPI, the bulk get against a memcpy
+    for nbytes in (8, 1 << 20):
+        ours, mpi = cases[("pgas.latency.node", nbytes, 2, "pgascol")], cases[("pgas.latency.node", nbytes, 2, "mpi")]
+        assert ours["path"] == "node" and ours["unit"] == "us" and mpi["t_min_us"] > 0
+        assert (ours["memcpy_us"] > 0) == (nbytes > 8)
+    assert not any(k[0].startswith("pgas.latency.") and k[2] == 1 for k in cases)    # needs 2 ranks
+    assert cases[("pgas.randomaccess.batched", 8 << 10, 2, "pgascol")]["path"] == "node"
+    # the efficiency from one rank, also measured in the np=2 job itself (rank 0 alone, in turns)
+    alone = cases[("pgas.randomaccess.batched.one_rank", 8 << 10, 2, "pgascol")]
+    assert alone["rate"] > 0 and alone["errors"] == 0 and alone["iters"] == 4 << 10
+    assert not any(k[0].endswith("one_rank") and k[2] == 1 for k in cases)
+    for text in ("batched  np=2", "the better MPI way", "efficiency from the np=1 job",
+                 "from one rank in the same job", "x numpy processes",
+                 "x local()", "a memcpy"):
+        assert text in stdout, text
+    assert "VERIFICATION FAILED" not in stdout
+
+
+def test_pgas_on_virtual_nodes(tmp_path):
+    """Virtual nodes of 2 over 3 ranks: rank 0 reads from a node peer and from
+    another node, the arrays go through MPI across nodes, all verified."""
+    out = tmp_path / "vn.json"
+    # per element across nodes is one MPI Accumulate per update: not strict and update here
+    r = cli("pgas", "--np", 3, "--virtual-node-size", 2, *PGAS_TINY, "--variants", "batched,rma,alltoallv",
+            "--json", out, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads(out.read_text())
+    assert doc["meta"]["virtual_node_size"] == 2 and doc["meta"]["np"] == 3
+    check_pgas_records(doc, (3,), RA_OPS[2:])
+    cases = pgas_cases(doc)
+    assert cases[("pgas.randomaccess.batched", 8 << 10, 3, "pgascol")]["path"] == "internode"
+    assert not any(k[0].endswith("one_rank") for k in cases)        # one node only
+    assert cases[("pgas.latency.node", 8, 3, "pgascol")]["target"] == 1
+    assert cases[("pgas.latency.internode", 8, 3, "pgascol")]["target"] == 2
+    assert cases[("pgas.latency.internode", 1 << 20, 3, "mpi")]["t_min_us"] > 0
+
+
+def test_pgas_compare_flags_a_slowdown(pgas_run, tmp_path):
+    path, _ = pgas_run
+    r = cli("compare", path, path)
+    assert r.returncode == 0 and "no regression" in r.stdout, r.stdout
+    doc = json.loads(path.read_text())
+    slow = copy.deepcopy(doc)
+    for row in slow["results"]:
+        if row["op"] == "pgas.randomaccess.batched" and row["np"] == 2:
+            factor = 1.01 * max(2.0, row["t_max_us"] / row["t_min_us"])    # beyond the base's spread
+            for k in ("t_min_us", "t_avg_us", "t_max_us"):
+                row[k] *= factor
+    new = tmp_path / "slow.json"
+    new.write_text(json.dumps(slow))
+    r = cli("compare", path, new)
+    assert r.returncode == 1, r.stdout
+    assert r.stdout.strip().splitlines()[-1] == "1 regression(s): pgas.randomaccess.batched 8K np=2"
+
+
+def test_hpcc_generator_is_exact():
+    from pgascol.tools import hpcc
+    seq = [1]
+    for _ in range(4000):
+        seq.append(hpcc.step(seq[-1]))
+    assert seq[1:4] == [2, 4, 8] and seq[64] == hpcc.POLY     # x^64 = x^2 + x + 1
+    for n in (0, 1, 2, 63, 64, 65, 1000, 2999):
+        assert hpcc.starts(n) == seq[n]
+    assert hpcc.starts(hpcc.PERIOD) == 1 and hpcc.starts(-1) == hpcc.starts(hpcc.PERIOD - 1)
+    n = 123456789012345
+    assert hpcc.starts(n + 40) == hpcc.jump_int(hpcc.starts(n), 40)
+    # group after group of consecutive values, whatever the chunk size, group and start
+    for first, count, size, group in ((0, 2900, 128, 64), (17, 1000, 320, 64), (5, 64, 64, 64),
+                                      (3, 2999, 2048, 1024), (0, 2048, 2048, 1024)):
+        stream, got = hpcc.Stream(first, count, size, group), []
+        while True:
+            chunk = stream.chunk()
+            if not len(chunk):
+                break
+            got += chunk.tolist()
+        assert len(got) == count
+        for g in range(0, count, group):
+            want = seq[first + 1 + g:first + 1 + min(g + group, count)]
+            assert sorted(got[g:g + group]) == sorted(want), (first, count, size, group, g)
+    far = hpcc.Stream(n, 1 << 17)
+    first_group = far.chunk()[:1024]
+    assert sorted(first_group.tolist()) == sorted(hpcc.starts(n + k) for k in range(1, 1025))
+    assert hpcc.starts(n + (1 << 16) + 1) in far.chunk()[:1024].tolist()
+
+
+@pytest.mark.parametrize("args, message", [
+    (("pgas", "--np", "0"), "bad --np '0'"),
+    (("pgas", "--np", "two"), "bad --np 'two'"),
+    (("pgas", "--benchmarks", "stream,linpack"), "bad --benchmarks 'stream,linpack'"),
+    (("pgas", "--variants", "atomic"), "bad --variants 'atomic'"),
+    (("pgas", "--table-log2", "0"), "--table-log2 must be between 1 and 40"),
+    (("pgas", "--rounds", "0"), "--rounds must be between 1 and 10000"),
+    (("pgas", "--virtual-node-size", "0"), "--virtual-node-size must be >= 1"),
+])
+def test_pgas_bad_arguments(args, message):
+    r = cli(*args, timeout=60)
+    assert r.returncode == 2
+    assert message in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and "launching" not in r.stdout
+def test_upc_writes_the_run_schema_with_uoms_statistics(upc_run):
+    path, stdout = upc_run
+    doc = json.loads(path.read_text())
+    assert doc["schema"] == "pgascol-bench/1" and doc["meta"]["np"] == 2
+    assert doc["meta"]["benchmark"].startswith("upc") and doc["meta"]["root"] == 0
+    rows = {(r["op"], r["bytes"], r["impl"]): r for r in doc["results"]}
+    for nbytes in (4, 1024):
+        for op in ("upc_broadcast", "upc_broadcast:push", "upc_broadcast@NOSYNC", "upc_broadcast:push@NOSYNC",
+                   "upc_exchange", "upc_exchange:push", "upc_reduce", "upc_reduce@NOSYNC"):
+            r = rows[(op, nbytes, "pgascol")]
+            assert 0 < r["t_min_us"] <= r["t_avg_us"] <= r["t_max_us"], r
+            assert r["iters"] == 20 and r["rounds"] == 2
+        for coll in ("broadcast", "exchange", "reduce"):
+            for impl in ("pgascol_comm", "mpi"):
+                assert rows[("upc_" + coll, nbytes, impl)]["t_min_us"] > 0
+        # UOMS's aggregate bandwidth from t_min: P (broadcast) or P*P (exchange) x nbytes, MB = 10**6 B
+        b = rows[("upc_broadcast", nbytes, "pgascol")]
+        assert b["bandwidth_mbs"] == pytest.approx(2 * nbytes / b["t_min_us"])
+        e = rows[("upc_exchange", nbytes, "pgascol")]
+        assert e["bandwidth_mbs"] == pytest.approx(4 * nbytes / e["t_min_us"])
+        assert rows[("upc_reduce", nbytes, "pgascol")]["bandwidth_mbs"] is None
+    assert ("upc_reduce:push", 4, "pgascol") not in rows          # reduce has no push
+    assert "t_avg" in stdout and "/comm" in stdout and "/mpi" in stdout
+
+
+def test_upc_json_is_read_by_compare_and_plot(upc_run, tmp_path):
+    path, stdout = upc_run
+    for coll in ("broadcast", "exchange", "reduce"):
+        assert_png(path.parent / ("upc_%s.png" % coll))
+    r = cli("compare", path, path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "no regression (20 pgascol case(s) compared)" in r.stdout
+    slower = json.loads(path.read_text())
+    for row in slower["results"]:
+        if row["op"] == "upc_broadcast" and row["impl"] == "pgascol":
+            row["t_min_us"] = row["t_max_us"] * 3 + 1
+    new = tmp_path / "slower.json"
+    new.write_text(json.dumps(slower))
+    r = cli("compare", path, new)
+    assert r.returncode == 1 and "upc_broadcast 4 np=2" in r.stdout, r.stdout
+    r = cli("plot", path, "--plot", str(tmp_path) + "/")
+    assert r.returncode == 0, r.stderr
+    assert_png(tmp_path / "upc_broadcast.png")
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--root", 2), "--root 2 is not a rank of 2"),
+    (("--flags", "SOMETIMES"), "bad --flags entry"),
+    (("--colls", "bcast"), "unknown collective"),
+    (("--op", "XOR"), "--op must be"),
+])
+def test_upc_bad_arguments(args, message):
+    r = cli("upc", "--np", 2, *args)
+    assert r.returncode == 2 and message in r.stderr, r.stderr

@@ -35,7 +35,8 @@ def test_c_program(program, tmp_path):
 # files of its own layer or of one below it, never another, and no two
 # files may depend on each other, directly or through others. The
 # collectives and the PGAS layer's one-sided updates (rma) are side by side.
-LAYERS = {"base": (), "team": ("base",), "coll": ("base", "team"), "rma": ("base",)}
+LAYERS = {"base": (), "team": ("base",), "coll": ("base", "team"), "rma": ("base",),
+          "upc": ("base", "team", "coll")}
 
 
 def _layer(rel):

@@ -5,12 +5,13 @@ shares its launches)."""
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import psutil
 import pytest
 
-from tests.mpi_harness import (DEFAULT_NPROCS, MPITestFailure, Run, find_launcher,
+from tests.mpi_harness import (DEFAULT_NPROCS, MPITestFailure, Run, cleaned_mpi_shm, find_launcher,
                                list_test_functions, list_tests, program_tests, run_mpi,
                                selected_nprocs)
 
@@ -141,3 +142,44 @@ def test_crashed_rank_is_reported():
     message = str(failure.value)
     assert "rank 1: STUCK/CRASHED: died inside it" in message
     assert f"rank 1: inside {name}" in message  # from the clean-exit part
+
+
+def _processes_with(marker):
+    """The live processes whose environment holds HARNESS_SELFTEST_MARKER=marker."""
+    found = []
+    for p in psutil.process_iter():
+        try:
+            if p.environ().get("HARNESS_SELFTEST_MARKER") == marker and p.status() != psutil.STATUS_ZOMBIE:
+                found.append(p)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            pass
+    return found
+
+
+def test_ranks_do_not_outlive_a_killed_host():
+    """The host (a pytest process, say) is SIGKILLed while its job hangs:
+    nobody is left to kill the job, and hydra keeps the ranks in sessions of
+    their own. Each rank's alarm (PGASCOL_TEST_KILL_AFTER) ends it anyway."""
+    marker = "orphan-%d" % time.monotonic_ns()
+    with cleaned_mpi_shm():             # MPICH's segment: the dead host cannot remove it
+        _orphans_die_by_their_alarm(marker)
+
+
+def _orphans_die_by_their_alarm(marker):
+    host = subprocess.Popen([sys.executable, "-c", (
+        "from tests.mpi_harness import run_mpi\n"
+        "run_mpi(%r, np=2, select=['test_hangs_on_rank0'], timeout=600,\n"
+        "        env={'HARNESS_SELFTEST_MARKER': %r, 'PGASCOL_TEST_KILL_AFTER': '5'})\n" % (SELFTEST, marker))],
+        cwd=Path(__file__).resolve().parent.parent)
+    try:
+        deadline = time.monotonic() + 60
+        while len([p for p in _processes_with(marker) if "tests.mpi_harness" in p.cmdline()]) < 2:
+            assert time.monotonic() < deadline, "the job's ranks never started"
+            time.sleep(0.1)
+    finally:
+        host.kill()
+        host.wait()
+    orphans = _processes_with(marker)
+    assert orphans, "the job ended with its host: nothing to test"
+    gone, alive = psutil.wait_procs(orphans, timeout=30)
+    assert not alive, "survived their host by 30 s: %s" % [(p.pid, p.cmdline()[:4]) for p in alive]

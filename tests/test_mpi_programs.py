@@ -46,6 +46,18 @@ SHORT_TIMEOUT = {"PGASCOL_TIMEOUT": "3"}
 # The scenarios of node_team.py end their jobs abnormally: tests/test_segment_cleanup.py runs them.
 NODE_TEAM_SCENARIOS = tuple(n for n in list_test_functions("node_team.py") if n.startswith("test_scenario_"))
 
+# pgascol.upc, in the style of the GWU UPC test suite: all the cases of
+# tests/mpi_programs/upc_cases.py at np 2 and 3 (the data movement's whole
+# product; the reductions' every pair of dimensions, PGASCOL_UPC_TEST_PRODUCT=full
+# for their whole product), a fixed random twentieth of them elsewhere.
+# Arguments that differ between ranks are tried on one node only: across nodes
+# a refusal on some ranks leaves the others in MPI until PGASCOL_TIMEOUT.
+UPC = ("upc_collectives.py", "upc_semantics.py")
+UPC_EVERY_CASE = {"PGASCOL_UPC_TEST_SAMPLE": "all"}
+UPC_SAMPLED = {"PGASCOL_UPC_TEST_SAMPLE": "0.05"}
+UPC_ONE_NODE_ONLY = ("upc_semantics::test_misuse_arguments_differing_between_ranks",)
+UPC_LARGE = ("upc_collectives::test_large_reductions",)
+
 TABLE = [
     # ---- pgascol.Comm: on one node, and as a hierarchy of virtual nodes of 1, 2 and 3 ranks
     Run(COMM, timeout=300),
@@ -111,6 +123,23 @@ TABLE = [
     Run("pgas_arrays.py", (4, 8), "vnodes_of_2", vnodes(2), timeout=300),
     Run("pgas_arrays.py", (8,), "vnodes_of_3_roundrobin", vnodes(3, "roundrobin"), timeout=300),
 
+    # ---- UPC collectives on global arrays (pgascol.upc): every collective and algorithm once,
+    # inside one node (programs of copies) and across virtual nodes of 1, 2 and 3 ranks ('hier')
+    Run("upc_smoke.py", timeout=300),
+    Run("upc_smoke.py", (2, 3), "vnodes_of_1", vnodes(1), timeout=300),
+    Run("upc_smoke.py", (4, 8), "vnodes_of_2", vnodes(2), timeout=300),
+    Run("upc_smoke.py", (8,), "vnodes_of_3_roundrobin", vnodes(3, "roundrobin"), timeout=300),
+
+    # ---- pgascol.upc: every case on one node at np 2 and 3; a sample at np 1, 4, 8 and on
+    # virtual nodes of 1, 2 and 3 ranks (the inter-node legs)
+    Run(UPC, (2, 3), "every_case", UPC_EVERY_CASE, timeout=600),
+    Run(UPC, (1, 4, 8), "sampled", UPC_SAMPLED, timeout=600, exclude=UPC_LARGE),
+    Run(UPC, (3,), "vnodes_of_1_sampled", {**vnodes(1), **UPC_SAMPLED}, timeout=600,
+        exclude=UPC_ONE_NODE_ONLY + UPC_LARGE),
+    Run(UPC, (4,), "vnodes_of_2_sampled", {**vnodes(2), **UPC_SAMPLED}, timeout=600, exclude=UPC_ONE_NODE_ONLY),
+    Run(UPC, (4,), "vnodes_of_3_sampled", {**vnodes(3), **UPC_SAMPLED}, timeout=600,
+        exclude=UPC_ONE_NODE_ONLY + UPC_LARGE),
+
     # ---- buffers in node shared memory (pgascol.empty): one node, with the kernel's single
     # copy off (the shared regions' copies only), and virtual nodes (the intra-node legs)
     Run("shared_buffers.py", timeout=300),
@@ -148,6 +177,8 @@ test_random_mix = chapter("random_mix.py")
 test_engine = chapter("engine.py")
 test_node_team = chapter("node_team.py")
 test_pgas = chapter("pgas_arrays.py")
+test_upc_smoke = chapter("upc_smoke.py")
+test_upc = chapter(UPC)
 test_shared_buffers = chapter("shared_buffers.py")
 
 assert len(_taken) == len(TABLE), "a row of TABLE that no chapter above runs"

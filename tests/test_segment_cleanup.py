@@ -30,21 +30,31 @@ def pgascol_entries() -> set[str]:
     return {n for n in os.listdir("/dev/shm") if n.startswith("pgascol-")}
 
 
+def maps_mentioning(text: str):
+    """The lines of every live process's /proc/<pid>/maps that contain text."""
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open(f"/proc/{pid}/maps") as f:
+                    yield from [line for line in f if text in line]
+            except OSError:  # gone, or a kernel thread
+                pass
+
+
+def _mapped(prefix: str) -> set[str]:
+    """The names following `prefix` in the live processes' mappings."""
+    return {line[line.find(prefix) + len(prefix):].split()[0] for line in maps_mentioning(prefix)}
+
+
 def mapped_segments() -> set[str]:
     """pgascol segment files some live process has mapped (still named)."""
-    found = set()
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/maps") as f:
-                for line in f:
-                    i = line.find("/dev/shm/pgascol-")
-                    if i >= 0:
-                        found.add(line[i + len("/dev/shm/"):].split()[0])
-        except OSError:  # gone, or a kernel thread
-            pass
-    return found
+    return {"pgascol-" + n for n in _mapped("/dev/shm/pgascol-")}
+
+
+def mapped_memfds() -> set[str]:
+    """The names (pgascol-<hex>) of the pgascol memfd segments some live
+    process maps: a memfd has no file to leave behind, only mappings."""
+    return {"pgascol-" + n for n in _mapped("/memfd:pgascol-")}
 
 
 def new_entries(before: set[str], rounds: int = 4) -> set[str]:
@@ -65,36 +75,53 @@ def new_entries(before: set[str], rounds: int = 4) -> set[str]:
 
 
 class Scenario:
-    """One abnormal-ending job of node_team.py and what it left behind."""
+    """One abnormal-ending job of `program` (node_team.py unless given) and
+    what it left behind. The program writes each segment's address to
+    RESULT_DIR/name-*, survivors their outcome to survivor-<rank>.json."""
 
-    def __init__(self, name, np=4, env=None, auto_cleanup=True, monkeypatch=None, kind="memfd"):
+    def __init__(self, name, np=4, env=None, auto_cleanup=True, kind="memfd", program=PROGRAM):
         before = pgascol_entries()
+        mpi_before = harness.mpi_shm_entries()
         with tempfile.TemporaryDirectory(prefix="pgascol-leak-") as tmp:
-            if not auto_cleanup:
-                # MPICH's hydra kills every rank when one dies; without that,
-                # the survivors must see the death themselves.
-                prefix, impl = harness.find_launcher()
-                monkeypatch.setattr(harness, "find_launcher",
-                                    lambda: (prefix + ["-disable-auto-cleanup"], impl))
-            self.result = run_mpi(PROGRAM, np, args=[tmp], select=[name],
+            # MPICH's hydra kills every rank when one dies; without that
+            # (keep_survivors), the survivors must see the death themselves.
+            self.result = run_mpi(program, np, args=[tmp], select=[name],
                                   env={"PGASCOL_TIMEOUT": "10", "PGASCOL_SEGMENT": kind, **(env or {})},
-                                  timeout=60)
-            if not auto_cleanup:
-                monkeypatch.undo()
+                                  timeout=60, keep_survivors=not auto_cleanup)
             files = {p.name: p.read_text() for p in Path(tmp).iterdir() if p.suffix != ".tmp"}
         self.names = {files[f] for f in files if f.startswith("name-")}
         self.survivors = {int(f[len("survivor-"):-len(".json")]): json.loads(text)
                           for f, text in files.items() if f.startswith("survivor-")}
         self.files = files
         self.leaked = new_entries(before)
+        # MPICH's own segments (mpich_shm_*): a killed job leaves them, run_mpi removes them
+        mapped = "".join(maps_mentioning("/dev/shm/"))
+        self.mpi_leftovers = {p for p in harness.mpi_shm_entries() - mpi_before if str(p) not in mapped}
         # the kind asked for is the kind made (a memfd never has a name)
         assert all(n.startswith("memfd:" if kind == "memfd" else "/pgascol-") for n in self.names), self.names
 
     def assert_no_leak(self):
+        """Nothing in /dev/shm, no segment reachable or mapped, no process
+        of the job alive, MPICH's segments removed."""
         __tracebackhide__ = True
         assert not self.leaked, f"left in /dev/shm: {sorted(self.leaked)}"
         for name in self.names:
             assert not segment_reachable(name), name
+        alive = [r.pid for r in self.result.ranks if r.pid is not None and _running(r.pid)]
+        assert not alive, f"ranks of the job still alive: {alive}"
+        memfds = {n.rsplit("/", 1)[-1] for n in self.names if n.startswith("memfd:")}
+        assert not memfds & mapped_memfds(), f"still mapped: {sorted(memfds & mapped_memfds())}"
+        assert not self.mpi_leftovers, f"MPICH's segments left: {sorted(self.mpi_leftovers)}"
+
+
+def _running(pid):
+    """pid is a live process (orphaned zombies may never be reaped in containers)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
 
 
 KINDS = ["memfd", "named"]
@@ -122,9 +149,12 @@ def test_no_leak_after_exception_and_abort(kind):
         assert outcome["type"] in ("PeerDeadError", "TeamAbortedError", "PgascolTimeoutError"), outcome
 
 
-def _check_survivors(s):
+def _check_survivors(s, every=False):
+    """Those that got to a verdict saw rank 1 die; with every, all did."""
     victim = 1
     assert victim not in s.survivors
+    if every:
+        assert sorted(s.survivors) == [r for r in range(s.result.np) if r != victim], s.survivors
     for rank, outcome in s.survivors.items():
         assert outcome["type"] in ("PeerDeadError", "TeamAbortedError"), (rank, outcome)
         assert f"local rank {victim} " in outcome["message"], (rank, outcome)
@@ -140,21 +170,19 @@ LAUNCH_MODES = ["auto-cleanup", pytest.param("no-auto-cleanup", marks=pytest.mar
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("mode", LAUNCH_MODES)
 @pytest.mark.parametrize("np", [2, 4])
-def test_no_leak_after_sigkill(np, mode, kind, monkeypatch):
+def test_no_leak_after_sigkill(np, mode, kind):
     """Rank 1 SIGKILLs itself while the others wait in the team barrier
-    (PGASCOL_TIMEOUT=10). The launcher may kill the survivors at once (it
-    does by default; hydra's -disable-auto-cleanup mostly lets them live):
-    those that got to a verdict must have seen the dead peer, well before the
-    timeout. Nothing may be left in /dev/shm either way."""
+    (PGASCOL_TIMEOUT=10). The launcher kills the survivors at once by
+    default; with run_mpi's keep_survivors they live, and must see the dead
+    peer, well before the timeout. Nothing may be left in /dev/shm either way."""
     start = time.monotonic()
-    s = Scenario("test_scenario_sigkill", np=np, auto_cleanup=(mode == "auto-cleanup"),
-                 monkeypatch=monkeypatch, kind=kind)
+    s = Scenario("test_scenario_sigkill", np=np, auto_cleanup=(mode == "auto-cleanup"), kind=kind)
     assert not s.result.timed_out
     assert time.monotonic() - start < 9, "survivors waited for the timeout"
     assert s.result.returncode != 0
     assert len(s.names) == 1
     s.assert_no_leak()
-    _check_survivors(s)
+    _check_survivors(s, every=(mode != "auto-cleanup"))
 
 
 def test_killed_during_setup_leaves_nothing_with_a_memfd():

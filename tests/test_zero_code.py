@@ -48,6 +48,29 @@ def test_virtual_nodes_through_zero_code_mode():
     assert "'Allreduce': {'hier': 1}" in proc.stdout, proc.stdout
 
 
+PREDEFINED = REPO_ROOT / "tests" / "comm_scripts" / "predefined.py"
+
+
+@pytest.mark.parametrize("np_, node_size", [(1, None), (2, None), (3, None), (4, None), (3, "2"), (4, "1")])
+def test_comm_world_behaves_as_the_predefined_constant(np_, node_size):
+    """free() a no-op, Free() MPI's error, pickled by name, equality,
+    fromhandle, mpi4py's per-communicator lock of the pickle-based methods
+    (threads calling bcast on one communicator at once)."""
+    proc = _run(np_, str(PREDEFINED), "zero-code", env=node_size and {"PGASCOL_NODE_SIZE": node_size})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "predefined: all checks passed (Comm)" in proc.stdout, proc.stdout
+
+
+def test_the_predefined_checks_hold_for_plain_mpi4py():
+    """The same script without pgascol: what it checks is mpi4py's behaviour."""
+    launcher, _ = find_launcher()
+    with cleaned_mpi_shm():
+        proc = subprocess.run([*launcher, "-n", "2", sys.executable, str(PREDEFINED)], capture_output=True,
+                              text=True, timeout=120, cwd=REPO_ROOT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "predefined: all checks passed (Intracomm)" in proc.stdout, proc.stdout
+
+
 def test_uncaught_exception_aborts_the_job():
     start = time.monotonic()
     proc = _run(3, str(SCRIPT), "fail", timeout=60)
@@ -139,3 +162,9 @@ def test_calibrate_with_a_node_of_one_rank_ends_on_every_rank(tmp_path):
     assert "calibration needs >= 2 ranks on every node" in proc.stderr + proc.stdout
     assert not (tmp_path / "cal.json").exists()
     assert time.monotonic() - start < 60
+
+
+def test_info_shows_the_upc_algorithms():
+    assert "upc:        broadcast=pull, scatter=pull, gather=push," in _info().stdout
+    out = _info(PGASCOL_UPC_BROADCAST="binomial-pull-static").stdout
+    assert "broadcast=binomial-pull-static" in out and "PGASCOL_UPC_BROADCAST=binomial-pull-static" in out, out

@@ -36,6 +36,8 @@ enum {
     PGC_EABORTED = -6,   /* another member aborted the team */
     PGC_ECLOSED = -7,    /* the team was closed */
     PGC_EMISMATCH = -8,  /* members are in different collectives (see team.h: signatures) */
+    PGC_EREFUSED = -9,   /* the root refused its arguments before any data moved: the collective
+                          * failed on every member that needed the root, the team is usable */
 };
 
 typedef struct pgc_error {

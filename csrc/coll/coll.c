@@ -6,17 +6,45 @@
 #include "base/cma.h"
 #include "coll/coll.h"
 
-int pgc_coll_refuse(pgc_team *t, pgc_coll coll)
+int pgc_coll_refuse(pgc_team *t, pgc_coll coll, const char *reason)
 {
     if (pgc_check_aborted(t))
         return PGC_OK; /* the sequence numbers no longer matter */
     int rc = pgc_coll_sign(t, PGC_SIG_REFUSED | coll, 0);
     if (rc)
         return rc;
-    /* both words: a peer may wait on either (release: after the signature) */
+    /* The reason into our staging and its length into our descriptor: both
+     * free once every peer is done with the previous collective, and read
+     * only by peers in this one (pgc_coll_root_refused), which post DONE
+     * after reading, before our next collective may write them again. */
+    size_t n = reason ? strnlen(reason, PGC_REFUSAL_MAX) : 0;
+    if (n && (rc = pgc_wait_peers_done(t, 1)) == PGC_OK) {
+        memcpy(pgc_staging_of(t, t->rank), reason, n);
+        pgc_desc_put(t, (pgc_path)PGC_DESC_REFUSED, n);
+    }
+    /* both words: a peer may wait on either (release: after the signature,
+     * the descriptor and the reason) */
     pgc_post_ack(t, PGC_STEP_DONE);
     pgc_post_step(t, PGC_STEP_DONE);
-    return PGC_OK;
+    return rc;
+}
+
+void pgc_coll_root_refused(pgc_team *t)
+{
+    int root = t->err.peer;
+    /* relaxed: after the wait that acquired the root's DONE (pgc_coll_refuse) */
+    uint64_t desc = pgc_desc_get(t, root);
+    if (pgc_desc_path(desc) == (pgc_path)PGC_DESC_REFUSED && pgc_desc_len(desc) <= PGC_REFUSAL_MAX) {
+        char reason[PGC_REFUSAL_MAX + 1];
+        size_t n = (size_t)pgc_desc_len(desc);
+        memcpy(reason, pgc_staging_of(t, root), n);
+        reason[n] = 0;
+        pgc_set_error(&t->err, PGC_EREFUSED, root, 0, "%s: the root (local rank %d) refused its arguments: %s",
+                      pgc_current_coll_name(t), root, reason);
+    }
+    /* done, as the root is: both words (release: after reading its staging) */
+    pgc_post_ack(t, PGC_STEP_DONE);
+    pgc_post_step(t, PGC_STEP_DONE);
 }
 
 int pgc_coll_to_mpi(pgc_team *t, pgc_coll coll)

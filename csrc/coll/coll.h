@@ -96,8 +96,18 @@ static inline int pgc_coll_begin(pgc_team *t, pgc_coll coll, uint32_t arg)
  * sequence number and mark it refused, done at once. A peer that waits on us
  * in this collective fails at once with a message naming us, instead of
  * timing out; a peer that did not need us completes; either way the
- * sequence numbers stay in step. Nothing to do once the team was aborted. */
-int pgc_coll_refuse(pgc_team *t, pgc_coll coll);
+ * sequence numbers stay in step. `reason` (or NULL) is what the caller
+ * raised: our descriptor says "refused" and its length, the text is in our
+ * staging, for the members that end the call with it (pgc_coll_end). Nothing
+ * to do once the team was aborted. */
+int pgc_coll_refuse(pgc_team *t, pgc_coll coll, const char *reason);
+/* The descriptor's path byte of a refusal, and the longest reason kept. */
+#define PGC_DESC_REFUSED 0xffu
+#define PGC_REFUSAL_MAX 256u
+/* This member's wait on the root found it refused (PGC_EREFUSED, team.h:
+ * pgc_root_refusal_ends_call): add the root's reason to the error and end
+ * our part as done, the team in step and usable. */
+void pgc_coll_root_refused(pgc_team *t);
 
 /* This member runs `coll` on MPI instead (arguments pgascol does not
  * accelerate: a user-defined operator, an object without the buffer
@@ -167,14 +177,16 @@ void pgc_costs_seed(pgc_team *t, const uint32_t ps_per_byte[PGC_NXFER]);
 /* ---- end ---- */
 
 /* End a collective with its result `rc`: fold what it measured into the
- * team's costs (discarded on failure), and on success post DONE for this
- * seq. Returns rc. */
+ * team's costs (discarded on failure), and on success (or the root's
+ * refusal) post DONE for this seq. Returns rc. */
 static inline int pgc_coll_end(pgc_team *t, int rc)
 {
     if (PGC_UNLIKELY(t->xfer_pending))
         pgc_costs_fold(t, rc);
     if (rc == PGC_OK)
         pgc_post_step(t, PGC_STEP_DONE);
+    else if (rc == PGC_EREFUSED)
+        pgc_coll_root_refused(t);
     return rc;
 }
 

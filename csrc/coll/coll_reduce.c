@@ -529,7 +529,7 @@ static int reduce_run(pgc_team *t, rplan *p)
         shape = pgc_sig_shape(shape, p->start[j]);
     shape = pgc_sig_shape(shape, p->total);
     t->sig_elems = p->total;
-    int rc = pgc_coll_begin(t, p->coll, PGC_SIG_REDUCTION(p->dt, p->op, (uint32_t)(shape >> 53)));
+    int rc = pgc_coll_begin(t, p->coll, PGC_SIG_REDUCTION(p->dt, p->op, (uint32_t)(shape >> 54)));
     if (rc)
         return rc;
     p->contributes = !(p->kind == RK_EXSCAN && t->rank == t->nranks - 1);

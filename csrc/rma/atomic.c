@@ -72,6 +72,18 @@ static inline double rmw_double(double *w, pgc_op op, double v, int order)
     }
 }
 
+/* Runs LOOP(T, rmw_T) for element type t: the types pgc_rma_update_valid
+ * accepts (others are refused by the caller). */
+#define FOR_TYPE(t, LOOP)                                                            \
+    switch (t) {                                                                     \
+    case PGC_INT32: LOOP(int32_t, rmw_int32_t); break;                               \
+    case PGC_INT64: LOOP(int64_t, rmw_int64_t); break;                               \
+    case PGC_UINT32: LOOP(uint32_t, rmw_uint32_t); break;                            \
+    case PGC_UINT64: LOOP(uint64_t, rmw_uint64_t); break;                            \
+    case PGC_FLOAT64: LOOP(double, rmw_double); break;                               \
+    default: break;                                                                  \
+    }
+
 #define UPDATE_LOOP(T, fn)                                                           \
     do {                                                                             \
         T *b = (T *)base;                                                            \
@@ -82,14 +94,52 @@ static inline double rmw_double(double *w, pgc_op op, double v, int order)
 
 void pgc_rma_update(void *base, pgc_dtype t, pgc_op op, const int64_t *idx, const void *values, size_t n)
 {
-    switch (t) {
-    case PGC_INT32: UPDATE_LOOP(int32_t, rmw_int32_t); break;
-    case PGC_INT64: UPDATE_LOOP(int64_t, rmw_int64_t); break;
-    case PGC_UINT32: UPDATE_LOOP(uint32_t, rmw_uint32_t); break;
-    case PGC_UINT64: UPDATE_LOOP(uint64_t, rmw_uint64_t); break;
-    case PGC_FLOAT64: UPDATE_LOOP(double, rmw_double); break;
-    default: break;     /* refused by the caller (pgc_rma_update_valid) */
+    FOR_TYPE(t, UPDATE_LOOP)
+}
+
+/* The byte offset of element i in the node's segment. Block and rank count
+ * that are powers of two (the blocked layout of 2^k elements over 2^j
+ * ranks, the cyclic one over 2^j ranks) take shifts and masks instead of
+ * divisions, which cost more than the atomic update itself. */
+static inline int64_t cyclic_offset(const pgc_rma_cyclic *a, int64_t i, size_t size, int bshift, int pshift)
+{
+    int64_t q, r, cycle, local;
+    if (bshift >= 0 && pshift >= 0) {
+        q = i >> bshift;
+        r = q & (a->nranks - 1);
+        cycle = q >> pshift;
+        local = (cycle << bshift) | (i & (a->block - 1));
+    } else {
+        q = i / a->block;
+        r = q % a->nranks;
+        cycle = q / a->nranks;
+        local = cycle * a->block + (i - q * a->block);
     }
+    return a->offsets[r] + local * (int64_t)size;
+}
+
+static int log2_exact(int64_t v)
+{
+    return (v > 0 && (v & (v - 1)) == 0) ? __builtin_ctzll((unsigned long long)v) : -1;
+}
+
+#define UPDATE_CYCLIC_LOOP(T, fn)                                                    \
+    do {                                                                             \
+        const T *v = (const T *)values;                                              \
+        for (size_t k = 0; k < count; k++)                                           \
+            (void)fn((T *)(a->base + cyclic_offset(a, idx[k], sizeof(T), bs, ps)), op, v[k], \
+                     __ATOMIC_RELAXED);                                              \
+    } while (0)
+
+int64_t pgc_rma_update_cyclic(const pgc_rma_cyclic *a, pgc_dtype t, pgc_op op, const int64_t *idx,
+                              const void *values, size_t count)
+{
+    for (size_t k = 0; k < count; k++)
+        if (idx[k] < 0 || idx[k] >= a->n)
+            return (int64_t)k;
+    int bs = log2_exact(a->block), ps = log2_exact(a->nranks);
+    FOR_TYPE(t, UPDATE_CYCLIC_LOOP)
+    return -1;
 }
 
 void pgc_rma_fetch_op(void *word, pgc_dtype t, pgc_op op, const void *value, void *old)
@@ -101,14 +151,7 @@ void pgc_rma_fetch_op(void *word, pgc_dtype t, pgc_op op, const void *value, voi
         o = fn((T *)word, op, v, __ATOMIC_SEQ_CST);                                  \
         memcpy(old, &o, sizeof o);                                                   \
     } while (0)
-    switch (t) {
-    case PGC_INT32: FETCH(int32_t, rmw_int32_t); break;
-    case PGC_INT64: FETCH(int64_t, rmw_int64_t); break;
-    case PGC_UINT32: FETCH(uint32_t, rmw_uint32_t); break;
-    case PGC_UINT64: FETCH(uint64_t, rmw_uint64_t); break;
-    case PGC_FLOAT64: FETCH(double, rmw_double); break;
-    default: break;
-    }
+    FOR_TYPE(t, FETCH)
 #undef FETCH
 }
 

@@ -27,6 +27,24 @@ int pgc_rma_update_valid(pgc_op op, pgc_dtype t);
  * accesses beyond the atomicity of each word; pgc_rma_fence orders. */
 void pgc_rma_update(void *base, pgc_dtype t, pgc_op op, const int64_t *idx, const void *values, size_t n);
 
+/* A global array's block-cyclic layout over the parts of one node: element
+ * i lives on rank (i / block) % nranks at local index
+ * (i / (block * nranks)) * block + i % block, and rank r's part starts at
+ * byte offsets[r] of the node's segment `base` (every rank's part is on the
+ * node: the array does not span nodes). */
+typedef struct {
+    char *base;
+    const int64_t *offsets;
+    int64_t n, block, nranks;
+} pgc_rma_cyclic;
+
+/* pgc_rma_update on global indices: element idx[k] of the array `a` (op)=
+ * values[k] for k < count, each atomically, in order. Refuses before it
+ * applies any: returns the position of the first index outside [0, n), or
+ * -1 once every update is applied. */
+int64_t pgc_rma_update_cyclic(const pgc_rma_cyclic *a, pgc_dtype t, pgc_op op, const int64_t *idx,
+                              const void *values, size_t count);
+
 /* Atomically *word = *word (op) *value; *old receives the previous value.
  * Sequentially consistent (the strict form). */
 void pgc_rma_fetch_op(void *word, pgc_dtype t, pgc_op op, const void *value, void *old);

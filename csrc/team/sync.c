@@ -148,11 +148,27 @@ int pgc_signature_mismatch(pgc_team *t, int peer, uint32_t theirs)
                       "accelerate, such as an object without the buffer protocol or a user-defined "
                       "operator) while local rank %d is in %s; every rank must pass arguments of the "
                       "same kind", collname, t->rank, pgc_coll_name(pgc_sig_coll(t->sig)), peer, other);
-    else if (pgc_sig_kind(theirs) & PGC_SIG_REFUSED)
+    else if ((pgc_sig_kind(theirs) & PGC_SIG_REFUSED) && !(pgc_sig_kind(t->sig) & PGC_SIG_REFUSED) &&
+             pgc_same_family(pgc_sig_coll(theirs), pgc_sig_coll(t->sig)) &&
+             pgc_root_refusal_ends_call(pgc_sig_coll(t->sig)) &&
+             peer == (int)pgc_sig_arg(t->sig)) {
+        /* The root refused before anything moved, and nobody waits on a
+         * member but the root: every member that needs it ends the call
+         * with the root's reason (pgc_coll_end, coll.h), no abort. */
+        pgc_set_error(&t->err, PGC_EREFUSED, peer, 0, "%s: the root (local rank %d) refused its arguments",
+                      collname, peer);
+        return PGC_EREFUSED;
+    } else if (pgc_sig_kind(theirs) & PGC_SIG_REFUSED)
         pgc_set_error(&t->err, PGC_EMISMATCH, peer, 0,
                       "%s: local rank %d refused its arguments to %s (see the error it raised), "
                       "so this rank's %s cannot complete",
                       collname, peer, pgc_coll_name(pgc_sig_coll(theirs)), mine);
+    else if (pgc_sig_coll(theirs) == pgc_sig_coll(t->sig) && pgc_sig_coll(t->sig) >= PGC_COLL_UPC_BROADCAST)
+        /* a UPC collective: its argument hashes what must agree (team.h) */
+        pgc_set_error(&t->err, PGC_EMISMATCH, peer, 0,
+                      "%s: local rank %d passed other arguments than this rank (local rank %d): the "
+                      "arrays, root, nbytes, flags, algorithm, operator and counts must agree on every rank",
+                      collname, peer, t->rank);
     else if (strcmp(mine, other) == 0 && pgc_sig_coll(theirs) == pgc_sig_coll(t->sig) &&
              pgc_sig_coll(t->sig) != PGC_COLL_REDUCE_SCATTER)
         /* a reduction of another shape (team.h: PGC_SIG_REDUCTION) */

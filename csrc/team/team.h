@@ -24,7 +24,7 @@
 #include "base/segment.h"
 
 #define PGC_MAGIC 0x316c6f6373616770ull /* "pgascol1" */
-#define PGC_LAYOUT_VERSION 16
+#define PGC_LAYOUT_VERSION 17
 /* The largest inline slot (PGASCOL_INLINE_MAX is capped to it): PGC_RUNAHEAD
  * of them per member, 512 KiB. Below a pipeline chunk, copy-in/copy-out
  * copies as often as inline but adds its protocol: up to 8 KiB inline was
@@ -57,6 +57,9 @@ typedef enum {
     PGC_COLL_GATHER, PGC_COLL_GATHERV, PGC_COLL_SCATTER, PGC_COLL_SCATTERV,
     PGC_COLL_ALLGATHER, PGC_COLL_ALLGATHERV, PGC_COLL_ALLTOALL, PGC_COLL_ALLTOALLV,
     PGC_COLL_REDUCE_SCATTER, PGC_COLL_REDUCE_SCATTER_BLOCK, PGC_COLL_SCAN, PGC_COLL_EXSCAN,
+    /* UPC's collectives on global arrays (csrc/upc/, pgascol.upc) */
+    PGC_COLL_UPC_BROADCAST, PGC_COLL_UPC_SCATTER, PGC_COLL_UPC_GATHER, PGC_COLL_UPC_GATHER_ALL,
+    PGC_COLL_UPC_EXCHANGE, PGC_COLL_UPC_PERMUTE, PGC_COLL_UPC_REDUCE, PGC_COLL_UPC_PREFIX_REDUCE,
     PGC_NCOLL
 } pgc_coll;
 
@@ -75,6 +78,10 @@ static inline const char *pgc_coll_name(pgc_coll coll)
         [PGC_COLL_REDUCE_SCATTER] = "Reduce_scatter",
         [PGC_COLL_REDUCE_SCATTER_BLOCK] = "Reduce_scatter_block",
         [PGC_COLL_SCAN] = "Scan", [PGC_COLL_EXSCAN] = "Exscan",
+        [PGC_COLL_UPC_BROADCAST] = "upc_all_broadcast", [PGC_COLL_UPC_SCATTER] = "upc_all_scatter",
+        [PGC_COLL_UPC_GATHER] = "upc_all_gather", [PGC_COLL_UPC_GATHER_ALL] = "upc_all_gather_all",
+        [PGC_COLL_UPC_EXCHANGE] = "upc_all_exchange", [PGC_COLL_UPC_PERMUTE] = "upc_all_permute",
+        [PGC_COLL_UPC_REDUCE] = "upc_all_reduce", [PGC_COLL_UPC_PREFIX_REDUCE] = "upc_all_prefix_reduce",
     };
     return (unsigned)coll < PGC_NCOLL && names[coll] ? names[coll] : "?";
 }
@@ -250,13 +257,14 @@ void pgc_team_set_cma(pgc_team *t, int ok, const char *reason);
  * waits in sync.h). A signature names what every member must agree on for
  * one collective: which one, and its root or its datatype and operator; its
  * top byte is the sequence number's low byte, so a slot reused by a later
- * collective is recognised. Layout: seq byte (8) | kind (5: collective,
- * refused bit) | argument (19). */
-#define PGC_SIG_REFUSED 0x10u /* kind bit: the member refused its arguments (pgc_coll_refuse) */
-#define PGC_SIG_ARG_MPI 0x7ffffu /* with PGC_SIG_REFUSED: it took the collective to MPI (pgc_coll_to_mpi) */
+ * collective is recognised. Layout: seq byte (8) | kind (6: collective,
+ * refused bit) | argument (18). */
+#define PGC_SIG_REFUSED 0x20u /* kind bit: the member refused its arguments (pgc_coll_refuse) */
+#define PGC_SIG_ARG_MASK 0x3ffffu
+#define PGC_SIG_ARG_MPI PGC_SIG_ARG_MASK /* with PGC_SIG_REFUSED: it took the collective to MPI (pgc_coll_to_mpi) */
 static inline uint32_t pgc_sig_make(uint32_t seq, uint32_t kind, uint32_t arg)
 {
-    return (seq & 0xffu) << 24 | (kind & 0x1fu) << 19 | (arg & 0x7ffffu);
+    return (seq & 0xffu) << 24 | (kind & 0x3fu) << 18 | (arg & PGC_SIG_ARG_MASK);
 }
 static inline uint32_t pgc_sig_seqbyte(uint32_t sig)
 {
@@ -264,7 +272,7 @@ static inline uint32_t pgc_sig_seqbyte(uint32_t sig)
 }
 static inline uint32_t pgc_sig_kind(uint32_t sig)
 {
-    return sig >> 19 & 0x1fu;
+    return sig >> 18 & 0x3fu;
 }
 static inline pgc_coll pgc_sig_coll(uint32_t sig)
 {
@@ -272,25 +280,48 @@ static inline pgc_coll pgc_sig_coll(uint32_t sig)
 }
 static inline uint32_t pgc_sig_arg(uint32_t sig)
 {
-    return sig & 0x7ffffu;
+    return sig & PGC_SIG_ARG_MASK;
+}
+/* Collectives in which no member but the root waits on another: a root
+ * that refuses its arguments (pgc_coll_refuse) ends the call on every member
+ * that waits for it, with PGC_EREFUSED and the root's reason, and the team
+ * stays usable; in any other collective a refusal aborts the team
+ * (pgc_signature_mismatch, sync.c), since members that wait on each other
+ * could not all tell. */
+static inline int pgc_root_refusal_ends_call(pgc_coll coll)
+{
+    return coll == PGC_COLL_GATHER || coll == PGC_COLL_GATHERV || coll == PGC_COLL_SCATTER ||
+           coll == PGC_COLL_SCATTERV;
+}
+/* Whether a and b are the same collective up to the v form (a hierarchical
+ * Scatter's node leg is a Scatterv). */
+static inline int pgc_same_family(pgc_coll a, pgc_coll b)
+{
+    return a == b || (a == PGC_COLL_GATHER && b == PGC_COLL_GATHERV) ||
+           (a == PGC_COLL_GATHERV && b == PGC_COLL_GATHER) || (a == PGC_COLL_SCATTER && b == PGC_COLL_SCATTERV) ||
+           (a == PGC_COLL_SCATTERV && b == PGC_COLL_SCATTER);
 }
 /* A reduction's signature argument: datatype (4 bits), operator (4 bits)
- * and an 11-bit hash of its shape (pgc_sig_shape), so members that reduce
+ * and a 10-bit hash of its shape (pgc_sig_shape), so members that reduce
  * different counts (or Reduce to different roots) fail with
  * PGC_EMISMATCH instead of folding garbage: nothing else would tell them,
  * since every member splits the vector by its own count. A different shape
- * goes unseen with probability 2^-11. */
+ * goes unseen with probability 2^-10. */
 #define PGC_SIG_REDUCTION(dtype, op, shape) \
-    (((uint32_t)(dtype) & 0xfu) << 15 | ((uint32_t)(op) & 0xfu) << 11 | ((shape) & 0x7ffu))
-#define PGC_SIG_DTYPE(arg) ((pgc_dtype)((arg) >> 15 & 0xfu))
-#define PGC_SIG_OP(arg) ((pgc_op)((arg) >> 11 & 0xfu))
-/* Fold one more 64-bit value into a shape hash (start from 0); the top 11
+    (((uint32_t)(dtype) & 0xfu) << 14 | ((uint32_t)(op) & 0xfu) << 10 | ((shape) & 0x3ffu))
+#define PGC_SIG_DTYPE(arg) ((pgc_dtype)((arg) >> 14 & 0xfu))
+#define PGC_SIG_OP(arg) ((pgc_op)((arg) >> 10 & 0xfu))
+/* Fold one more 64-bit value into a shape hash (start from 0); the top 10
  * bits of the result are the signature's part. */
 static inline uint64_t pgc_sig_shape(uint64_t h, uint64_t v)
 {
     h = (h ^ v) * 0x9e3779b97f4a7c15ull;
     return h ^ h >> 29;
 }
+/* A UPC collective's signature argument is an 18-bit hash of what its
+ * members must agree on (root, nbytes, flags, algorithm, operator, counts:
+ * pgascol/upc computes it), so members that disagree fail with
+ * PGC_EMISMATCH at their first wait on each other. */
 
 /* The collective in progress (or last run), for messages. */
 static inline const char *pgc_current_coll_name(const pgc_team *t)

@@ -14,6 +14,7 @@ rank <-> (node, local rank) map, counters) lives in a _State object in the
 `_pg` attribute. It is created eagerly (collectively) by Comm(comm) and by the
 communicator constructors (Dup, Split, ...), and released by Free().
 """
+import copyreg
 import os
 import sys
 import threading
@@ -41,7 +42,8 @@ from ..engine.ccore cimport (
     PGC_COLL_GATHERV, PGC_COLL_SCATTER, PGC_COLL_SCATTERV, PGC_COLL_ALLGATHER, PGC_COLL_ALLGATHERV,
     PGC_COLL_ALLTOALL, PGC_COLL_ALLTOALLV, PGC_COLL_REDUCE_SCATTER, PGC_COLL_REDUCE_SCATTER_BLOCK,
     PGC_COLL_SCAN, PGC_COLL_EXSCAN, PGC_NCOLL)
-from ..errors import ArgumentError, PgascolError, PgascolTimeoutError
+from ..errors import (ArgumentError, CollectiveMismatchError, PgascolError, PgascolTimeoutError,
+                      RootRefusedError, TeamAbortedError)
 from ..node.team import NodeTeam
 
 include "datatypes.pxi"
@@ -111,23 +113,33 @@ cdef int _engine(object comm, int coll, object sendbuf, object recvbuf, object o
                                    coll == PGC_COLL_REDUCE_SCATTER_BLOCK)
         else:
             done = _scan(st, sendbuf, recvbuf, op, coll == PGC_COLL_EXSCAN)
-    except ArgumentError:
-        _refused(st, coll)
+    except RootRefusedError:
+        raise       # the engine's: the root refused, this rank's call is over
+    except ArgumentError as exc:
+        _refused(st, coll, exc)
         raise
-    except PgascolError:
+    except PgascolError as exc:
+        _abort_across(st, exc)
         raise       # the engine's own (the collective began, or the team is aborted)
-    except _ARGUMENT_ERRORS:
+    except _ARGUMENT_ERRORS as exc:
         # mpi4py's and Python's refusals of a buffer specification (not a
         # buffer, a dtype MPI cannot map, a count it cannot infer, ...): raised
         # before the engine, so refused like an ArgumentError, or the peers
         # would pair this rank's next call with this one
-        _refused(st, coll)
+        _refused(st, coll, exc)
         raise
     if not done:
         _fallback(st, coll)
-        # every rank of the node must go to MPI too: fail at once if not
+        # every rank of the node, and of every node, must go to MPI too:
+        # fail at once if not
         if st.core is not None:
-            st.core.c_to_mpi(coll)
+            try:
+                st.core.c_to_mpi(coll)
+                if st.hier:
+                    _to_mpi_across(st, coll)
+            except PgascolError as exc:
+                _abort_across(st, exc)
+                raise
     return done
 
 
@@ -177,16 +189,43 @@ class Comm(MPI.Intracomm):
     def Create_group(self, group, int tag=0):
         return _wrap(_base.Create_group(self, group, tag))
 
+    # --------------------------------------------------- destructors, pickling, handles
+    # The Comm that stands in for a predefined communicator (zero-code mode
+    # puts one at mpi4py.MPI.COMM_WORLD) behaves as mpi4py's constant: free()
+    # does nothing, Free() raises MPI's error, pickling gives it back. Any
+    # other Comm, also one made over COMM_WORLD's handle, behaves as an
+    # mpi4py object made from the constant (MPI.Intracomm(MPI.COMM_WORLD)).
+
     def Free(self):
-        st = getattr(self, "_pg", None)
-        if st is not None:
-            if st.core is not None:
-                st.core.check_idle()
-            self._pg = None
-            st.free()
+        if _constant_name(self) is not None:
+            _base.Free(MPI.Intracomm(self))     # MPI's error (ERR_COMM): a predefined communicator
+            return
+        _release(self)
         if self == MPI.COMM_WORLD or self == MPI.COMM_SELF:
             return      # a wrapper of a predefined communicator: only pgascol's part goes
         _base.Free(self)
+
+    def free(self):
+        """Call Free if not null or predefined (mpi4py's free); a wrapper of a
+        predefined communicator releases pgascol's part and becomes null."""
+        if _constant_name(self) is not None:
+            return
+        _release(self)
+        _base.free(self)
+
+    def __reduce__(self):
+        name = _constant_name(self)
+        if name is not None:
+            return (_predefined, (name,))
+        return _base.__reduce__(self)
+
+    @classmethod
+    def fromhandle(cls, handle):
+        """A Comm over an MPI handle (mpi4py's fromhandle), without pgascol's
+        state: its collectives are MPI's. Other kinds of communicators come
+        back as mpi4py makes them."""
+        comm = _base.fromhandle(handle)
+        return cls.__new__(cls, comm) if type(comm) is _base else comm
 
     # --------------------------------------------------- buffer collectives
 
@@ -334,6 +373,68 @@ class Comm(MPI.Intracomm):
     def pgascol_stats(self):
         """{operation: {path: calls}} (see pgascol.stats)."""
         return _stats(self)
+
+
+# The predefined communicators a Comm may stand in for, by their name in mpi4py.MPI.
+_PREDEFINED = ("COMM_WORLD", "COMM_SELF")
+
+
+cdef object _constant_name(object comm):
+    """The name under which comm is one of mpi4py.MPI's predefined
+    communicators (a Comm is one in zero-code mode), or None."""
+    for name in _PREDEFINED:
+        if getattr(MPI, name) is comm:
+            return name
+    return None
+
+
+def _predefined(name):
+    """Unpickle a predefined communicator: the object mpi4py.MPI holds under
+    that name (mpi4py's constant, or the Comm standing in for it), as
+    mpi4py pickles its constants by name."""
+    if name not in _PREDEFINED:
+        raise ValueError("not a predefined communicator: %r" % (name,))
+    return getattr(MPI, name)
+
+
+# mpi4py's constants a Comm stands in for, by name.
+cdef dict _REPLACED = {}
+
+
+def _stand_in(name):
+    """Put a Comm over mpi4py.MPI.<name> (a predefined communicator) in its
+    place, and return it (collective; zero-code mode: pgascol.comm.run).
+    mpi4py pickles its constant by name, a lookup in mpi4py.MPI that now
+    finds the Comm: its pickling is taken over (copyreg), to give the
+    object that stands under that name."""
+    constant = getattr(MPI, name)
+    if isinstance(constant, Comm):
+        return constant
+    comm = Comm(constant)
+    _REPLACED[name] = constant
+    copyreg.pickle(_base, _reduce_intracomm)
+    setattr(MPI, name, comm)
+    return comm
+
+
+def _reduce_intracomm(comm):
+    """Pickle an mpi4py Intracomm: as mpi4py does, except the constants
+    pgascol stands in for (_stand_in)."""
+    for name, constant in _REPLACED.items():
+        if comm is constant:
+            return (_predefined, (name,))
+    return comm.__reduce__()
+
+
+cdef int _release(object comm) except -1:
+    """Release pgascol's state of comm (collective), if it has one."""
+    st = getattr(comm, "_pg", None)
+    if st is not None:
+        if st.core is not None:
+            st.core.check_idle()
+        comm._pg = None
+        st.free()
+    return 0
 
 
 cdef int _locate_slot() except -1:

@@ -9,13 +9,10 @@ import sys
 
 
 def install():
-    """Replace mpi4py.MPI.COMM_WORLD by a pgascol communicator (collective)."""
-    from mpi4py import MPI
-
-    from ._comm import Comm
-    if not isinstance(MPI.COMM_WORLD, Comm):
-        MPI.COMM_WORLD = Comm(MPI.COMM_WORLD)
-    return MPI.COMM_WORLD
+    """Replace mpi4py.MPI.COMM_WORLD by a pgascol communicator (collective),
+    which behaves as the predefined constant (free(), Free(), pickling)."""
+    from ._comm import _stand_in
+    return _stand_in("COMM_WORLD")
 
 
 def main(args):

@@ -28,6 +28,8 @@ cdef enum:
     TAG_GATHER = 11
     TAG_SCATTER = 12
     TAG_REDUCE = 13
+    TAG_PATH = 14       # between leaders: "my node takes this call to MPI" (1) or "mine does not" (0)
+    TAG_ABORT = 15      # a leader to the others: its node team gave up, and why (_abort_across)
 
 # Pipeline segment of the inter-node legs: 1 MiB measured faster than
 # 256 KiB-16 MiB for a 16 MiB Allreduce on 2 virtual nodes
@@ -69,6 +71,11 @@ cdef class _State:
     cdef public list node_of, local_of, members
     cdef public object pgas     # the PGAS layer's context (pgascol/pgas/context.py), made on first use
     cdef list scratch_bufs      # pre-faulted work areas of the hierarchical legs
+    cdef dict locks             # mpi4py's locks of the pickle-based methods (msgpickle.pxi), by key
+    cdef list alerts            # sends of _abort_across and _check_alerts, completed at free
+    cdef bint agreeing          # in _to_mpi_across: its TAG_PATH messages are its own
+    cdef bint told              # _abort_across told the other nodes
+    cdef bint alerted           # TAG_PATH or TAG_ABORT messages were exchanged in a failure
     cdef long long counters[<int>NCOLL_COUNTED][<int>NPATHS_]
 
     def __init__(self, comm, env=os.environ):
@@ -93,6 +100,8 @@ cdef class _State:
         self.ncomm = t.node_comm
         self.hier = self.nnodes > 1
         self.scratch_bufs = [None, None, None]
+        self.locks = {}
+        self.alerts = []
         self.xcomm = self.pcomm = None
         if self.hier:
             placement = comm.allgather((self.nidx, self.lrank))
@@ -143,6 +152,18 @@ cdef class _State:
         return out
 
     def free(self):
+        if self.alerts:     # eager sends: complete, or left to MPI (their peers gave up)
+            _Testall(self.alerts)
+            self.alerts = []
+        if self.pcomm is not None and self.lrank == 0 and _drain_alerts(self):
+            self.alerted = True
+        if self.alerted:
+            # Alerts may still be on their way to this communicator, and
+            # MPI may give a freed communicator's context to the next one
+            # (Open MPI does): the private communicator is kept until the
+            # end of the job, never reused, instead of freed.
+            _KEPT.append(self.pcomm)
+            self.pcomm = None
         if self.pgas is not None:   # global arrays and locks still allocated: freed with the communicator
             self.pgas.free_all()
             self.pgas = None
@@ -189,17 +210,130 @@ cdef int _mpi_wait(_State st, object reqs, str what) except -1:
             continue
         now = _monotonic()
         if now >= check:
-            st.core.check_alive()
-            if now - start > st.timeout:
-                msg = ("%s: the inter-node MPI phase did not complete within PGASCOL_TIMEOUT=%gs "
-                       "(a rank on another node failed or is not calling %s)" % (what, st.timeout, what))
-                st.core.abort(msg)
-                raise PgascolTimeoutError(msg)
+            _mpi_check(st, start, now, what)
             check = now + 0.1
         if now - start < _MPI_YIELD_S:
             os.sched_yield()
         else:
             _sleep(100e-6)
+    return 0
+
+
+cdef int _mpi_check(_State st, double start, double now, str what) except -1:
+    """A bounded inter-node wait's check, every 100 ms: another node's
+    alert (leaders), the node team's health, and PGASCOL_TIMEOUT (which
+    aborts the node team)."""
+    if st.lrank == 0:
+        _check_alerts(st, what)
+    st.core.check_alive()
+    if now - start > st.timeout:
+        msg = ("%s: the inter-node MPI phase did not complete within PGASCOL_TIMEOUT=%gs "
+               "(a rank on another node failed or is not calling %s)" % (what, st.timeout, what))
+        st.core.abort(msg)
+        raise PgascolTimeoutError(msg)
+    return 0
+
+
+cdef object _ONE = np.ones(1, np.int8), _NO = np.zeros(1, np.int8)
+
+
+cdef int _check_alerts(_State st, str what) except -1:
+    """A leader waiting in an inter-node leg: has another node's leader
+    taken this call to MPI (TAG_PATH, _to_mpi_across: answer that this
+    node did not, so that it does not enter MPI) or given up (TAG_ABORT)?
+    Either way this node gives up too, at once instead of at the timeout."""
+    status = MPI.Status()
+    m = None if st.agreeing else st.pcomm.Improbe(MPI.ANY_SOURCE, TAG_PATH, status)
+    if m is not None:
+        st.alerted = True
+        m.Recv([np.zeros(1, np.int8), 1, _BYTE])
+        src = status.Get_source()
+        st.alerts.append(st.pcomm.Isend([_NO, 1, _BYTE], dest=src, tag=TAG_PATH))
+        msg = ("%s: rank %d takes it to MPI (arguments pgascol does not accelerate, such as a user-defined "
+               "operator or a datatype it does not pack) while this rank is in the hierarchical %s; every "
+               "rank must pass arguments of the same kind" % (what, src, what))
+        st.core.abort(msg)
+        raise CollectiveMismatchError(msg)
+    m = st.pcomm.Improbe(MPI.ANY_SOURCE, TAG_ABORT, status)
+    if m is not None:
+        st.alerted = True
+        why = bytearray(status.Get_count(_BYTE))
+        m.Recv([why, len(why), _BYTE])
+        msg = "%s: the node of rank %d gave up: %s" % (what, status.Get_source(), why.decode(errors="replace"))
+        st.core.abort(msg)
+        raise TeamAbortedError(msg)
+    return 0
+
+
+cdef int _to_mpi_across(_State st, int coll) except -1:
+    """Every rank of this node takes `coll` to MPI (Team.c_to_mpi agreed):
+    so must every other node, or a rank would wait in MPI for ranks that
+    never come. The leader tells the other leaders (TAG_PATH 1) and waits
+    for theirs: 1 from a node that goes to MPI too, 0 from one that is in
+    the hierarchical collective (_check_alerts); the node learns the
+    verdict by a node broadcast. A disagreement aborts the node team."""
+    verdict = np.ones(1, np.int8)
+    what = _COLL_NAMES[coll]
+    cdef int bad = -1
+    if st.lrank == 0:
+        leaders = [st.members[n][0] for n in range(st.nnodes) if n != st.nidx]
+        got = np.zeros(len(leaders), np.int8)
+        reqs = [st.pcomm.Isend([_ONE, 1, _BYTE], dest=q, tag=TAG_PATH) for q in leaders]
+        reqs += [st.pcomm.Irecv([got[i:i + 1], 1, _BYTE], source=q, tag=TAG_PATH) for i, q in enumerate(leaders)]
+        st.agreeing = True
+        try:
+            _mpi_wait(st, reqs, what)
+        finally:
+            st.agreeing = False
+        if not got.all():
+            bad = leaders[int(np.argmin(got))]
+            verdict[0] = 0
+            st.alerted = True
+    st.core.stats_paused = True     # part of the call counted as "mpi"
+    try:
+        st.core.bcast(verdict, 1, 0)
+    finally:
+        st.core.stats_paused = False
+    if not verdict[0]:
+        msg = ("%s: this rank takes it to MPI (arguments pgascol does not accelerate, such as a user-defined "
+               "operator or a datatype it does not pack) while %s is in the hierarchical %s; every rank must "
+               "pass arguments of the same kind" % (what, "rank %d" % bad if bad >= 0 else "another node", what))
+        st.core.abort(msg)
+        raise CollectiveMismatchError(msg)
+    return 0
+
+
+# Private communicators of states that exchanged alerts (_State.free).
+cdef list _KEPT = []
+
+
+cdef bint _drain_alerts(_State st) except -1:
+    """Receive the alerts that arrived and nobody took (a leader that left
+    the collective before its next check): whether there were any."""
+    status = MPI.Status()
+    cdef bint any_ = False
+    for tag in (TAG_PATH, TAG_ABORT):
+        while True:
+            m = st.pcomm.Improbe(MPI.ANY_SOURCE, tag, status)
+            if m is None:
+                break
+            m.Recv([bytearray(max(status.Get_count(_BYTE), 1)), status.Get_count(_BYTE), _BYTE])
+            any_ = True
+    return any_
+
+
+cdef int _abort_across(_State st, object exc) except -1:
+    """This rank's node team gave up in a hierarchical collective (exc): its
+    leader tells the other nodes' leaders (TAG_ABORT), which give up at
+    their next check (_check_alerts) instead of waiting for this node until
+    PGASCOL_TIMEOUT."""
+    if not st.hier or st.lrank != 0 or st.told:     # once per communicator: it is not used again
+        return 0
+    st.told = st.alerted = True
+    why = str(exc).encode(errors="replace")[:255]
+    for n in range(st.nnodes):
+        if n != st.nidx:
+            st.alerts.append(st.pcomm.Isend([why, len(why), _BYTE], dest=st.members[n][0], tag=TAG_ABORT))
     return 0
 
 
@@ -261,14 +395,16 @@ cdef int _fallback(object st, int coll) except -1:
     return 0
 
 
-cdef int _refused(_State st, int coll) except -1:
-    """This rank raised an ArgumentError before its call reached the engine,
-    while the other ranks may be in it: the node team takes the op as
-    refused, so a peer waiting for this rank fails at once with a message
-    naming it, and the sequence numbers stay in step (pgc_coll_refuse in
-    the C core)."""
+cdef int _refused(_State st, int coll, object exc) except -1:
+    """This rank raised `exc` before its call reached the engine, while the
+    other ranks may be in it: the node team takes the call as refused, so a
+    peer waiting for this rank fails at once with a message naming it (and,
+    in a Gather(v) or Scatter(v) whose root this is, with exc's message as
+    a RootRefusedError, the team usable), and the sequence numbers stay in
+    step (pgc_coll_refuse in the C core)."""
     if st.core is not None:
-        st.core.c_refuse(coll)
+        reason = ("%s: %s" % (type(exc).__name__, exc)).encode(errors="replace")[:255]
+        st.core.c_refuse(coll, reason)
     return 0
 
 

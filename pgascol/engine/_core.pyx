@@ -11,12 +11,12 @@ OPS). A sendbuf of None means MPI_IN_PLACE.
 cimport cython
 from cpython.buffer cimport (PyBUF_ANY_CONTIGUOUS, PyBUF_FORMAT, PyBUF_WRITABLE,
                              PyBuffer_Release, PyObject_GetBuffer)
-from libc.stdint cimport uint64_t, UINT64_MAX
+from libc.stdint cimport uint32_t, uint64_t, UINT64_MAX
 from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 
 from .ccore cimport *
-from ..errors import (ArgumentError, CollectiveMismatchError, PeerDeadError, PgascolError,
+from ..errors import (ArgumentError, CollectiveMismatchError, PeerDeadError, PgascolError, RootRefusedError,
                      PgascolTimeoutError, TeamAbortedError, TeamClosedError)
 
 # Names of the C enums, in order.
@@ -124,7 +124,8 @@ cdef int _raise(int code, pgc_error *err) except -1:
     msg = err.msg.decode(errors="replace") if err.msg[0] else "pgascol error %d" % code
     cls = {PGC_EINVAL: ArgumentError, PGC_ETIMEDOUT: PgascolTimeoutError,
            PGC_EPEERDEAD: PeerDeadError, PGC_EABORTED: TeamAbortedError,
-           PGC_ECLOSED: TeamClosedError, PGC_EMISMATCH: CollectiveMismatchError}.get(code, PgascolError)
+           PGC_ECLOSED: TeamClosedError, PGC_EMISMATCH: CollectiveMismatchError,
+           PGC_EREFUSED: RootRefusedError}.get(code, PgascolError)
     raise cls(msg, err.peer, err.sys_errno)
 
 
@@ -491,6 +492,14 @@ cdef class Team:
         self._check(pgc_check_aborted(t))
         self._check(pgc_check_peers(t))
 
+    def member_alive(self, int r):
+        """Whether member r (a local rank) is alive: its process exists, is
+        not a zombie, and started when the member joined."""
+        cdef pgc_team *t = self._use()
+        if not 0 <= r < t.nranks:
+            raise ArgumentError("local rank %d out of range for a team of %d" % (r, t.nranks))
+        return bool(pgc_member_alive(t, r))
+
     def abort(self, str message):
         """Give up on the team: every member's current or next wait fails."""
         pgc_team_abort(self._use(), PGC_EABORTED, message.encode()[:250])
@@ -570,16 +579,17 @@ cdef class Team:
     def barrier(self):
         self.c_barrier()
 
-    cdef void c_refuse(self, int coll) noexcept:
+    cdef void c_refuse(self, int coll, const char *reason) noexcept:
         """The caller raised an ArgumentError for collective `coll` before
-        entering it, while its peers may have: see pgc_coll_refuse. It may
-        wait (the run-ahead bound), so the GIL goes as for any call."""
+        entering it, while its peers may have: see pgc_coll_refuse (reason:
+        the error's message, or NULL). It may wait (the run-ahead bound), so
+        the GIL goes as for any call."""
         cdef pgc_team *t = self.t
         if t == NULL or self.busy:
             return
         self.busy = 1
         _enter(t, 0)
-        pgc_coll_refuse(t, <pgc_coll>coll)
+        pgc_coll_refuse(t, <pgc_coll>coll, reason)
         _leave(t)
         self.busy = 0
 
@@ -805,3 +815,4 @@ cdef class Team:
 
 include "segment.pxi"
 include "rma.pxi"
+include "upc.pxi"

@@ -5,7 +5,7 @@ from libc.stdint cimport uint32_t, uint64_t
 cdef extern from "base/common.h" nogil:
     enum:
         PGC_OK, PGC_EINVAL, PGC_ENOMEM, PGC_ESYS, PGC_ETIMEDOUT, PGC_EPEERDEAD, PGC_EABORTED, PGC_ECLOSED,
-        PGC_EMISMATCH
+        PGC_EMISMATCH, PGC_EREFUSED
     ctypedef struct pgc_error:
         int code
         int peer
@@ -31,11 +31,14 @@ cdef extern from "base/reduce_ops.h" nogil:
 
 cdef extern from "team/team.h" nogil:
     enum: PGC_INLINE_SLOT_MAX
+    uint32_t PGC_STEP_DONE
     ctypedef enum pgc_coll:
         PGC_COLL_BARRIER, PGC_COLL_BCAST, PGC_COLL_REDUCE, PGC_COLL_ALLREDUCE,
         PGC_COLL_GATHER, PGC_COLL_GATHERV, PGC_COLL_SCATTER, PGC_COLL_SCATTERV,
         PGC_COLL_ALLGATHER, PGC_COLL_ALLGATHERV, PGC_COLL_ALLTOALL, PGC_COLL_ALLTOALLV,
         PGC_COLL_REDUCE_SCATTER, PGC_COLL_REDUCE_SCATTER_BLOCK, PGC_COLL_SCAN, PGC_COLL_EXSCAN,
+        PGC_COLL_UPC_BROADCAST, PGC_COLL_UPC_SCATTER, PGC_COLL_UPC_GATHER, PGC_COLL_UPC_GATHER_ALL,
+        PGC_COLL_UPC_EXCHANGE, PGC_COLL_UPC_PERMUTE, PGC_COLL_UPC_REDUCE, PGC_COLL_UPC_PREFIX_REDUCE,
         PGC_NCOLL
     ctypedef enum pgc_path:
         PGC_PATH_INLINE, PGC_PATH_CICO, PGC_PATH_CMA, PGC_NPATH
@@ -48,7 +51,7 @@ cdef extern from "team/team.h" nogil:
         uint64_t staging_bytes
         uint64_t chunk_bytes
         uint64_t xchg_chunk_bytes
-        uint64_t cma_min[16]
+        uint64_t cma_min[24]
         uint32_t hugepages
         uint32_t named_segment
         uint32_t cma_enable
@@ -121,6 +124,7 @@ cdef extern from "team/sync.h" nogil:
     void pgc_team_abort(pgc_team *t, int code, const char *msg)
     int pgc_check_peers(pgc_team *t)
     int pgc_check_aborted(pgc_team *t)
+    int pgc_member_alive(const pgc_team *t, int r)
 
 
 cdef extern from "base/cma.h" nogil:
@@ -130,7 +134,7 @@ cdef extern from "base/cma.h" nogil:
 
 
 cdef extern from "coll/coll.h" nogil:
-    int pgc_coll_refuse(pgc_team *t, pgc_coll coll)
+    int pgc_coll_refuse(pgc_team *t, pgc_coll coll, const char *reason)
     int pgc_coll_to_mpi(pgc_team *t, pgc_coll coll)
     void pgc_costs_seed(pgc_team *t, const uint32_t *ps_per_byte)
     unsigned long long pgc_probe_interval_ns(uint32_t backoff)

@@ -10,6 +10,12 @@ cdef extern from "rma/atomic.h" nogil:
         PGC_CMP_EQ, PGC_CMP_NE, PGC_CMP_LT, PGC_CMP_LE, PGC_CMP_GT, PGC_CMP_GE
     int pgc_rma_update_valid(pgc_op op, pgc_dtype t)
     void pgc_rma_update(void *base, pgc_dtype t, pgc_op op, const int64_t *idx, const void *values, size_t n)
+    ctypedef struct pgc_rma_cyclic:
+        char *base
+        const int64_t *offsets
+        int64_t n, block, nranks
+    int64_t pgc_rma_update_cyclic(const pgc_rma_cyclic *a, pgc_dtype t, pgc_op op, const int64_t *idx,
+                                  const void *values, size_t count)
     void pgc_rma_fetch_op(void *word, pgc_dtype t, pgc_op op, const void *value, void *old)
     void pgc_rma_compare_swap(void *word, pgc_dtype t, const void *expected, const void *value, void *old)
     void pgc_rma_fence()
@@ -50,6 +56,33 @@ def rma_update(part, idx, values, int dtype, int op):
     cdef size_t n = len(idx)
     with nogil:
         pgc_rma_update(base, <pgc_dtype>dtype, <pgc_op>op, ip, vp, n)
+
+
+def rma_update_one(part, int64_t i, value, int dtype, int op):
+    """part[i] (op)= value[0], atomically (relaxed; value: a 1-element array)."""
+    cdef _Held h = _Held()
+    cdef char *base = h.get(part, True)
+    pgc_rma_update(base, <pgc_dtype>dtype, <pgc_op>op, &i, h.get(value, False), 1)
+
+
+def rma_update_cyclic(segment, offsets, int64_t n, int64_t block, int64_t nranks, idx, values, int dtype,
+                      int op):
+    """Element idx[k] (op)= values[k] of a block-cyclic array whose parts all
+    lie in `segment` (rank r's at byte offsets[r]), atomically, k in order
+    (relaxed). Returns the position of the first index outside [0, n), having
+    applied none, or -1 once all are applied."""
+    cdef _Held h = _Held()
+    cdef pgc_rma_cyclic a
+    a.base = h.get(segment, True)
+    a.offsets = <const int64_t *>h.get(offsets, False)
+    a.n, a.block, a.nranks = n, block, nranks
+    cdef const int64_t *ip = <const int64_t *>h.get(idx, False)
+    cdef const char *vp = h.get(values, False)
+    cdef size_t count = len(idx)
+    cdef int64_t bad
+    with nogil:
+        bad = pgc_rma_update_cyclic(&a, <pgc_dtype>dtype, <pgc_op>op, ip, vp, count)
+    return bad
 
 
 def rma_fetch_op(part, Py_ssize_t i, value, old, int dtype, int op):

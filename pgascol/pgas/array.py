@@ -41,30 +41,47 @@ def op_name(op):
     return name
 
 
-def _agree(ctx, what, args):
-    """Every rank passed the same allocation arguments, or every rank raises."""
-    seen = ctx.comm.allgather(args)
-    for r, other in enumerate(seen):
-        if other != args:
+def _agree(ctx, what, prepare):
+    """The collective check of an allocation's arguments: prepare() checks
+    this rank's and returns (key, result). If it raised on any rank, or the
+    keys differ, every rank raises ArgumentError (nothing allocated, no rank
+    left waiting for the others); else returns this rank's result."""
+    try:
+        key, result = prepare()
+        error = None
+    except Exception as exc:        # whatever refused them: every rank must hear of it
+        key, result, error = None, None, "%s: %s" % (type(exc).__name__, exc)
+    # every rank has arrived (a bounded wait), so the blocking exchanges of
+    # the allocation (this allgather, the node's set-up, Win.Create) do not
+    # wait for a rank that died before it
+    ctx.barrier()
+    seen = ctx.comm.allgather((key, error))
+    for r, (_, err) in enumerate(seen):
+        if err is not None:
+            raise ArgumentError("%s: rank %d's arguments were refused: %s" % (what, r, err))
+    for r, (other, _) in enumerate(seen):
+        if other != key:
             raise ArgumentError("%s: rank %d passed %r, rank %d passed %r: a collective allocation "
-                                "needs the same arguments on every rank" % (what, ctx.rank, args, r, other))
+                                "needs the same arguments on every rank" % (what, ctx.rank, key, r, other))
+    return result
 
 
 class Handle:
-    """A non-blocking access in flight: wait() completes it, test() says whether it has."""
+    """A non-blocking access in flight: wait() completes it, test() says
+    whether it has. `requests`: (target rank, MPI request) pairs."""
 
     def __init__(self, ctx, requests=(), finish=None, result=None):
         self._ctx, self._requests, self._finish, self.result = ctx, list(requests), finish, result
 
     def test(self):
-        if self._requests and not MPI.Request.Testall(self._requests):
+        if self._requests and not MPI.Request.Testall([req for _, req in self._requests]):
             return False
         self._complete()
         return True
 
     def wait(self):
-        for req in self._requests:
-            self._ctx.wait_request(req, "a non-blocking global-array access")
+        for r, req in self._requests:
+            self._ctx.wait_request(req, "an access to rank %d" % r)
         self._complete()
         return self.result
 
@@ -90,10 +107,14 @@ class GlobalArray:
         self._name = name
         self._win = None
         self._origins = []      # buffers of Accumulates in flight: MPI reads them until the next flush
+        self._dirty = set()     # ranks of other nodes written since the last flush
         self._freed = False
         if layout.nranks != ctx.size:
             raise ArgumentError("%s: a layout of %d ranks on a communicator of %d" % (name, layout.nranks, ctx.size))
         self._mpitype = _mpi_type(self.dtype)
+        if ctx.nnodes > 1 and self._mpitype is None:
+            raise ArgumentError("%s: dtype %s has no MPI datatype, so it cannot span nodes" % (name, self.dtype))
+        self._dtcode = _dtype_code(self.dtype)
         self._allocate(ctx, fill)
         ctx.objects.append(self)
 
@@ -106,16 +127,16 @@ class GlobalArray:
         seg, offsets = team.shared_segment([sizes[r] * isz for r in ctx.node_ranks], self._name)
         self._seg = seg
         self._parts = [None] * ctx.size
-        for r, off in zip(ctx.node_ranks, offsets):
-            self._parts[r] = np.frombuffer(seg, self.dtype, count=sizes[r], offset=off)
+        offsets = dict(zip(ctx.node_ranks, offsets))
+        for r in ctx.node_ranks:
+            self._parts[r] = np.frombuffer(seg, self.dtype, count=sizes[r], offset=offsets[r])
+        # where each part starts in the segment, for the C atomics on global indices (one node)
+        self._offsets = np.array([offsets.get(r, -1) for r in range(ctx.size)], np.int64)
         mine = self._parts[ctx.rank]
         mine[...] = fill                # first touch by the owner: its pages on its NUMA node
         # collectives on local() views read peers' parts through our mapping
         self._region = team.register(seg)
         if ctx.nnodes > 1:
-            if self._mpitype is None:
-                raise ArgumentError("%s: dtype %s has no MPI datatype, so it cannot span nodes"
-                                    % (self._name, self.dtype))
             self._win = MPI.Win.Create(mine, isz, comm=MPI.Intracomm(ctx.comm))
             self._win.Lock_all(MPI.MODE_NOCHECK)
             ctx.spans_nodes(True)
@@ -140,6 +161,8 @@ class GlobalArray:
         self._seg = None                # unmapped once no view of it is left
         if self in ctx.objects:
             ctx.objects.remove(self)
+        for forget in ctx.on_free:
+            forget(self)
 
     def __enter__(self):
         return self
@@ -234,6 +257,13 @@ class GlobalArray:
         g = self._check_indices(g)
         return g.reshape(-1), g.shape
 
+    def _contiguous(self, key):
+        """The first index of a slice of step 1 (a range), else None."""
+        if isinstance(key, slice) and key.step in (None, 1):
+            lo, hi, _ = key.indices(self.layout.n)
+            return lo if hi > lo else None
+        return None
+
     def _by_owner(self, g):
         """[(owner, positions in g, local indices)] for the owners of g."""
         own = self.layout.owner(g)
@@ -250,16 +280,17 @@ class GlobalArray:
     def __getitem__(self, key):
         ctx = self._live()
         if isinstance(key, (int, np.integer)):      # one element: no index arrays
-            i = operator.index(key)
-            n = self.layout.n
-            if -n <= i < n:
-                r, loc = self.layout.locate(i + n if i < 0 else i)
-                part = self._parts[r]
-                if part is not None:
-                    return part[loc]
-                out = np.empty(1, self.dtype)
-                ctx.wait_request(self._win.Rget(self._msg(out), r, (loc, 1, self._mpitype)), "a global-array read")
-                return out[0]
+            r, loc = self._locate(key)
+            part = self._parts[r]
+            if part is not None:
+                return part[loc]
+            out = np.empty(1, self.dtype)
+            ctx.wait_request(self._win.Rget(self._msg(out), r, (loc, 1, self._mpitype)), "a read from rank %d" % r)
+            return out[0]
+        lo = self._contiguous(key)
+        if lo is not None:                          # a[lo:hi]: a range, no index arrays
+            return self._get_range(lo, np.empty(len(range(*key.indices(self.layout.n))), self.dtype),
+                                   False).wait()
         g, shape = self._resolve(key)
         out = np.empty(len(g), self.dtype)
         self._get_into(ctx, g, out, False).wait()
@@ -286,25 +317,17 @@ class GlobalArray:
             if self._parts[r] is not None:
                 out[pos:pos + count] = self._parts[r][first:first + count]
             else:
-                requests.append(self._win.Rget(self._msg(out[pos:pos + count]), r, (first, count, self._mpitype)))
+                req = self._win.Rget(self._msg(out[pos:pos + count]), r, (first, count, self._mpitype))
+                requests.append((r, req))
         return Handle(ctx, requests, None, out)
 
     def _pieces(self, start, count):
         """A range as [(owner, first local index, count, position in the
         range)] when each owner's elements in it are one contiguous run of
-        the range too (blocked and irregular layouts, a range inside one
-        block); None otherwise."""
+        the range too (blocked and irregular layouts, a range over at most P
+        blocks); None otherwise."""
         start = self._check_range(start, count)
-        pieces, lay = [], self.layout
-        for r in range(self._ctx.size):
-            first, c = lay.runs(r, start, start + count)
-            if c == 0:
-                continue
-            g0 = int(lay.global_index(r, first))
-            if int(lay.global_index(r, first + c - 1)) - g0 != c - 1:
-                return None
-            pieces.append((r, first, c, g0 - start))
-        return pieces
+        return self.layout.pieces(start, start + count)
 
     def _get_into(self, ctx, g, out, strict):
         if strict:
@@ -319,7 +342,8 @@ class GlobalArray:
                     out[pos] = _take(part, loc)
             else:
                 buf = out if pos is None else np.empty(len(loc), self.dtype)
-                requests.append(self._rma(r, loc, lambda target, b=buf, r=r: self._win.Rget(self._msg(b), r, target)))
+                req = self._rma(r, loc, lambda target, b=buf, r=r: self._win.Rget(self._msg(b), r, target))
+                requests.append((r, req))
                 if pos is not None:
                     finish.append((pos, buf))
 
@@ -332,6 +356,21 @@ class GlobalArray:
 
     def __setitem__(self, key, value):
         ctx = self._live()
+        if isinstance(key, (int, np.integer)) and np.ndim(value) == 0:     # one element
+            r, loc = self._locate(key)
+            part = self._parts[r]
+            if part is not None:
+                part[loc] = value
+            else:
+                buf = self._source(value, 1, None)
+                ctx.wait_request(self._win.Rput(self._msg(buf), r, (loc, 1, self._mpitype)),
+                                 "a global-array write")
+            return
+        lo = self._contiguous(key)
+        if lo is not None:                          # a[lo:hi] = ...: a range, no index arrays
+            count = len(range(*key.indices(self.layout.n)))
+            self.put_nb(lo, self._source(value, count, (count,))).wait()
+            return
         g, shape = self._resolve(key)
         values = self._source(value, len(g), shape)
         self._put_from(ctx, g, values, False).wait()
@@ -352,7 +391,9 @@ class GlobalArray:
             if self._parts[r] is not None:
                 self._parts[r][first:first + count] = values[pos:pos + count]
             else:
-                requests.append(self._win.Rput(self._msg(values[pos:pos + count]), r, (first, count, self._mpitype)))
+                req = self._win.Rput(self._msg(values[pos:pos + count]), r, (first, count, self._mpitype))
+                requests.append((r, req))
+                self._dirty.add(r)
         if strict:
             self._complete(ctx, requests)
             requests = []
@@ -371,24 +412,45 @@ class GlobalArray:
                     loc, first = np.unique(rev, return_index=True)
                     vals = vals[::-1][first]
                 vals = np.ascontiguousarray(vals)
-                requests.append(self._rma(r, loc, lambda target, v=vals, r=r: self._win.Rput(self._msg(v), r, target)))
+                req = self._rma(r, loc, lambda target, v=vals, r=r: self._win.Rput(self._msg(v), r, target))
+                requests.append((r, req))
+                self._dirty.add(r)
         if strict:
             self._complete(ctx, requests)
             requests = []
         return Handle(ctx, requests)
 
     def _complete(self, ctx, requests):
-        for req in requests:
-            ctx.wait_request(req, "a strict global-array access")
+        Handle(ctx, requests).wait()
         self.flush()
 
     def flush(self):
         """Complete the caller's puts and updates on this array (at origin
-        and target) and order them before what follows."""
-        if self._win is not None:
+        and target) and order them before what follows. Across nodes, each
+        rank written since the last flush must first answer a read (_reach):
+        MPI's flush itself cannot be bounded."""
+        if self._dirty:
+            self._reach(sorted(self._dirty), 0)
             self._win.Flush_all()
+            self._dirty.clear()
             self._origins.clear()
         _core.rma_fence()
+
+    def _reach(self, ranks, loc):
+        """Wait, bounded, until each rank of `ranks` (on other nodes) has
+        answered an atomic read of its element loc, issued after our
+        accesses to it (all reads in flight together). A dead rank, or one
+        whose MPI never progresses, raises here instead of blocking MPI's
+        flush for ever; a live one has then applied what we sent before (MPI
+        orders the accumulate operations on one location, MPICH and Open MPI
+        deliver one origin's operations to a target in order), so the flush
+        that follows returns at once."""
+        probes = np.empty(len(ranks), self.dtype)
+        reads = []
+        for k, r in enumerate(ranks):
+            buf = self._msg(probes[k:k + 1])
+            reads.append((r, self._win.Rget_accumulate(buf, buf, r, (loc, 1, self._mpitype), MPI.NO_OP)))
+        Handle(self._ctx, reads).wait()
 
     # ------------------------------------------------------------ atomic updates
 
@@ -399,6 +461,15 @@ class GlobalArray:
         ctx = self._live()
         name = op_name(op)
         code = self._update_code(name)
+        if isinstance(idx, (int, np.integer)) and 0 <= idx and np.ndim(values) == 0:     # one element
+            r, loc = self._locate(idx)
+            part = self._atomic_part(r)
+            if part is not None:
+                _core.rma_update_one(part, loc, self._source(values, 1, None), self._dtcode, code)
+                return
+        if self._win is None and isinstance(self.layout, BlockCyclic):
+            self._update_node(idx, values, code)
+            return
         g = self._check_indices(idx).reshape(-1)
         values = self._source(values, len(g), None)
         for r, pos, loc in self._by_owner(g):
@@ -406,17 +477,36 @@ class GlobalArray:
             part = self._atomic_part(r)
             if part is not None:
                 _core.rma_update(part, np.ascontiguousarray(loc, np.int64), np.ascontiguousarray(vals),
-                                 _dtype_code(self.dtype), code)
+                                 self._dtcode, code)
             else:
-                # duplicates combined here first: one Accumulate per owner
+                # duplicates combined here first: one Accumulate per owner (in the
+                # array's dtype: numpy's add.reduceat makes int64 of int32)
                 order = np.argsort(loc, kind="stable")
                 uniq, starts = np.unique(loc[order], return_index=True)
-                combined = np.ascontiguousarray(_UFUNCS[name].reduceat(vals[order], starts))
+                combined = np.ascontiguousarray(_UFUNCS[name].reduceat(vals[order], starts, dtype=self.dtype))
                 self._origins.append(combined)
                 self._rma(r, uniq, lambda target, v=combined, r=r:
                           self._win.Accumulate(self._msg(v), r, target, _MPI_OPS[name]))
+                self._dirty.add(r)
         if strict:
             self._complete(ctx, [])
+
+    def _update_node(self, idx, values, code):
+        """update of an array on one node: the C core finds each element's
+        part and applies the update there, no grouping by owner (refusing
+        every update if one index is out of range)."""
+        g = np.asarray(idx)
+        if g.dtype != np.int64:
+            if g.dtype.kind not in "iu":
+                raise ArgumentError("indices must be integers, not %s" % g.dtype)
+            g = g.astype(np.int64)
+        g = np.ascontiguousarray(g).reshape(-1)
+        values = self._source(values, len(g), None)
+        lay = self.layout
+        bad = _core.rma_update_cyclic(self._seg, self._offsets, lay.n, lay.block, lay.nranks, g, values,
+                                      self._dtcode, code)
+        if bad >= 0:
+            raise IndexOutOfRangeError("index %d out of range for %s of %d elements" % (g[bad], self._name, lay.n))
 
     def fetch_op(self, i, value, op):
         """Atomically: old = a[i]; a[i] = old (op) value; returns old (strict)."""
@@ -428,7 +518,7 @@ class GlobalArray:
         if self._atomic_part(r) is not None:
             _core.rma_fetch_op(self._parts[r], loc, val, old, _dtype_code(self.dtype), code)
         else:
-            self._fetch_remote(r, loc, val, old, _MPI_OPS[name])
+            self._fetch_remote(r, loc, val, old, _MPI_OPS[name], "an atomic access to rank %d" % r)
         return old[0]
 
     def atomic_read(self, i):
@@ -440,14 +530,14 @@ class GlobalArray:
         if part is not None:
             return part[loc]            # an aligned word: one load
         old = np.empty(1, self.dtype)
-        self._fetch_remote(r, loc, old, old, MPI.NO_OP)
+        self._fetch_remote(r, loc, old, old, MPI.NO_OP, "an atomic read from rank %d" % r)
         return old[0]
 
-    def _fetch_remote(self, r, loc, value, old, mpi_op):
+    def _fetch_remote(self, r, loc, value, old, mpi_op, what):
         """old[0] = rank r's element loc, which becomes old (mpi_op) value[0],
         atomically; a request, so the wait is bounded as every other is."""
         req = self._win.Rget_accumulate(self._msg(value), self._msg(old), r, (loc, 1, self._mpitype), mpi_op)
-        self._ctx.wait_request(req, "an atomic access to rank %d" % r)
+        self._ctx.wait_request(req, what)
 
     def compare_swap(self, i, expected, value):
         """Atomically: old = a[i]; a[i] = value if old == expected; returns old (strict)."""
@@ -459,15 +549,23 @@ class GlobalArray:
         if self._atomic_part(r) is not None:
             _core.rma_compare_swap(self._parts[r], loc, exp, val, old, _dtype_code(self.dtype))
         else:
-            # MPI has no request form of compare-and-swap: this flush is bounded by MPI only
+            # MPI has no request form of compare-and-swap: a read of the same
+            # element (ordered after it) bounds the wait, then the flush
+            # delivers the result
             self._win.Compare_and_swap(self._msg(val), self._msg(exp), self._msg(old), r, loc)
+            self._reach([r], loc)
             self._win.Flush(r)
         return old[0]
 
     def _locate(self, i):
         """(owner, local index) of element i (negative i from the end), checked."""
-        (g,), _ = self._resolve(operator.index(i))
-        return self.layout.locate(int(g))
+        i = j = operator.index(i)
+        n = self.layout.n
+        if i < 0:
+            j += n
+        if not 0 <= j < n:
+            raise IndexOutOfRangeError("index %d out of range for %s of %d elements" % (i, self._name, n))
+        return self.layout.locate(j)
 
     def _msg(self, buf):
         """An MPI message of buf as the window's element type, so that origin
@@ -485,7 +583,7 @@ class GlobalArray:
         return None if self._win is not None else self._parts[r]
 
     def _update_code(self, name):
-        code = _dtype_code(self.dtype)
+        code = self._dtcode
         if code < 0 or not _core.rma_update_valid(_core.OPS[name], code):
             raise ArgumentError("update with %s is defined on int32, int64, uint32, uint64 (and SUM, MIN, "
                                 "MAX on float64), not on %s" % (name, self.dtype))
@@ -531,6 +629,9 @@ class GlobalArray:
     def _source(self, value, count, shape):
         """The values of a write as a contiguous 1-D array of the array's
         dtype: a scalar (broadcast), or as many values as elements."""
+        if isinstance(value, np.ndarray) and value.dtype == self.dtype and value.ndim == 1 and \
+                (count is None or len(value) == count) and value.flags.c_contiguous:
+            return value
         if isinstance(value, np.ndarray) and not np.can_cast(value.dtype, self.dtype, "same_kind"):
             raise ArgumentError("values of %s cannot be stored in %s" % (value.dtype, self.dtype))
         values = np.asarray(value, self.dtype)
@@ -586,23 +687,25 @@ def array(comm, n, dtype=np.float64, block=1, counts=None, fill=0):
     k block-cyclic, "*" blocked, 0 indefinite (all on rank 0); or counts=[...]
     for one contiguous range per rank of the given lengths."""
     ctx = context.of(comm)
-    dtype = np.dtype(dtype)
-    if counts is not None:
-        counts = [int(c) for c in counts]
-        _agree(ctx, "pgascol.pgas.array", (None, dtype.str, None, tuple(counts)))
-        if len(counts) != ctx.size:
-            raise ArgumentError("counts has %d entries for %d ranks" % (len(counts), ctx.size))
-        layout = Irregular(counts)
-        if n is not None and n != layout.n:
-            raise ArgumentError("n is %d but counts add up to %d" % (n, layout.n))
-    else:
-        _agree(ctx, "pgascol.pgas.array", (int(n), dtype.str, block, None))
-        if n < 0:
+
+    def prepare():
+        dt = np.dtype(dtype)
+        np.array(fill, dt)          # a fill value the dtype cannot hold is refused here
+        if counts is not None:
+            cs = [operator.index(c) for c in counts]
+            if len(cs) != ctx.size or min(cs, default=0) < 0:
+                raise ArgumentError("counts must be %d lengths >= 0, not %r" % (ctx.size, counts))
+            layout = Irregular(cs)
+            if n is not None and n != layout.n:
+                raise ArgumentError("n is %r but counts add up to %d" % (n, layout.n))
+            return (None, dt.str, None, tuple(cs)), (dt, layout)
+        if operator.index(n) < 0:
             raise ArgumentError("n must be >= 0, not %d" % n)
         if not (block == "*" or (isinstance(block, (int, np.integer)) and block >= 0)):
             raise ArgumentError('block must be an integer >= 0 or "*", not %r' % (block,))
-        layout = BlockCyclic(n, ctx.size, block)
-    return GlobalArray(comm, layout, dtype, fill)
+        return (int(n), dt.str, block, None), (dt, BlockCyclic(int(n), ctx.size, block))
+    dt, layout = _agree(ctx, "pgascol.pgas.array", prepare)
+    return GlobalArray(comm, layout, dt, fill)
 
 
 def zeros(comm, n, dtype=np.float64, block=1, counts=None):

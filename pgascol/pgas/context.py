@@ -11,7 +11,7 @@ import time
 
 from mpi4py import MPI
 
-from ..errors import ArgumentError, PgascolTimeoutError
+from ..errors import ArgumentError, PeerDeadError, PgascolTimeoutError
 
 
 def of(comm):
@@ -43,6 +43,7 @@ class Context:
                                  key=lambda r: self.local_of[r])
         self.on_node = [n == me for n in self.node_of]
         self.objects = []          # arrays and locks allocated and not yet freed
+        self.on_free = []          # callables told of every array freed (pgascol.upc drops its plans)
         self.split_barrier = None  # the request of a notify() not yet waited for
         self.timeout = st.timeout
         self._progress = None      # the progress thread while arrays span nodes
@@ -50,13 +51,25 @@ class Context:
 
     # ------------------------------------------------------------ bounded waits
 
-    def check(self, start, what):
-        """Between two polls of a wait: raise if a node peer died or the
-        wait has lasted PGASCOL_TIMEOUT."""
-        self.state.core.check_alive()
-        if time.monotonic() - start > self.timeout:
-            raise PgascolTimeoutError("%s did not complete within PGASCOL_TIMEOUT=%gs"
-                                      % (what, self.timeout))
+    def check(self, start, what, limit=None):
+        """Between two polls of a wait: check_node, then raise if the wait
+        has lasted `limit` seconds (default PGASCOL_TIMEOUT)."""
+        self.check_node(what)
+        if limit is None:
+            if time.monotonic() - start > self.timeout:
+                raise PgascolTimeoutError("%s did not complete within PGASCOL_TIMEOUT=%gs" % (what, self.timeout))
+        elif time.monotonic() - start > limit:
+            raise PgascolTimeoutError("%s did not complete within %gs" % (what, limit))
+
+    def check_node(self, what):
+        """Raise if a rank of the caller's node died (PeerDeadError naming
+        it) or gave up on the node team (TeamAbortedError). A rank of
+        another node that died is seen only by MPI failing or a timeout."""
+        try:
+            self.state.core.check_alive()
+        except PeerDeadError as exc:
+            raise PeerDeadError("%s: rank %d, on this node, died or exited"
+                                % (what, self.node_ranks[exc.peer]), exc.peer) from exc
 
     def wait_request(self, req, what):
         """Complete an MPI request, bounded as the collectives' waits are."""

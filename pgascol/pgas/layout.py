@@ -65,15 +65,31 @@ class BlockCyclic:
         B, P, n = self.block, self.nranks, self.n
         return [(lo, min(lo + B, n)) for lo in range(rank * B, n, B * P)]
 
+    def pieces(self, lo, hi):
+        """The range [lo, hi) as [(owner, first local index, count, position
+        in the range)], one per block it touches, in order, when no owner
+        holds two of them (so each owner's elements are one run of the range
+        and of its part); None otherwise. Plain integers, O(pieces)."""
+        B, P = self.block, self.nranks
+        if hi <= lo:
+            return []
+        b0, b1 = lo // B, (hi - 1) // B
+        if b1 - b0 >= P:
+            return None
+        out = []
+        for b in range(b0, b1 + 1):
+            g0, g1 = max(lo, b * B), min(hi, (b + 1) * B)
+            out.append((b % P, (b // P) * B + g0 - b * B, g1 - g0, g0 - lo))
+        return out
+
     def runs(self, rank, lo, hi):
-        """The caller's range [lo, hi) as it lies in `rank`'s part: (first
-        local index, count) of the contiguous local run it covers there (a
-        global range covers consecutive local elements of each owner)."""
+        """The range [lo, hi) as it lies in `rank`'s part: (first local
+        index, count) of the contiguous local run it covers there (a global
+        range covers consecutive local elements of each owner)."""
         if hi <= lo:
             return 0, 0
         first = self._first_at_or_after(rank, lo)
-        last = self._first_at_or_after(rank, hi)
-        return first, last - first
+        return first, self._first_at_or_after(rank, hi) - first
 
     def _first_at_or_after(self, rank, g):
         """The number of `rank`'s elements with a global index < g."""
@@ -124,8 +140,20 @@ class Irregular:
         lo, hi = int(self.offsets[rank]), int(self.offsets[rank + 1])
         return [(lo, hi)] if hi > lo else []
 
+    def pieces(self, lo, hi):
+        """As BlockCyclic.pieces: every owner holds one run, never None."""
+        out, bounds = [], self._bounds
+        r = bisect.bisect_right(bounds, lo) - 1
+        while lo < hi and r < self.nranks and bounds[r] < hi:
+            a, b = bounds[r], bounds[r + 1]
+            g0, g1 = max(lo, a), min(hi, b)
+            if g1 > g0:
+                out.append((r, g0 - a, g1 - g0, g0 - lo))
+            r += 1
+        return out
+
     def runs(self, rank, lo, hi):
-        a, b = int(self.offsets[rank]), int(self.offsets[rank + 1])
+        a, b = self._bounds[rank], self._bounds[rank + 1]
         first, last = max(lo, a), min(hi, b)
         return (first - a, last - first) if last > first else (0, 0)
 

@@ -109,15 +109,14 @@ class Lock:
         return True
 
     def _check_holder(self):
+        """Raise if the holder died (seen on its node only), or a node peer
+        died or gave up on the node team."""
+        ctx = self._ctx
         holder = int(self._words[_HOLDER])
-        if holder >= 0 and self._ctx.on_node[holder]:
-            try:
-                self._ctx.state.core.check_alive()
-            except PeerDeadError as exc:
-                if exc.peer == self._ctx.local_of[holder]:
-                    raise PeerDeadError("the holder of the lock, rank %d, died: %s" % (holder, exc),
-                                        exc.peer) from exc
-                raise
+        if holder >= 0 and ctx.on_node[holder] and not ctx.state.core.member_alive(ctx.local_of[holder]):
+            raise PeerDeadError("pgascol.pgas.Lock.acquire: the holder of the lock, rank %d, died or exited "
+                                "holding it" % holder, ctx.local_of[holder])
+        ctx.check_node("pgascol.pgas.Lock.acquire")
 
     def flush(self):
         self._words.flush()
@@ -130,8 +129,11 @@ class Lock:
 
     def __enter__(self):
         if not self.acquire():
-            raise PgascolTimeoutError("pgascol.pgas.Lock: not acquired within PGASCOL_TIMEOUT=%gs"
-                                      % self._ctx.timeout)
+            holder = self.held_by()
+            raise PgascolTimeoutError("pgascol.pgas.Lock: not acquired within PGASCOL_TIMEOUT=%gs%s" % (
+                self._ctx.timeout, "" if holder < 0 else ": the holder of the lock, rank %d, %s" % (
+                    holder, "kept it" if self._ctx.on_node[holder] else
+                    "is on another node: it died or kept the lock that long")))
         return self
 
     def __exit__(self, *exc):

@@ -6,6 +6,8 @@ columns (dist="col"): blocks of b columns, with ld a multiple of b*P so
 that column j lives on rank (j // b) % P in every row; the caller's part is
 then an (m, ld / P) row-major matrix of its columns. Element (i, j) is
 element i*ld + j of the underlying array."""
+import operator
+
 import numpy as np
 
 from ..errors import ArgumentError, IndexOutOfRangeError
@@ -19,29 +21,8 @@ class Matrix(GlobalArray):
 
     def __init__(self, comm, shape, dtype, block, dist, ld, fill):
         ctx = context.of(comm)
-        m, n = (int(x) for x in shape)
-        if m < 0 or n < 0:
-            raise ArgumentError("matrix shape must be non-negative, not %r" % (shape,))
-        if dist not in ("row", "col"):
-            raise ArgumentError('dist must be "row" or "col", not %r' % (dist,))
-        if not isinstance(block, (int, np.integer)) or block < 1:
-            raise ArgumentError("block must be a positive number of %ss, not %r" % (dist, block))
-        _agree(ctx, "pgascol.pgas.matrix", ((m, n), np.dtype(dtype).str, int(block), dist, ld))
-        P = ctx.size
-        if dist == "row":
-            if ld is None:
-                ld = n
-            elif ld < n:
-                raise ArgumentError("ld %d is smaller than the %d columns" % (ld, n))
-            layout = BlockCyclic(m * ld, P, block * ld if m * ld else 1)
-        else:
-            unit = block * P
-            if ld is None:
-                ld = max(-(-n // unit) * unit, unit)
-            elif ld < n or ld % unit:
-                raise ArgumentError("by columns, ld must be >= n and a multiple of block*P = %d (got %d)"
-                                    % (unit, ld))
-            layout = BlockCyclic(m * ld, P, block)
+        m, n, ld, layout = _agree(ctx, "pgascol.pgas.matrix",
+                                  lambda: _prepare(ctx.size, shape, dtype, block, dist, ld, fill))
         self.rows, self.cols, self.ld, self.dist, self.bsize = m, n, int(ld), dist, int(block)
         super().__init__(comm, layout, dtype, fill, "matrix")
 
@@ -121,3 +102,28 @@ def matrix(comm, shape, dtype=np.float64, block=1, dist="row", ld=None, fill=0):
     """Allocate (collectively) an m x n row-major matrix distributed by
     blocks of `block` rows (dist="row") or columns (dist="col")."""
     return Matrix(comm, shape, dtype, block, dist, ld, fill)
+
+
+def _prepare(P, shape, dtype, block, dist, ld, fill):
+    """Check one rank's arguments: (their key, (m, n, ld, layout))."""
+    m, n = (operator.index(x) for x in shape)
+    if m < 0 or n < 0:
+        raise ArgumentError("matrix shape must be non-negative, not %r" % (shape,))
+    if dist not in ("row", "col"):
+        raise ArgumentError('dist must be "row" or "col", not %r' % (dist,))
+    if not isinstance(block, (int, np.integer)) or block < 1:
+        raise ArgumentError("block must be a positive number of %ss, not %r" % (dist, block))
+    np.array(fill, np.dtype(dtype))
+    key = ((m, n), np.dtype(dtype).str, int(block), dist, ld)
+    if dist == "row":
+        if ld is None:
+            ld = n
+        elif ld < n:
+            raise ArgumentError("ld %d is smaller than the %d columns" % (ld, n))
+        return key, (m, n, ld, BlockCyclic(m * ld, P, block * ld if m * ld else 1))
+    unit = block * P
+    if ld is None:
+        ld = max(-(-n // unit) * unit, unit)
+    elif ld < n or ld % unit:
+        raise ArgumentError("by columns, ld must be >= n and a multiple of block*P = %d (got %d)" % (unit, ld))
+    return key, (m, n, ld, BlockCyclic(m * ld, P, block))

@@ -8,7 +8,7 @@ import numpy as np
 from mpi4py import MPI
 
 from ..engine import _core
-from ..errors import ArgumentError, PgascolTimeoutError
+from ..errors import ArgumentError
 from . import context
 
 _CMPS = {c: i for i, c in enumerate(_core.RMA_CMPS)}
@@ -72,7 +72,5 @@ def wait_until(a, i, cmp, value, timeout=None):
     start = time.monotonic()
     while not _core.rma_wait_until(part, loc, _CMPS[cmp], val, code, spin, 10_000_000):
         ctx.progress()
-        ctx.state.core.check_alive()
-        if time.monotonic() - start > limit:
-            raise PgascolTimeoutError("wait_until(a[%d] %s %r) did not hold within %gs" % (g, cmp, value, limit))
+        ctx.check(start, "wait_until(a[%d] %s %r)" % (i, cmp, value), limit)
     return part[loc]

@@ -3,8 +3,10 @@
     pgascol-bench run [--np N] [--ops bcast,allreduce,...] [--sizes 8,1K,1M | 8:64M]
                       [--rounds R] [--iters N] [--off-cache] [--buffers shared] [--virtual-node-size K]
                       [--mpi-launcher CMD] [--json FILE] [--plot FILE.png | DIR/] [--quick]
+    pgascol-bench pgas [--np 1,2] [--benchmarks randomaccess,stream,latency] [--json FILE] ...
     pgascol-bench compare BASE.json NEW.json [--threshold 0.10]
     pgascol-bench plot RESULTS.json --plot FILE.png | DIR/
+    pgascol-bench upc ...      (UPC's collectives, UOMS-style: pgascol/tools/bench_upc.py)
 
 `run` starts the MPI job itself; every rank runs the worker of this module
 (``python -m pgascol.tools.bench worker ...``, also what bench/engine_vs_mpi.py
@@ -53,6 +55,7 @@ import tempfile
 import time
 
 SCHEMA = "pgascol-bench/1"
+OURS = ("pgascol", "pgascol-shared")    # the impls whose slowdown `compare` calls a regression
 
 OPS = ("barrier", "bcast", "reduce", "allreduce", "gather", "scatter", "allgather", "alltoall",
        "reduce_scatter_block", "scan", "exscan", "gatherv", "scatterv", "allgatherv", "alltoallv")
@@ -706,6 +709,33 @@ def _kill_job(proc):
             pass
 
 
+def run_job(prefix, np_, virtual_node_size, worker):
+    """Run ``python -m WORKER... --json RAW`` on np_ ranks, its output echoed
+    as it comes; (exit status, the JSON it wrote or None)."""
+    env = dict(os.environ)
+    env["PYTHONUNBUFFERED"] = "1"
+    if virtual_node_size:
+        env["PGASCOL_NODE_SIZE"] = str(virtual_node_size)
+    with tempfile.TemporaryDirectory(prefix="pgascol-bench-") as tmp:
+        raw = os.path.join(tmp, "raw.json")
+        command = [*prefix, "-n", str(np_), sys.executable, "-m", *worker, "--json", raw]
+        print("# launching: %s" % shlex.join(command), flush=True)
+        proc = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                text=True, errors="replace", start_new_session=True)
+        try:
+            for line in proc.stdout:
+                sys.stdout.write(line)
+                sys.stdout.flush()
+            rc = proc.wait()
+        except BaseException:
+            _kill_job(proc)
+            raise
+        if not os.path.exists(raw):
+            return rc, None
+        with open(raw) as f:
+            return rc, json.load(f)
+
+
 def cmd_run(args, argv):
     def pick(value, default):
         return default if value is None else value
@@ -733,57 +763,51 @@ def cmd_run(args, argv):
     if args.plot:  # fail now, not after the measurements
         plot_destination(args.plot)
         _matplotlib()
-    prefix, impl = find_launcher(args.mpi_launcher)
-    env = dict(os.environ)
-    env["PYTHONUNBUFFERED"] = "1"
-    if args.virtual_node_size:
-        env["PGASCOL_NODE_SIZE"] = str(args.virtual_node_size)
-    with tempfile.TemporaryDirectory(prefix="pgascol-bench-") as tmp:
-        raw = os.path.join(tmp, "raw.json")
-        command = [*prefix, "-n", str(np_), sys.executable, "-m", "pgascol.tools.bench", "worker",
-                   "--via", "comm", "--ops", ",".join(ops), "--sizes", sizes,
-                   "--rounds", str(rounds), "--target-ms", str(target), "--json", raw]
-        if args.iters:
-            command += ["--iters", str(args.iters)]
-        if args.off_cache:
-            command.append("--off-cache")
-        if args.fresh:
-            command.append("--fresh")
-        if args.buffers == "shared":
-            command += ["--buffers", "shared"]
-        print("# launching: %s" % shlex.join(command), flush=True)
-        proc = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                text=True, errors="replace", start_new_session=True)
-        try:
-            for line in proc.stdout:
-                sys.stdout.write(line)
-                sys.stdout.flush()
-            rc = proc.wait()
-        except BaseException:
-            _kill_job(proc)
-            raise
-        if rc != 0 or not os.path.exists(raw):
-            raise BenchError("the MPI job failed (exit status %s); see its output above" % rc)
-        with open(raw) as f:
-            job = json.load(f)
-    meta = collect_meta(shlex.join(["pgascol-bench", *argv]), job["np"], args.virtual_node_size,
-                        job["mpi_library"], shlex.join(prefix), impl)
+    worker = ["--via", "comm", "--ops", ",".join(ops), "--sizes", sizes, "--rounds", str(rounds),
+              "--target-ms", str(target)]
+    if args.iters:
+        worker += ["--iters", str(args.iters)]
+    if args.off_cache:
+        worker.append("--off-cache")
+    if args.fresh:
+        worker.append("--fresh")
+    if args.buffers == "shared":
+        worker += ["--buffers", "shared"]
+    job, meta = launch(args, argv, np_, "pgascol.tools.bench", worker)
     meta["rounds"] = rounds
     meta["via"] = job["via"]
     for key in ("iters", "target_ms", "off_cache", "fresh", "llc_bytes", "llc_source"):
         meta[key] = job[key]
     meta["buffers"] = job.get("buffers", "private")
-    doc = {"schema": SCHEMA, "meta": meta, "results": job["results"]}
+    return report({"schema": SCHEMA, "meta": meta, "results": job["results"]}, "pgascol-bench",
+                  format_table, plot_results, args)
+
+
+def launch(args, argv, np_, module, worker):
+    """Run `python -m module worker WORKER... --json RAW` on np_ ranks under the
+    launcher (args.mpi_launcher, args.virtual_node_size), echoing its output;
+    returns (the job's JSON, the run's meta)."""
+    prefix, impl = find_launcher(args.mpi_launcher)
+    rc, job = run_job(prefix, np_, args.virtual_node_size, [module, "worker", *worker])
+    if rc != 0 or job is None:
+        raise BenchError("the MPI job failed (exit status %s); see its output above" % rc)
+    meta = collect_meta(shlex.join(["pgascol-bench", *argv]), job["np"], args.virtual_node_size,
+                        job["mpi_library"], shlex.join(prefix), impl)
+    return job, meta
+
+
+def report(doc, title, table, plot, args):
+    """Print the run's table, write --json and --plot."""
     print()
-    print("# pgascol-bench: " + describe_run(meta))
-    print(format_table(job["results"]))
+    print("# %s: %s" % (title, describe_run(doc["meta"])))
+    print(table(doc["results"]))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(doc, f, indent=1)
             f.write("\n")
         print("# wrote %s" % args.json)
     if args.plot:
-        for path in plot_results(doc, args.plot):
+        for path in plot(doc, args.plot):
             print("# wrote %s" % path)
     return 0
 
@@ -793,6 +817,8 @@ def describe_run(meta):
     parts = []
     if meta.get("np") is not None:
         parts.append("np=%d" % meta["np"])
+    elif meta.get("nps"):
+        parts.append("np=%s" % ",".join(map(str, meta["nps"])))
     if meta.get("mpi_library"):
         parts.append(" ".join(meta["mpi_library"].split()))
     if meta.get("machine"):
@@ -896,7 +922,12 @@ def plot_results(doc, dest):
 
 
 def cmd_plot(args):
-    paths = plot_results(load_doc(args.results), args.plot)
+    doc = load_doc(args.results)
+    if str(doc.get("meta", {}).get("benchmark", "")).startswith("upc"):
+        from .bench_upc import plot_results as plot_upc
+        paths = plot_upc(doc, args.plot)
+    else:
+        paths = plot_results(doc, args.plot)
     for path in paths:
         print("# wrote %s" % path)
     if not paths:
@@ -957,7 +988,7 @@ def cmd_compare(args):
         b, n = base[k], new[k]
         change = n["t_min_us"] / b["t_min_us"] - 1 if b["t_min_us"] > 0 else float("nan")
         flag = ""
-        if k[3].startswith("pgascol"):
+        if k[3] in OURS:
             if is_regression(b, n, args.threshold):
                 flag = "REGRESSION"
                 regressions.append(k)
@@ -978,7 +1009,7 @@ def cmd_compare(args):
         print("%d regression(s): %s" % (len(regressions), ", ".join(
             "%s %s np=%d" % (k[0], human(k[1]) if k[1] else "-", k[2]) for k in regressions)))
         return 1
-    print("no regression (%d pgascol case(s) compared)" % sum(1 for k in keys if k[3].startswith("pgascol")))
+    print("no regression (%d pgascol case(s) compared)" % sum(1 for k in keys if k[3] in OURS))
     return 0
 
 
@@ -988,8 +1019,9 @@ def cmd_compare(args):
 
 def _parser():
     ap = argparse.ArgumentParser(prog="pgascol-bench",
-                                 description="pgascol.Comm against native MPI collectives; "
-                                             "no arguments: `run` with the default sweep")
+                                 description="pgascol.Comm against native MPI collectives, and the PGAS "
+                                             "layer's benchmarks (pgas); no arguments: `run` with the "
+                                             "default sweep")
     sub = ap.add_subparsers(dest="command")
     r = sub.add_parser("run", help="launch an MPI job and time pgascol vs native MPI")
     r.add_argument("--np", type=int, help="ranks (default: 2-4 by the CPU count; --quick: 2)")
@@ -1020,12 +1052,15 @@ def _parser():
                    help="one PNG per op, time against size: out.png -> out-bcast.png, ...; "
                         "DIR/ -> DIR/bcast.png, ... (needs matplotlib)")
     r.add_argument("--quick", action="store_true", help="a small sweep (np=2, under 2 minutes)")
+    from . import bench_pgas, bench_upc
+    bench_pgas.add_parser(sub)
+    bench_upc.add_parser(sub)
     c = sub.add_parser("compare", help="compare two JSON results; exit 1 on a pgascol regression")
     c.add_argument("base")
     c.add_argument("new")
     c.add_argument("--threshold", type=float, default=0.10,
                    help="relative slowdown tolerated (default 0.10)")
-    p = sub.add_parser("plot", help="plot a JSON written by `run --json`, one PNG per op")
+    p = sub.add_parser("plot", help="plot a JSON written by `run --json` or `upc --json`, one PNG per op")
     p.add_argument("results", metavar="RESULTS.json")
     p.add_argument("--plot", metavar="FILE.png|DIR/", required=True,
                    help="out.png -> out-bcast.png, ...; DIR/ -> DIR/bcast.png, ...")
@@ -1041,12 +1076,18 @@ def main(argv=None):
     ap = _parser()
     args = ap.parse_args(argv)
     if args.command is None:
-        ap.error("choose a command: run, compare or plot")
+        ap.error("choose a command: run, pgas, upc, compare or plot")
     try:
         if args.command == "run":
             return cmd_run(args, argv)
+        if args.command == "pgas":
+            from . import bench_pgas
+            return bench_pgas.cmd_pgas(args, argv)
         if args.command == "plot":
             return cmd_plot(args)
+        if args.command == "upc":
+            from .bench_upc import cmd_upc
+            return cmd_upc(args, argv)
         return cmd_compare(args)
     except BenchError as e:
         print("pgascol-bench: error: %s" % e, file=sys.stderr)
@@ -1056,4 +1097,7 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # through the imported module, not this __main__ copy of it: the
+    # subcommands in other modules (bench_pgas, bench_upc) raise its BenchError
+    from pgascol.tools.bench import main as _main
+    sys.exit(_main())

@@ -85,8 +85,11 @@ def info(args):
     out.write("vectors:    copies and reduction kernels use %s (PGASCOL_SIMD=%d; this CPU: %s)\n" % (
         "AVX2" if team.core.simd == "avx2" else "the baseline loops", cfg["simd"],
         "AVX2" if cpu == "avx2" else "no AVX2"))
+    from ..upc import plan as upc_plan
+    out.write("upc:        %s inside one node; 'hier' across nodes (PGASCOL_UPC_<COLLECTIVE>)\n" % ", ".join(
+        "%s=%s" % kv for kv in upc_plan.defaults().items()))
     set_vars = [k for k in list(config.VARIABLES) if k in os.environ] + \
-        [k for k in os.environ if k.startswith("PGASCOL_CMA_MIN_")]
+        [k for k in os.environ if k.startswith(("PGASCOL_CMA_MIN_", "PGASCOL_UPC_"))]
     out.write("environment: %s\n" % (", ".join("%s=%s" % (k, os.environ[k]) for k in set_vars) or
                                      "no PGASCOL_* variable set (defaults)"))
     team.free()

@@ -6,7 +6,10 @@ timeout within PGASCOL_TIMEOUT (or the team's abort by the first of them
 that timed out) (tests/test_mpi_programs.py sets it to 3 s). Also with
 virtual nodes, where the others wait in an inter-node MPI phase: those waits
 are bounded the same way. Ranks whose calls go out of step are caught before
-any data moves."""
+any data moves. A root that refuses its own arguments to a Gather(v) or
+Scatter(v) on one node leaves the communicator usable (RootRefusedError on
+the ranks that need it); ranks whose calls take different paths (MPI and
+pgascol) all fail at once, also across nodes."""
 import time
 
 import numpy as np
@@ -91,14 +94,7 @@ def test_root_refusal_keeps_the_ranks_in_step():
                 raise AssertionError("the Gatherv did not raise")
         else:
             c.Gatherv(send, None, root=0)
-        for k in range(3):
-            x = np.full(100, ME + k, "d")
-            y = np.zeros_like(x)
-            c.Allreduce(x, y)
-            assert np.all(y == sum(range(P)) + P * k), (k, y[0])
-            b = np.full(10, ME + 100 * k, "d")
-            c.Bcast(b, root=P - 1)
-            assert np.all(b == P - 1 + 100 * k), (k, b[0])
+        _still_usable(c)
         # the root's refused call is not counted
         assert sum(pgascol.stats(c).get("Gatherv", {}).values()) == (0 if ME == 0 else 1)
     finally:
@@ -108,7 +104,8 @@ def test_root_refusal_keeps_the_ranks_in_step():
 def test_refused_op_fails_its_waiters_at_once():
     """The root of a Scatterv refuses a send buffer too small; every other
     rank waits for the root's data, so each fails at once (not after the
-    timeout) with an error that names the root's refusal."""
+    timeout) with an ArgumentError that names the collective and repeats
+    the root's reason; the communicator stays usable."""
     c = _flat_comm()
     if c is None:
         return
@@ -125,12 +122,91 @@ def test_refused_op_fails_its_waiters_at_once():
         else:
             try:
                 c.Scatterv(None, out, root=0)
-            except (CollectiveMismatchError, TeamAbortedError) as exc:
-                assert "local rank 0 refused its arguments to Scatterv" in str(exc), str(exc)
+            except pgascol.RootRefusedError as exc:
+                assert isinstance(exc, ArgumentError)
+                assert str(exc).startswith("Scatterv: the root (local rank 0) refused its arguments: "
+                                           "ArgumentError: sendbuf holds"), str(exc)
                 assert time.monotonic() - start < 2.5
             else:
                 raise AssertionError("rank %d completed a Scatterv whose root refused" % ME)
             assert np.all(out == 0)      # nothing was written
+        _still_usable(c)
+    finally:
+        c.Free()
+
+
+def _still_usable(c):
+    """The next collectives pair up as called and give the right results."""
+    for k in range(2):
+        x = np.full(100, ME + k, "d")
+        y = np.zeros_like(x)
+        c.Allreduce(x, y)
+        assert np.all(y == sum(range(P)) + P * k), (k, y[0])
+        b = np.full(10, ME + 100 * k, "d")
+        c.Bcast(b, root=P - 1)
+        assert np.all(b == P - 1 + 100 * k), (k, b[0])
+        out = np.zeros(2)
+        c.Scatter(np.repeat(np.arange(P, dtype="d"), 2) if ME == 0 else None, out, root=0)
+        assert np.all(out == ME), out
+
+
+# Misuse only the root can see (its send or receive specification), as
+# (collective, root's call, others' call), each with 4 and 100000 doubles
+# per rank: inline, and staged or single copy.
+def _root_misuse(n):
+    d = MPI.DOUBLE
+    short = np.zeros(n * P - 1)
+    displs = [n * q for q in range(P)]
+    far = [0] * (P - 1) + [n * P]           # the last block past the buffer's end
+    return [
+        ("Scatterv", lambda c: c.Scatterv([short, [n] * P, None, d], np.zeros(n), root=0),
+         lambda c, out: c.Scatterv(None, out, root=0)),
+        ("Scatterv", lambda c: c.Scatterv([np.zeros(n * P), [n] * P, far, d], np.zeros(n), root=0),
+         lambda c, out: c.Scatterv(None, out, root=0)),
+        ("Scatterv", lambda c: c.Scatterv([np.zeros(n * P), [n] * (P - 1) + [-1], displs, d], np.zeros(n),
+                                          root=0),
+         lambda c, out: c.Scatterv(None, out, root=0)),
+        ("Scatter", lambda c: c.Scatter([short, n, d], np.zeros(n), root=0),
+         lambda c, out: c.Scatter(None, out, root=0)),
+        ("Gatherv", lambda c: c.Gatherv(np.zeros(n), [short, [n] * P, None, d], root=0),
+         lambda c, out: c.Gatherv(out, None, root=0)),
+        ("Gatherv", lambda c: c.Gatherv(np.zeros(n), [np.zeros(n * P), [n] * (P - 1) + [-1], displs, d],
+                                        root=0),
+         lambda c, out: c.Gatherv(out, None, root=0)),
+        ("Gather", lambda c: c.Gather(np.zeros(n), [short, n, d], root=0),
+         lambda c, out: c.Gather(out, None, root=0)),
+    ]
+
+
+def test_root_only_misuse_leaves_the_communicator_usable():
+    """The root refuses before anything moves; a rank that waits for the
+    root (every Scatter receiver; a Gather sender whose block does not fit
+    the inline slot and staging at once) raises RootRefusedError, an
+    ArgumentError naming the collective and the root's reason, at once; a
+    Gather sender that needs nothing from the root completes, as under MPI.
+    Never an abort: the next collectives work on every rank. (Across nodes
+    the other nodes' ranks still wait for the root until PGASCOL_TIMEOUT.)"""
+    c = _flat_comm()
+    if c is None:
+        return
+    try:
+        for n in (4, 100000):
+            for name, bad, good in _root_misuse(n):
+                start = time.monotonic()
+                out = np.zeros(n)
+                try:
+                    bad(c) if ME == 0 else good(c, out)
+                except pgascol.RootRefusedError as exc:
+                    assert ME != 0 and str(exc).startswith(name) and "refused its arguments: " in str(exc), str(exc)
+                    assert "ArgumentError: " in str(exc), str(exc)     # the root's reason
+                    assert time.monotonic() - start < 2.5
+                except ArgumentError as exc:
+                    assert ME == 0, repr(exc)
+                else:
+                    assert ME != 0 and name.startswith("Gather"), (ME, name, n)
+                if name.startswith("Scatter"):
+                    assert not out.any()
+                _still_usable(c)
     finally:
         c.Free()
 
@@ -322,6 +398,54 @@ def test_one_rank_goes_to_mpi():
                           ["Allreduce to MPI", "local rank"])
     finally:
         mine.Free()
+
+
+def test_ranks_on_different_paths_all_fail_at_once():
+    """Rank 0 alone passes a user-defined operator (its Allreduce goes to
+    MPI) while the others' go to pgascol, on one node or across nodes:
+    every rank raises an error naming the disagreement within a fraction
+    of a second (across nodes, the leaders tell each other: TAG_PATH,
+    TAG_ABORT), and none is left waiting inside MPI; the communicator is
+    given up."""
+    if P == 1:
+        return
+    c = pgascol.Comm(WORLD.Dup())
+    mine = MPI.Op.Create(lambda a, b, dt: None, commute=True)
+    start = time.monotonic()
+    try:
+        y = np.zeros(4)
+        try:
+            c.Allreduce(np.ones(4), y, op=mine if ME == 0 else MPI.SUM)
+        except (CollectiveMismatchError, TeamAbortedError) as exc:
+            assert "to MPI" in str(exc), str(exc)
+            assert time.monotonic() - start < 2.5, time.monotonic() - start
+        else:
+            raise AssertionError("rank %d: the Allreduce completed (y[0] = %g)" % (ME, y[0]))
+        try:
+            c.Barrier()
+        except (TeamAbortedError, CollectiveMismatchError):
+            pass
+        else:
+            raise AssertionError("rank %d: a Barrier ran on a communicator given up" % ME)
+    finally:
+        mine.Free()
+        c.Free()
+
+
+def test_every_rank_to_mpi_across_nodes_still_works():
+    """The same operator on every rank: all go to MPI, and agree on it."""
+    c = pgascol.Comm(WORLD.Dup())
+    mine = MPI.Op.Create(lambda a, b, dt: np.add(np.frombuffer(a), np.frombuffer(b), out=np.frombuffer(b)),
+                         commute=True)
+    try:
+        for _ in range(3):
+            y = np.zeros(4)
+            c.Allreduce(np.ones(4), y, op=mine)
+            assert np.all(y == P), y
+        c.Barrier()
+    finally:
+        mine.Free()
+        c.Free()
 
 
 def test_free_while_another_thread_is_in_a_collective():

@@ -8,7 +8,7 @@ from mpi4py import MPI
 
 import pgascol
 from pgascol import pgas
-from pgascol.errors import ArgumentError, FreedError, IndexOutOfRangeError
+from pgascol.errors import ArgumentError, FreedError, IndexOutOfRangeError, PgascolTimeoutError
 
 WORLD = MPI.COMM_WORLD
 ME, P = WORLD.Get_rank(), WORLD.Get_size()
@@ -118,6 +118,60 @@ def test_updates_with_duplicates_are_exact():
             for r in range(P):
                 x ^= r + 1
             assert np.array_equal(a[:], want ^ x)
+
+
+def test_updates_on_every_layout_dtype_and_operator():
+    """update finds each index's owner (on one node in C: shifts and masks
+    for a power-of-two block and rank count, divisions otherwise); the
+    result is numpy's ufunc.at of everyone's updates."""
+    cases = ((np.uint64, "bxor", np.bitwise_xor), (np.int32, "sum", np.add),
+             (np.float64, "max", np.maximum), (np.int64, "min", np.minimum))
+    for block in (1, 3, 4, "*", 0):
+        for dtype, op, ufunc in cases:
+            with pgas.full(COMM, 70, 50, dtype, block=block) as a:
+                def mine(r):
+                    rng = np.random.default_rng(r)
+                    return rng.integers(0, 70, 40), rng.integers(0, 100, 40).astype(dtype)
+                a.update(*mine(ME), op)
+                pgas.barrier(COMM)
+                want = np.full(70, 50, dtype)
+                for r in range(P):
+                    ufunc.at(want, *mine(r))
+                assert np.array_equal(a[:], want), (block, dtype, op)
+                pgas.barrier(COMM)
+
+
+def test_update_refuses_a_bad_index_before_applying_any():
+    with pgas.zeros(COMM, 10, np.int64, block=3) as a:
+        _expect(IndexOutOfRangeError, a.update, np.array([1, 2, 10]), 1, "sum")
+        _expect(IndexOutOfRangeError, a.update, np.array([4, -1]), 1, "sum")
+        _expect(ArgumentError, a.update, np.array([1.0]), 1, "sum")
+        _expect(ArgumentError, a.update, 4, np.array(1.5), "sum")      # float values, one element
+        a.update(4, 7, "sum")                       # one element
+        pgas.barrier(COMM)
+        want = np.zeros(10, np.int64)
+        want[4] = 7 * P
+        assert np.array_equal(a[:], want)
+
+
+def test_elements_and_slices():
+    for block in BLOCKS:
+        with pgas.zeros(COMM, 50, np.float64, block=block) as a:
+            want = np.zeros(50)
+            want[0:50:7] = np.arange(0, 50, 7) + 0.5
+            want[10:20] = np.arange(10.0)
+            want[-1] = -1.0
+            if ME == P - 1:
+                for i in range(0, 50, 7):
+                    a[i] = i + 0.5
+                a[10:20] = np.arange(10.0)
+                a[-1] = -1.0
+            pgas.barrier(COMM)
+            assert np.array_equal(a[:], want) and np.array_equal(a[10:20], want[10:20])
+            assert a[-1] == -1.0 and a[7] == 7.5 and len(a[5:5]) == 0
+            _expect(IndexOutOfRangeError, a.__setitem__, 50, 1.0)
+            _expect(ArgumentError, a.__setitem__, slice(0, 3), np.arange(4.0))
+            pgas.barrier(COMM)
 
 
 def test_all_ranks_hammer_one_word():
@@ -274,6 +328,93 @@ def test_misuse_raises_before_data_moves_and_comm_stays_usable():
     c = np.empty(4)
     COMM.Allreduce(b, c)                            # the communicator still works
     assert (c == P).all()
+
+
+LAST = P - 1        # the rank whose arguments differ
+MISMATCHES = {      # name: (function, arguments on rank LAST, arguments elsewhere)
+    "n": (pgas.zeros, (COMM, 11, np.int64), (COMM, 10, np.int64)),
+    "dtype": (pgas.zeros, (COMM, 10, np.int32), (COMM, 10, np.int64)),
+    "block": (pgas.zeros, (COMM, 10, np.int64, "*"), (COMM, 10, np.int64, 1)),
+    "counts": (pgas.zeros, (COMM, None, np.int64, 1, [2] * (P - 1) + [3]), (COMM, None, np.int64, 1, [2] * P)),
+    "matrix dist": (pgas.matrix, (COMM, (4, 4), np.float64, 1, "row"), (COMM, (4, 4), np.float64, 1, "col")),
+    # refused on LAST alone, before it could take part: the others must not wait for it
+    "n not an integer": (pgas.zeros, (COMM, "ten", np.int64), (COMM, 10, np.int64)),
+    "no such dtype": (pgas.zeros, (COMM, 10, "int77"), (COMM, 10, np.int64)),
+    "counts of another length": (pgas.zeros, (COMM, None, np.int64, 1, [1] * (P + 1)),
+                                 (COMM, None, np.int64, 1, [1] * P)),
+    "fill the dtype cannot hold": (pgas.full, (COMM, 10, "x", np.int64), (COMM, 10, 7, np.int64)),
+    "matrix shape": (pgas.matrix, (COMM, (-1, 4), np.float64), (COMM, (4, 4), np.float64)),
+}
+
+
+def test_allocation_misuse_on_one_rank_raises_on_every_rank():
+    """Whatever one rank gets wrong in a collective allocation, every rank
+    raises ArgumentError, nothing is allocated, and the communicator (and
+    the layer) still works."""
+    ctx = pgas.zeros(COMM, 1, np.int64)._ctx
+    ctx.objects[-1].free()
+    before = len(ctx.objects)
+    for name, (fn, theirs, ours) in MISMATCHES.items():
+        if P == 1 and not name.startswith(("n not", "no such", "counts of", "fill", "matrix shape")):
+            continue                                # one rank cannot disagree with itself
+        exc = _expect(ArgumentError, fn, *(theirs if ME == LAST else ours))
+        assert "pgascol.pgas" in str(exc), (name, exc)
+        assert len(ctx.objects) == before, name     # nothing allocated
+        assert COMM.allreduce(1) == P, name         # the communicator still works
+    with pgas.zeros(COMM, 3 * P, np.int64, block=3) as a:     # and so does the layer
+        a[ME] = ME + 1
+        pgas.barrier(COMM)
+        assert list(a[0:P]) == list(range(1, P + 1))
+
+
+def test_freed_objects_refuse_every_access():
+    a = pgas.zeros(COMM, 4 * P, np.int64)
+    lock = pgas.Lock(COMM)
+    a.free()
+    lock.free()
+    a.free()                                        # freeing twice is harmless
+    out = np.zeros(2, np.int64)
+    for fn, args in ((a.__getitem__, (0,)), (a.__setitem__, (0, 1)), (a.get, (0, out)), (a.get_nb, (0, out)),
+                     (a.put, (0, out)), (a.put_nb, (0, out)), (a.update, ([0], 1, "sum")),
+                     (a.fetch_op, (0, 1, "sum")), (a.compare_swap, (0, 0, 1)), (a.atomic_read, (0,)),
+                     (a.local, ()), (a.node_view, (ME,)), (pgas.wait_until, (a, 0, "==", 0)),
+                     (lock.acquire, ()), (lock.release, ()), (lock.held_by, ())):
+        _expect(FreedError, fn, *args)
+    assert "freed" in repr(a)
+
+
+def test_bad_access_raises_before_data_moves():
+    with pgas.zeros(COMM, 10 * P, np.int64, block=2) as a:
+        pgas.barrier(COMM)
+        n = 10 * P
+        _expect(IndexOutOfRangeError, a.update, [0, 1, n], 5, "sum")       # the good ones not applied either
+        _expect(IndexOutOfRangeError, a.__setitem__, np.array([0, 1, n + 3]), 5)
+        _expect(IndexOutOfRangeError, a.put, n - 1, np.ones(2, np.int64))
+        _expect(IndexOutOfRangeError, a.put_nb, -1, np.ones(2, np.int64))
+        _expect(IndexOutOfRangeError, a.get_nb, n - 1, np.zeros(2, np.int64))
+        _expect(IndexOutOfRangeError, a.fetch_op, n, 1, "sum")
+        _expect(IndexOutOfRangeError, a.compare_swap, n, 0, 1)
+        _expect(ArgumentError, a.fetch_op, 0, 1, "prod")
+        _expect(ArgumentError, a.update, [0], np.ones(2, np.int64), "sum")      # 2 values for 1 index
+        _expect(ArgumentError, a.update, [0.5], 1, "sum")                       # not an integer index
+        ro = np.zeros(2, np.int64)
+        ro.flags.writeable = False
+        _expect(ArgumentError, a.get_nb, 0, ro)
+        _expect(ArgumentError, a.get, 0, np.zeros((2, 1), np.int64))            # not 1-D
+        _expect(ArgumentError, pgas.wait_until, a, a.owned()[0][0] if a.owned() else 0, "=<", 0)
+        other = (ME + 1) % P
+        if P > 1:
+            _expect(ArgumentError, pgas.wait_until, a, 2 * other, "==", 0)  # not the caller's element
+        pgas.barrier(COMM)
+        assert (a[:] == 0).all()                    # nothing was written anywhere
+        pgas.barrier(COMM)
+
+
+def test_wait_until_times_out_naming_the_wait():
+    with pgas.zeros(COMM, P, np.int64, block=1) as flags:
+        exc = _expect(PgascolTimeoutError, pgas.wait_until, flags, ME, "==", 1, timeout=0.2)
+        assert "wait_until(a[%d] == 1)" % ME in str(exc) and "0.2s" in str(exc), exc
+        pgas.barrier(COMM)
 
 
 def test_arrays_left_allocated_are_freed_with_the_communicator():

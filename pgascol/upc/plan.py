@@ -1,0 +1,251 @@
+"""How a UPC call is resolved: the algorithm it runs, its synchronisation,
+and, inside a node, the program of steps each member runs
+(csrc/upc/upc.h), cached per arguments.
+
+A call inside one node is a set of transfers (src owner, src address, dst
+owner, dst address, bytes), the same on every member; an algorithm says who
+performs each (pull: the dst owner, push: the src owner, trees: along a
+binomial tree, chunk by chunk). A member's program is then: its IN
+synchronisation, its copies, END, its OUT synchronisation, where MYSYNC
+waits only for the members whose parts its copies touch (IN) or that touch
+its parts (OUT)."""
+import os
+
+import numpy as np
+
+from ..engine import _core
+from ..errors import ArgumentError
+from ..pgas import context
+from .flags import ALLSYNC, MYSYNC, NOSYNC, parse_flags
+
+WAIT, COPY, POST, END = _core.UPC_WAIT, _core.UPC_COPY, _core.UPC_POST, _core.UPC_END
+ALL, ENTERED, STEP0, DONE = _core.UPC_ALL, _core.UPC_ENTERED, _core.UPC_STEP0, _core.UPC_DONE
+
+#: The algorithms of each collective, by name; the first is the default
+#: inside a node, "hier" the only one across nodes (every rank moves its own
+#: parts with pgascol.Comm's collectives: node leaders over MPI, then the
+#: node). pull/push: flat (the dst's / the src's owner copies);
+#: binomial-<pull|push>[-static|-dynamic]: a binomial tree, unfragmented,
+#: in chunks of PGASCOL_UPC_CHUNK bytes, or in two halves (above
+#: DYNAMIC_MIN bytes); ring-pull / ring-push: a token passed in rank order
+#: from the root, each holder passing it on before it copies;
+#: gather-bcast: gather into rank 0's block, then every rank pulls it,
+#: with no global synchronisation in between. prefix_reduce: allgather
+#: (every block's total to everyone), three-phase (the thesis's, where each
+#: rank holds one run in rank order on nodes of consecutive ranks), auto
+#: (three-phase across nodes where it applies, else allgather).
+_TREES = tuple("binomial-%s%s" % (d, f) for d in ("pull", "push") for f in ("", "-static", "-dynamic"))
+ALGORITHMS = {
+    "broadcast": ("pull", "push") + _TREES + ("hier",),
+    "scatter": ("pull", "push", "ring-pull", "hier"),
+    "gather": ("push", "pull", "ring-push", "hier"),
+    "gather_all": ("pull", "push", "gather-bcast", "hier"),
+    "exchange": ("pull", "push", "hier"),
+    "permute": ("push", "pull", "hier"),
+    "reduce": ("gather",),
+    "prefix_reduce": ("auto", "allgather", "three-phase"),
+}
+#: Static fragmentation of the trees: chunks of this many bytes (PGASCOL_UPC_CHUNK).
+CHUNK_DEFAULT = 32 << 10
+#: Dynamic fragmentation splits blocks larger than this into two halves.
+DYNAMIC_MIN = 8192
+_MAX_PLANS = 256
+
+
+def chunk_bytes():
+    text = os.environ.get("PGASCOL_UPC_CHUNK", str(CHUNK_DEFAULT))
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise ArgumentError("PGASCOL_UPC_CHUNK must be a number of bytes > 0, not %r" % text)
+    return value
+
+
+def chunks(alg, nbytes):
+    """The (offset, length) chunks of a tree algorithm's block."""
+    if alg.endswith("-static"):
+        size = chunk_bytes()
+        return [(off, min(size, nbytes - off)) for off in range(0, nbytes, size)]
+    if alg.endswith("-dynamic") and nbytes > DYNAMIC_MIN:
+        return [(0, nbytes // 2), (nbytes // 2, nbytes - nbytes // 2)]
+    return [(0, nbytes)]
+
+
+def defaults(nnodes=1, env=os.environ):
+    """{collective: the algorithm a call without algorithm= runs} (pgascol info)."""
+    out = {}
+    for coll, names in ALGORITHMS.items():
+        chosen = env.get("PGASCOL_UPC_" + coll.upper()) or ("hier" if nnodes > 1 and "hier" in names else names[0])
+        out[coll] = chosen
+    return out
+
+
+def algorithm(coll, requested, ctx):
+    """The algorithm a call of `coll` runs: `requested`, else PGASCOL_UPC_<COLL>, else the default."""
+    names = ALGORITHMS[coll]
+    source = "algorithm="
+    if requested is None:
+        requested = os.environ.get("PGASCOL_UPC_" + coll.upper())
+        source = "PGASCOL_UPC_" + coll.upper()
+    if requested is None or requested == "":
+        return "hier" if ctx.nnodes > 1 and "hier" in names else names[0]
+    if requested not in names:
+        raise ArgumentError("upc.all_%s: %s%r is not one of its algorithms (%s)"
+                            % (coll, source, requested, ", ".join(names)))
+    if ctx.nnodes > 1 and "hier" in names and requested != "hier":
+        raise ArgumentError("upc.all_%s: algorithm %r moves data inside one node; this communicator spans "
+                            "%d nodes, where it runs 'hier'" % (coll, requested, ctx.nnodes))
+    return requested
+
+
+def signature(*values):
+    """The call's signature argument (csrc/team/team.h): 18 bits hashing
+    what every member must agree on (ints only: their hash is the same in
+    every process)."""
+    return hash(values) & 0x3ffff
+
+
+def context_of(x):
+    """The PGAS context of an operand (a global array or (array, offset))."""
+    array = x[0] if isinstance(x, tuple) and x else x
+    ctx = getattr(array, "_ctx", None)
+    if ctx is None:
+        raise ArgumentError("UPC collectives take global arrays (pgascol.pgas) or (array, offset) "
+                            "pairs, not %r" % type(array).__name__)
+    return ctx
+
+
+#: Resolved calls, by their arguments as given (arrays by identity): what
+#: runs them (a callable), and their arrays; a plan goes when one of its
+#: arrays is freed (Context.on_free).
+RUNNERS = {}
+_ARRAYS = {}
+
+
+def remember(ctx, key, plan):
+    """Keep the plan of a call, and return what runs it."""
+    if plan.prog is not None:
+        runner = _core.UpcProgram(ctx.state.core, plan.coll, plan.arg, plan.prog, plan.nbytes)
+    else:
+        body = plan.body
+        runner = lambda: body(ctx, plan)    # noqa: E731
+    return keep(ctx, key, runner, plan.arrays)
+
+
+def keep(ctx, key, value, arrays):
+    """RUNNERS[key] = value until one of `arrays` is freed."""
+    if _forget not in ctx.on_free:
+        ctx.on_free.append(_forget)
+    if len(RUNNERS) >= _MAX_PLANS:
+        RUNNERS.clear()
+        _ARRAYS.clear()
+    RUNNERS[key], _ARRAYS[key] = value, arrays
+    return value
+
+
+def _forget(array):
+    for key in [k for k, arrays in _ARRAYS.items() if array in arrays]:
+        del RUNNERS[key], _ARRAYS[key]
+
+
+class Plan:
+    """A resolved call: a program of steps (inside a node) or a body (across nodes)."""
+    __slots__ = ("coll", "arrays", "prog", "arg", "nbytes", "body", "in_mode", "out_mode")
+
+
+def sync_modes(flags, what):
+    return parse_flags(flags, what)
+
+
+def program(me, nranks, transfers, performer, in_mode, out_mode):
+    """This member's steps for a flat algorithm: `transfers` are (src owner,
+    src address, dst owner, dst address, bytes), performer(t) the member
+    that copies t."""
+    mine, touched, touching = [], set(), set()
+    for t in transfers:
+        who = performer(t)
+        if who == me:
+            mine.append((COPY, t[3], t[1], t[4]))
+            touched.update((t[0], t[2]))
+        elif me in (t[0], t[2]):
+            touching.add(who)
+    touched.discard(me)
+    touching.discard(me)
+    return _wrap(mine, touched, touching, in_mode, out_mode)
+
+
+def _wrap(work, touched, touching, in_mode, out_mode):
+    steps = []
+    if in_mode == ALLSYNC:
+        steps += [(POST, ENTERED, 0, 0), (WAIT, ALL, ENTERED, 0)]
+    elif in_mode == MYSYNC:
+        if touching:
+            steps.append((POST, ENTERED, 0, 0))
+        steps += [(WAIT, p, ENTERED, 0) for p in sorted(touched)]
+    steps += work
+    steps.append((END, 0, 0, 0))
+    if out_mode == ALLSYNC:
+        steps.append((WAIT, ALL, DONE, 0))
+    elif out_mode == MYSYNC:
+        steps += [(WAIT, p, DONE, 0) for p in sorted(touching)]
+    assert in_mode in (ALLSYNC, MYSYNC, NOSYNC) and out_mode in (ALLSYNC, MYSYNC, NOSYNC)
+    return np.array(steps, dtype=np.uint64).reshape(-1, 4)
+
+
+def tree_program(me, nranks, root, src_addr, dst_addr, pieces, push, in_mode, out_mode):
+    """A broadcast down a binomial tree rooted at `root`, chunk by chunk
+    (`pieces`: (offset, length) of each): pull (each member copies chunk c
+    from its parent's dst once the parent posted it) or push (each member
+    copies it into its children's dst, then posts). dst_addr(r): r's dst
+    block. A member's dst block is its children's source: no buffers."""
+    v = (me - root) % nranks
+    parent = None if v == 0 else ((v & ~(1 << (v.bit_length() - 1))) + root) % nranks
+    children, k = [], 1 << v.bit_length() if v else 1
+    while v + k < nranks:
+        children.append((v + k + root) % nranks)
+        k <<= 1
+    work = []
+    for c, (off, n) in enumerate(pieces):
+        mine = dst_addr(me) + off
+        if parent is None:
+            work.append((COPY, mine, src_addr + off, n))
+        elif not push:
+            work += [(WAIT, parent, STEP0 + c, 0), (COPY, mine, dst_addr(parent) + off, n)]
+        else:
+            work.append((WAIT, parent, STEP0 + c, 0))
+        if push:
+            work += [(COPY, dst_addr(ch) + off, mine, n) for ch in children]
+        work.append((POST, STEP0 + c, 0, 0))
+    if push:
+        touched, touching = set(children), {parent} - {None}
+    else:
+        touched, touching = {parent} - {None}, set(children)
+    return _wrap(work, touched, touching, in_mode, out_mode)
+
+
+def ring_program(me, nranks, root, transfers, in_mode, out_mode):
+    """A token passed in rank order from the root (ring scatter and gather):
+    `transfers[r]` is rank r's copy, made once it holds the token, which it
+    passes on first (inside a node the copies then overlap, staggered)."""
+    src_rank, src, dst_rank, dst, n = transfers[me]
+    work = [(POST, STEP0, 0, 0)] if me == root else [(WAIT, (me - 1) % nranks, STEP0, 0), (POST, STEP0, 0, 0)]
+    work.append((COPY, dst, src, n))
+    touched = {src_rank, dst_rank} - {me}
+    touching = {t[0] if t[0] != me else t[2] for t in transfers if me in (t[0], t[2])} - {me}
+    return _wrap(work, touched, touching, in_mode, out_mode)
+
+
+def gather_bcast_program(me, nranks, src_addr, dst_addr, nbytes, in_mode, out_mode):
+    """gather_all as a push gather into rank 0's dst block, then a pull of
+    that block by every rank, with no synchronisation between the phases
+    but rank 0's post that its block is complete."""
+    work = [(COPY, dst_addr(0) + me * nbytes, src_addr(me), nbytes), (POST, STEP0, 0, 0)]
+    if me == 0:
+        work += [(WAIT, ALL, STEP0, 0), (POST, STEP0 + 1, 0, 0)]
+        touched, touching = set(range(1, nranks)), set(range(1, nranks))
+    else:
+        work += [(WAIT, 0, STEP0 + 1, 0), (COPY, dst_addr(me), dst_addr(0), nbytes * nranks)]
+        touched, touching = {0}, {0}
+    return _wrap(work, touched, touching, in_mode, out_mode)
