@@ -12,7 +12,8 @@ from .errors import (ArgumentError, CollectiveMismatchError, PeerDeadError, Pgas
 
 # Loaded on first use (PEP 562), so that tools which only launch jobs
 # (pgascol-bench, the test harness) do not initialise MPI by importing pgascol.
-_LAZY = {"Comm": ".comm", "NodeTeam": ".node.team", "stats": ".comm"}
+_LAZY = {"Comm": ".comm", "NodeTeam": ".node.team", "stats": ".comm", "empty": ".comm.buffers",
+         "zeros": ".comm.buffers", "free": ".comm.buffers"}
 
 
 def __getattr__(name):
@@ -24,5 +25,5 @@ def __getattr__(name):
     raise AttributeError("module 'pgascol' has no attribute %r" % name)
 
 
-__all__ = ["Comm", "NodeTeam", "stats", "ArgumentError", "PeerDeadError", "PgascolError",
+__all__ = ["Comm", "NodeTeam", "stats", "empty", "zeros", "free", "ArgumentError", "PeerDeadError", "PgascolError",
            "PgascolTimeoutError", "TeamAbortedError", "TeamClosedError"]

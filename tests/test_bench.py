@@ -145,6 +145,29 @@ def test_fresh(tmp_path):
             assert 0 < row["store_us"] < row["t_min_us"], row
 
 
+def test_shared_buffers(tmp_path):
+    """--buffers shared: a third side on pgascol.empty buffers, the floor of
+    each operation (P x the payload for Allgather), and compare reads it."""
+    out = tmp_path / "shared.json"
+    r = cli("run", "--np", 2, "--ops", "allgather,alltoall,gather", "--sizes", "64K",
+            "--rounds", 2, "--iters", 5, "--buffers", "shared", "--json", out)
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads(out.read_text())
+    assert doc["meta"]["buffers"] == "shared"
+    rows = {(row["op"], row["impl"]): row for row in doc["results"]}
+    assert len(doc["results"]) == 9
+    for op in ("allgather", "alltoall", "gather"):
+        shared, private = rows[(op, "pgascol-shared")], rows[(op, "pgascol")]
+        assert shared["buffers"] == "shared" and private["buffers"] == "private"
+        assert shared["floor_bytes"] == (2 if op == "allgather" else 1) * 65536 == private["floor_bytes"]
+        assert shared["floor_us"] > 0 and 0 < shared["t_min_us"] <= shared["t_max_us"]
+        assert shared["path"] == "cma", shared     # single copy through the shared regions
+    header = [line for line in r.stdout.splitlines() if line.startswith("op ")]
+    assert header and "shared min" in header[-1] and "/floor" in header[-1], r.stdout
+    c = cli("compare", out, out)
+    assert c.returncode == 0 and "pgascol-shared" in c.stdout, c.stdout + c.stderr
+
+
 def test_fresh_calls_store_into_every_line_first():
     import numpy as np
     buf, other = np.zeros(1000), np.zeros(3)    # 8000 and 24 bytes

@@ -140,6 +140,13 @@ TABLE = [
     Run(UPC, (4,), "vnodes_of_3_sampled", {**vnodes(3), **UPC_SAMPLED}, timeout=600,
         exclude=UPC_ONE_NODE_ONLY + UPC_LARGE),
 
+    # ---- buffers in node shared memory (pgascol.empty): one node, with the kernel's single
+    # copy off (the shared regions' copies only), and virtual nodes (the intra-node legs)
+    Run("shared_buffers.py", timeout=300),
+    Run("shared_buffers.py", (2, 3, 4, 8), "no_cma", {"PGASCOL_CMA": "0"}, timeout=300),
+    Run("shared_buffers.py", (3, 4, 8), "vnodes_of_2", vnodes(2), timeout=300),
+    Run("shared_buffers.py", (8,), "vnodes_of_3_roundrobin", vnodes(3, "roundrobin"), timeout=300),
+
     # ---- NodeTeam: one node; virtual nodes of k consecutive ranks (k=2: np=3 -> [2, 1],
     # 4 -> [2, 2], 8 -> 4 x 2; k=3: np=4 -> [3, 1], 8 -> [3, 3, 2]) and round robin
     Run("node_team.py", timeout=60, exclude=NODE_TEAM_SCENARIOS),
@@ -172,5 +179,6 @@ test_node_team = chapter("node_team.py")
 test_pgas = chapter("pgas_arrays.py")
 test_upc_smoke = chapter("upc_smoke.py")
 test_upc = chapter(UPC)
+test_shared_buffers = chapter("shared_buffers.py")
 
 assert len(_taken) == len(TABLE), "a row of TABLE that no chapter above runs"

@@ -58,11 +58,13 @@ int pgc_coll_to_mpi(pgc_team *t, pgc_coll coll)
     return pgc_wait_peers_done(t, 0);
 }
 
-pgc_path pgc_choose_path(const pgc_team *t, pgc_coll coll, size_t bytes)
+pgc_path pgc_choose_path(const pgc_team *t, pgc_coll coll, size_t bytes, int shared)
 {
     if (bytes <= t->cfg.inline_max && bytes <= t->hdr->inline_slot)
         return PGC_PATH_INLINE;
-    if (t->cma_ok && bytes >= t->cfg.cma_min[coll])
+    /* shared: one user-space copy, fewer than staging's two, and no kernel
+     * call (coll.h) */
+    if (shared || (t->cma_ok && bytes >= t->cfg.cma_min[coll]))
         return PGC_PATH_CMA;
     return PGC_PATH_CICO;
 }
@@ -98,9 +100,9 @@ static pgc_xfer stage_best(const pgc_team *t)
     return streams ? PGC_XFER_STREAM : PGC_XFER_STAGE;
 }
 
-pgc_path pgc_choose_member_path(pgc_team *t, pgc_coll coll, size_t bytes)
+pgc_path pgc_choose_member_path(pgc_team *t, pgc_coll coll, size_t bytes, int shared)
 {
-    pgc_path path = pgc_choose_path(t, coll, bytes);
+    pgc_path path = pgc_choose_path(t, coll, bytes, shared);
     if (path != PGC_PATH_CICO || !pgc_adapts(t, coll, bytes))
         return path;
     pgc_costs *c = &t->hdr->costs;
@@ -244,17 +246,53 @@ int pgc_wait_peers_done(pgc_team *t, uint32_t back)
     return PGC_OK;
 }
 
+/* A single copy through a shared region: this member's own mapping of the
+ * peer's memory, copied with the team's loop; once a copy outgrows the
+ * cache its destination is written with streaming stores, as the exchange
+ * engine writes a cold receive buffer (cfg.recv_stream_min, xchg.c). */
+static void region_copy(pgc_team *t, int write, void *local, char *mapped, size_t len)
+{
+    void *dst = write ? mapped : local;
+    const void *src = write ? (const void *)local : mapped;
+    if (t->cfg.recv_stream_min && len >= t->cfg.recv_stream_min)
+        pgc_copy_stream(dst, src, len);
+    else
+        pgc_copy(t, dst, src, len);
+}
+
 int pgc_coll_cma(pgc_team *t, int peer, int write, void *local, uint64_t remote, size_t len)
 {
     int rc = pgc_check_aborted(t);
     if (rc || len == 0)
         return rc;
+    char *mapped = t->nregions ? pgc_region_find(t, peer, remote, len) : NULL;
+    if (mapped) {
+        region_copy(t, write, local, mapped, len);
+        if (!t->stats_paused)
+            t->single_copies[PGC_COPY_SHARED]++;
+        return PGC_OK;
+    }
+    if (!t->cma_ok) {
+        /* The path choice (pgc_choose_path) takes single copy without the
+         * kernel's only for buffers in shared regions: a bug if reached,
+         * unless the peer died (its memory is gone from the tables' view). */
+        if (!pgc_member_alive(t, peer))
+            return pgc_check_peer(t, peer);
+        pgc_set_error(&t->err, PGC_EINVAL, peer, 0,
+                      "%s: single copy with local rank %d at 0x%llx (%zu bytes): not in a shared region, "
+                      "and process_vm_readv is not available (%.100s)", pgc_current_coll_name(t), peer,
+                      (unsigned long long)remote, len, t->cma_reason);
+        pgc_team_abort(t, PGC_EINVAL, t->err.msg);
+        return PGC_EINVAL;
+    }
     pid_t pid = pgc_member_of(t, peer)->pid;
     uint64_t t0 = len >= PGC_XFER_TIMED_MIN ? pgc_now_ns() : 0;
     rc = write ? pgc_cma_write(pid, local, remote, len, &t->err)
                : pgc_cma_read(pid, local, remote, len, &t->err);
     if (t0 && rc == PGC_OK)
         pgc_xfer_note(t, PGC_XFER_CMA, len, pgc_now_ns() - t0);
+    if (rc == PGC_OK && !t->stats_paused)
+        t->single_copies[PGC_COPY_KERNEL]++;
     if (rc) {
         int arc = pgc_check_aborted(t);
         if (arc)

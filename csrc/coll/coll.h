@@ -52,6 +52,7 @@
 
 #include "base/copy.h"
 #include "base/reduce_ops.h"
+#include "team/region.h"
 #include "team/sync.h"
 
 /* ---- begin ---- */
@@ -232,14 +233,24 @@ static inline uint64_t pgc_desc_len(uint64_t desc)
 #define PGC_INLINE_FOLD_MAX (64u << 10)
 
 /* The one place where the transfer method is chosen: by size, the team's
- * thresholds and whether single copy works. Every member must pass values
- * that agree across the team (e.g. the total size of a Bcast). */
-pgc_path pgc_choose_path(const pgc_team *t, pgc_coll coll, size_t bytes);
+ * thresholds, whether single copy works, and `shared`: whether every byte
+ * the peers would reach by single copy lies in registered shared regions
+ * (region.h), where single copy is one user-space copy through the peers'
+ * own mappings (pgc_coll_cma). Such buffers take single copy above the
+ * inline size, whether or not the kernel's process_vm_readv is allowed
+ * (t->cma_ok): one copy instead of staging's two, no kernel call. A member
+ * that passes shared = 1 must have checked it for every range a peer will
+ * reach (pgc_region_holds, pgc_xchg_holds), so that no reader ever falls
+ * back to process_vm_readv on memory it cannot read. Every member must pass
+ * values that agree across the team (e.g. the total size of a Bcast, which
+ * passes shared = 0: no member knows the others' buffers). */
+pgc_path pgc_choose_path(const pgc_team *t, pgc_coll coll, size_t bytes, int shared);
 
 /* The same for a member's own outgoing data in Gather(v), Allgather(v) and
  * Alltoall(v), and its input in a reduction (coll_reduce.c: staged, or its
  * buffers exposed), whose readers follow the path each member announces, so
- * members need not agree. For the collectives in cfg.adapt_mask, payloads
+ * members need not agree (`shared` as above: single copy through shared
+ * regions is never re-measured against staging). For the collectives in cfg.adapt_mask, payloads
  * of cfg.adapt_min bytes or more that the thresholds put on copy-in/copy-out
  * go by single copy while the team's measured costs say it is clearly
  * cheaper: copy-in/copy-out pays a copy into staging (whose lines the
@@ -274,7 +285,7 @@ static inline uint64_t pgc_probe_interval_ns(uint32_t backoff)
 {
     return PGC_PROBE_FIRST_NS << backoff;
 }
-pgc_path pgc_choose_member_path(pgc_team *t, pgc_coll coll, size_t bytes);
+pgc_path pgc_choose_member_path(pgc_team *t, pgc_coll coll, size_t bytes, int shared);
 /* Whether that run-time choice applies to `coll` at `bytes` (and so whether
  * its copies are worth timing). */
 static inline int pgc_adapts(const pgc_team *t, pgc_coll coll, size_t bytes)
@@ -291,11 +302,28 @@ int pgc_bcast_radix(const pgc_team *t, pgc_path path);
 
 /* ---- single copy and statistics ---- */
 
-/* Single copy with `peer` (write: push local to remote), failing cleanly:
+/* Single copy with `peer` (write: push local to remote): through this
+ * member's own mapping when [remote, remote + len) lies in the peer's
+ * mapping of a shared region (region.h: a user-space copy, counted in
+ * t->single_copies[PGC_COPY_SHARED]), else process_vm_readv/writev
+ * (PGC_COPY_KERNEL); failing cleanly:
  * nothing moves once the team is aborted; a failure after the peer gave up
  * reports the abort, the cause; any other failure aborts the team, since the
  * peer would wait for us until the timeout. */
 int pgc_coll_cma(pgc_team *t, int peer, int write, void *local, uint64_t remote, size_t len);
+
+/* Member `peer`'s bytes [remote, remote + len) where this member reads
+ * them in place, through its own mapping of a shared region (region.h), or
+ * NULL: what a reader that needs no copy (a reduction's fold) takes instead
+ * of a single copy into a buffer of its own. Counted as a single copy
+ * through a region. */
+static inline const char *pgc_coll_in_place(pgc_team *t, int peer, uint64_t remote, size_t len)
+{
+    const char *p = t->nregions ? pgc_region_find(t, peer, remote, len) : NULL;
+    if (p && !t->stats_paused)
+        t->single_copies[PGC_COPY_SHARED]++;
+    return p;
+}
 
 static inline void pgc_count(pgc_team *t, pgc_coll coll, pgc_path path)
 {

@@ -161,8 +161,10 @@ int pgc_alltoall(pgc_team *t, pgc_coll coll, const void *sendbuf, const size_t *
         return pgc_coll_end(t, rc);
     /* inline when the blocks for the others and their offsets fit the inline
      * slot; otherwise by the total */
-    pgc_path path = pgc_choose_path(t, coll, pgc_xchg_inline_bytes(t, total - sb[me]));
-    if (path != PGC_PATH_INLINE && (path = pgc_choose_member_path(t, coll, total)) == PGC_PATH_INLINE)
+    pgc_path path = pgc_choose_path(t, coll, pgc_xchg_inline_bytes(t, total - sb[me]), 0);
+    /* in place, the cma path publishes a private copy (alltoall_start) */
+    int shared = !in_place && pgc_xchg_holds(t, src, sb, sd, me);
+    if (path != PGC_PATH_INLINE && (path = pgc_choose_member_path(t, coll, total, shared)) == PGC_PATH_INLINE)
         path = PGC_PATH_CICO;
     pgc_count(t, coll, path);
 

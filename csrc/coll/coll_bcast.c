@@ -326,7 +326,7 @@ int pgc_bcast(pgc_team *t, void *buf, size_t bytes, int root)
     int rc = pgc_coll_begin(t, PGC_COLL_BCAST, (uint32_t)root);
     if (rc)
         return rc;
-    pgc_path path = pgc_choose_path(t, PGC_COLL_BCAST, bytes);
+    pgc_path path = pgc_choose_path(t, PGC_COLL_BCAST, bytes, 0);
     pgc_count(t, PGC_COLL_BCAST, path);
     int radix = pgc_bcast_radix(t, path);
     if (t->nranks == 1)

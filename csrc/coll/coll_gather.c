@@ -71,13 +71,22 @@ static int gather_root_start(pgc_team *t, char *recvbuf, const size_t *recvbytes
 }
 
 /* Root, work: react to each sender's descriptor, in rotated order; the own
- * block (unless in place) is copied by the engine. */
+ * block (unless in place) is copied by the engine. When our receive buffer
+ * lies in a shared region (`pushed`) the senders push into it (gather_root_shared):
+ * the own block is then copied first, while they push, instead of after
+ * the last push. */
 static int gather_root_work(pgc_team *t, const void *sendbuf, char *recvbuf, const size_t *recvbytes,
-                            const size_t *displs, const pgc_ring *g)
+                            const size_t *displs, int pushed, const pgc_ring *g)
 {
     int P = t->nranks, me = t->rank, rc;
     pgc_stream in[P];
     int nin = 0;
+    if (sendbuf && pushed) {
+        pgc_stream self = {me, 0, sendbuf, recvbuf + displs[me], recvbytes[me]};
+        if ((rc = pgc_xchg_run(t, g, NULL, 0, NULL, 0, &self, 0)))
+            return rc;
+        sendbuf = NULL; /* copied */
+    }
     for (int i = 1; i < P; i++) {
         int p = (me + i) % P;
         pgc_path path;
@@ -96,6 +105,26 @@ static int gather_root_work(pgc_team *t, const void *sendbuf, char *recvbuf, con
     }
     pgc_stream self = {me, 0, sendbuf, recvbuf + displs[me], sendbuf ? recvbytes[me] : 0};
     return pgc_xchg_run(t, g, NULL, 0, in, nin, &self, 0);
+}
+
+/* Sender, begin: whether our block's place in the root's receive buffer
+ * lies in a shared region (the push is then a user-space copy). Known only
+ * once the root published its address and table: only asked when that may
+ * be so (regions registered, a block above the inline size), where waiting
+ * for the root's DESC costs little (a staged block waits for the root's
+ * acknowledgements anyway). */
+static int gather_root_shared(pgc_team *t, int root, size_t n, int *shared)
+{
+    *shared = 0;
+    if (!t->nregions || n <= t->cfg.inline_max)
+        return PGC_OK;
+    int rc = pgc_wait_step(t, root, PGC_XCHG_STEP_DESC);
+    if (rc)
+        return rc;
+    pgc_blk b = pgc_xchg_table(t, root)[t->rank];
+    uint64_t addr = atomic_load_explicit(&pgc_ctl_of(t, root)->addr, memory_order_relaxed);
+    *shared = b.len == n && pgc_region_find(t, root, addr + b.off, n) != NULL;
+    return PGC_OK;
 }
 
 /* Sender, start: inline, our block and its descriptor; cico, the
@@ -167,14 +196,18 @@ int pgc_gather(pgc_team *t, pgc_coll coll, const void *sendbuf, size_t sendbytes
     if (rc || (rc = pgc_coll_begin(t, coll, (uint32_t)root)))
         return pgc_coll_end(t, rc);
     if (t->rank == root) {
-        pgc_count(t, coll, pgc_choose_path(t, coll, recvbytes[root]));
+        int pushed = pgc_xchg_holds(t, recvbuf, recvbytes, displs, root);
+        pgc_count(t, coll, pgc_choose_path(t, coll, recvbytes[root], pushed));
         rc = gather_root_start(t, recvbuf, recvbytes, displs);
         if (!rc)
-            rc = gather_root_work(t, sendbuf, recvbuf, recvbytes, displs, &g);
+            rc = gather_root_work(t, sendbuf, recvbuf, recvbytes, displs, pushed, &g);
     } else {
-        pgc_path path = pgc_choose_member_path(t, coll, sendbytes);
+        int shared = 0;
+        rc = gather_root_shared(t, root, sendbytes, &shared);
+        pgc_path path = pgc_choose_member_path(t, coll, sendbytes, shared);
         pgc_count(t, coll, path);
-        rc = gather_sender_start(t, path, sendbuf, sendbytes);
+        if (!rc)
+            rc = gather_sender_start(t, path, sendbuf, sendbytes);
         if (!rc)
             rc = gather_sender_work(t, path, sendbuf, sendbytes, root, &g);
     }
@@ -187,7 +220,8 @@ int pgc_gather(pgc_team *t, pgc_coll coll, const void *sendbuf, size_t sendbytes
  * their offsets fit the inline slot together, otherwise by the largest
  * block (each receiver moves its own block); *total: the bytes for the
  * others. */
-static pgc_path scatter_root_path(const pgc_team *t, pgc_coll coll, const size_t *sendbytes, size_t *total)
+static pgc_path scatter_root_path(const pgc_team *t, pgc_coll coll, const char *sendbuf, const size_t *sendbytes,
+                                  const size_t *displs, size_t *total)
 {
     size_t most = 0;
     *total = 0;
@@ -196,8 +230,10 @@ static pgc_path scatter_root_path(const pgc_team *t, pgc_coll coll, const size_t
             *total += sendbytes[q];
             most = most > sendbytes[q] ? most : sendbytes[q];
         }
-    pgc_path path = pgc_choose_path(t, coll, pgc_xchg_inline_bytes(t, *total));
-    if (path != PGC_PATH_INLINE && (path = pgc_choose_path(t, coll, most)) == PGC_PATH_INLINE)
+    pgc_path path = pgc_choose_path(t, coll, pgc_xchg_inline_bytes(t, *total), 0);
+    if (path != PGC_PATH_INLINE &&
+        (path = pgc_choose_path(t, coll, most, pgc_xchg_holds(t, sendbuf, sendbytes, displs, t->rank))) ==
+            PGC_PATH_INLINE)
         path = PGC_PATH_CICO;
     return path;
 }
@@ -299,7 +335,7 @@ int pgc_scatter(pgc_team *t, pgc_coll coll, const void *sendbuf, const size_t *s
         return pgc_coll_end(t, rc);
     if (t->rank == root) {
         size_t total;
-        pgc_path path = scatter_root_path(t, coll, sendbytes, &total);
+        pgc_path path = scatter_root_path(t, coll, sendbuf, sendbytes, displs, &total);
         pgc_count(t, coll, path);
         rc = scatter_root_start(t, path, total, sendbuf, sendbytes, displs);
         if (!rc)
@@ -386,10 +422,10 @@ int pgc_allgather(pgc_team *t, pgc_coll coll, const void *sendbuf, size_t sendby
     pgc_ring g;
     if ((rc = pgc_xchg_ring(t, &g, 1, name)) || (rc = pgc_coll_begin(t, coll, 0)))
         return pgc_coll_end(t, rc);
-    pgc_path path = pgc_choose_member_path(t, coll, total);
-    pgc_count(t, coll, path);
     size_t n = recvbytes[me];
     const char *src = sendbuf ? (const char *)sendbuf : (const char *)recvbuf + displs[me];
+    pgc_path path = pgc_choose_member_path(t, coll, total, pgc_region_holds(t, src, n));
+    pgc_count(t, coll, path);
     rc = allgather_start(t, path, src, n);
     if (!rc)
         rc = allgather_work(t, path, src, n, sendbuf, recvbuf, recvbytes, displs, &g, (flags & PGC_RECV_COLD) != 0);

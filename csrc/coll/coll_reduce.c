@@ -140,7 +140,8 @@ static inline int exposes(const pgc_team *t, int r)
 
 /* Where a block owner finds member r's contribution to the piece of `n`
  * elements at element `pos` of the vector: *x = r's staging at byte `soff`,
- * or, when r exposed its buffers, a copy pulled from r's send buffer into
+ * or, when r exposed its buffers, r's send buffer itself where it lies in a
+ * shared region (pgc_coll_in_place), else a copy pulled from it into
  * `*pull` (which advances past it). */
 static int contribution(pgc_team *t, const rplan *p, int r, size_t soff, size_t pos, size_t n, char **pull,
                         const char **x)
@@ -149,13 +150,15 @@ static int contribution(pgc_team *t, const rplan *p, int r, size_t soff, size_t 
         *x = (const char *)pgc_staging_of(t, r) + soff;
         return PGC_OK;
     }
+    uint64_t src = atomic_load_explicit(&pgc_ctl_of(t, r)->addr, memory_order_relaxed) + pos * p->esz;
+    if ((*x = pgc_coll_in_place(t, r, src, n * p->esz)))
+        return PGC_OK;
     if (!*pull) { /* cannot happen: single copy works only with a pull buffer (team.c) */
         pgc_set_error(&t->err, PGC_ENOMEM, r, 0, "%s: local rank %d exposed its buffer but this rank has no "
                       "single-copy pull buffer", pgc_coll_name(p->coll), r);
         pgc_team_abort(t, PGC_ENOMEM, t->err.msg);
         return PGC_ENOMEM;
     }
-    uint64_t src = atomic_load_explicit(&pgc_ctl_of(t, r)->addr, memory_order_relaxed) + pos * p->esz;
     int rc = pgc_coll_cma(t, r, 0, *pull, src, n * p->esz);
     if (rc)
         return rc;
@@ -468,7 +471,7 @@ static int reduce_plan(pgc_team *t, rplan *p)
 {
     int P = t->nranks;
     size_t bytes = p->total * p->esz;
-    p->path = pgc_choose_path(t, p->coll, bytes);
+    p->path = pgc_choose_path(t, p->coll, bytes, 0);
     /* inline, a member folds P inputs (Reduce_scatter: of its block only) */
     size_t folded = p->kind == RK_RSCATTER ? bytes : bytes * (size_t)P;
     if (p->path == PGC_PATH_INLINE && folded > PGC_INLINE_FOLD_MAX)
@@ -531,8 +534,10 @@ static int reduce_run(pgc_team *t, rplan *p)
         return rc;
     p->contributes = !(p->kind == RK_EXSCAN && t->rank == t->nranks - 1);
     size_t bytes = p->total * p->esz;
+    /* what the peers would read: our input, and an Allreduce's result */
+    int shared = pgc_region_holds(t, p->in, bytes) && (p->kind != RK_ALLREDUCE || pgc_region_holds(t, p->out, bytes));
     p->expose = p->path == PGC_PATH_CICO && t->nranks > 1 && p->total && !p->inplace && p->contributes &&
-                pgc_choose_member_path(t, p->coll, bytes) == PGC_PATH_CMA;
+                pgc_choose_member_path(t, p->coll, bytes, shared) == PGC_PATH_CMA;
     p->measure = pgc_adapts(t, p->coll, bytes);
     /* The measured choice of stores (cfg.stream 1) only where they are
      * measured; a fixed one (0, 2) everywhere. */

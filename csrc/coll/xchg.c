@@ -239,3 +239,13 @@ int pgc_xchg_ack(pgc_team *t, int owner)
     pgc_post_ack(t, PGC_XCHG_STEP_FIN);
     return owner ? pgc_wait_ack_all(t, PGC_XCHG_STEP_FIN) : PGC_OK;
 }
+
+int pgc_xchg_holds(const pgc_team *t, const char *base, const size_t *len, const size_t *displs, int skip)
+{
+    if (!t->nregions)
+        return 0;
+    for (int q = 0; q < t->nranks; q++)
+        if (q != skip && !pgc_region_holds(t, base + displs[q], len[q]))
+            return 0;
+    return 1;
+}

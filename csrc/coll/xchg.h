@@ -84,6 +84,10 @@ size_t pgc_xchg_inline_bytes(const pgc_team *t, size_t packed);
 void pgc_xchg_pack_inline(pgc_team *t, const char *src, const size_t *len, const size_t *displs);
 pgc_blk pgc_xchg_block(const pgc_team *t, int sender, pgc_path path, const char **packed);
 uint32_t pgc_xchg_win(const pgc_team *t, int producer, int consumer);
+/* Whether every non-empty block but `skip` of the layout (len, displs)
+ * over `base` lies in a shared region (region.h): what a publisher checks
+ * before it passes shared = 1 to the path choice. */
+int pgc_xchg_holds(const pgc_team *t, const char *base, const size_t *len, const size_t *displs, int skip);
 /* Fail this member and abort the team (printf-style message). */
 int pgc_xchg_fail(pgc_team *t, int code, int peer, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

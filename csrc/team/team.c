@@ -13,6 +13,7 @@
 
 #include "base/cma.h"
 #include "base/proc.h"
+#include "team/region.h"
 
 /* A word of private memory that peers read to probe single copy. */
 static volatile uint64_t cma_probe_word = 0x70676173636f6cull;
@@ -138,6 +139,7 @@ void pgc_team_destroy(pgc_team *t)
     pgc_segment_release(&t->seg, NULL); /* normally done long ago; harmless if so */
     pgc_segment_detach(&t->seg);
     free(t->pull_buf);
+    pgc_region_clear(t);
     free(t);
 }
 

@@ -89,6 +89,9 @@ static inline const char *pgc_coll_name(pgc_coll coll)
 /* Transfer methods ("paths"). */
 typedef enum { PGC_PATH_INLINE, PGC_PATH_CICO, PGC_PATH_CMA, PGC_NPATH } pgc_path;
 
+/* How a single copy moved (pgc_team.single_copies). */
+typedef enum { PGC_COPY_KERNEL, PGC_COPY_SHARED, PGC_NCOPY } pgc_copy_kind;
+
 /* Transfers whose cost the team measures while it works (pgc_costs):
  * copying into one's own staging, copying out of a peer's staging (the
  * cross-core step of copy-in/copy-out), single copy, and copying into
@@ -199,10 +202,18 @@ typedef struct pgc_team {
     char cma_reason[320];       /* why not, when it does not */
     /* Where a reduction's block owner pulls the pieces of members that
      * exposed their buffers (coll_reduce.c): staging_bytes / 2, private,
-     * allocated with single copy (pgc_team_probe_cma). */
+     * allocated with single copy (pgc_team_probe_cma) or with the first
+     * shared region (region.h). */
     char *pull_buf;
+    /* The shared regions every member maps (region.h): a private table,
+     * changed only collectively. */
+    struct pgc_region *regions;
+    int nregions, regions_cap;
     pgc_error err;              /* last error of this process on this team */
     uint64_t stats[PGC_NCOLL][PGC_NPATH];
+    /* Single copies this member made (pgc_coll_cma), by how: the kernel's
+     * process_vm_readv/writev, or a user-space copy through a shared region. */
+    uint64_t single_copies[PGC_NCOPY];
     int stats_paused;           /* calls made on behalf of a caller's own operation are not counted */
     /* What the collective in progress measured, per transfer: the best
      * (lowest) picoseconds per byte of its timed copies, 0: none; folded

@@ -514,6 +514,42 @@ cdef class Team:
     def stats_paused(self, bint paused):
         self._use().stats_paused = paused
 
+    # ------------------------------------------------------------ shared regions
+
+    def region_add(self, uint64_t region, uint64_t size, bases):
+        """Register shared region `region` (csrc/team/region.h): `size`
+        bytes that every member maps, at bases[r] on member r (bases[rank]:
+        this member's mapping, which the caller keeps alive until
+        region_remove). Collective in effect: every member must register the
+        same region with the same table, between the same two collectives."""
+        cdef pgc_team *t = self._use()
+        cdef _Sizes b = _Sizes(bases, t.nranks, "bases")
+        self._check(pgc_region_add(t, region, size, <const uint64_t *>b.v))
+
+    def region_remove(self, uint64_t region):
+        """Forget shared region `region` (collective in effect, as region_add)."""
+        self._check(pgc_region_remove(self._use(), region))
+
+    def region_find(self, int r, uint64_t addr, size_t length):
+        """Where member r's bytes [addr, addr + length) are in this process
+        (an address), or None when they are not inside one registered region."""
+        cdef pgc_team *t = self._use()
+        if r < 0 or r >= t.nranks:
+            raise ArgumentError("local rank %d out of range for a team of %d" % (r, t.nranks))
+        cdef void *p = pgc_region_find(t, r, addr, length)
+        return None if p == NULL else <uint64_t><size_t>p
+
+    @property
+    def regions(self):
+        """How many shared regions are registered."""
+        return self._use().nregions
+
+    def single_copies(self):
+        """{'kernel': n, 'shared': n}: the single copies this process made
+        with process_vm_readv/writev and through shared regions."""
+        cdef pgc_team *t = self._use()
+        return {"kernel": t.single_copies[0], "shared": t.single_copies[1]}
+
     def stats(self):
         """{collective: {path: calls}} for the calls this process made."""
         cdef pgc_team *t = self._use()

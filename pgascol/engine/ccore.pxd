@@ -97,6 +97,8 @@ cdef extern from "team/team.h" nogil:
         char cma_reason[320]
         pgc_error err
         uint64_t stats[16][3]
+        uint64_t single_copies[2]
+        int nregions
         int stats_paused
         void (*before_wait)(pgc_team *t) noexcept nogil
         void *before_wait_state
@@ -110,6 +112,12 @@ cdef extern from "team/team.h" nogil:
     int pgc_team_probe_cma(pgc_team *t)
     void pgc_team_set_cma(pgc_team *t, int ok, const char *reason)
     const char *pgc_coll_name(pgc_coll coll)
+
+
+cdef extern from "team/region.h" nogil:
+    int pgc_region_add(pgc_team *t, uint64_t id, uint64_t size, const uint64_t *bases)
+    int pgc_region_remove(pgc_team *t, uint64_t id)
+    void *pgc_region_find(const pgc_team *t, int r, uint64_t addr, size_t len)
 
 
 cdef extern from "team/sync.h" nogil:

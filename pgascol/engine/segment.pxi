@@ -53,6 +53,11 @@ cdef class Segment:
     def size(self):
         return self.seg.size
 
+    @property
+    def base(self):
+        """The address of this process's mapping."""
+        return <uint64_t><size_t>self.seg.base
+
     def release(self):
         """Nobody else may attach from now on (idempotent)."""
         cdef pgc_error err

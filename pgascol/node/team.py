@@ -14,6 +14,8 @@ from ..engine import _core
 from . import config, topology
 from ..errors import ArgumentError, PgascolError
 
+PAGE = 4096
+
 
 class NodeTeam:
     """The node-level view of a communicator.
@@ -37,6 +39,7 @@ class NodeTeam:
         first = (self.leader_comm.Get_rank(), self.leader_comm.Get_size()) if self.leader_comm else None
         self.node_index, self.num_nodes = self.node_comm.bcast(first, root=0)
         self.core = None
+        self.regions = {}   # shared regions registered: id -> this member's Segment
         try:
             self.core = self._create_segment(env)
         except BaseException:
@@ -138,6 +141,79 @@ class NodeTeam:
         return core, [error if error is not None else
                       PgascolError("could not set up the node's shared segment: " + "; ".join(failed))], memfd
 
+    # ------------------------------------------------------------ shared memory
+
+    def shared_segment(self, sizes, what):
+        """Collective over node_comm: one segment that every member maps
+        (csrc/base/segment.h: a memfd, 0600, never named in /dev/shm),
+        holding local rank i's part of sizes[i] bytes at offsets[i], each
+        part starting on a page. Returns (Segment, offsets). The first
+        member creates it, the others attach, then nobody else may: nothing
+        outlives the job."""
+        offsets, total = [], 0
+        for n in sizes:
+            offsets.append(total)
+            total += -(-n // PAGE) * PAGE
+        total = max(total, PAGE)
+        nc = self.node_comm
+        seg = error = None
+        if self.local_rank == 0:
+            try:
+                seg = _core.Segment.create(total)
+            except PgascolError as exc:
+                error = exc
+        address = nc.bcast(seg.address if seg is not None else None, root=0)
+        if address is not None and self.local_rank != 0:
+            try:
+                seg = _core.Segment.attach(address, total)
+            except PgascolError as exc:
+                error = exc
+        errors = nc.allgather(None if error is None else str(error))
+        if seg is not None:
+            seg.release()               # everyone attached: nobody else may
+        failed = [e for e in errors if e]
+        if address is None or failed:
+            raise PgascolError("%s: could not set up the node's shared memory: %s"
+                               % (what, "; ".join(failed) or "the node's first rank failed"))
+        return seg, offsets
+
+    def register(self, seg):
+        """Collective over node_comm: make `seg` (every member's mapping of
+        one shared segment) a shared region of the node team
+        (csrc/team/region.h), so that the collectives read and write
+        buffers inside it through the members' own mappings. Keeps this
+        member's mapping alive until unregister. Returns the region's id."""
+        bases = self.node_comm.allgather(seg.base)
+        region, error = bases[0], None
+        try:
+            self.core.region_add(region, seg.size, bases)
+        except PgascolError as exc:
+            error = "local rank %d: %s" % (self.local_rank, exc)
+        errors = [e for e in self.node_comm.allgather(error) if e]
+        if errors:
+            if error is None:
+                self.core.region_remove(region)
+            raise PgascolError("could not register a shared region: " + "; ".join(errors))
+        self.regions[region] = seg
+        return region
+
+    def unregister(self, region):
+        """Collective in effect (every member calls it between the same two
+        collectives, no message): forget shared region `region`. Buffers in
+        it become ordinary memory to the collectives; the mapping lasts as
+        long as views of it do."""
+        if self.core is not None:
+            self.core.region_remove(region)
+        del self.regions[region]
+
+    def region_of(self, address):
+        """The id of the registered region holding `address` in this
+        process, or None."""
+        for region, seg in self.regions.items():
+            if seg.base <= address < seg.base + seg.size:
+                return region
+        return None
+
     @property
     def cma_ok(self):
         return self.core.cma_ok
@@ -149,8 +225,9 @@ class NodeTeam:
     def free(self):
         """Release the segment and the communicators (idempotent)."""
         if self.core is not None:
-            self.core.destroy()
+            self.core.destroy()        # forgets the regions too
             self.core = None
+            self.regions.clear()
             self.node_comm.Free()
             if self.leader_comm is not None:
                 self.leader_comm.Free()

@@ -18,11 +18,9 @@ from mpi4py import MPI
 from mpi4py.util.dtlib import from_numpy_dtype
 
 from ..engine import _core
-from ..errors import ArgumentError, FreedError, IndexOutOfRangeError, PgascolError
+from ..errors import ArgumentError, FreedError, IndexOutOfRangeError
 from . import context
 from .layout import BlockCyclic, Irregular
-
-PAGE = 4096
 
 #: Operators of update / fetch_op: the names of the engine's op codes.
 UPDATE_OPS = ("SUM", "BAND", "BOR", "BXOR", "MIN", "MAX")
@@ -125,37 +123,19 @@ class GlobalArray:
     def _allocate(self, ctx, fill):
         isz = self.dtype.itemsize
         sizes = [self.layout.local_size(r) for r in range(ctx.size)]
-        offsets, total = {}, 0
-        for r in ctx.node_ranks:
-            offsets[r] = total
-            total += -(-sizes[r] * isz // PAGE) * PAGE
-        seg = error = None
-        if ctx.local_rank == 0:
-            try:
-                seg = _core.Segment.create(max(total, PAGE))
-            except PgascolError as exc:
-                error = exc
-        address = ctx.node_comm.bcast(seg.address if seg is not None else None, root=0)
-        if address is not None and ctx.local_rank != 0:
-            try:
-                seg = _core.Segment.attach(address, max(total, PAGE))
-            except PgascolError as exc:
-                error = exc
-        errors = ctx.node_comm.allgather(None if error is None else str(error))
-        if seg is not None:
-            seg.release()               # everyone attached: nobody else may
-        failed = [e for e in errors if e]
-        if address is None or failed:
-            raise PgascolError("%s: could not set up the node's shared memory: %s"
-                               % (self._name, "; ".join(failed) or "the node's first rank failed"))
+        team = ctx.state.team
+        seg, offsets = team.shared_segment([sizes[r] * isz for r in ctx.node_ranks], self._name)
         self._seg = seg
         self._parts = [None] * ctx.size
+        offsets = dict(zip(ctx.node_ranks, offsets))
         for r in ctx.node_ranks:
             self._parts[r] = np.frombuffer(seg, self.dtype, count=sizes[r], offset=offsets[r])
         # where each part starts in the segment, for the C atomics on global indices (one node)
         self._offsets = np.array([offsets.get(r, -1) for r in range(ctx.size)], np.int64)
         mine = self._parts[ctx.rank]
         mine[...] = fill                # first touch by the owner: its pages on its NUMA node
+        # collectives on local() views read peers' parts through our mapping
+        self._region = team.register(seg)
         if ctx.nnodes > 1:
             self._win = MPI.Win.Create(mine, isz, comm=MPI.Intracomm(ctx.comm))
             self._win.Lock_all(MPI.MODE_NOCHECK)
@@ -174,6 +154,8 @@ class GlobalArray:
             self._win.Free()
             self._win = None
             ctx.spans_nodes(False)
+        if ctx.state.team is not None:
+            ctx.state.team.unregister(self._region)
         self._freed = True
         self._parts = None
         self._seg = None                # unmapped once no view of it is left

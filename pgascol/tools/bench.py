@@ -1,7 +1,7 @@
 """pgascol-bench: pgascol against native MPI, side by side in one job.
 
     pgascol-bench run [--np N] [--ops bcast,allreduce,...] [--sizes 8,1K,1M | 8:64M]
-                      [--rounds R] [--iters N] [--off-cache] [--virtual-node-size K]
+                      [--rounds R] [--iters N] [--off-cache] [--buffers shared] [--virtual-node-size K]
                       [--mpi-launcher CMD] [--json FILE] [--plot FILE.png | DIR/] [--quick]
     pgascol-bench pgas [--np 1,2] [--benchmarks randomaccess,stream,latency] [--json FILE] ...
     pgascol-bench compare BASE.json NEW.json [--threshold 0.10]
@@ -31,6 +31,12 @@ extra): --plot out.png writes out-bcast.png, out-allreduce.png, ...; --plot
 DIR/ (or an existing directory) writes DIR/bcast.png, ... `plot` draws the
 same figures from a JSON written earlier.
 
+--buffers shared adds a third side: pgascol on buffers in node shared memory
+(pgascol.empty), which the engine reads in place (one user-space copy), and
+each result row carries the floor of its operation: floor_bytes, the bytes a
+rank must write at least (the payload; P x the payload for Allgather(v)),
+and floor_us, one memcpy of them timed in the same run.
+
 The JSON written by --json (schema "pgascol-bench/1") is documented in
 docs/PERFORMANCE.md, as is the regression rule of `compare`.
 """
@@ -49,6 +55,7 @@ import tempfile
 import time
 
 SCHEMA = "pgascol-bench/1"
+OURS = ("pgascol", "pgascol-shared")    # the impls whose slowdown `compare` calls a regression
 
 OPS = ("barrier", "bcast", "reduce", "allreduce", "gather", "scatter", "allgather", "alltoall",
        "reduce_scatter_block", "scan", "exscan", "gatherv", "scatterv", "allgatherv", "alltoallv")
@@ -168,20 +175,43 @@ def _sides(ours, theirs, inputs, fresh):
     return tuple(out)
 
 
-def make_case(op, nbytes, comm, team, pcomm=None, fresh=False):
+def shared_alloc(team, pcomm=None):
+    """An allocator for make_case whose arrays live in node shared memory
+    (pgascol.empty: on pcomm's node team, else on `team`), and the list
+    of what it allocated, for pgascol.free."""
+    import numpy as np
+    from ..comm import buffers
+    made = []
+
+    def alloc(n, fill):
+        a = (buffers.empty(pcomm, n, np.float64) if pcomm is not None
+             else buffers.node_empty(team, (n,), np.dtype(np.float64)))
+        a.fill(fill)
+        made.append(a)
+        return a
+    return alloc, made
+
+
+def _private(n, fill):
+    import numpy as np
+    return np.full(n, float(fill))
+
+
+def make_case(op, nbytes, comm, team, pcomm=None, fresh=False, alloc=_private):
     """Return (pgascol_call, mpi_call) closures for one op and payload size
     (bytes per rank's contribution, as IMB/OSU count them; Alltoall(v): the
     total a rank sends). With pcomm, the pgascol side makes the native calls
     on that pgascol.Comm; otherwise it calls the team's engine directly.
     fresh: every call first stores into the data this rank contributes (its
     send buffer; a Bcast's or a Scatter's at the root only), as a program
-    that computes its input before each call does (_sides)."""
+    that computes its input before each call does (_sides). alloc(n, fill):
+    the float64 arrays of the case (shared_alloc: in node shared memory)."""
     import numpy as np
     from mpi4py import MPI
     from ..engine import _core
 
     if pcomm is not None:
-        return (make_case(op, nbytes, pcomm, team, fresh=fresh)[1],
+        return (make_case(op, nbytes, pcomm, team, fresh=fresh, alloc=alloc)[1],
                 make_case(op, nbytes, comm, team, fresh=fresh)[1])
     F64, SUM = _core.DTYPES["float64"], _core.OPS["SUM"]
     P, me = comm.Get_size(), comm.Get_rank()
@@ -190,15 +220,15 @@ def make_case(op, nbytes, comm, team, pcomm=None, fresh=False):
     if op == "barrier":
         return t.barrier, comm.Barrier
     if op == "bcast":
-        buf = np.ones(n)
+        buf = alloc(n, 1)
         return _sides(lambda: t.bcast(buf, buf.nbytes, 0), lambda: comm.Bcast(buf, 0),
                       [buf] if me == 0 else [], fresh)
     if op == "reduce_scatter_block":
-        big, y = np.ones(n * P), np.zeros(n)
+        big, y = alloc(n * P, 1), alloc(n, 0)
         return _sides(lambda: t.reduce_scatter(big, y, [n] * P, F64, SUM, block=True),
                       lambda: comm.Reduce_scatter_block(big, y, MPI.SUM), [big], fresh)
     if op in ("allreduce", "reduce", "scan", "exscan"):
-        x, y = np.ones(n), np.zeros(n)
+        x, y = alloc(n, 1), alloc(n, 0)
         if op == "allreduce":
             pair = (lambda: t.allreduce(x, y, n, F64, SUM)), (lambda: comm.Allreduce(x, y, MPI.SUM))
         elif op == "reduce":
@@ -210,7 +240,7 @@ def make_case(op, nbytes, comm, team, pcomm=None, fresh=False):
         return _sides(*pair, [x], fresh)
     if op in ("alltoall", "alltoallv"):
         per = max(nbytes // P // 8, 1)
-        s2, r2 = np.ones(per * P), np.zeros(per * P)
+        s2, r2 = alloc(per * P, 1), alloc(per * P, 0)
         c2 = [per * 8] * P
         d2 = [i * per * 8 for i in range(P)]
         if op == "alltoall":
@@ -221,8 +251,8 @@ def make_case(op, nbytes, comm, team, pcomm=None, fresh=False):
         return _sides(lambda: t.alltoall(s2, c2, d2, r2, c2, d2, v=True),
                       lambda: comm.Alltoallv(vs, vr), [s2], fresh)
     b = n * 8
-    small = np.ones(n)
-    big = np.zeros(n * P)
+    small = alloc(n, 1)
+    big = alloc(n * P, 0)
     counts = [b] * P                         # bytes, for the engine
     displs = [i * b for i in range(P)]
     ecounts = [n] * P                        # elements, for MPI (v-variants: equal counts)
@@ -314,6 +344,25 @@ def memcpy_floor(nbytes, rounds=3, sets=1):
     return best
 
 
+def floor_bytes(op, nbytes, P):
+    """The bytes a rank must write at least in one call of make_case(op,
+    nbytes): its blocks from every rank (P x the payload) in Allgather(v),
+    the payload otherwise (an Alltoall's blocks, a Gather sender's block
+    into the root's buffer)."""
+    return nbytes * P if op in ("allgather", "allgatherv") else nbytes
+
+
+def memcpy_calls(nbytes, sets=1):
+    """An endless iterator of closures, each one numpy copyto of nbytes
+    (pre-faulted buffers), rotating through `sets` pairs: the floor timed
+    like a collective (time_calls), in the same rounds."""
+    import numpy as np
+    n = max(nbytes // 8, 1)
+    src, dst = np.ones(n * sets), np.ones(n * sets)
+    return itertools.cycle([lambda d=dst[i * n:(i + 1) * n], s=src[i * n:(i + 1) * n]: np.copyto(d, s)
+                            for i in range(sets)])
+
+
 def _stats_row(impl, op, nbytes, P, times, iters, path, floor, sets, store=None):
     return {"op": op, "bytes": nbytes, "np": P, "impl": impl,
             "t_min_us": min(times) * 1e6, "t_avg_us": sum(times) / len(times) * 1e6,
@@ -358,6 +407,8 @@ def worker_main(argv=None):
                          % OFF_CACHE_FACTOR)
     ap.add_argument("--fresh", action="store_true",
                     help="every call first stores into each cache line of the rank's input")
+    ap.add_argument("--buffers", choices=("private", "shared"), default="private",
+                    help="shared: a third side, pgascol on buffers of pgascol.empty")
     ap.add_argument("--json")
     args = ap.parse_args(argv)
     try:
@@ -399,12 +450,30 @@ def worker_main(argv=None):
                      make_case(op, nbytes, comm, team, fresh=args.fresh)[1]) for _ in range(nsets)]
         else:
             sets = [make_case(op, nbytes, comm, team, pcomm, args.fresh) for _ in range(nsets)]
+        shared, made = [], []
+        if args.buffers == "shared":
+            for _ in range(nsets):
+                alloc, mine = shared_alloc(team, pcomm)
+                shared.append(make_case(op, nbytes, comm, team, pcomm, args.fresh, alloc)[0])
+                made += mine
+        # the floor of the operation: one memcpy of what a rank must write at
+        # least, timed in the rounds beside the collectives (--buffers shared)
+        fbytes = floor_bytes(op, nbytes, P)
+        copies = memcpy_calls(fbytes, buffer_sets(2 * fbytes, llc) if args.off_cache else 1) \
+            if shared and fbytes else None
         name = op.capitalize()
-        before = dict(counters().get(name, {}))
-        for ours, theirs in sets:  # warm up, fault pages in
-            ours()
-            theirs()
+        tally, tally_shared = {}, {}
+
+        def counted(calls, tally):
+            before = dict(counters().get(name, {}))
+            t = time_calls(calls, iters, comm)
+            for p, v in counters().get(name, {}).items():
+                tally[p] = tally.get(p, 0) + v - before.get(p, 0)
+            return t
+        for fn in [f for s in sets for f in s] + shared:  # warm up, fault pages in
+            fn()
         ours, theirs = (itertools.cycle([s[side] for s in sets]) for side in (0, 1))
+        ours_shared = itertools.cycle(shared) if shared else None
         stores = [getattr(s[0], "store", None) for s in sets]
         del sets
         if args.iters:
@@ -412,27 +481,48 @@ def worker_main(argv=None):
         else:
             one = max(time_calls(ours, 1, comm), time_calls(theirs, 1, comm), 1e-7)
             iters = comm.bcast(int(max(1, min(MAX_ITERS, args.target_ms * 1e-3 / one))), 0)
-        tp, tm = [], []
+        tp, tm, ts, tf = [], [], [], []
         for _ in range(args.rounds):
-            tp.append(time_calls(ours, iters, comm))
+            tp.append(counted(ours, tally))
+            if ours_shared is not None:
+                ts.append(counted(ours_shared, tally_shared))
+            if copies is not None:
+                tf.append(time_calls(copies, iters, comm))
             tm.append(time_calls(theirs, iters, comm))
         # --fresh: the stores alone (both sides' times include them)
         store = (min(time_calls(itertools.cycle(stores), iters, comm) for _ in range(3))
                  if args.fresh and None not in stores else None)
-        del ours, theirs, stores  # free the buffers before the memcpy floor allocates its own
+        del ours, theirs, stores, ours_shared, shared, copies  # free the buffers before the floor allocates its own
+        for a in made:
+            pgascol.free(a)
+        del made
         floor = memcpy_floor(nbytes, sets=buffer_sets(2 * nbytes, llc) if args.off_cache else 1) \
             if nbytes else 0.0
         floor = comm.bcast(floor, 0)
-        after = counters().get(name, {})
-        paths = {p: v - before.get(p, 0) for p, v in after.items() if v > before.get(p, 0)}
-        path = max(paths, key=paths.get) if paths else "-"
-        results.append(_stats_row("pgascol", op, nbytes, P, tp, iters, path, floor, nsets, store))
-        results.append(_stats_row("mpi", op, nbytes, P, tm, iters, None, floor, nsets, store))
+        if tf:
+            op_floor = min(tf)
+        else:
+            op_floor = floor if fbytes == nbytes else comm.bcast(
+                memcpy_floor(fbytes, sets=buffer_sets(2 * fbytes, llc) if args.off_cache else 1), 0)
+
+        def most(tally):
+            return max(tally, key=tally.get) if any(tally.values()) else "-"
+        path = most(tally)
+        rows = [("pgascol", tp, path), ("mpi", tm, None)] + ([("pgascol-shared", ts, most(tally_shared))]
+                                                             if ts else [])
+        for impl, times, p in rows:
+            row = _stats_row(impl, op, nbytes, P, times, iters, p, floor, nsets, store)
+            row.update(floor_bytes=fbytes, floor_us=op_floor * 1e6,
+                       buffers="shared" if impl == "pgascol-shared" else "private")
+            results.append(row)
         if me == 0:
             out.write("[%d/%d] %-20s %6s  pgascol %10.2f us  mpi %10.2f us  ratio %5.2f  "
-                      "memcpy %9.2f us  %s%s%s\n" % (
+                      "memcpy %9.2f us  %s%s%s%s\n" % (
                           k, len(cases), op, human(nbytes) if nbytes else "-", min(tp) * 1e6,
                           min(tm) * 1e6, min(tp) / min(tm), floor * 1e6, path,
+                          "  shared %.2f us (%.2fx mpi, %.2fx floor %.2f us)" % (
+                              min(ts) * 1e6, min(ts) / min(tm), min(ts) / op_floor if op_floor else 0,
+                              op_floor * 1e6) if ts else "",
                           "  (%d buffer sets)" % nsets if args.off_cache else "",
                           "  (stores alone %.2f us)" % (store * 1e6) if store is not None else ""))
             out.flush()
@@ -441,6 +531,7 @@ def worker_main(argv=None):
             json.dump({"np": P, "mpi_library": lib, "via": args.via, "rounds": args.rounds,
                        "iters": args.iters, "target_ms": None if args.iters else args.target_ms,
                        "off_cache": args.off_cache, "fresh": args.fresh, "llc_bytes": llc,
+                       "buffers": args.buffers,
                        "llc_source": llc_source,
                        "results": results}, f, indent=1)
     if pcomm is not None:
@@ -569,12 +660,16 @@ def format_table(results):
     pg = {(r["op"], r["bytes"]): r for r in results if r["impl"] == "pgascol"}
     mp = {(r["op"], r["bytes"]): r for r in results if r["impl"] == "mpi"}
     fresh = any(r.get("store_us") is not None for r in results)
+    sh = {(r["op"], r["bytes"]): r for r in results if r["impl"] == "pgascol-shared"}
     lines = ["times in us: the slowest rank's mean per call; min = best round, avg over rounds; "
              "ratio = pgascol min / mpi min (below 1: pgascol faster)"
-             + ("; stores = --fresh's stores alone (included in both sides' times)" if fresh else ""),
+             + ("; stores = --fresh's stores alone (included in both sides' times)" if fresh else "")
+             + ("; shared = pgascol on buffers of pgascol.empty, floor = one memcpy of the bytes a "
+                "rank must write (floor_us)" if sh else ""),
              "%-20s %7s %11s %11s %11s %11s %7s %11s %9s  %s" % (
                  "op", "bytes", "pgascol min", "pgascol avg", "mpi min", "mpi avg", "ratio",
-                 "memcpy", "GB/s", "path") + ("  stores" if fresh else "")]
+                 "memcpy", "GB/s", "path") + ("  stores" if fresh else "")
+             + ("  %11s %7s %11s %7s" % ("shared min", "/mpi", "floor", "/floor") if sh else "")]
     for key, p in pg.items():
         m = mp.get(key)
         ratio = p["t_min_us"] / m["t_min_us"] if m and m["t_min_us"] > 0 else float("nan")
@@ -584,8 +679,20 @@ def format_table(results):
             key[0], human(key[1]) if key[1] else "-", p["t_min_us"], p["t_avg_us"],
             "%.2f" % m["t_min_us"] if m else "-", "%.2f" % m["t_avg_us"] if m else "-", ratio,
             "%.2f" % p["memcpy_us"] if key[1] else "-", "%.2f" % bw if key[1] else "-", p["path"])
-            + ("  %.2f" % store if store is not None else "  -" if fresh else ""))
+            + ("  %.2f" % store if store is not None else "  -" if fresh else "")
+            + (_shared_cols(sh.get(key), m) if sh else ""))
     return "\n".join(lines)
+
+
+def _shared_cols(s, m):
+    """The table's columns of the shared-buffer side: its best time, over
+    native MPI's and over the floor."""
+    if s is None:
+        return "  %11s %7s %11s %7s" % ("-", "-", "-", "-")
+    floor = s.get("floor_us") or 0
+    return "  %11.2f %7.2f %11.2f %7.2f" % (
+        s["t_min_us"], s["t_min_us"] / m["t_min_us"] if m and m["t_min_us"] > 0 else float("nan"),
+        floor, s["t_min_us"] / floor if floor > 0 else float("nan"))
 
 
 def _kill_job(proc):
@@ -664,11 +771,14 @@ def cmd_run(args, argv):
         worker.append("--off-cache")
     if args.fresh:
         worker.append("--fresh")
+    if args.buffers == "shared":
+        worker += ["--buffers", "shared"]
     job, meta = launch(args, argv, np_, "pgascol.tools.bench", worker)
     meta["rounds"] = rounds
     meta["via"] = job["via"]
     for key in ("iters", "target_ms", "off_cache", "fresh", "llc_bytes", "llc_source"):
         meta[key] = job[key]
+    meta["buffers"] = job.get("buffers", "private")
     return report({"schema": SCHEMA, "meta": meta, "results": job["results"]}, "pgascol-bench",
                   format_table, plot_results, args)
 
@@ -778,7 +888,8 @@ def plot_results(doc, dest):
         ax = fig.add_subplot()
         for np_ in nps:
             suffix = " np=%d" % np_ if len(nps) > 1 else ""
-            for impl, label, style in (("pgascol", "pgascol", "o-"), ("mpi", "native MPI", "s-")):
+            for impl, label, style in (("pgascol", "pgascol", "o-"), ("pgascol-shared", "pgascol, shared buffers",
+                                                                    "^-"), ("mpi", "native MPI", "s-")):
                 pts = sorted((r["bytes"], r["t_min_us"], r["t_max_us"]) for r in rows
                              if r["impl"] == impl and r["np"] == np_)
                 if not pts:
@@ -877,7 +988,7 @@ def cmd_compare(args):
         b, n = base[k], new[k]
         change = n["t_min_us"] / b["t_min_us"] - 1 if b["t_min_us"] > 0 else float("nan")
         flag = ""
-        if k[3] == "pgascol":
+        if k[3] in OURS:
             if is_regression(b, n, args.threshold):
                 flag = "REGRESSION"
                 regressions.append(k)
@@ -898,7 +1009,7 @@ def cmd_compare(args):
         print("%d regression(s): %s" % (len(regressions), ", ".join(
             "%s %s np=%d" % (k[0], human(k[1]) if k[1] else "-", k[2]) for k in regressions)))
         return 1
-    print("no regression (%d pgascol case(s) compared)" % sum(1 for k in keys if k[3] == "pgascol"))
+    print("no regression (%d pgascol case(s) compared)" % sum(1 for k in keys if k[3] in OURS))
     return 0
 
 
@@ -929,6 +1040,9 @@ def _parser():
     r.add_argument("--fresh", action="store_true",
                    help="every call first stores into each cache line of the rank's input, as a "
                         "program that computes it does (both sides; the stores alone are timed too)")
+    r.add_argument("--buffers", choices=("private", "shared"), default="private",
+                   help="shared: also time pgascol on buffers in node shared memory (pgascol.empty), "
+                        "and report the floor: one memcpy of the bytes a rank must write")
     r.add_argument("--virtual-node-size", type=int, metavar="K",
                    help="split the node into virtual nodes of K ranks (PGASCOL_NODE_SIZE)")
     r.add_argument("--mpi-launcher", metavar="CMD",

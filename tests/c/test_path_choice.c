@@ -58,7 +58,7 @@ static void set_stream(pgc_team *t, uint32_t stream, uint64_t age)
 static pgc_path choose(pgc_team *t, uint32_t seq)
 {
     t->seq = seq;
-    return pgc_choose_member_path(t, COLL, BYTES);
+    return pgc_choose_member_path(t, COLL, BYTES, 0);
 }
 
 /* No probe called for the last `ago` ns. */
@@ -145,11 +145,11 @@ static int checks(pgc_team *t)
      * + 50) stages it where the exchanges (4 * 60 < 300) take single copy. */
     set_costs(t, 50, 50, 60, 0, 0);
     t->seq = 12;
-    p = pgc_choose_member_path(t, PGC_COLL_ALLREDUCE, BYTES);
+    p = pgc_choose_member_path(t, PGC_COLL_ALLREDUCE, BYTES, 0);
     CHECK(p == PGC_PATH_CICO, "Allreduce at 60 ps/B a pull against 100 staged: %s", name(p));
     CHECK(choose(t, 12) == PGC_PATH_CMA, "Alltoall at 60 ps/B a pull against 100 staged");
     set_costs(t, 50, 50, 35, 0, 0);
-    p = pgc_choose_member_path(t, PGC_COLL_ALLREDUCE, BYTES);
+    p = pgc_choose_member_path(t, PGC_COLL_ALLREDUCE, BYTES, 0);
     CHECK(p == PGC_PATH_CMA, "Allreduce at 35 ps/B a pull against 100 staged: %s", name(p));
     /* A copy-out not measured counts as free: 4 * 100 < 3 * 1000. */
     set_costs(t, 1000, 0, 100, 0, 0);
@@ -286,8 +286,8 @@ static int checks(pgc_team *t)
 
     /* Outside the adaptive collectives and sizes the thresholds decide. */
     t->seq = 300;
-    CHECK(pgc_choose_member_path(t, COLL, t->cfg.adapt_min - 1) == PGC_PATH_CICO, "below adapt_min");
-    CHECK(pgc_choose_member_path(t, PGC_COLL_BCAST, BYTES) == PGC_PATH_CICO, "Bcast is not adaptive");
+    CHECK(pgc_choose_member_path(t, COLL, t->cfg.adapt_min - 1, 0) == PGC_PATH_CICO, "below adapt_min");
+    CHECK(pgc_choose_member_path(t, PGC_COLL_BCAST, BYTES, 0) == PGC_PATH_CICO, "Bcast is not adaptive");
     return 0;
 }
 
