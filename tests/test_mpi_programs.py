@@ -111,6 +111,13 @@ TABLE = [
     Run("pgas_arrays.py", (4, 8), "vnodes_of_2", vnodes(2), timeout=300),
     Run("pgas_arrays.py", (8,), "vnodes_of_3_roundrobin", vnodes(3, "roundrobin"), timeout=300),
 
+    # ---- distributed BLAS on global arrays: one node (operands read in place) and virtual
+    # nodes of 1, 2 and 3 ranks (Allgatherv, Reduce_scatter, panels fetched with Rget)
+    Run("blas_routines.py", timeout=600),
+    Run("blas_routines.py", (2, 3), "vnodes_of_1", vnodes(1), timeout=600),
+    Run("blas_routines.py", (4, 8), "vnodes_of_2", vnodes(2), timeout=600),
+    Run("blas_routines.py", (4,), "vnodes_of_3", vnodes(3), timeout=600),
+
     # ---- NodeTeam: one node; virtual nodes of k consecutive ranks (k=2: np=3 -> [2, 1],
     # 4 -> [2, 2], 8 -> 4 x 2; k=3: np=4 -> [3, 1], 8 -> [3, 3, 2]) and round robin
     Run("node_team.py", timeout=60, exclude=NODE_TEAM_SCENARIOS),
@@ -141,5 +148,6 @@ test_random_mix = chapter("random_mix.py")
 test_engine = chapter("engine.py")
 test_node_team = chapter("node_team.py")
 test_pgas = chapter("pgas_arrays.py")
+test_blas = chapter("blas_routines.py")
 
 assert len(_taken) == len(TABLE), "a row of TABLE that no chapter above runs"
