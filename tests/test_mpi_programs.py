@@ -27,6 +27,9 @@ def vnodes(k, node_map=None):
     return env
 
 
+# Distributed BLAS: the routines and the factorizations, in one launch.
+BLAS = ("blas_routines.py", "blas_factor.py")
+
 # Small thresholds, so that every size of engine.py lands on both sides of
 # each of them.
 ENGINE_SMALL = {"PGASCOL_INLINE_MAX": "64", "PGASCOL_CHUNK_BYTES": "4096", "PGASCOL_XCHG_CHUNK_BYTES": "4096",
@@ -113,10 +116,10 @@ TABLE = [
 
     # ---- distributed BLAS on global arrays: one node (operands read in place) and virtual
     # nodes of 1, 2 and 3 ranks (Allgatherv, Reduce_scatter, panels fetched with Rget)
-    Run("blas_routines.py", timeout=600),
-    Run("blas_routines.py", (2, 3), "vnodes_of_1", vnodes(1), timeout=600),
-    Run("blas_routines.py", (4, 8), "vnodes_of_2", vnodes(2), timeout=600),
-    Run("blas_routines.py", (4,), "vnodes_of_3", vnodes(3), timeout=600),
+    Run(BLAS, timeout=600),
+    Run(BLAS, (2, 3), "vnodes_of_1", vnodes(1), timeout=600),
+    Run(BLAS, (4, 8), "vnodes_of_2", vnodes(2), timeout=600),
+    Run(BLAS, (4,), "vnodes_of_3", vnodes(3), timeout=600),
 
     # ---- NodeTeam: one node; virtual nodes of k consecutive ranks (k=2: np=3 -> [2, 1],
     # 4 -> [2, 2], 8 -> 4 x 2; k=3: np=4 -> [3, 1], 8 -> [3, 3, 2]) and round robin
@@ -148,6 +151,6 @@ test_random_mix = chapter("random_mix.py")
 test_engine = chapter("engine.py")
 test_node_team = chapter("node_team.py")
 test_pgas = chapter("pgas_arrays.py")
-test_blas = chapter("blas_routines.py")
+test_blas = chapter(BLAS)
 
 assert len(_taken) == len(TABLE), "a row of TABLE that no chapter above runs"
