@@ -7,6 +7,8 @@ triangle when the solve needs no communication): on one node every part is
 read in place from its owner's shared memory; across nodes one Allgatherv
 of the parts (local() views, passed to the collective as they are).
 gemm's and syrk's replicated matrix moves panel by panel (panels())."""
+import os
+
 import numpy as np
 from mpi4py import MPI
 
@@ -228,24 +230,23 @@ def panels(m):
 
 
 def _panel_plan(m):
-    """(owner, kind, first local row/column, end, global indices) of each panel."""
-    isz = m.dtype.itemsize
-    P = m._ctx.size
-    import os
+    """(owner, kind, first local row/column, end, global indices) of each
+    panel: a same-node owner's whole part in one (read in place, nothing
+    to overlap), another node's in panels of PGASCOL_BLAS_PANEL_BYTES."""
+    ctx = m._ctx
     limit = int(os.environ.get("PGASCOL_BLAS_PANEL_BYTES", PANEL_BYTES))
-    for r in range(P):
+    for r in range(ctx.size):
         if m.dist == "row":
-            glob = m.layout.owned(r)
-            ranges = [(lo // m.ld, -(-hi // m.ld)) for lo, hi in glob]
-            width = max(m.ld * isz, 1)
+            ranges = [(lo // m.ld, -(-hi // m.ld)) for lo, hi in m.layout.owned(r)]
+            width = max(m.ld * m.dtype.itemsize, 1)
         else:
             ranges = [(lo, min(hi, m.cols)) for lo, hi in m.layout.owned(r) if lo < m.cols and hi <= m.ld]
-            width = max(m.rows * isz, 1)
+            width = max(m.rows * m.dtype.itemsize, 1)
         idx = np.concatenate([np.arange(lo, hi) for lo, hi in ranges] + [np.zeros(0, np.int64)])
-        step = max(limit // width, 1)
-        for lo in range(0, len(idx), step):
+        step = len(idx) if ctx.on_node[r] else max(limit // width, 1)
+        for lo in range(0, len(idx), max(step, 1)):
             part = idx[lo:lo + step]
-            run = slice(int(part[0]), int(part[-1]) + 1) if len(part) and part[-1] - part[0] == len(part) - 1 else part
+            run = slice(int(part[0]), int(part[-1]) + 1) if part[-1] - part[0] == len(part) - 1 else part
             yield r, m.dist, lo, lo + len(part), run
 
 

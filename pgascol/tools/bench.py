@@ -5,6 +5,7 @@
                       [--mpi-launcher CMD] [--json FILE] [--plot FILE.png | DIR/] [--quick]
     pgascol-bench compare BASE.json NEW.json [--threshold 0.10]
     pgascol-bench plot RESULTS.json --plot FILE.png | DIR/
+    pgascol-bench blas [--np N] [--ops dgemm,...] [--threads K] [--json FILE]   (pgascol/tools/bench_blas.py)
 
 `run` starts the MPI job itself; every rank runs the worker of this module
 (``python -m pgascol.tools.bench worker ...``, also what bench/engine_vs_mpi.py
@@ -912,6 +913,8 @@ def _parser():
     c.add_argument("new")
     c.add_argument("--threshold", type=float, default=0.10,
                    help="relative slowdown tolerated (default 0.10)")
+    from .bench_blas import add_parser as add_blas_parser
+    add_blas_parser(sub)
     p = sub.add_parser("plot", help="plot a JSON written by `run --json`, one PNG per op")
     p.add_argument("results", metavar="RESULTS.json")
     p.add_argument("--plot", metavar="FILE.png|DIR/", required=True,
@@ -932,6 +935,9 @@ def main(argv=None):
     try:
         if args.command == "run":
             return cmd_run(args, argv)
+        if args.command == "blas":
+            from .bench_blas import cmd_blas
+            return cmd_blas(args, argv)
         if args.command == "plot":
             return cmd_plot(args)
         return cmd_compare(args)
