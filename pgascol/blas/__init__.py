@@ -13,7 +13,9 @@
 
 Names and argument order are scipy.linalg.blas's, with global arrays (the
 dtype gives s, d, c or z) in place of numpy arrays; the operands' layouts
-choose the algorithm (docs/ARCHITECTURE.md, "Distributed BLAS"). Every
+choose the algorithm (docs/ARCHITECTURE.md, "Distributed BLAS").
+blas.submatrix(a, i, j, m, n) and blas.subvector(x, start, n) are operands
+that start at a block boundary of their array (UPC's phase 0). Every
 routine is collective. A misuse raises ArgumentError on every rank before
 any data moves. Local compute is SciPy's BLAS (scipy.linalg.cython_blas)
 with the GIL released, one BLAS thread per rank unless
@@ -23,6 +25,7 @@ from .level1 import asum, axpy, copy, dot, dotc, dotu, nrm2, scal, swap  # noqa:
 from .level2 import gemv, ger, gerc, geru, trsv  # noqa: F401
 from .level3 import gemm, syrk, trsm  # noqa: F401
 from .threads import set_threads, threads  # noqa: F401
+from .views import submatrix, subvector  # noqa: F401
 
 __all__ = ["copy", "swap", "scal", "axpy", "dot", "dotu", "dotc", "nrm2", "asum", "gemv", "ger", "geru",
-           "gerc", "trsv", "gemm", "syrk", "trsm", "set_threads", "threads"]
+           "gerc", "trsv", "gemm", "syrk", "trsm", "set_threads", "threads", "submatrix", "subvector"]

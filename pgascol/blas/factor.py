@@ -27,16 +27,16 @@ from . import operands as ops
 
 
 def _setup(a, what):
-    a = ops.matrix("a", a)
-    if a.dist != "row" or a.rows != a.cols:
+    va = ops.matrix("a", a)
+    if va.dist != "row" or va.rows != va.cols:
         raise ArgumentError("%s needs a square matrix distributed by rows (NB = its block), not %s by %ss"
-                            % (what, "x".join(map(str, a.shape)), a.dist))
-    ctx = a._ctx
-    nb, n, P = a.bsize, a.rows, ctx.size
+                            % (what, "x".join(map(str, va.shape)), va.dist))
+    ctx = va.ctx
+    nb, n = va.bsize, va.rows
     nblocks = -(-n // nb)
-    mine = [k for k in range(nblocks) if k % P == ctx.rank]
+    mine = [k for k in range(nblocks) if va.owner(k * nb) == ctx.rank]
     pos = {k: i * nb for i, k in enumerate(mine)}
-    return a, ctx, n, nb, nblocks, mine, pos
+    return va, ctx, n, nb, nblocks, mine, pos
 
 
 def _rows(k, nb, n, pos):
@@ -52,7 +52,7 @@ def _gather_column(ctx, a, aloc, k, c0, c1, mine, pos, nb, n):
     nblocks = -(-n // nb)
     counts, blocks_of = [], []
     for r in range(P):
-        bl = [i for i in range(k, nblocks) if i % P == r]
+        bl = [i for i in range(k, nblocks) if a.owner(i * nb) == r]
         blocks_of.append(bl)
         counts.append(sum(min(nb, n - i * nb) for i in bl) * w)
     displs = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(int).tolist()
@@ -76,6 +76,7 @@ def cholesky(a, variant="syrk"):
     left of the tile by gemm, the tile itself by syrk (half its flops)."""
     if variant not in ("gemm", "syrk"):
         raise ArgumentError('variant must be "gemm" or "syrk", not %r' % (variant,))
+    arr = a
     a, ctx, n, nb, nblocks, mine, pos = _setup(a, "cholesky")
     ops.sync(ctx)
     aloc = a.local()
@@ -106,7 +107,7 @@ def cholesky(a, variant="syrk"):
                     K.gemm(0, 2, -1.0, Li, below[:i0 - k1], 1.0, aloc[rows, k1:i0])
                 K.syrk(True, 0, -1.0, Li, 1.0, aloc[rows, i0:i1])
     ops.sync(ctx)
-    return a
+    return arr
 
 
 def _potrf(tile):
@@ -141,7 +142,7 @@ def lu(a, pivoting=True):
     piv = np.arange(n)
     for k in range(nblocks):
         k0, k1 = k * nb, min(n, k * nb + nb)
-        w, owner = k1 - k0, k % ctx.size
+        w, owner = k1 - k0, a.owner(k0)
         if pivoting:
             panel = _gather_column(ctx, a, aloc, k, k0, k1, mine, pos, nb, n)
             lu_p, p, info = _getrf(panel)
@@ -184,11 +185,11 @@ def _interchange(ctx, a, aloc, k0, k1, p, mine, pos, nb, n):
     got = []
     for t in moved:
         g = k0 + t
-        if (g // nb) % ctx.size != ctx.rank:
+        if a.owner(g) != ctx.rank:
             continue
         src = k0 + perm[t]
         buf = np.empty(n, a.dtype)
-        a.get(src * a.ld, buf)
+        a.arr.get((a.i0 + src) * a.ld + a.j0, buf)
         got.append((g, buf))
     ops.sync(ctx)
     for g, buf in got:

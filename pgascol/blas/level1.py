@@ -1,7 +1,8 @@
-"""BLAS1 on global vectors: x and y must lie alike (same length, same
-block-cyclic or irregular layout), so each rank works on its co-located
-parts with one local BLAS call; dot, nrm2 and asum combine the ranks'
-partial results with one allreduce, and return the scalar on every rank."""
+"""BLAS1 on global vectors: x and y must lie alike (same length, block
+and first rank, or the same irregular counts), so each rank works on its
+co-located parts with one local BLAS call; dot, nrm2 and asum combine the
+ranks' partial results with one allreduce (nrm2: an allgather of the
+ranks' norms) and return the scalar on every rank."""
 import numpy as np
 from mpi4py import MPI
 
@@ -11,43 +12,40 @@ from . import operands as ops
 
 
 def _pair(x, y):
-    x = ops.vector("x", x)
-    y = ops.vector("y", y, x.dtype)
-    ctx = ops.same_comm(("x", x), ("y", y))
-    if x.size != y.size:
-        raise ArgumentError("x has %d elements, y %d" % (x.size, y.size))
-    lx, ly = x.layout, y.layout
-    if lx.kind != ly.kind or lx.block != ly.block or (lx.kind == "irregular" and
-                                                       not np.array_equal(lx.counts, ly.counts)):
-        raise ArgumentError("x and y must be distributed alike (x is %s, y is %s)" % (lx.describe(), ly.describe()))
-    return ctx, x.local(), y.local()
+    vx = ops.vector("x", x)
+    vy = ops.vector("y", y, vx.dtype)
+    ctx = ops.same_comm(vx, vy)
+    if vx.n != vy.n:
+        raise ArgumentError("x has %d elements, y %d" % (vx.n, vy.n))
+    if vx.layout_key() != vy.layout_key():
+        raise ArgumentError("x and y must be distributed alike (x: %s, y: %s)" % (vx.describe(), vy.describe()))
+    return ctx, vx, vy
 
 
 def copy(x, y):
-    """y = x."""
-    _, xl, yl = _pair(x, y)
-    K.copy(xl, yl)
+    """y = x; returns y."""
+    _, vx, vy = _pair(x, y)
+    K.copy(vx.local(), vy.local())
     return y
 
 
 def swap(x, y):
-    """x, y = y, x."""
-    _, xl, yl = _pair(x, y)
-    K.swap(xl, yl)
+    """x, y = y, x; returns (x, y)."""
+    _, vx, vy = _pair(x, y)
+    K.swap(vx.local(), vy.local())
     return x, y
 
 
 def scal(a, x):
-    """x = a x."""
-    xl = ops.vector("x", x).local()
-    K.scal(a, xl)
+    """x = a x; returns x."""
+    K.scal(a, ops.vector("x", x).local())
     return x
 
 
 def axpy(x, y, a=1.0):
-    """y = a x + y (scipy.linalg.blas's argument order)."""
-    _, xl, yl = _pair(x, y)
-    K.axpy(a, xl, yl)
+    """y = a x + y (scipy.linalg.blas's argument order); returns y."""
+    _, vx, vy = _pair(x, y)
+    K.axpy(a, vx.local(), vy.local())
     return y
 
 
@@ -60,8 +58,8 @@ def _allreduce(ctx, value, dtype):
 
 def dot(x, y):
     """sum(x * y) (unconjugated for complex, as dotu), on every rank."""
-    ctx, xl, yl = _pair(x, y)
-    return _allreduce(ctx, K.dot(xl, yl, False), x.dtype)
+    ctx, vx, vy = _pair(x, y)
+    return _allreduce(ctx, K.dot(vx.local(), vy.local(), False), vx.dtype)
 
 
 def dotu(x, y):
@@ -70,30 +68,30 @@ def dotu(x, y):
 
 def dotc(x, y):
     """sum(conj(x) * y), on every rank."""
-    ctx, xl, yl = _pair(x, y)
-    return _allreduce(ctx, K.dot(xl, yl, True), x.dtype)
+    ctx, vx, vy = _pair(x, y)
+    return _allreduce(ctx, K.dot(vx.local(), vy.local(), True), vx.dtype)
 
 
 def nrm2(x):
     """The Euclidean norm, on every rank. Each rank's norm is BLAS's
     (scaled, no overflow); the ranks' norms are gathered and combined
     scaled by the largest, so no square overflows either."""
-    x = ops.vector("x", x)
-    ctx = x._ctx
-    real = np.empty(1, np.float64)
-    real[0] = K.nrm2(x.local())
+    vx = ops.vector("x", x)
+    ctx = vx.ctx
+    mine = np.array([K.nrm2(vx.local())], np.float64)
     norms = np.empty(ctx.size, np.float64)
-    ctx.comm.Allgather(real, norms)
-    top = norms.max() if ctx.size else 0.0
+    ctx.comm.Allgather(mine, norms)
+    top = norms.max()
+    real = _real(vx.dtype)
     if top == 0.0 or not np.isfinite(top):
-        return _real(x.dtype)(top)
-    return _real(x.dtype)(top * np.sqrt(np.sum((norms / top) ** 2)))
+        return real(top)
+    return real(top * np.sqrt(np.sum((norms / top) ** 2)))
 
 
 def asum(x):
     """sum(|x|) (complex: sum(|re| + |im|), BLAS's), on every rank."""
-    x = ops.vector("x", x)
-    return _real(x.dtype)(_allreduce(x._ctx, K.asum(x.local()), np.float64))
+    vx = ops.vector("x", x)
+    return _real(vx.dtype)(_allreduce(vx.ctx, K.asum(vx.local()), np.float64))
 
 
 def _real(dtype):

@@ -1,17 +1,17 @@
 """BLAS2 on global arrays (UPCBLAS's algorithms, pgascol's collectives).
 
 gemv, y = alpha op(A) x + beta y:
-- op(A)'s rows on their ranks (A by rows, or A by columns transposed):
-  y lies like those rows, every rank reads the whole x (replicated:
-  in place on one node, one Allgatherv across nodes) and computes its
-  part of y with one local gemv per piece of x;
-- otherwise (A by columns, or by rows transposed): x lies like A's
-  columns of op(A), each rank computes a partial y of full length from its
+- op(A) by rows (A by rows, or A by columns transposed): y lies like
+  those rows, every rank reads the whole x (replicated: in place on one
+  node, one Allgatherv across nodes) and computes its part of y with one
+  local gemv per piece of x;
+- op(A) by columns (A by columns, or by rows transposed): x lies like
+  op(A)'s columns, each rank computes a partial y of full length from its
   columns, and one Reduce_scatter sums them into y's parts.
 ger, A += alpha x y^T (y^H for gerc): by rows x lies like A's rows and y
 is replicated; by columns y lies like A's columns and x is replicated.
-trsv, x = op(A)^-1 x: A and x by rows (Algorithm 2.1, level3.trsm's
-row solve with one column)."""
+trsv, x = op(A)^-1 x: A and x by rows (Algorithm 2.1: level3's row solve
+with one column)."""
 import numpy as np
 
 from ..errors import ArgumentError
@@ -23,51 +23,49 @@ from . import operands as ops
 def gemv(alpha, a, x, beta=0.0, y=None, trans=0):
     """y = alpha op(a) x + beta y (scipy.linalg.blas.gemv's order); returns y
     (a new global vector, distributed as the result naturally is, when None)."""
-    a = ops.matrix("a", a)
-    x = ops.vector("x", x, a.dtype)
+    va = ops.matrix("a", a)
+    vx = ops.vector("x", x, va.dtype)
     t = ops.trans_code("trans", trans)
-    m, n = (a.rows, a.cols) if t == 0 else (a.cols, a.rows)
-    named = [("a", a), ("x", x)] + ([("y", y)] if y is not None else [])
-    ctx = ops.same_comm(*named)
-    rows = ops.rows_or_cols_local(a, t)
-    what = "the rows of op(a)" if rows is not None else "the columns of op(a)"
+    vy = ops.vector("y", y, va.dtype) if y is not None else None
+    ctx = ops.same_comm(*[v for v in (va, vx, vy) if v is not None])
+    m, n = (va.rows, va.cols) if t == 0 else (va.cols, va.rows)
+    rows = ops.rows_local(va, t)
+    against = "the rows of op(a)" if rows is not None else "the columns of op(a)"
+    if rows is None:
+        vx.colocated(n, va.bsize, va.first, against)
+    elif vx.n != n:
+        raise ArgumentError("x has %d elements, op(a) has %d columns" % (vx.n, n))
+    if vy is None:
+        if rows is not None and va.first:
+            raise ArgumentError("a's rows start on rank %d: pass y (a new vector starts on rank 0)" % va.first)
+        y = pgas_array(ctx.comm, m, va.dtype, block=va.bsize if rows is not None else "*")
+        vy, beta = ops.vector("y", y), 0.0
     if rows is not None:
-        ops.size("x", x, n)
-    else:
-        ops.colocated("x", x, n, a.bsize, what)
-    if y is None:
-        y = pgas_array(ctx.comm, m, a.dtype, block=a.bsize if rows is not None else "*")
-        beta = 0.0
-    else:
-        y = ops.vector("y", y, a.dtype)
-        if rows is not None:
-            ops.colocated("y", y, m, a.bsize, what)
-        else:
-            ops.size("y", y, m)
+        vy.colocated(m, va.bsize, va.first, against)
+    elif vy.n != m:
+        raise ArgumentError("y has %d elements, op(a) has %d rows" % (vy.n, m))
     ops.sync(ctx)
     if rows is not None:
-        _gemv_rows(alpha, rows, x, beta, y.local())
+        _gemv_rows(alpha, rows, vx, beta, vy.local())
     else:
-        _gemv_cols(ctx, alpha, a, t, x, beta, y)
+        _gemv_cols(ctx, alpha, va, t, vx, beta, vy)
     ops.sync(ctx)
     return y
 
 
-def _gemv_rows(alpha, rows, x, beta, yl):
+def _gemv_rows(alpha, rows, vx, beta, yl):
     aloc, f = rows
     scale(beta, yl)
-    for lo, hi, piece in ops.pieces(x):
-        part = aloc[:, lo:hi] if f == 0 else aloc[lo:hi, :]
-        local_gemv(f, alpha, part, piece, 1.0, yl)
+    for lo, hi, piece in ops.pieces(vx):
+        local_gemv(f, alpha, aloc[:, lo:hi] if f == 0 else aloc[lo:hi, :], piece, 1.0, yl)
 
 
-def _gemv_cols(ctx, alpha, a, t, x, beta, y):
-    aloc = a.local() if a.dist == "row" else ops.local_cols(a)
-    # op(A)'s columns held here are op(aloc)'s: partial = op(aloc) x_loc, of full length
-    partial = np.zeros(y.size, a.dtype)
-    local_gemv(0 if a.dist == "col" else t, alpha, aloc, x.local(), 0.0, partial)
-    got = ops.reduce_scatter(ctx, partial, y)
-    yl = y.local()
+def _gemv_cols(ctx, alpha, va, t, vx, beta, vy):
+    # the caller's columns of op(A) are op(local): a partial y of full length
+    partial = np.zeros(vy.n, va.dtype)
+    local_gemv(t, alpha, va.local(), vx.local(), 0.0, partial)
+    got = ops.reduce_scatter(ctx, partial, vy)
+    yl = vy.local()
     scale(beta, yl)
     yl += got
 
@@ -92,26 +90,28 @@ def scale(beta, v):
 
 
 def ger(alpha, x, y, a, conj=False):
-    """a += alpha x y^T (y^H with conj): geru / gerc. a is updated in place and returned."""
-    a = ops.matrix("a", a)
-    x = ops.vector("x", x, a.dtype)
-    y = ops.vector("y", y, a.dtype)
-    ctx = ops.same_comm(("a", a), ("x", x), ("y", y))
-    if a.dist == "row":
-        ops.colocated("x", x, a.rows, a.bsize, "the rows of a")
-        ops.size("y", y, a.cols)
+    """a += alpha x y^T (y^H with conj: gerc); returns a."""
+    va = ops.matrix("a", a)
+    vx = ops.vector("x", x, va.dtype)
+    vy = ops.vector("y", y, va.dtype)
+    ctx = ops.same_comm(va, vx, vy)
+    if va.dist == "row":
+        vx.colocated(va.rows, va.bsize, va.first, "the rows of a")
+        if vy.n != va.cols:
+            raise ArgumentError("y has %d elements, a has %d columns" % (vy.n, va.cols))
     else:
-        ops.size("x", x, a.rows)
-        ops.colocated("y", y, a.cols, a.bsize, "the columns of a")
+        vy.colocated(va.cols, va.bsize, va.first, "the columns of a")
+        if vx.n != va.rows:
+            raise ArgumentError("x has %d elements, a has %d rows" % (vx.n, va.rows))
     ops.sync(ctx)
-    if a.dist == "row":
-        aloc, xl = a.local(), x.local()
-        for lo, hi, piece in ops.pieces(y):
+    aloc = va.local()
+    if va.dist == "row":
+        xl = vx.local()
+        for lo, hi, piece in ops.pieces(vy):
             K.geru(alpha, xl, np.conj(piece) if conj else piece, aloc[:, lo:hi])
     else:
-        aloc, yl = ops.local_cols(a), y.local()
-        yl = np.conj(yl) if conj else yl
-        for lo, hi, piece in ops.pieces(x):
+        yl = np.conj(vy.local()) if conj else vy.local()
+        for lo, hi, piece in ops.pieces(vx):
             K.geru(alpha, piece, yl, aloc[lo:hi, :])
     ops.sync(ctx)
     return a
@@ -125,21 +125,21 @@ def gerc(alpha, x, y, a):
     return ger(alpha, x, y, a, conj=True)
 
 
-def trsv(a, x, lower=0, trans=0, diag=0, overwrite_x=True):
-    """x = op(a)^-1 x, a triangular (scipy.linalg.blas.trsv's flags:
-    lower=1 for the lower triangle, diag=1 for a unit diagonal); a and x by
-    rows with the same block. Solves in place and returns x."""
+def trsv(a, x, lower=0, trans=0, diag=0):
+    """x = op(a)^-1 x, a triangular (scipy.linalg.blas.trsv's flags: lower=1
+    for the lower triangle, diag=1 for a unit diagonal); a and x by rows
+    alike. Solves in place; returns x."""
     from .level3 import trsm_rows_left
-    a = ops.matrix("a", a)
-    x = ops.vector("x", x, a.dtype)
+    va = ops.matrix("a", a)
+    vx = ops.vector("x", x, va.dtype)
     t = ops.trans_code("trans", trans)
-    ctx = ops.same_comm(("a", a), ("x", x))
-    if a.rows != a.cols:
-        raise ArgumentError("a must be square, not %d x %d" % a.shape)
-    if a.dist != "row":
+    ctx = ops.same_comm(va, vx)
+    if va.rows != va.cols:
+        raise ArgumentError("a must be square, not %d x %d" % va.shape)
+    if va.dist != "row":
         raise ArgumentError("trsv needs a distributed by rows (Algorithm 2.1)")
-    ops.colocated("x", x, a.rows, a.bsize, "the rows of a")
+    vx.colocated(va.rows, va.bsize, va.first, "the rows of a")
     ops.sync(ctx)
-    trsm_rows_left(ctx, a, x.local().reshape(-1, 1), bool(lower), t, bool(diag), 1.0)
+    trsm_rows_left(ctx, va, vx.local().reshape(-1, 1), bool(lower), t, bool(diag), 1.0)
     ops.sync(ctx)
     return x

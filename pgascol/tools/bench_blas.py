@@ -67,7 +67,9 @@ def _case(op, n, comm, nb):
         A, X = (np.random.default_rng(0).random((n, n)), np.random.default_rng(1).random(n)) if me == 0 else (None, None)
         dk = (lambda dA=da.from_array(A, chunks=(-(-n // P), n)), dx=da.from_array(X, chunks=n):
               (dA @ dx).compute()) if da and me == 0 else None
-        return (lambda: blas.gemv(1.0, a, x, 0.0, y)), (lambda: sb.dgemv(1.0, A, X)), dk, (n * n + 2 * n) * 8, (a, x, y)
+        # A.T is Fortran-ordered: SciPy's BLAS reads it in place (A would be copied every call)
+        return ((lambda: blas.gemv(1.0, a, x, 0.0, y)), (lambda: sb.dgemv(1.0, A.T, X, trans=1)), dk,
+                (n * n + 2 * n) * 8, (a, x, y))
     square = n * n * 8
     mats = []
 
@@ -95,8 +97,10 @@ def _case(op, n, comm, nb):
         a, b = dist_matrix(lower, nb), dist_matrix(block=nb)
         L = np.tril(A) / n + 2 * np.eye(n) if me == 0 else None
         B = np.random.default_rng(1).random((n, n)) if me == 0 else None
-        return ((lambda: blas.trsm(1.0, a, b, lower=1)), (lambda: sb.dtrsm(1.0, L, B, lower=1)),
-                None, 2 * square, mats)
+        # L X = B as X^T L^T = B^T on the Fortran-ordered transposes: no copies
+        Lt, Bt = (L.T, B.T) if me == 0 else (None, None)
+        return ((lambda: blas.trsm(1.0, a, b, lower=1)),
+                (lambda: sb.dtrsm(1.0, Lt, Bt, side=1, lower=0, overwrite_b=1)), None, 2 * square, mats)
     spd = (A @ A.T + n * np.eye(n)) if me == 0 else None
     if op == "dpotrf":
         a = dist_matrix(block=nb)

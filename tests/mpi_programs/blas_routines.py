@@ -294,6 +294,62 @@ def test_trsm_every_side_flag_and_distribution():
                     free(a, b)
 
 
+# ---------------------------------------------------------------- views
+
+def test_views_starting_at_block_boundaries():
+    """Sub-matrices and sub-vectors that start on a block boundary (not
+    necessarily on rank 0): gemv, ger, gemm, trsm, dot on them, against
+    scipy on the same slices; the rest of the arrays untouched."""
+    b = 3
+    for dt in (np.float64, np.complex64):
+        A, X, Y = rand((20, 17), dt, 30), rand(17, dt, 31), rand(20, dt, 32)
+        a, x, y = mat(A, "row", b), vec(X, 4), vec(Y, b)
+        i, j, m, n = b, 2, 12, 9          # rows from block 1: rank 1 when P > 1
+        va, vx, vy = blas.submatrix(a, i, j, m, n), blas.subvector(x, 4, n), blas.subvector(y, b, m)
+        pgas.barrier(COMM)
+        blas.gemv(2.0, va, vx, 0.5, vy)
+        want = Y.copy()
+        want[i:i + m] = ref("gemv", dt)(2.0, A[i:i + m, j:j + n], X[4:4 + n], 0.5, Y[i:i + m])
+        close(gathered(y), want, dt, "gemv on views")
+        blas.ger(1.0, blas.subvector(y, b, m), vx, va)
+        want_a = A.copy()
+        want_a[i:i + m, j:j + n] += np.outer(want[i:i + m], X[4:4 + n])
+        close(gathered(a), want_a, dt, "ger on views")
+        close(blas.dot(blas.subvector(y, b, m), blas.subvector(y, b, m)), want[i:i + m] @ want[i:i + m], dt, "dot")
+        # gemm: c's rows from block 2, a's rows alike, b any view
+        C, B = rand((15, 8), dt, 33), rand((10, 12), dt, 34)
+        c, bb = mat(C, "row", b), mat(B, "col", 2)
+        vc = blas.submatrix(c, 2 * b, 1, 9, 7)
+        vA = blas.submatrix(a, 2 * b, 0, 9, 5)
+        vB = blas.submatrix(bb, 3, 4, 5, 7)
+        pgas.barrier(COMM)
+        blas.gemm(1.0, vA, vB, 1.0, vc)
+        want_c = C.copy()
+        want_c[6:15, 1:8] += want_a[6:15, 0:5] @ B[3:8, 4:11]
+        close(gathered(c), want_c, dt, "gemm on views")
+        # trsm by rows on views
+        T = _triangular(9, dt, 35, 1)
+        t = mat(np.pad(T, ((2 * b, 0), (0, 0))), "row", b)
+        vt = blas.submatrix(t, 2 * b, 0, 9, 9)          # rows from block 2, as vc's
+        pgas.barrier(COMM)
+        blas.trsm(1.0, vt, vc, lower=1)
+        want_c[6:15, 1:8] = ref("trsm", dt)(1.0, T, want_c[6:15, 1:8], lower=1)
+        close(gathered(c), want_c, dt, "trsm on views")
+        free(a, x, y, c, bb, t)
+
+
+def test_views_off_block_boundaries_are_refused():
+    with mat(np.zeros((12, 10)), "row", 3) as a, vec(np.zeros(10), 4) as x:
+        exc = _expect(ArgumentError, blas.submatrix, a, 2, 0, 3, 3)
+        assert "phase 0" in str(exc)
+        _expect(ArgumentError, blas.subvector, x, 2, 3)
+        _expect(ArgumentError, blas.submatrix, a, 0, 0, 13, 3)
+        if P > 1:                         # y from rank 0, a's rows from rank 1
+            exc = _expect(ArgumentError, blas.gemv, 1.0, blas.submatrix(a, 3, 0, 3, 3), blas.subvector(x, 4, 3),
+                          0.0, blas.subvector(x, 0, 3))
+            assert "from rank" in str(exc)
+
+
 # ---------------------------------------------------------------- misuse
 
 def test_misuse_raises_on_every_rank_and_writes_nothing():
