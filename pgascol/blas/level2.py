@@ -10,8 +10,8 @@ gemv, y = alpha op(A) x + beta y:
   columns, and one Reduce_scatter sums them into y's parts.
 ger, A += alpha x y^T (y^H for gerc): by rows x lies like A's rows and y
 is replicated; by columns y lies like A's columns and x is replicated.
-trsv, x = op(A)^-1 x: A and x by rows (Algorithm 2.1: level3's row solve
-with one column)."""
+trsv, x = op(A)^-1 x: x lies like A's rows (by rows) or columns (by
+columns) (Algorithm 2.1: level3's row solve with one column)."""
 import numpy as np
 
 from ..errors import ArgumentError
@@ -127,8 +127,8 @@ def gerc(alpha, x, y, a):
 
 def trsv(a, x, lower=0, trans=0, diag=0):
     """x = op(a)^-1 x, a triangular (scipy.linalg.blas.trsv's flags: lower=1
-    for the lower triangle, diag=1 for a unit diagonal); a and x by rows
-    alike. Solves in place; returns x."""
+    for the lower triangle, diag=1 for a unit diagonal); x lies like a's
+    rows or columns. Solves in place; returns x."""
     from .level3 import trsm_rows_left
     va = ops.matrix("a", a)
     vx = ops.vector("x", x, va.dtype)
@@ -136,9 +136,7 @@ def trsv(a, x, lower=0, trans=0, diag=0):
     ctx = ops.same_comm(va, vx)
     if va.rows != va.cols:
         raise ArgumentError("a must be square, not %d x %d" % va.shape)
-    if va.dist != "row":
-        raise ArgumentError("trsv needs a distributed by rows (Algorithm 2.1)")
-    vx.colocated(va.rows, va.bsize, va.first, "the rows of a")
+    vx.colocated(va.rows, va.bsize, va.first, "the %ss of a" % va.dist)
     ops.sync(ctx)
     trsm_rows_left(ctx, va, vx.local().reshape(-1, 1), bool(lower), t, bool(diag), 1.0)
     ops.sync(ctx)

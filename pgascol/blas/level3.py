@@ -170,7 +170,12 @@ def syrk(alpha, a, beta=0.0, c=None, trans=0, lower=0):
 
 def trsm(alpha, a, b, side=0, lower=0, trans_a=0, diag=0):
     """b = alpha op(a)^-1 b (side=0) or alpha b op(a)^-1 (side=1), in place
-    (scipy.linalg.blas.trsm's order and flags); returns b."""
+    (scipy.linalg.blas.trsm's order and flags); returns b.
+
+    Left with b by rows, and right with b by columns (the same solve on the
+    transposes): a's tiles are needed by their rows' owners, so a must hold
+    op(a)'s rows (or its transposed tiles) like b; left with b by columns
+    and right with b by rows: a is replicated, no communication in the solve."""
     va = ops.matrix("a", a)
     vb = ops.matrix("b", b, va.dtype)
     t = ops.trans_code("trans_a", trans_a)
@@ -182,61 +187,83 @@ def trsm(alpha, a, b, side=0, lower=0, trans_a=0, diag=0):
     k = vb.rows if side == 0 else vb.cols
     if va.rows != k:
         raise ArgumentError("a is %d x %d but b has %d %s" % (va.rows, va.cols, k, "rows" if side == 0 else "columns"))
-    if side == 0 and vb.dist == "row":
-        if va.dist != "row" or va.bsize != vb.bsize or va.first != vb.first:
-            raise ArgumentError("trsm by rows (side left, b by rows) needs a by rows alike: blocks of %d from rank %d"
-                                % (vb.bsize, vb.first))
-    elif side == 1 and vb.dist == "col":
-        raise ArgumentError("trsm with side right needs b by rows (by columns is not implemented)")
+    blocked = (side == 0) == (vb.dist == "row")
+    if blocked:
+        check_tiles(va, vb.bsize, vb.first, "b's %ss" % vb.dist)
     ops.sync(ctx)
-    if side == 0 and vb.dist == "row":
+    if not blocked:
+        K.trsm(side == 0, bool(lower), t, bool(diag), alpha, ops.assemble(va), vb.local())
+    elif side == 0:
         trsm_rows_left(ctx, va, vb.local(), bool(lower), t, bool(diag), alpha)
     else:
-        K.trsm(side == 0, bool(lower), t, bool(diag), alpha, ops.assemble(va), vb.local())
+        # X op(A) = B  <=>  op(A)^T X^T = B^T: op(A)^T is A^T, A, or conj(A) (solved as A conj(X^T) = conj(B^T))
+        bl = vb.local()
+        xt = np.ascontiguousarray(bl.T)
+        if t == 2:
+            np.conjugate(xt, out=xt)
+        trsm_rows_left(ctx, va, xt, bool(lower), 1 if t == 0 else 0, bool(diag), np.conj(alpha) if t == 2 else alpha)
+        bl[...] = xt.T.conj() if t == 2 else xt.T
     ops.sync(ctx)
     return b
 
 
+def check_tiles(va, block, first, against):
+    """The row solve's triangle: by rows, or by columns, with the rows or
+    columns of the unknowns' blocks (same block, same first rank)."""
+    if va.bsize != block or va.first != first:
+        raise ArgumentError("a must be distributed like %s: blocks of %d from rank %d (a has blocks of %d from rank %d)"
+                            % (against, block, first, va.bsize, va.first))
+
+
 def trsm_rows_left(ctx, va, bl, lower, t, unit, alpha):
-    """op(A) X = alpha B with A and B by rows alike: the caller's rows bl of
-    B become X's. Step by step over the blocks of b rows, in the order
-    op(A)'s triangle solves them: without transpose, the owner of block k
-    solves its diagonal tile and broadcasts X_k, every rank then updates
-    its later blocks with its own tiles A_ik; transposed, each rank sums
-    its tiles' contributions A_ik^T X_i to block k and one reduce to k's
-    owner precedes that owner's solve."""
+    """op(A) X = alpha B with B by rows, A in blocks like B's rows: the
+    caller's rows bl of B become X's. Step by step over the blocks of b
+    rows, in the order op(A)'s triangle solves them. When the caller holds
+    op(A)'s tiles of its rows (A by rows, or by columns transposed), the
+    owner of block k solves its diagonal tile and broadcasts X_k, every
+    rank then updates its later blocks with its own tiles; otherwise (A by
+    rows transposed, or by columns) each rank sums its tiles'
+    contributions op(A)_ki X_i to block k and one reduce to k's owner
+    precedes that owner's solve."""
     scale(alpha, bl)
     n, b, me = va.rows, va.bsize, ctx.rank
     aloc = va.local()
     nblocks = -(-n // b)
     mine = [k for k in range(nblocks) if va.owner(k * b) == me]
-    pos = {k: i * b for i, k in enumerate(mine)}         # my block k's first local row
+    pos = {k: i * b for i, k in enumerate(mine)}         # my block k's first local row (column)
     forward = lower == (t == 0)
     order = range(nblocks) if forward else range(nblocks - 1, -1, -1)
     nrhs = bl.shape[1]
-    done = []                                             # my blocks already solved
+    by_rows = va.dist == "row"
 
     def rows(i):
         return slice(pos[i], pos[i] + min(b, n - i * b))
+
+    def tile(i, lo, hi):
+        """(view, flag): op(view) is op(A)'s tile of my block i x [lo, hi) when
+        broadcasting, A's tile [lo, hi) x block i's rows otherwise."""
+        return aloc[rows(i), lo:hi] if by_rows else aloc[lo:hi, rows(i)]
+    broadcast = by_rows == (t == 0)
+    done = []                                             # my blocks already solved
     for k in order:
         lo, hi = k * b, min(k * b + b, n)
         owner = va.owner(lo)
-        if t == 0:
+        if broadcast:
             xk = np.empty((hi - lo, nrhs), va.dtype)
             if owner == me:
-                K.trsm(True, lower, 0, unit, 1.0, aloc[rows(k), lo:hi], bl[rows(k)])
+                K.trsm(True, lower, t, unit, 1.0, tile(k, lo, hi), bl[rows(k)])
                 xk[...] = bl[rows(k)]
             ctx.comm.Bcast(xk, root=owner)
             for i in mine:
                 if i != k and (i > k) == forward:
-                    K.gemm(0, 0, -1.0, aloc[rows(i), lo:hi], xk, 1.0, bl[rows(i)])
+                    K.gemm(t, 0, -1.0, tile(i, lo, hi), xk, 1.0, bl[rows(i)])
         else:
             part = np.zeros((hi - lo, nrhs), va.dtype)
             for i in done:
-                K.gemm(t, 0, 1.0, aloc[rows(i), lo:hi], bl[rows(i)], 1.0, part)
+                K.gemm(t, 0, 1.0, tile(i, lo, hi), bl[rows(i)], 1.0, part)
             total = np.empty_like(part) if owner == me else None
             ctx.comm.Reduce(part, total, MPI.SUM, root=owner)
             if owner == me:
                 bl[rows(k)] -= total
-                K.trsm(True, lower, t, unit, 1.0, aloc[rows(k), lo:hi], bl[rows(k)])
+                K.trsm(True, lower, t, unit, 1.0, tile(k, lo, hi), bl[rows(k)])
                 done.append(k)

@@ -193,15 +193,16 @@ def test_trsv_every_flag():
     for dt in TYPES:
         for lower, diag in itertools.product((0, 1), (0, 1)):
             A = _triangular(n, dt, 10, lower)
-            for block in blocks(n):
-                a = mat(A, "row", block)
+            for dist, block in itertools.product(("row", "col"), blocks(n)):
+                a = mat(A, dist, block)
                 for trans in (0, 1, 2) if np.dtype(dt).kind == "c" else (0, 1):
                     X = rand(n, dt, 11)
                     x = vec(X, block)
                     pgas.barrier(COMM)
                     blas.trsv(a, x, lower=lower, trans=trans, diag=diag)
                     want = ref("trsv", dt)(A, X, lower=lower, trans=trans, diag=diag)
-                    close(gathered(x), want, dt, "trsv lower %d trans %d diag %d block %d" % (lower, trans, diag, block))
+                    close(gathered(x), want, dt, "trsv a by %s lower %d trans %d diag %d block %d"
+                          % (dist, lower, trans, diag, block))
                     x.free()
                 a.free()
 
@@ -277,20 +278,21 @@ def test_trsm_every_side_flag_and_distribution():
     for dt in TYPES:
         transes = (0, 1, 2) if np.dtype(dt).kind == "c" else (0, 1)
         for side, lower, trans, diag in itertools.product((0, 1), (0, 1), transes, (0, 1)):
-            if dt in (np.float32, np.complex64) and diag:
+            if dt != np.float64 and diag:
                 continue
             n = M if side == 0 else N
             A = _triangular(n, dt, 19, lower)
             B = rand((M, N), dt, 20)
-            dists = ("row", "col") if side == 0 else ("row",)
-            for db in dists:
-                for block in blocks(n if (side == 0 and db == "row") else (N if db == "col" else M)):
-                    a, b = mat(A, "row", block), mat(B, db, block)
+            for db, da in itertools.product(("row", "col"), ("row", "col")):
+                blocked = (side == 0) == (db == "row")   # a in blocks like b's rows (columns)
+                sizes = blocks(n if blocked else (M if db == "row" else N)) if dt == np.float64 else (3,)
+                for block in sizes:
+                    a, b = mat(A, da, block if blocked else 2), mat(B, db, block)
                     pgas.barrier(COMM)
                     blas.trsm(1.5, a, b, side=side, lower=lower, trans_a=trans, diag=diag)
                     want = ref("trsm", dt)(1.5, A, B, side=side, lower=lower, trans_a=trans, diag=diag)
-                    close(gathered(b), want, dt, "trsm side %d lower %d trans %d diag %d b %s%d"
-                          % (side, lower, trans, diag, db, block))
+                    close(gathered(b), want, dt, "trsm side %d lower %d trans %d diag %d a %s b %s%d"
+                          % (side, lower, trans, diag, da, db, block))
                     free(a, b)
 
 
@@ -371,6 +373,7 @@ def test_misuse_raises_on_every_rank_and_writes_nothing():
         (lambda: blas.dot(x, y), "elements"),
         (lambda: blas.axpy(x, x32), "dtype"),
         (lambda: blas.trsm(1.0, c, a, side=1), "columns"),
+        (lambda: blas.trsm(1.0, c, mat(np.zeros((M, 3)), "row", 3)), "distributed like"),
         (lambda: blas.syrk(1.0, a, trans=2), "herk"),
         (lambda: blas.gemm(1.0, x, a), "Matrix"),
     ]
