@@ -27,8 +27,8 @@ def vnodes(k, node_map=None):
     return env
 
 
-# Distributed BLAS: the routines and the factorizations, in one launch.
-BLAS = ("blas_routines.py", "blas_factor.py")
+# Distributed BLAS: the routines, the factorizations and UPCBLAS's interface, in one launch.
+BLAS = ("blas_routines.py", "blas_factor.py", "blas_upcblas.py")
 
 # Small thresholds, so that every size of engine.py lands on both sides of
 # each of them.

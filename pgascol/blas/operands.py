@@ -218,6 +218,22 @@ class Mat:
         return buf, req
 
 
+class Gathered:
+    """A replicated matrix already whole on every rank (UPCBLAS's replicated
+    operand in a layout that is neither by rows nor by columns): one panel."""
+
+    dist, first = "row", 0
+
+    def __init__(self, name, array):
+        self.name, self.array, self.dtype = name, array, array.dtype
+        self.rows, self.cols = array.shape
+        self.bsize = max(self.rows, 1)
+
+    @property
+    def shape(self):
+        return (self.rows, self.cols)
+
+
 # ---------------------------------------------------------------- arguments
 
 def vector(name, x, dtype=None):
@@ -323,6 +339,8 @@ def pieces(x):
 
 def assemble(v, parts=None):
     """The whole of v (a vector, or a matrix as m x n) in one array on every rank."""
+    if isinstance(v, Gathered):
+        return v.array
     parts = rank_major(v) if parts is None else parts
     if isinstance(v, Vec):
         out = np.empty(v.n, v.dtype)
@@ -360,6 +378,9 @@ def panels(m):
     is one panel, read in place; another node's come in panels of
     PGASCOL_BLAS_PANEL_BYTES by Rget into fresh buffers, the next panel's
     get issued before the current one is used (double buffering)."""
+    if isinstance(m, Gathered):
+        yield slice(0, m.rows), m.array
+        return
     pending = None
     for item in list(_panel_plan(m)) + [None]:
         started = _start_panel(m, item) if item is not None else None
