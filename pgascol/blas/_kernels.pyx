@@ -218,35 +218,40 @@ def syrk(int lower, int trans, alpha, cnp.ndarray a, beta, cnp.ndarray c):
 
 def copy(cnp.ndarray x, cnp.ndarray y):
     """y = x."""
-    cdef int n = x.shape[0], incx = _inc(x), incy = _inc(y)
-    cdef char t = ord(x.dtype.char)
-    cdef char *px = _p(x)
-    cdef char *py = _p(y)
-    with nogil:
-        if t == b'f':
-            scopy(&n, <float *>px, &incx, <float *>py, &incy)
-        elif t == b'd':
-            dcopy(&n, <double *>px, &incx, <double *>py, &incy)
-        elif t == b'F':
-            ccopy(&n, <cfloat *>px, &incx, <cfloat *>py, &incy)
-        else:
-            zcopy(&n, <cdouble *>px, &incx, <cdouble *>py, &incy)
+    _move(x, y, False)
 
 
 def swap(cnp.ndarray x, cnp.ndarray y):
+    """x, y = y, x."""
+    _move(x, y, True)
+
+
+cdef void _move(cnp.ndarray x, cnp.ndarray y, bint both):
+    """swap (both) or copy of 1-D views."""
     cdef int n = x.shape[0], incx = _inc(x), incy = _inc(y)
     cdef char t = ord(x.dtype.char)
     cdef char *px = _p(x)
     cdef char *py = _p(y)
     with nogil:
         if t == b'f':
-            sswap(&n, <float *>px, &incx, <float *>py, &incy)
+            if both:
+                sswap(&n, <float *>px, &incx, <float *>py, &incy)
+            else:
+                scopy(&n, <float *>px, &incx, <float *>py, &incy)
         elif t == b'd':
-            dswap(&n, <double *>px, &incx, <double *>py, &incy)
+            if both:
+                dswap(&n, <double *>px, &incx, <double *>py, &incy)
+            else:
+                dcopy(&n, <double *>px, &incx, <double *>py, &incy)
         elif t == b'F':
-            cswap(&n, <cfloat *>px, &incx, <cfloat *>py, &incy)
-        else:
+            if both:
+                cswap(&n, <cfloat *>px, &incx, <cfloat *>py, &incy)
+            else:
+                ccopy(&n, <cfloat *>px, &incx, <cfloat *>py, &incy)
+        elif both:
             zswap(&n, <cdouble *>px, &incx, <cdouble *>py, &incy)
+        else:
+            zcopy(&n, <cdouble *>px, &incx, <cdouble *>py, &incy)
 
 
 def scal(alpha, cnp.ndarray x):
@@ -334,35 +339,27 @@ def dot(cnp.ndarray x, cnp.ndarray y, bint conj):
 
 def nrm2(cnp.ndarray x):
     """The Euclidean norm, scaled by BLAS (no overflow)."""
-    cdef int n = x.shape[0], incx = _inc(x)
-    cdef char t = ord(x.dtype.char)
-    cdef char *px = _p(x)
-    cdef double d
-    with nogil:
-        if t == b'f':
-            d = snrm2(&n, <float *>px, &incx)
-        elif t == b'd':
-            d = dnrm2(&n, <double *>px, &incx)
-        elif t == b'F':
-            d = scnrm2(&n, <cfloat *>px, &incx)
-        else:
-            d = dznrm2(&n, <cdouble *>px, &incx)
-    return d
+    return _norm(x, True)
 
 
 def asum(cnp.ndarray x):
     """sum(|x|), for complex sum(|re| + |im|) (BLAS's)."""
+    return _norm(x, False)
+
+
+cdef double _norm(cnp.ndarray x, bint two):
+    """nrm2 (two) or asum of a 1-D view."""
     cdef int n = x.shape[0], incx = _inc(x)
     cdef char t = ord(x.dtype.char)
     cdef char *px = _p(x)
     cdef double d
     with nogil:
         if t == b'f':
-            d = sasum(&n, <float *>px, &incx)
+            d = snrm2(&n, <float *>px, &incx) if two else sasum(&n, <float *>px, &incx)
         elif t == b'd':
-            d = dasum(&n, <double *>px, &incx)
+            d = dnrm2(&n, <double *>px, &incx) if two else dasum(&n, <double *>px, &incx)
         elif t == b'F':
-            d = scasum(&n, <cfloat *>px, &incx)
+            d = scnrm2(&n, <cfloat *>px, &incx) if two else scasum(&n, <cfloat *>px, &incx)
         else:
-            d = dzasum(&n, <cdouble *>px, &incx)
+            d = dznrm2(&n, <cdouble *>px, &incx) if two else dzasum(&n, <cdouble *>px, &incx)
     return d

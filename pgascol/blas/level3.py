@@ -105,8 +105,14 @@ def _gemm_plan(va, vb, vc, ta, tb):
     return vc.dist, m, n, vc.bsize, vc.first
 
 
-def _new_matrix(ctx, shape, dtype, dist, block):
-    return pgas_matrix(ctx.comm, shape, dtype, block=block, dist=dist)
+def _result(ctx, va, vb, c, vc, ta, tb, beta):
+    """(c, its view, beta) for op(a) op(b), checked; a new matrix (beta 0)
+    distributed as the product naturally is when c is None."""
+    dist, m, n, block, first = _gemm_plan(va, vb, vc, ta, tb)
+    if vc is not None:
+        return c, vc, beta
+    c = pgas_matrix(ctx.comm, (m, n), va.dtype, block=block, dist=dist)
+    return c, ops.matrix("c", c), 0.0
 
 
 def gemm(alpha, a, b, beta=0.0, c=None, trans_a=0, trans_b=0):
@@ -116,10 +122,7 @@ def gemm(alpha, a, b, beta=0.0, c=None, trans_a=0, trans_b=0):
     ta, tb = ops.trans_code("trans_a", trans_a), ops.trans_code("trans_b", trans_b)
     vc = ops.matrix("c", c, va.dtype) if c is not None else None
     ctx = ops.same_comm(*[v for v in (va, vb, vc) if v is not None])
-    dist, m, n, block, first = _gemm_plan(va, vb, vc, ta, tb)
-    if vc is None:
-        c = _new_matrix(ctx, (m, n), va.dtype, dist, block)
-        vc, beta = ops.matrix("c", c), 0.0
+    c, vc, beta = _result(ctx, va, vb, c, vc, ta, tb, beta)
     ops.sync(ctx)
     cl = vc.local()
     scale(beta, cl)
@@ -147,10 +150,8 @@ def syrk(alpha, a, beta=0.0, c=None, trans=0, lower=0):
     vc = ops.matrix("c", c, va.dtype) if c is not None else None
     ctx = ops.same_comm(*[v for v in (va, vc) if v is not None])
     ta, tb = t, 1 - t
-    dist, m, n, block, first = _gemm_plan(va, va, vc, ta, tb)
-    if vc is None:
-        c = _new_matrix(ctx, (m, n), va.dtype, dist, block)
-        vc, beta = ops.matrix("c", c), 0.0
+    c, vc, beta = _result(ctx, va, va, c, vc, ta, tb, beta)
+    n = vc.cols
     ops.sync(ctx)
     cl = vc.local()
     new = np.array(cl)

@@ -181,21 +181,20 @@ def _blas1(t):
     dt = DTYPES[t]
     real = np.float32 if t in "sc" else np.float64
 
+    def pair(block_size, size, x, y, jx):
+        """The checks of x and y (arguments jx and jx + 1) as shared [block_size] T [size]."""
+        b, n = _positive(1, block_size), _size(2, size)
+        vx, vy = _vec(jx, x, dt, b, n, 1), _vec(jx + 1, y, dt, b, n, 1)
+        _same_rank(jx + 1, vx, vy)
+        return vx, vy
+
     def copy(block_size, size, x, y, check_all=False):
-        def check():
-            b, n = _positive(1, block_size), _size(2, size)
-            vx, vy = _vec(3, x, dt, b, n, 1), _vec(4, y, dt, b, n, 1)
-            _same_rank(4, vx, vy)
-            return vx, vy
-        return _call(check, lambda vx, vy: level1.copy(vx, vy), check_all, lambda: _ctx_of(x, y))
+        return _call(lambda: pair(block_size, size, x, y, 3), lambda vx, vy: level1.copy(vx, vy), check_all,
+                     lambda: _ctx_of(x, y))
 
     def swap(block_size, size, x, y, check_all=False):
-        def check():
-            b, n = _positive(1, block_size), _size(2, size)
-            vx, vy = _vec(3, x, dt, b, n, 1), _vec(4, y, dt, b, n, 1)
-            _same_rank(4, vx, vy)
-            return vx, vy
-        return _call(check, lambda vx, vy: level1.swap(vx, vy), check_all, lambda: _ctx_of(x, y))
+        return _call(lambda: pair(block_size, size, x, y, 3), lambda vx, vy: level1.swap(vx, vy), check_all,
+                     lambda: _ctx_of(x, y))
 
     def scal(block_size, size, alpha, x, check_all=False):
         def check():
@@ -203,19 +202,13 @@ def _blas1(t):
         return _call(check, lambda vx: level1.scal(alpha, vx), check_all, lambda: _ctx_of(x))
 
     def axpy(block_size, size, alpha, x, y, check_all=False):
-        def check():
-            b, n = _positive(1, block_size), _size(2, size)
-            vx, vy = _vec(4, x, dt, b, n, 1), _vec(5, y, dt, b, n, 1)
-            _same_rank(5, vx, vy)
-            return vx, vy
-        return _call(check, lambda vx, vy: level1.axpy(vx, vy, alpha), check_all, lambda: _ctx_of(x, y))
+        return _call(lambda: pair(block_size, size, x, y, 4), lambda vx, vy: level1.axpy(vx, vy, alpha),
+                     check_all, lambda: _ctx_of(x, y))
 
     def dot_like(fn, rdt):
         def dot(block_size, size, x, y, dst, check_all=False):
             def check():
-                b, n = _positive(1, block_size), _size(2, size)
-                vx, vy = _vec(3, x, dt, b, n, 1), _vec(4, y, dt, b, n, 1)
-                _same_rank(4, vx, vy)
+                vx, vy = pair(block_size, size, x, y, 3)
                 arr, off = _array(5, dst, rdt)
                 if not 0 <= off < arr.size:
                     raise _Wrong(5, "offset out of the array")

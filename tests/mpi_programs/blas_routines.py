@@ -13,6 +13,7 @@ from mpi4py import MPI
 import pgascol
 from pgascol import blas, pgas
 from pgascol.errors import ArgumentError
+from tests.mpi_programs.blas_common import expect, rand
 
 WORLD = MPI.COMM_WORLD
 ME, P = WORLD.Get_rank(), WORLD.Get_size()
@@ -26,14 +27,6 @@ M, N, K = 13, 11, 7            # no rank count of the suite divides them all
 def blocks(n):
     """Block 1 (cyclic), odd (3) and blocked (ceil(n/P))."""
     return sorted({1, 3, -(-n // P)})
-
-
-def rand(shape, dt, seed):
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal(shape)
-    if np.dtype(dt).kind == "c":
-        x = x + 1j * rng.standard_normal(shape)
-    return x.astype(dt)
 
 
 def ref(name, dt):
@@ -85,14 +78,6 @@ def gathered(a):
 def free(*arrays):
     for a in arrays:
         a.free()
-
-
-def _expect(exc_type, fn, *args, **kw):
-    try:
-        fn(*args, **kw)
-    except exc_type as exc:
-        return exc
-    raise AssertionError("%s did not raise %s" % (getattr(fn, "__name__", fn), exc_type.__name__))
 
 
 # ---------------------------------------------------------------- BLAS1
@@ -342,12 +327,12 @@ def test_views_starting_at_block_boundaries():
 
 def test_views_off_block_boundaries_are_refused():
     with mat(np.zeros((12, 10)), "row", 3) as a, vec(np.zeros(10), 4) as x:
-        exc = _expect(ArgumentError, blas.submatrix, a, 2, 0, 3, 3)
+        exc = expect(ArgumentError, blas.submatrix, a, 2, 0, 3, 3)
         assert "phase 0" in str(exc)
-        _expect(ArgumentError, blas.subvector, x, 2, 3)
-        _expect(ArgumentError, blas.submatrix, a, 0, 0, 13, 3)
+        expect(ArgumentError, blas.subvector, x, 2, 3)
+        expect(ArgumentError, blas.submatrix, a, 0, 0, 13, 3)
         if P > 1:                         # y from rank 0, a's rows from rank 1
-            exc = _expect(ArgumentError, blas.gemv, 1.0, blas.submatrix(a, 3, 0, 3, 3), blas.subvector(x, 4, 3),
+            exc = expect(ArgumentError, blas.gemv, 1.0, blas.submatrix(a, 3, 0, 3, 3), blas.subvector(x, 4, 3),
                           0.0, blas.subvector(x, 0, 3))
             assert "from rank" in str(exc)
 
@@ -378,13 +363,13 @@ def test_misuse_raises_on_every_rank_and_writes_nothing():
         (lambda: blas.gemm(1.0, x, a), "Matrix"),
     ]
     for fn, words in cases:
-        exc = _expect(ArgumentError, fn)
+        exc = expect(ArgumentError, fn)
         assert words in str(exc), (words, str(exc))
     assert np.array_equal(gathered(c), before)
     got = WORLD.allreduce(1)                             # the communicator is still usable
     assert got == P
     with mat(np.eye(M), "col", 1) as b2:                # incompatible distributions: c by rows, a by columns
-        _expect(ArgumentError, blas.gemm, 1.0, b2, b2, 1.0, c)
+        expect(ArgumentError, blas.gemm, 1.0, b2, b2, 1.0, c)
     free(a, c, x32, x, y, wrong)
     with vec(np.ones(4), 1) as ones:
         assert abs(blas.nrm2(ones) - 2.0) < 1e-15

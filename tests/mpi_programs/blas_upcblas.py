@@ -10,18 +10,11 @@ from mpi4py import MPI
 import pgascol
 from pgascol import pgas
 from pgascol.blas import upcblas as U
+from tests.mpi_programs.blas_common import rand
 
 WORLD = MPI.COMM_WORLD
 ME, P = WORLD.Get_rank(), WORLD.Get_size()
 COMM = pgascol.Comm(WORLD)
-
-
-def rand(shape, dt, seed):
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal(shape)
-    if np.dtype(dt).kind == "c":
-        x = x + 1j * rng.standard_normal(shape)
-    return x.astype(dt)
 
 
 def shared(values, block):
