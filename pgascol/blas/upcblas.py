@@ -294,8 +294,6 @@ def _gemv(t):
             vt = _mat(7, 8, T, dt, "row" if by_rows else "col", b, nn, nn, ldt, 2)
             vx = _vec(9, x, dt, b, nn, 2)
             _same_rank(9, vt, vx)
-            if dist == upc_pblas_colDist:
-                raise _Wrong(1, "trsv by columns is not implemented")
             return vt, vx, lo, tr, dg
         return _call(check, lambda vt, vx, lo, tr, dg: level2.trsv(vt, vx, lo, tr, dg), check_all,
                      lambda: _ctx_of(T, x))

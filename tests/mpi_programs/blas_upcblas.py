@@ -133,6 +133,20 @@ def test_ger_gemm_trsm_syrk_trsv():
     pgas.barrier(COMM)
     assert U.upc_blas_dtrsv(U.upc_pblas_rowDist, b, U.upc_pblas_lower, 0, 0, m, (tt, 0), m, (v, 0)) == 0
     close(read(v), np.linalg.solve(T, X))
+    # trsv by columns, every transpose: T shared [b] (by columns) or, transposed, shared [b*ldt]
+    ldt = -(-m // (b * P)) * b * P
+    for tr in (0, 1):
+        Tf = np.zeros(m * ldt)
+        Tf.reshape(m, ldt)[:, :m] = T
+        tc = shared(Tf if tr == 0 else T.reshape(-1), b if tr == 0 else b * m)
+        vc = shared(X, b)
+        pgas.barrier(COMM)
+        rc = U.upc_blas_dtrsv(U.upc_pblas_colDist, b, U.upc_pblas_lower, tr, 0, m, (tc, 0), ldt if tr == 0 else m,
+                              (vc, 0))
+        assert rc == 0, rc
+        close(read(vc), np.linalg.solve(T if tr == 0 else T.T, X))
+        tc.free()
+        vc.free()
     # trsm right by rows: T replicated (shared [sec])
     T2 = np.triu(rand((n, n), np.float64, 12)) / n + 2 * np.eye(n)
     t2 = shared(T2.reshape(-1), n)
