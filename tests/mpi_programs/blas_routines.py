@@ -178,7 +178,7 @@ def test_trsv_every_flag():
     for dt in TYPES:
         for lower, diag in itertools.product((0, 1), (0, 1)):
             A = _triangular(n, dt, 10, lower)
-            for dist, block in itertools.product(("row", "col"), blocks(n)):
+            for dist, block in itertools.product(("row", "col"), blocks(n) if dt == np.float64 else (3,)):
                 a = mat(A, dist, block)
                 for trans in (0, 1, 2) if np.dtype(dt).kind == "c" else (0, 1):
                     X = rand(n, dt, 11)
@@ -214,8 +214,7 @@ def test_gemm_every_distribution_and_trans():
             A = rand((M, K) if ta == 0 else (K, M), dt, 12)
             B = rand((K, N) if tb == 0 else (N, K), dt, 13)
             C = rand((M, N), dt, 14)
-            cblock = blocks(M if dc == "row" else N)
-            for block in cblock:
+            for block in blocks(M if dc == "row" else N) if dt in (np.float64, np.complex128) else (3,):
                 # the distributed operand of op(a) / op(b) shares C's block; the other any block
                 ba = block if dc == "row" else 2
                 bb = block if dc == "col" else 3
