@@ -42,9 +42,14 @@ def scal(a, x):
     return x
 
 
-def axpy(x, y, a=1.0):
-    """y = a x + y (scipy.linalg.blas's argument order); returns y."""
+def axpy(x, y, n=None, a=1.0):
+    """y[:n] = a x[:n] + y[:n] (scipy.linalg.blas's argument order; n None:
+    all); returns y."""
     _, vx, vy = _pair(x, y)
+    if n is not None:
+        if not 0 <= n <= vx.n:
+            raise ArgumentError("n is %r, x has %d elements" % (n, vx.n))
+        vx, vy = ops.Vec("x", vx.arr, vx.off, n), ops.Vec("y", vy.arr, vy.off, n)
     K.axpy(a, vx.local(), vy.local())
     return y
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..errors import ArgumentError
 from ..pgas import array as pgas_array
+from ..pgas import matrix as pgas_matrix
 from . import _kernels as K
 from . import operands as ops
 
@@ -89,11 +90,20 @@ def scale(beta, v):
             np.multiply(v, beta, out=v)
 
 
-def ger(alpha, x, y, a, conj=False):
-    """a += alpha x y^T (y^H with conj: gerc); returns a."""
-    va = ops.matrix("a", a)
-    vx = ops.vector("x", x, va.dtype)
-    vy = ops.vector("y", y, va.dtype)
+def ger(alpha, x, y, incx=1, incy=1, a=None, conj=False):
+    """a += alpha x y^T (y^H with conj: gerc), scipy.linalg.blas's order
+    (incx and incy must be 1); returns a, a new matrix by rows like x when
+    a is None."""
+    if incx != 1 or incy != 1:
+        raise ArgumentError("incx and incy must be 1 (use blas.subvector for parts of a vector)")
+    vx = ops.vector("x", x)
+    vy = ops.vector("y", y, vx.dtype)
+    if a is None:
+        ctx = ops.same_comm(vx, vy)
+        if vx.block is None or vx.first:
+            raise ArgumentError("ger with a=None needs x block-cyclic from rank 0 (its rows' distribution)")
+        a = pgas_matrix(ctx.comm, (vx.n, vy.n), vx.dtype, block=vx.block, dist="row")
+    va = ops.matrix("a", a, vx.dtype)
     ctx = ops.same_comm(va, vx, vy)
     if va.dist == "row":
         vx.colocated(va.rows, va.bsize, va.first, "the rows of a")
@@ -117,12 +127,12 @@ def ger(alpha, x, y, a, conj=False):
     return a
 
 
-def geru(alpha, x, y, a):
-    return ger(alpha, x, y, a)
+def geru(alpha, x, y, incx=1, incy=1, a=None):
+    return ger(alpha, x, y, incx, incy, a)
 
 
-def gerc(alpha, x, y, a):
-    return ger(alpha, x, y, a, conj=True)
+def gerc(alpha, x, y, incx=1, incy=1, a=None):
+    return ger(alpha, x, y, incx, incy, a, conj=True)
 
 
 def trsv(a, x, lower=0, trans=0, diag=0):

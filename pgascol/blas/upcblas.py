@@ -202,7 +202,7 @@ def _blas1(t):
         return _call(check, lambda vx: level1.scal(alpha, vx), check_all, lambda: _ctx_of(x))
 
     def axpy(block_size, size, alpha, x, y, check_all=False):
-        return _call(lambda: pair(block_size, size, x, y, 4), lambda vx, vy: level1.axpy(vx, vy, alpha),
+        return _call(lambda: pair(block_size, size, x, y, 4), lambda vx, vy: level1.axpy(vx, vy, a=alpha),
                      check_all, lambda: _ctx_of(x, y))
 
     def dot_like(fn, rdt):
@@ -280,7 +280,7 @@ def _gemv(t):
                     vx, vy = _vec(7, x, dt, sec, mm, 3), _vec(8, y, dt, b, nn, 2)
                     _same_rank(8, va, vy)
                 return va, vx, vy
-            return _call(check, lambda va, vx, vy: level2.ger(alpha, vx, vy, va, conj), check_all,
+            return _call(check, lambda va, vx, vy: level2.ger(alpha, vx, vy, a=va, conj=conj), check_all,
                          lambda: _ctx_of(A, x, y))
         return ger
 

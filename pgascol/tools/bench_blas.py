@@ -54,7 +54,7 @@ def _case(op, n, comm, nb):
             dk = (lambda dx=da.from_array(X, chunks=n // P), dy=da.from_array(Y, chunks=n // P):
                   da.dot(dx, dy).compute()) if da and me == 0 else None
         else:
-            ours, theirs = (lambda: blas.axpy(x, y, 0.5)), (lambda: sb.daxpy(X, Y, a=0.5))
+            ours, theirs = (lambda: blas.axpy(x, y, a=0.5)), (lambda: sb.daxpy(X, Y, a=0.5))
             dk = (lambda dx=da.from_array(X, chunks=n // P), dy=da.from_array(Y, chunks=n // P):
                   (0.5 * dx + dy).compute()) if da and me == 0 else None
         return ours, theirs, dk, 2 * n * 8, (x, y)

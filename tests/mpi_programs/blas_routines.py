@@ -98,8 +98,10 @@ def test_blas1_every_type_and_layout():
             close(blas.asum(x), ref("asum", dt)(X), dt, "asum")
             close(blas.nrm2(x), ref("nrm2", dt)(X), dt, "nrm2")
         alpha = 0.5 - 0.25j if np.dtype(dt).kind == "c" else 0.5
-        blas.axpy(x, y, alpha)
+        blas.axpy(x, y, a=alpha)
         close(gathered(y), ref("axpy", dt)(X, Y.copy(), a=alpha), dt, "axpy")
+        blas.axpy(x, y, 5, 1.0)                         # the first 5 elements (scipy's n)
+        close(gathered(y), ref("axpy", dt)(X, ref("axpy", dt)(X, Y.copy(), a=alpha), 5, 1.0), dt, "axpy n=5")
         blas.scal(2.0, x)
         close(gathered(x), 2 * X, dt, "scal")
         blas.swap(x, y)
@@ -162,8 +164,12 @@ def test_ger_by_rows_and_columns():
                     x = vec(X, block if dist == "row" else 2)
                     y = vec(Y, 5 if dist == "row" else block)
                     pgas.barrier(COMM)
-                    getattr(blas, kind)(0.75, x, y, a)
+                    getattr(blas, kind)(0.75, x, y, a=a)
                     close(gathered(a), ref(kind, dt)(0.75, X, Y, a=A.copy()), dt, "%s %s %d" % (kind, dist, block))
+                    if dist == "row":                   # a=None: a new matrix, alpha x y^T, by rows like x
+                        new = getattr(blas, kind)(0.75, x, y)
+                        close(gathered(new), ref(kind, dt)(0.75, X, Y), dt, "%s a=None" % kind)
+                        new.free()
                     free(a, x, y)
 
 
@@ -297,7 +303,7 @@ def test_views_starting_at_block_boundaries():
         want = Y.copy()
         want[i:i + m] = ref("gemv", dt)(2.0, A[i:i + m, j:j + n], X[4:4 + n], 0.5, Y[i:i + m])
         close(gathered(y), want, dt, "gemv on views")
-        blas.ger(1.0, blas.subvector(y, b, m), vx, va)
+        blas.ger(1.0, blas.subvector(y, b, m), vx, a=va)
         want_a = A.copy()
         want_a[i:i + m, j:j + n] += np.outer(want[i:i + m], X[4:4 + n])
         close(gathered(a), want_a, dt, "ger on views")
