@@ -27,3 +27,28 @@ def test_blas_run_writes_the_schema_and_compare_reads_it(tmp_path):
         assert 0 < x["t_min_us"] <= x["t_avg_us"] <= x["t_max_us"] and x["np"] == 2 and x["gflops"] > 0
     c = cli("compare", out, out)
     assert c.returncode == 0 and "no regression (7 pgascol case(s) compared)" in c.stdout, c.stdout + c.stderr
+
+
+def test_panel_calibration_is_stored_read_and_overridable(tmp_path, monkeypatch):
+    import os
+    out = tmp_path / "blas-cal.json"
+    env = dict(os.environ, PGASCOL_NODE_SIZE="1", PYTHONPATH=str(REPO))
+    r = subprocess.run(["mpiexec", "-n", "2", sys.executable, "-m", "pgascol.blas.calibrate", "--out", str(out),
+                        "--rounds", "2"], capture_output=True, text=True, timeout=300, cwd=REPO, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    stored = json.loads(out.read_text())
+    bandwidth = {int(k): v for k, v in stored["bandwidth"].items()}
+    from pgascol.blas import calibrate, operands
+    assert stored["panel_bytes"] == calibrate.plateau(bandwidth) and stored["panel_bytes"] in calibrate.SIZES
+    monkeypatch.setenv("PGASCOL_BLAS_CALIBRATION", str(out))
+    monkeypatch.delenv("PGASCOL_BLAS_PANEL_BYTES", raising=False)
+    monkeypatch.setattr(operands, "_calibrated", None)
+    assert operands.panel_bytes() == stored["panel_bytes"]
+    monkeypatch.setenv("PGASCOL_BLAS_PANEL_BYTES", "12345")
+    assert operands.panel_bytes() == 12345
+
+
+def test_plateau_is_the_smallest_size_near_the_best():
+    from pgascol.blas.calibrate import plateau
+    assert plateau({1: 1.0, 2: 9.5, 4: 10.0, 8: 9.9}) == 2
+    assert plateau({1: 10.0, 2: 5.0}) == 1

@@ -32,8 +32,8 @@ DTYPES = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.complex64), np
 #: On one node a replicated vector is read in place in pieces of at least
 #: this many elements; smaller blocks (cyclic layouts) are assembled first.
 MIN_PIECE = 256
-#: A panel of a replicated matrix fetched from another node, in bytes
-#: (PGASCOL_BLAS_PANEL_BYTES overrides).
+#: A panel of a replicated matrix fetched from another node, in bytes, when
+#: neither PGASCOL_BLAS_PANEL_BYTES nor a calibration (calibrate.py) says.
 PANEL_BYTES = 4 << 20
 TRANS = {0: 0, 1: 1, 2: 2, "N": 0, "T": 1, "C": 2, "n": 0, "t": 1, "c": 2}
 
@@ -392,9 +392,24 @@ def panels(m):
         pending = started
 
 
+def panel_bytes():
+    """PGASCOL_BLAS_PANEL_BYTES, else the calibrated plateau, else PANEL_BYTES."""
+    env = os.environ.get("PGASCOL_BLAS_PANEL_BYTES")
+    if env:
+        return int(env)
+    global _calibrated
+    if _calibrated is None:
+        from .calibrate import load
+        _calibrated = load() or PANEL_BYTES
+    return _calibrated
+
+
+_calibrated = None
+
+
 def _panel_plan(m):
     ctx = m.ctx
-    limit = int(os.environ.get("PGASCOL_BLAS_PANEL_BYTES", PANEL_BYTES))
+    limit = panel_bytes()
     width = max((m.cols if m.dist == "row" else m.rows) * m.dtype.itemsize, 1)
     for r in range(ctx.size):
         idx = np.concatenate([np.arange(lo, hi) for lo, hi in m.owned(r)] + [np.zeros(0, np.int64)])
