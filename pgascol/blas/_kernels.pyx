@@ -91,10 +91,13 @@ def gemv(int trans, alpha, cnp.ndarray a, cnp.ndarray x, beta, cnp.ndarray y):
     cdef char *pa = _p(a)
     cdef char *px = _p(x)
     cdef char *py = _p(y)
-    if (m == 0 or n == 0) and y.shape[0]:
-        scal(beta, y) if beta != 1 else None
-        return
     if y.shape[0] == 0:
+        return
+    if m == 0 or n == 0:            # y = beta y; beta 0 overwrites (NaN included), as BLAS
+        if beta == 0:
+            y[...] = 0
+        elif beta != 1:
+            scal(beta, y)
         return
     if t == b'f':
         sa, sb = alpha, beta
