@@ -24,4 +24,11 @@ comm = Extension("pgascol.comm._comm", sources=["pgascol/comm/_comm.pyx"],
                  define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
                  extra_compile_args=["-O2"])
 
-setup(ext_modules=cythonize([core, comm], language_level=3, compiler_directives={"embedsignature": True}))
+# The local kernels of pgascol.blas: SciPy's BLAS through scipy.linalg.cython_blas
+# (its function pointers, resolved at import: no BLAS to link here).
+kernels = Extension("pgascol.blas._kernels", sources=["pgascol/blas/_kernels.pyx"],
+                    include_dirs=[numpy.get_include()],
+                    define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+                    extra_compile_args=["-O2"])
+
+setup(ext_modules=cythonize([core, comm, kernels], language_level=3, compiler_directives={"embedsignature": True}))

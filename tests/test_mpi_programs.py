@@ -27,6 +27,9 @@ def vnodes(k, node_map=None):
     return env
 
 
+# Distributed BLAS: the routines, the factorizations and UPCBLAS's interface, in one launch.
+BLAS = ("blas_routines.py", "blas_factor.py", "blas_upcblas.py")
+
 # Small thresholds, so that every size of engine.py lands on both sides of
 # each of them.
 ENGINE_SMALL = {"PGASCOL_INLINE_MAX": "64", "PGASCOL_CHUNK_BYTES": "4096", "PGASCOL_XCHG_CHUNK_BYTES": "4096",
@@ -146,6 +149,12 @@ TABLE = [
     Run("shared_buffers.py", (2, 3, 4, 8), "no_cma", {"PGASCOL_CMA": "0"}, timeout=300),
     Run("shared_buffers.py", (3, 4, 8), "vnodes_of_2", vnodes(2), timeout=300),
     Run("shared_buffers.py", (8,), "vnodes_of_3_roundrobin", vnodes(3, "roundrobin"), timeout=300),
+    # ---- distributed BLAS on global arrays: one node (operands read in place) and virtual
+    # nodes of 1, 2 and 3 ranks (Allgatherv, Reduce_scatter, panels fetched with Rget)
+    Run(BLAS, timeout=600),
+    Run(BLAS, (2, 3), "vnodes_of_1", vnodes(1), timeout=600),
+    Run(BLAS, (4, 8), "vnodes_of_2", vnodes(2), timeout=600),
+    Run(BLAS, (4,), "vnodes_of_3", vnodes(3), timeout=600),
 
     # ---- NodeTeam: one node; virtual nodes of k consecutive ranks (k=2: np=3 -> [2, 1],
     # 4 -> [2, 2], 8 -> 4 x 2; k=3: np=4 -> [3, 1], 8 -> [3, 3, 2]) and round robin
@@ -180,5 +189,6 @@ test_pgas = chapter("pgas_arrays.py")
 test_upc_smoke = chapter("upc_smoke.py")
 test_upc = chapter(UPC)
 test_shared_buffers = chapter("shared_buffers.py")
+test_blas = chapter(BLAS)
 
 assert len(_taken) == len(TABLE), "a row of TABLE that no chapter above runs"

@@ -7,6 +7,7 @@
     pgascol-bench compare BASE.json NEW.json [--threshold 0.10]
     pgascol-bench plot RESULTS.json --plot FILE.png | DIR/
     pgascol-bench upc ...      (UPC's collectives, UOMS-style: pgascol/tools/bench_upc.py)
+    pgascol-bench blas [--np N] [--ops dgemm,...] [--threads K] [--json FILE]   (pgascol/tools/bench_blas.py)
 
 `run` starts the MPI job itself; every rank runs the worker of this module
 (``python -m pgascol.tools.bench worker ...``, also what bench/engine_vs_mpi.py
@@ -1052,15 +1053,16 @@ def _parser():
                    help="one PNG per op, time against size: out.png -> out-bcast.png, ...; "
                         "DIR/ -> DIR/bcast.png, ... (needs matplotlib)")
     r.add_argument("--quick", action="store_true", help="a small sweep (np=2, under 2 minutes)")
-    from . import bench_pgas, bench_upc
+    from . import bench_blas, bench_pgas, bench_upc
     bench_pgas.add_parser(sub)
     bench_upc.add_parser(sub)
+    bench_blas.add_parser(sub)
     c = sub.add_parser("compare", help="compare two JSON results; exit 1 on a pgascol regression")
     c.add_argument("base")
     c.add_argument("new")
     c.add_argument("--threshold", type=float, default=0.10,
                    help="relative slowdown tolerated (default 0.10)")
-    p = sub.add_parser("plot", help="plot a JSON written by `run --json` or `upc --json`, one PNG per op")
+    p = sub.add_parser("plot", help="plot a JSON written by `run --json`, `upc --json` or `blas --json`, one PNG per op")
     p.add_argument("results", metavar="RESULTS.json")
     p.add_argument("--plot", metavar="FILE.png|DIR/", required=True,
                    help="out.png -> out-bcast.png, ...; DIR/ -> DIR/bcast.png, ...")
@@ -1076,13 +1078,16 @@ def main(argv=None):
     ap = _parser()
     args = ap.parse_args(argv)
     if args.command is None:
-        ap.error("choose a command: run, pgas, upc, compare or plot")
+        ap.error("choose a command: run, pgas, upc, blas, compare or plot")
     try:
         if args.command == "run":
             return cmd_run(args, argv)
         if args.command == "pgas":
             from . import bench_pgas
             return bench_pgas.cmd_pgas(args, argv)
+        if args.command == "blas":
+            from .bench_blas import cmd_blas
+            return cmd_blas(args, argv)
         if args.command == "plot":
             return cmd_plot(args)
         if args.command == "upc":

@@ -1,0 +1,270 @@
+"""BLAS3 on global matrices (UPCBLAS's algorithms, pgascol's collectives).
+
+gemm, C = alpha op(A) op(B) + beta C:
+- C by rows: the caller's rows of op(A) are local (A by rows, or A by
+  columns transposed, with C's block); op(B) is replicated, moved panel
+  by panel in its own distribution (operands.panels: in place on one node,
+  double-buffered Rget across nodes, the next panel's get in flight
+  during the current local gemm). A panel of rows of op(B) (k-panel) meets
+  the matching columns of op(A)'s local rows; a panel of its columns
+  (j-panel) gives those columns of C.
+- C by columns: the mirror image, op(B)'s columns local, op(A) replicated.
+syrk: gemm with B = A, only the uplo triangle of C written.
+trsm: side left with A and B by rows (Algorithm 2.2: block-cyclic tiles,
+one broadcast per step, or one reduce per step for trans); side left with
+B by columns and side right with B by rows need no communication in the
+solve: A is replicated once and every rank solves for its own columns
+(rows)."""
+import numpy as np
+from mpi4py import MPI
+
+from ..errors import ArgumentError
+from ..pgas import matrix as pgas_matrix
+from . import _kernels as K
+from . import operands as ops
+from .level2 import scale
+
+
+def _take(x, idx, axis):
+    if isinstance(idx, slice):
+        return x[idx, :] if axis == 0 else x[:, idx]
+    return np.take(x, idx, axis=axis)
+
+
+def _op_rows(x, f, idx):
+    """(view, f) with op(view) = op(x)[idx, :]."""
+    return (_take(x, idx, 0), f) if f == 0 else (_take(x, idx, 1), f)
+
+
+def _op_cols(x, f, idx):
+    """(view, f) with op(view) = op(x)[:, idx]."""
+    return (_take(x, idx, 1), f) if f == 0 else (_take(x, idx, 0), f)
+
+
+def _accumulate(c, idx, axis, a, fa, b, fb, alpha):
+    """c[idx along axis] += alpha op(a) op(b) (a view when idx is a run)."""
+    if idx is None:
+        K.gemm(fa, fb, alpha, a, b, 1.0, c)
+    elif isinstance(idx, slice):
+        K.gemm(fa, fb, alpha, a, b, 1.0, c[idx, :] if axis == 0 else c[:, idx])
+    else:
+        tmp = np.ascontiguousarray(np.take(c, idx, axis=axis))
+        K.gemm(fa, fb, alpha, a, b, 1.0, tmp)
+        if axis == 0:
+            c[idx, :] = tmp
+        else:
+            c[:, idx] = tmp
+
+
+def gemm_rows(cl, aloc, fa, vb, tb, alpha):
+    """cl (the caller's rows of C) += alpha op(aloc) op(b), b replicated."""
+    kpanel = (vb.dist == "row") == (tb == 0)
+    for idx, view in ops.panels(vb):
+        if kpanel:                  # op(b)[idx, :] = op(view): meets op(aloc)[:, idx]
+            pa, f = _op_cols(aloc, fa, idx)
+            _accumulate(cl, None, 0, pa, f, view, tb, alpha)
+        else:                       # op(b)[:, idx] = op(view): gives cl[:, idx]
+            _accumulate(cl, idx, 1, aloc, fa, view, tb, alpha)
+
+
+def gemm_cols(cl, bloc, fb, va, ta, alpha):
+    """cl (the caller's columns of C) += alpha op(a) op(bloc), a replicated."""
+    kpanel = (va.dist == "col") == (ta == 0)
+    for idx, view in ops.panels(va):
+        if kpanel:                  # op(a)[:, idx] = op(view): meets op(bloc)[idx, :]
+            pb, f = _op_rows(bloc, fb, idx)
+            _accumulate(cl, None, 0, view, ta, pb, f, alpha)
+        else:                       # op(a)[idx, :] = op(view): gives cl[idx, :]
+            _accumulate(cl, idx, 0, view, ta, bloc, fb, alpha)
+
+
+def _gemm_plan(va, vb, vc, ta, tb):
+    """(C's distribution, m, n, block, first rank) for op(a) op(b), checked."""
+    m, k = (va.rows, va.cols) if ta == 0 else (va.cols, va.rows)
+    kb, n = (vb.rows, vb.cols) if tb == 0 else (vb.cols, vb.rows)
+    if k != kb:
+        raise ArgumentError("op(a) is %d x %d but op(b) is %d x %d" % (m, k, kb, n))
+    by_rows = ops.rows_local(va, ta) is not None
+    by_cols = ops.cols_local(vb, tb) is not None
+    if vc is None:
+        plan = ("row", m, n, va.bsize, va.first) if by_rows else ("col", m, n, vb.bsize, vb.first) if by_cols else None
+        if plan is not None and plan[4] != 0:
+            raise ArgumentError("op(%s) starts on rank %d: pass c (a new matrix starts on rank 0)"
+                                % ("a" if by_rows else "b", plan[4]))
+        if plan is not None:
+            return plan
+        raise ArgumentError("neither op(a)'s rows nor op(b)'s columns are distributed (a is by %ss with "
+                            "trans_a=%d, b by %ss with trans_b=%d)" % (va.dist, ta, vb.dist, tb))
+    if vc.shape != (m, n):
+        raise ArgumentError("c is %d x %d, op(a) op(b) is %d x %d" % (vc.rows, vc.cols, m, n))
+    mine, ok, name = (va, by_rows, "a") if vc.dist == "row" else (vb, by_cols, "b")
+    if not ok or mine.bsize != vc.bsize or mine.first != vc.first:
+        raise ArgumentError("c is by %ss (blocks of %d from rank %d): op(%s) must be distributed by %ss "
+                            "alike (%s is by %ss, blocks of %d from rank %d)"
+                            % (vc.dist, vc.bsize, vc.first, name, vc.dist, name, mine.dist, mine.bsize, mine.first))
+    return vc.dist, m, n, vc.bsize, vc.first
+
+
+def _result(ctx, va, vb, c, vc, ta, tb, beta):
+    """(c, its view, beta) for op(a) op(b), checked; a new matrix (beta 0)
+    distributed as the product naturally is when c is None."""
+    dist, m, n, block, first = _gemm_plan(va, vb, vc, ta, tb)
+    if vc is not None:
+        return c, vc, beta
+    c = pgas_matrix(ctx.comm, (m, n), va.dtype, block=block, dist=dist)
+    return c, ops.matrix("c", c), 0.0
+
+
+def gemm(alpha, a, b, beta=0.0, c=None, trans_a=0, trans_b=0):
+    """c = alpha op(a) op(b) + beta c (scipy.linalg.blas.gemm's order); returns c."""
+    va = ops.matrix("a", a)
+    vb = ops.matrix("b", b, va.dtype)
+    ta, tb = ops.trans_code("trans_a", trans_a), ops.trans_code("trans_b", trans_b)
+    vc = ops.matrix("c", c, va.dtype) if c is not None else None
+    ctx = ops.same_comm(*[v for v in (va, vb, vc) if v is not None])
+    c, vc, beta = _result(ctx, va, vb, c, vc, ta, tb, beta)
+    ops.sync(ctx)
+    cl = vc.local()
+    scale(beta, cl)
+    _gemm_into(cl, vc.dist, va, vb, ta, tb, alpha)
+    ops.sync(ctx)
+    return c
+
+
+def _gemm_into(cl, dist, va, vb, ta, tb, alpha):
+    if dist == "row":
+        aloc, fa = ops.rows_local(va, ta)
+        gemm_rows(cl, aloc, fa, vb, tb, alpha)
+    else:
+        bloc, fb = ops.cols_local(vb, tb)
+        gemm_cols(cl, bloc, fb, va, ta, alpha)
+
+
+def syrk(alpha, a, beta=0.0, c=None, trans=0, lower=0):
+    """The upper (lower=1: lower) triangle of c = alpha op(a) op(a)^T + beta c
+    (scipy.linalg.blas.syrk's order); the other triangle is left as it was."""
+    va = ops.matrix("a", a)
+    t = ops.trans_code("trans", trans)
+    if t == 2:
+        raise ArgumentError("syrk's trans is 0 (a a^T) or 1 (a^T a); conjugate transposes are herk's")
+    vc = ops.matrix("c", c, va.dtype) if c is not None else None
+    ctx = ops.same_comm(*[v for v in (va, vc) if v is not None])
+    ta, tb = t, 1 - t
+    c, vc, beta = _result(ctx, va, va, c, vc, ta, tb, beta)
+    n = vc.cols
+    ops.sync(ctx)
+    cl = vc.local()
+    new = np.array(cl)
+    scale(beta, new)
+    _gemm_into(new, vc.dist, va, va, ta, tb, alpha)
+    mine = vc.index_set()
+    mine = np.arange(mine.start, mine.stop) if isinstance(mine, slice) else mine
+    full = np.arange(n)
+    if vc.dist == "row":
+        keep = full[None, :] <= mine[:, None] if lower else full[None, :] >= mine[:, None]
+    else:
+        keep = mine[None, :] <= full[:, None] if lower else mine[None, :] >= full[:, None]
+    np.copyto(cl, new, where=keep)
+    ops.sync(ctx)
+    return c
+
+
+def trsm(alpha, a, b, side=0, lower=0, trans_a=0, diag=0):
+    """b = alpha op(a)^-1 b (side=0) or alpha b op(a)^-1 (side=1), in place
+    (scipy.linalg.blas.trsm's order and flags); returns b.
+
+    Left with b by rows, and right with b by columns (the same solve on the
+    transposes): a's tiles are needed by their rows' owners, so a must hold
+    op(a)'s rows (or its transposed tiles) like b; left with b by columns
+    and right with b by rows: a is replicated, no communication in the solve."""
+    va = ops.matrix("a", a)
+    vb = ops.matrix("b", b, va.dtype)
+    t = ops.trans_code("trans_a", trans_a)
+    ctx = ops.same_comm(va, vb)
+    if side not in (0, 1):
+        raise ArgumentError("side must be 0 (left) or 1 (right), not %r" % (side,))
+    if va.rows != va.cols:
+        raise ArgumentError("a must be square, not %d x %d" % va.shape)
+    k = vb.rows if side == 0 else vb.cols
+    if va.rows != k:
+        raise ArgumentError("a is %d x %d but b has %d %s" % (va.rows, va.cols, k, "rows" if side == 0 else "columns"))
+    blocked = (side == 0) == (vb.dist == "row")
+    if blocked:
+        check_tiles(va, vb.bsize, vb.first, "b's %ss" % vb.dist)
+    ops.sync(ctx)
+    if not blocked:
+        K.trsm(side == 0, bool(lower), t, bool(diag), alpha, ops.assemble(va), vb.local())
+    elif side == 0:
+        trsm_rows_left(ctx, va, vb.local(), bool(lower), t, bool(diag), alpha)
+    else:
+        # X op(A) = B  <=>  op(A)^T X^T = B^T: op(A)^T is A^T, A, or conj(A) (solved as A conj(X^T) = conj(B^T))
+        bl = vb.local()
+        xt = np.ascontiguousarray(bl.T)
+        if t == 2:
+            np.conjugate(xt, out=xt)
+        trsm_rows_left(ctx, va, xt, bool(lower), 1 if t == 0 else 0, bool(diag), np.conj(alpha) if t == 2 else alpha)
+        bl[...] = xt.T.conj() if t == 2 else xt.T
+    ops.sync(ctx)
+    return b
+
+
+def check_tiles(va, block, first, against):
+    """The row solve's triangle: by rows, or by columns, with the rows or
+    columns of the unknowns' blocks (same block, same first rank)."""
+    if va.bsize != block or va.first != first:
+        raise ArgumentError("a must be distributed like %s: blocks of %d from rank %d (a has blocks of %d from rank %d)"
+                            % (against, block, first, va.bsize, va.first))
+
+
+def trsm_rows_left(ctx, va, bl, lower, t, unit, alpha):
+    """op(A) X = alpha B with B by rows, A in blocks like B's rows: the
+    caller's rows bl of B become X's. Step by step over the blocks of b
+    rows, in the order op(A)'s triangle solves them. When the caller holds
+    op(A)'s tiles of its rows (A by rows, or by columns transposed), the
+    owner of block k solves its diagonal tile and broadcasts X_k, every
+    rank then updates its later blocks with its own tiles; otherwise (A by
+    rows transposed, or by columns) each rank sums its tiles'
+    contributions op(A)_ki X_i to block k and one reduce to k's owner
+    precedes that owner's solve."""
+    scale(alpha, bl)
+    n, b, me = va.rows, va.bsize, ctx.rank
+    aloc = va.local()
+    nblocks = -(-n // b)
+    mine = [k for k in range(nblocks) if va.owner(k * b) == me]
+    pos = {k: i * b for i, k in enumerate(mine)}         # my block k's first local row (column)
+    forward = lower == (t == 0)
+    order = range(nblocks) if forward else range(nblocks - 1, -1, -1)
+    nrhs = bl.shape[1]
+    by_rows = va.dist == "row"
+
+    def rows(i):
+        return slice(pos[i], pos[i] + min(b, n - i * b))
+
+    def tile(i, lo, hi):
+        """(view, flag): op(view) is op(A)'s tile of my block i x [lo, hi) when
+        broadcasting, A's tile [lo, hi) x block i's rows otherwise."""
+        return aloc[rows(i), lo:hi] if by_rows else aloc[lo:hi, rows(i)]
+    broadcast = by_rows == (t == 0)
+    done = []                                             # my blocks already solved
+    for k in order:
+        lo, hi = k * b, min(k * b + b, n)
+        owner = va.owner(lo)
+        if broadcast:
+            xk = np.empty((hi - lo, nrhs), va.dtype)
+            if owner == me:
+                K.trsm(True, lower, t, unit, 1.0, tile(k, lo, hi), bl[rows(k)])
+                xk[...] = bl[rows(k)]
+            ctx.comm.Bcast(xk, root=owner)
+            for i in mine:
+                if i != k and (i > k) == forward:
+                    K.gemm(t, 0, -1.0, tile(i, lo, hi), xk, 1.0, bl[rows(i)])
+        else:
+            part = np.zeros((hi - lo, nrhs), va.dtype)
+            for i in done:
+                K.gemm(t, 0, 1.0, tile(i, lo, hi), bl[rows(i)], 1.0, part)
+            total = np.empty_like(part) if owner == me else None
+            ctx.comm.Reduce(part, total, MPI.SUM, root=owner)
+            if owner == me:
+                bl[rows(k)] -= total
+                K.trsm(True, lower, t, unit, 1.0, tile(k, lo, hi), bl[rows(k)])
+                done.append(k)
