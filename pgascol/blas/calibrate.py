@@ -14,20 +14,17 @@ overrides it."""
 import argparse
 import json
 import os
-import socket
 import sys
 import time
+
+from ..node.calibration import cache_path
 
 SIZES = [64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 32 << 20]
 PLATEAU = 0.9
 
 
 def default_path():
-    env = os.environ.get("PGASCOL_BLAS_CALIBRATION")
-    if env:
-        return env
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "pgascol", "blas-%s.json" % socket.gethostname())
+    return cache_path("blas", "PGASCOL_BLAS_CALIBRATION")
 
 
 def load(path=None):

@@ -9,12 +9,19 @@ import os
 import socket
 
 
-def default_path():
-    env = os.environ.get("PGASCOL_CALIBRATION")
+def cache_path(name, variable):
+    """Where a per-host measurement file lives: the path in environment
+    variable `variable` if set, else ~/.cache/pgascol/<name>-<host>.json
+    (or under $XDG_CACHE_HOME)."""
+    env = os.environ.get(variable)
     if env:
         return env
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "pgascol", "calibration-%s.json" % socket.gethostname())
+    return os.path.join(base, "pgascol", "%s-%s.json" % (name, socket.gethostname()))
+
+
+def default_path():
+    return cache_path("calibration", "PGASCOL_CALIBRATION")
 
 
 def load(path=None):
