@@ -113,10 +113,17 @@ class Lock:
         died or gave up on the node team."""
         ctx = self._ctx
         holder = int(self._words[_HOLDER])
-        if holder >= 0 and ctx.on_node[holder] and not ctx.state.core.member_alive(ctx.local_of[holder]):
-            raise PeerDeadError("pgascol.pgas.Lock.acquire: the holder of the lock, rank %d, died or exited "
-                                "holding it" % holder, ctx.local_of[holder])
-        ctx.check_node("pgascol.pgas.Lock.acquire")
+        dead = holder >= 0 and ctx.on_node[holder] and not ctx.state.core.member_alive(ctx.local_of[holder])
+        if not dead:
+            try:
+                ctx.check_node("pgascol.pgas.Lock.acquire")
+                return
+            except PeerDeadError as exc:
+                # the holder may have died between the two checks
+                if holder < 0 or not ctx.on_node[holder] or exc.peer != ctx.local_of[holder]:
+                    raise
+        raise PeerDeadError("pgascol.pgas.Lock.acquire: the holder of the lock, rank %d, died or exited "
+                            "holding it" % holder, ctx.local_of[holder])
 
     def flush(self):
         self._words.flush()
