@@ -58,8 +58,9 @@ static int bcast_root_start(pgc_team *t, const void *buf, size_t bytes, pgc_path
 }
 
 /* Root, work. cma: push the tail of each reader's message into its buffer
- * once it exposed it; cico: pipeline the chunks through our staging ring. */
-static int bcast_root_work(pgc_team *t, const void *buf, size_t bytes, pgc_path path)
+ * once it exposed it (`pushes`: the readers took the team's cma path, see
+ * pgc_bcast); cico: pipeline the chunks through our staging ring. */
+static int bcast_root_work(pgc_team *t, const void *buf, size_t bytes, pgc_path path, int pushes)
 {
     int rc;
     switch (path) {
@@ -67,7 +68,7 @@ static int bcast_root_work(pgc_team *t, const void *buf, size_t bytes, pgc_path 
         return PGC_OK; /* the payload went with the start */
     case PGC_PATH_CMA: {
         size_t share = push_share(t, bytes), head = bytes - share;
-        for (int i = 1; i < t->nranks; i++) {
+        for (int i = 1; pushes && i < t->nranks; i++) {
             int r = (t->rank + i) % t->nranks;
             if ((rc = pgc_wait_step(t, r, 1))) /* reader r exposed its buffer */
                 return rc;
@@ -136,8 +137,10 @@ static void bcast_reader_start(pgc_team *t, void *buf, pgc_path path)
     }
 }
 
-/* Reader, work: follow the path the root announced. */
-static int bcast_reader_work(pgc_team *t, void *buf, size_t bytes, int root)
+/* Reader, work: follow the path the root announced. A root may announce
+ * cma where the team's path (ours, `path`) is another: its buffer lies in a
+ * shared region, and we pull all of it, as we exposed nothing for a push. */
+static int bcast_reader_work(pgc_team *t, void *buf, size_t bytes, int root, pgc_path path)
 {
     pgc_ctl *rc_ = pgc_ctl_of(t, root);
     uint64_t desc;
@@ -149,10 +152,11 @@ static int bcast_reader_work(pgc_team *t, void *buf, size_t bytes, int root)
         memcpy(buf, pgc_inline_of(t, root, t->seq), bytes);
         return PGC_OK;
     case PGC_PATH_CMA: {
-        size_t head = bytes - push_share(t, bytes);
+        int pushed = path == PGC_PATH_CMA;
+        size_t head = pushed ? bytes - push_share(t, bytes) : bytes;
         if ((rc = pgc_coll_cma(t, root, 0, buf, atomic_load_explicit(&rc_->addr, memory_order_relaxed), head)))
             return rc;
-        return pgc_wait_ack(t, root, (uint32_t)((t->rank - root + t->nranks) % t->nranks));
+        return pushed ? pgc_wait_ack(t, root, (uint32_t)((t->rank - root + t->nranks) % t->nranks)) : PGC_OK;
     }
     default: {
         size_t chunk = pgc_chunk_bytes(t);
@@ -341,14 +345,19 @@ int pgc_bcast(pgc_team *t, void *buf, size_t bytes, int root)
         if (!rc)
             rc = bcast_tree_ack(t, &n, path);
     } else if (t->rank == root) {
-        rc = bcast_root_start(t, buf, bytes, path);
+        /* A root buffer in a shared region goes by single copy whatever the
+         * team's path: the readers follow what the root announces, and pull
+         * all of it (they exposed nothing for a push) through their own
+         * mapping, without process_vm_readv (coll.h, pgc_choose_path). */
+        pgc_path announced = path == PGC_PATH_CICO && pgc_region_holds(t, buf, bytes) ? PGC_PATH_CMA : path;
+        rc = bcast_root_start(t, buf, bytes, announced);
         if (!rc)
-            rc = bcast_root_work(t, buf, bytes, path);
+            rc = bcast_root_work(t, buf, bytes, announced, path == PGC_PATH_CMA);
         if (!rc)
-            rc = bcast_root_ack(t, path);
+            rc = bcast_root_ack(t, announced);
     } else {
         bcast_reader_start(t, buf, path);
-        rc = bcast_reader_work(t, buf, bytes, root);
+        rc = bcast_reader_work(t, buf, bytes, root, path);
     }
     return pgc_coll_end(t, rc);
 }

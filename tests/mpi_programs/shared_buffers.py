@@ -213,6 +213,30 @@ def test_single_copy_without_process_vm_readv():
     pgascol.free(r)
 
 
+def test_bcast_readers_pull_a_shared_root_buffer():
+    """A Bcast whose root buffer is shared moves by single copy whatever the
+    team's path for the size (staging below the single-copy threshold, or
+    without process_vm_readv): every reader pulls the message through its
+    own mapping of the root's buffer, into a private or a shared buffer."""
+    for n in (2000, 20000, 300000):               # 16 KB to 2.4 MB: both sides of the thresholds
+        b = pgascol.zeros(COMM, n)
+        private = np.zeros(n)
+        for root in sorted({0, P - 1}):
+            for out in (b, private):
+                if ME == root:
+                    b[:] = np.arange(n) + root
+                    out = b
+                else:
+                    out.fill(-1)
+                copies = _copies()
+                COMM.Bcast(out, root)
+                assert np.array_equal(out, np.arange(n) + root), (n, root)
+                if ME != root:
+                    _check_no_kernel_copy(copies, "Bcast")
+            COMM.Barrier()
+        pgascol.free(b)
+
+
 def test_freed_buffer_is_ordinary_memory():
     n = 20000
     s, r = pgascol.zeros(COMM, n), pgascol.zeros(COMM, n * P)
