@@ -70,8 +70,9 @@ rank failed and the others wait in a collective) the host side can tell which
 rank was stuck where.  On timeout the host also asks every rank for a Python
 stack dump (faulthandler on SIGUSR1) before it kills the job.
 
-No rank outlives its job.  MPICH's hydra starts its proxy and every rank in
-a session of their own (``setsid``), so the launcher's process group does
+No rank outlives its job.  MPICH's hydra calls setsid(2) for its proxy and
+for every rank (``ps -eo pid,pgid,sid,args`` during ``mpiexec -n 2 sleep 3``
+shows each with pid = pgid = sid), so the launcher's process group does
 not hold them: on timeout the host kills the launcher's group, every
 descendant of the launcher, and every rank its report names (found even
 after its proxy died and it was reparented).  Should the host itself die
@@ -443,9 +444,9 @@ def run_mpi(programs, np: int, args=(), env=None,
         result_dir = Path(tmp)
         command = [*prefix, "-n", str(np), *wrapper, sys.executable, "-m", "tests.mpi_harness",
                    *selection, *map(str, programs), str(result_dir), "--", *map(str, args)]
-        # Its own session (setsid), so that the launcher's process group is
-        # nobody else's; hydra's proxy and ranks have sessions of their own,
-        # which _kill_job finds through the process tree and the reports.
+        # setsid(2) for the launcher too, so that its process group is nobody
+        # else's; hydra's proxy and ranks call setsid(2) themselves, and
+        # _kill_job finds them through the process tree and the reports.
         proc = subprocess.Popen(command, cwd=REPO_ROOT, env=rank_env, text=True,
                                 errors="replace", stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -556,8 +557,8 @@ def _job_processes(proc: subprocess.Popen, result_dir: Path, np: int) -> list:
 
 def _kill_job(proc: subprocess.Popen, result_dir: Path, np: int) -> None:
     """Terminate the launcher, its process group and every process of the
-    job (_job_processes: hydra's proxy and ranks are in sessions of their
-    own): SIGTERM first so launchers can clean up, SIGKILL for whatever
+    job (_job_processes: hydra's proxy and ranks leave the launcher's group
+    by setsid(2)): SIGTERM first so launchers can clean up, SIGKILL for whatever
     survives the grace period."""
     procs = _job_processes(proc, result_dir, np)
     import psutil

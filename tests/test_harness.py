@@ -158,8 +158,8 @@ def _processes_with(marker):
 
 def test_ranks_do_not_outlive_a_killed_host():
     """The host (a pytest process, say) is SIGKILLed while its job hangs:
-    nobody is left to kill the job, and hydra keeps the ranks in sessions of
-    their own. Each rank's alarm (PGASCOL_TEST_KILL_AFTER) ends it anyway."""
+    nobody is left to kill the job, and hydra's ranks left the host's process
+    group by setsid(2). Each rank's alarm (PGASCOL_TEST_KILL_AFTER) ends it anyway."""
     marker = "orphan-%d" % time.monotonic_ns()
     with cleaned_mpi_shm():             # MPICH's segment: the dead host cannot remove it
         _orphans_die_by_their_alarm(marker)

@@ -20,6 +20,7 @@ import weakref
 import numpy as np
 
 from ..errors import ArgumentError
+from .agree import agree
 
 #: NodeTeam -> the regions of its buffers not yet freed (a global array's
 #: region is not pgascol.free's to release)
@@ -39,16 +40,16 @@ def empty(comm, shape, dtype=float):
     each rank, in node shared memory that the collectives of `comm` read in
     place. Every rank must pass the same shape and dtype."""
     st = _state(comm)
-    dtype = np.dtype(dtype)
-    shape = (shape,) if np.ndim(shape) == 0 else tuple(shape)
-    if dtype.hasobject or any(int(n) < 0 for n in shape):
-        raise ArgumentError("pgascol.empty: shape %r and dtype %s: need non-negative extents and a "
-                            "dtype without Python objects" % (shape, dtype))
-    shape = tuple(int(n) for n in shape)
-    seen = comm.allgather((shape, dtype.str))
-    if any(s != seen[0] for s in seen):
-        raise ArgumentError("pgascol.empty: the ranks passed different shapes or dtypes: %r" % (seen,))
-    return node_empty(st.team, shape, dtype)
+
+    def prepare():
+        dt = np.dtype(dtype)
+        extents = tuple(int(n) for n in ((shape,) if np.ndim(shape) == 0 else shape))
+        if dt.hasobject or any(n < 0 for n in extents):
+            raise ArgumentError("shape %r and dtype %s: need non-negative extents and a dtype without "
+                                "Python objects" % (shape, dt))
+        return (extents, dt.str), (extents, dt)
+    extents, dt = agree(comm, "pgascol.empty", prepare)
+    return node_empty(st.team, extents, dt)
 
 
 def node_empty(team, shape, dtype):

@@ -17,6 +17,7 @@ import numpy as np
 from mpi4py import MPI
 from mpi4py.util.dtlib import from_numpy_dtype
 
+from ..comm.agree import agree
 from ..engine import _core
 from ..errors import ArgumentError, FreedError, IndexOutOfRangeError
 from . import context
@@ -42,28 +43,8 @@ def op_name(op):
 
 
 def _agree(ctx, what, prepare):
-    """The collective check of an allocation's arguments: prepare() checks
-    this rank's and returns (key, result). If it raised on any rank, or the
-    keys differ, every rank raises ArgumentError (nothing allocated, no rank
-    left waiting for the others); else returns this rank's result."""
-    try:
-        key, result = prepare()
-        error = None
-    except Exception as exc:        # whatever refused them: every rank must hear of it
-        key, result, error = None, None, "%s: %s" % (type(exc).__name__, exc)
-    # every rank has arrived (a bounded wait), so the blocking exchanges of
-    # the allocation (this allgather, the node's set-up, Win.Create) do not
-    # wait for a rank that died before it
-    ctx.barrier()
-    seen = ctx.comm.allgather((key, error))
-    for r, (_, err) in enumerate(seen):
-        if err is not None:
-            raise ArgumentError("%s: rank %d's arguments were refused: %s" % (what, r, err))
-    for r, (other, _) in enumerate(seen):
-        if other != key:
-            raise ArgumentError("%s: rank %d passed %r, rank %d passed %r: a collective allocation "
-                                "needs the same arguments on every rank" % (what, ctx.rank, key, r, other))
-    return result
+    """comm.agree on the context's communicator, after the layer's bounded barrier."""
+    return agree(ctx.comm, what, prepare, ctx.barrier)
 
 
 class Handle:

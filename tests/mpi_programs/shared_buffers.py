@@ -87,6 +87,8 @@ def test_mismatched_allocation_refused_everywhere():
         raises(ArgumentError, lambda: pgascol.empty(COMM, 10 + (ME == P - 1)))
     raises(ArgumentError, lambda: pgascol.empty(COMM, -1))
     raises(ArgumentError, lambda: pgascol.empty(COMM, 4, object))
+    # refused on one rank only: every rank raises, none waits for the others
+    raises(ArgumentError, lambda: pgascol.empty(COMM, -1 if ME == 0 else 4))
     x = np.full(4, ME, np.int64)
     y = np.zeros(4 * P, np.int64)
     COMM.Allgather(x, y)    # still usable
