@@ -127,11 +127,13 @@ TABLE = [
     Run("pgas_arrays.py", (8,), "vnodes_of_3_roundrobin", vnodes(3, "roundrobin"), timeout=300),
 
     # ---- UPC collectives on global arrays (pgascol.upc): every collective and algorithm once,
-    # inside one node (programs of copies) and across virtual nodes of 1, 2 and 3 ranks ('hier')
+    # inside one node (programs of copies; a forced topology of two NUMA regions for the 'numa'
+    # level) and across virtual nodes of 1, 2 and 3 ranks (the hier* algorithms)
     Run("upc_smoke.py", timeout=300),
     Run("upc_smoke.py", (2, 3), "vnodes_of_1", vnodes(1), timeout=300),
     Run("upc_smoke.py", (4, 8), "vnodes_of_2", vnodes(2), timeout=300),
     Run("upc_smoke.py", (8,), "vnodes_of_3_roundrobin", vnodes(3, "roundrobin"), timeout=300),
+    Run("upc_smoke.py", (3, 4), "two_numa_regions", {"PGASCOL_TOPOLOGY": "numa=2,cores=2"}, timeout=300),
 
     # ---- pgascol.upc: every case on one node at np 2 and 3; a sample at np 1, 4, 8 and on
     # virtual nodes of 1, 2 and 3 ranks (the inter-node legs)

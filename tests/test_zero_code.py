@@ -2,6 +2,7 @@
 runs an unmodified mpi4py script with MPI.COMM_WORLD replaced by a
 pgascol.Comm; an uncaught exception aborts the job; `python -m pgascol info`
 still works."""
+import json
 import os
 import subprocess
 import sys
@@ -164,7 +165,45 @@ def test_calibrate_with_a_node_of_one_rank_ends_on_every_rank(tmp_path):
     assert time.monotonic() - start < 60
 
 
-def test_info_shows_the_upc_algorithms():
-    assert "upc:        broadcast=pull, scatter=pull, gather=push," in _info().stdout
+def test_info_shows_the_upc_algorithms(tmp_path):
+    out = _info(PGASCOL_UPC_CALIBRATION=str(tmp_path / "none.json")).stdout
+    assert "default algorithm by size [built in" in out, out
+    assert "one node: broadcast push <= 16384 B, pull above; scatter push <= 16384 B" in out, out
+    assert "across nodes: broadcast hier;" in out and "exchange hier <= 65536 B, hier-aggregate above" in out, out
     out = _info(PGASCOL_UPC_BROADCAST="binomial-pull-static").stdout
-    assert "broadcast=binomial-pull-static" in out and "PGASCOL_UPC_BROADCAST=binomial-pull-static" in out, out
+    assert "broadcast binomial-pull-static (PGASCOL_UPC_BROADCAST)" in out, out
+    assert "PGASCOL_UPC_BROADCAST=binomial-pull-static" in out, out
+
+
+def test_calibrate_upc_stores_defaults_that_info_and_calls_use(tmp_path):
+    """`pgascol calibrate --upc-only` at np=2 writes rules for teams of 2
+    ranks on one node; info shows them, and they decide the algorithm of a
+    call without algorithm= on 2 ranks (not on 3, where the built-in rules stay)."""
+    out = tmp_path / "upc.json"
+    proc = _run(2, "calibrate", "--upc-only", "--upc-output", str(out), "--upc-sizes", "4,64K", timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    stored = json.loads(out.read_text())
+    assert set(stored["rules"]) == {"broadcast", "scatter", "gather", "gather_all", "exchange"}
+    from pgascol.upc import ALGORITHMS
+    for coll, shapes in stored["rules"].items():
+        rules = shapes["node:2"]
+        assert rules[-1][0] is None and all(alg in ALGORITHMS[coll] for _, alg in rules), (coll, rules)
+    assert "2 ranks on one node: broadcast %s" % rules_text(stored["rules"]["broadcast"]["node:2"]) in \
+        _info(PGASCOL_UPC_CALIBRATION=str(out)).stdout
+    from pgascol.upc import defaults, plan
+    old = os.environ.get("PGASCOL_UPC_CALIBRATION")
+    os.environ["PGASCOL_UPC_CALIBRATION"] = str(out)
+    try:
+        for coll, shapes in stored["rules"].items():
+            for nbytes in (4, 1 << 16):
+                assert plan.default(coll, nbytes, 1, 2) == defaults.choose(coll, nbytes, "node", "node:2",
+                                                                           ALGORITHMS[coll])
+            assert plan.default(coll, 4, 1, 3) == defaults.BUILTIN[coll]["node"][0][1]
+    finally:
+        os.environ.pop("PGASCOL_UPC_CALIBRATION") if old is None else os.environ.__setitem__(
+            "PGASCOL_UPC_CALIBRATION", old)
+
+
+def rules_text(rules):
+    return ", ".join(alg if lim is None and len(rules) == 1 else "%s %s" % (alg, "above" if lim is None else
+                                                                            "<= %d B" % lim) for lim, alg in rules)

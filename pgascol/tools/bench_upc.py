@@ -22,7 +22,8 @@ UOMS's conventions (the UPC Operations Microbenchmarking Suite):
   default); a reduce or prefix reduce of size s reduces s/8 doubles per rank
   (P*s/8 elements, blocked, blk_size "*"); the root is fixed (--root, 0);
 - every iteration is timed on every rank, after a barrier that is not
-  timed; the time of an iteration is the maximum over the ranks; t_min,
+  timed (pgascol.Comm's, the one that lets the ranks go closest together,
+  for every side alike); the time of an iteration is the maximum over the ranks; t_min,
   t_avg and t_max are taken over the iterations of a round (UOMS Eq. 3.2,
   not IMB's max over ranks of per-rank means); of several rounds we keep the
   lowest t_min, and t_avg and t_max of the round with the lowest t_avg;
@@ -219,7 +220,11 @@ class Case:
 def time_iterations(call, iters, comm, sync):
     """Per-iteration times, the maximum over the ranks of each (numpy array, s).
     A barrier (not timed) before each iteration; sync() after it (a barrier
-    for NOSYNC calls: the caller is responsible)."""
+    for NOSYNC calls: the caller is responsible). `comm` is the job's
+    pgascol.Comm: its Barrier lets the ranks go within one cache-line
+    transfer of each other, where MPICH's lets them go microseconds apart,
+    and a call that synchronises (ALLSYNC, MPI's Gather) would time that
+    skew as its own."""
     import numpy as np
     from mpi4py import MPI
     t = np.empty(iters)
@@ -298,12 +303,12 @@ def worker_main(argv=None):
             if args.iters:
                 iters = args.iters
             else:
-                one = max(time_iterations(s[4], 3, comm, s[5]).mean() for s in sides)
+                one = max(time_iterations(s[4], 3, pcomm, s[5]).mean() for s in sides)
                 iters = comm.bcast(int(max(MIN_ITERS, min(MAX_ITERS, args.target_ms * 1e-3 / max(one, 1e-7)))), 0)
             best = [None] * len(sides)      # (t_min, t_avg, t_max) in us
             for _ in range(args.rounds):
                 for k, s in enumerate(sides):
-                    t = time_iterations(s[4], iters, comm, s[5]) * 1e6
+                    t = time_iterations(s[4], iters, pcomm, s[5]) * 1e6
                     b = best[k]
                     lo = t.min() if b is None else min(b[0], t.min())
                     if b is None or t.mean() < b[1]:

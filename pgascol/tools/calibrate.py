@@ -102,3 +102,75 @@ def run(comm, output=None, log=print):
                        "cma_min": result, "measurements_us": table}, f, indent=1)
         log("calibration written to %s: %s" % (path, result))
     return result
+
+
+# ---------------------------------------------------------------------------
+# pgascol.upc: the default algorithm per collective, team shape and size
+# ---------------------------------------------------------------------------
+
+#: The data-movement collectives whose default is measured (the reductions'
+#: crossovers go in the same file, under their own names: upc/defaults.py).
+UPC_CALIBRATED = ("broadcast", "scatter", "gather", "gather_all", "exchange")
+UPC_SIZES = [4, 256, 4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20]
+
+
+def _upc_case(upc, pgas, comm, coll, nbytes):
+    """(the call's arrays, call(algorithm)) for one collective at one size, ALLSYNC."""
+    P, B = comm.size, nbytes
+    one, row = P * B, P * P * B
+    made = []
+
+    def ga(n, block):
+        made.append(pgas.zeros(comm, n, np.uint8, block=block))
+        return made[-1]
+    args = {"broadcast": lambda: (ga(one, B), ga(B, 0)),
+            "scatter": lambda: (ga(one, B), ga(row, 0)),
+            "gather": lambda: (ga(row, 0), ga(one, B)),
+            "gather_all": lambda: (ga(row, P * B), ga(one, B)),
+            "exchange": lambda: (ga(row, P * B), ga(row, P * B))}[coll]()
+    fn = getattr(upc, "all_" + coll)
+    return made, (lambda alg: lambda: fn(args[0], args[1], nbytes, algorithm=alg))
+
+
+def run_upc(comm, output=None, log=print, sizes=UPC_SIZES, colls=UPC_CALIBRATED):
+    """Time every algorithm of each UPC data-movement collective this team
+    can run (one node: all but the hier* ones; several: the hier* ones), at
+    each size, ALLSYNC (the slowest rank, best of rounds); keep the fastest
+    per size (a tie, within defaults.TIE, keeps the smaller size's winner)
+    as rules (upc/defaults.py) for this team's shape and number of ranks,
+    and write them.
+    `comm` is a pgascol.Comm or an mpi4py communicator (wrapped)."""
+    import pgascol
+
+    from .. import pgas, upc
+    from ..upc import defaults
+    pcomm = comm if isinstance(comm, pgascol.Comm) else pgascol.Comm(comm)
+    nnodes = pgas.context.of(pcomm).nnodes
+    sized = defaults.shape_of(nnodes, pcomm.size)[1]
+    rules, table = {}, []
+    try:
+        for coll in colls:
+            names = [a for a in upc.ALGORITHMS[coll] if a.startswith("hier") == (nnodes > 1)]
+            measured = []
+            for n in sizes:
+                made, call = _upc_case(upc, pgas, pcomm, coll, n)
+                try:
+                    times = {a: _best(pcomm, call(a), n * pcomm.size) for a in names}
+                finally:
+                    for a in made:
+                        a.free()
+                measured.append((n, times))
+                table.append((coll, n, {a: t * 1e6 for a, t in times.items()}))
+                if pcomm.rank == 0:
+                    log("upc %-10s %9d B  %s" % (coll, n, "  ".join(
+                        "%s %.1f us" % (a, t * 1e6) for a, t in sorted(times.items(), key=lambda kv: kv[1]))))
+            rules[coll] = {sized: defaults.compress(defaults.winners(measured))}
+    finally:
+        if pcomm is not comm:
+            pcomm.Free()
+    where = None
+    if comm.Get_rank() == 0:
+        where = defaults.save(rules, output, host=socket.gethostname(), np=comm.Get_size(), nodes=nnodes,
+                              date=time.strftime("%Y-%m-%d %H:%M:%S"), measurements_us=table)
+        log("upc defaults written to %s: %s" % (where, rules))
+    return rules

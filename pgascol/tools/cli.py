@@ -9,6 +9,7 @@ from .. import __version__
 from ..engine import _core
 from ..node import calibration, config, topology
 from . import calibrate
+from ..upc import defaults as upc_defaults
 from ..errors import ArgumentError
 
 
@@ -86,8 +87,16 @@ def info(args):
         "AVX2" if team.core.simd == "avx2" else "the baseline loops", cfg["simd"],
         "AVX2" if cpu == "avx2" else "no AVX2"))
     from ..upc import plan as upc_plan
-    out.write("upc:        %s inside one node; 'hier' across nodes (PGASCOL_UPC_<COLLECTIVE>)\n" % ", ".join(
-        "%s=%s" % kv for kv in upc_plan.defaults().items()))
+    upc_source = ("calibrated: " + upc_defaults.path()) if upc_defaults.load() else \
+        "built in (no calibration file; run `mpiexec -n 2 pgascol calibrate --upc-only`)"
+    out.write("upc:        default algorithm by size [%s]; PGASCOL_UPC_<COLLECTIVE> overrides\n" % upc_source)
+    measured = sorted({s for shapes in upc_defaults.load().values() for s in shapes if ":" in s})
+    teams = [("one node", 1, 0), ("across nodes", 2, 0)] + [
+        ("%s ranks %s" % (s.split(":")[1], "on one node" if s.startswith("node:") else "across nodes"),
+         1 if s.startswith("node:") else 2, int(s.split(":")[1])) for s in measured]
+    for shape, nnodes, size in teams:
+        out.write("            %s: %s\n" % (shape, "; ".join(
+            "%s %s" % kv for kv in upc_plan.defaults(nnodes, size).items())))
     set_vars = [k for k in list(config.VARIABLES) if k in os.environ] + \
         [k for k in os.environ if k.startswith(("PGASCOL_CMA_MIN_", "PGASCOL_UPC_"))]
     out.write("environment: %s\n" % (", ".join("%s=%s" % (k, os.environ[k]) for k in set_vars) or
@@ -115,13 +124,25 @@ def main(argv=None):
     sub.add_parser("info", help="describe the machine, MPI, node layout, single copy and thresholds")
     cal = sub.add_parser("calibrate", help="measure where single copy wins (run under mpiexec -n 2)")
     cal.add_argument("--output", help="file to write (default: %s)" % calibration.default_path())
+    cal.add_argument("--upc", action="store_true",
+                     help="also measure pgascol.upc's default algorithms per size (any np; with "
+                          "PGASCOL_NODE_SIZE, across nodes) into PGASCOL_UPC_CALIBRATION's file")
+    cal.add_argument("--upc-only", action="store_true", help="only pgascol.upc's defaults")
+    cal.add_argument("--upc-output", help="the pgascol.upc file (default: %s)" % upc_defaults.path())
+    cal.add_argument("--upc-sizes", help="nbytes measured, e.g. 4,4K,64K (default: %s)" % ",".join(
+        str(n) for n in calibrate.UPC_SIZES))
     args = parser.parse_args(argv)
     try:
         if args.command == "info":
             return info(args)
         if args.command == "calibrate":
             from mpi4py import MPI
-            calibrate.run(MPI.COMM_WORLD, args.output)
+            if not args.upc_only:
+                calibrate.run(MPI.COMM_WORLD, args.output)
+            if args.upc or args.upc_only:
+                from .bench import parse_sizes
+                calibrate.run_upc(MPI.COMM_WORLD, args.upc_output,
+                                  sizes=parse_sizes(args.upc_sizes) if args.upc_sizes else calibrate.UPC_SIZES)
             return 0
     except ArgumentError as exc:  # a bad PGASCOL_* variable: one line, not a traceback
         sys.stderr.write("pgascol %s: %s\n" % (args.command, exc))

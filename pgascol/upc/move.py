@@ -2,14 +2,16 @@
 all_gather, all_gather_all, all_exchange, all_permute.
 
 Inside one node each call runs a program of copies between the parts of
-the arrays (plan.py, csrc/upc/); across nodes ('hier') every member moves
+the arrays (plan.py, csrc/upc/); across nodes, 'hier' has every member move
 only its own parts, through pgascol.Comm's collectives (node leaders over
 MPI, then the node in shared memory), so ALLSYNC is a barrier on each side
-and MYSYNC needs nothing more than the collective itself."""
+and MYSYNC needs nothing more than the collective itself; the other hier-*
+algorithms are the node leaders' (across.py)."""
 import numpy as np
 
 from ..engine import _core
 from ..errors import ArgumentError
+from . import across
 from . import plan as P
 from .operand import Operand
 
@@ -48,7 +50,7 @@ def _common(coll, dst, src, nbytes, flags, algorithm, ctx):
     if d.array._ctx is not ctx or s.array._ctx is not ctx:
         raise ArgumentError("%s: dst and src must be arrays of the same communicator" % what)
     in_mode, out_mode = P.sync_modes(flags, what)
-    alg = P.algorithm(coll, algorithm, ctx)
+    alg = P.algorithm(coll, algorithm, ctx, nbytes)
     p = P.Plan()
     p.coll, p.arrays, p.nbytes, p.in_mode, p.out_mode = _ID["upc_all_" + coll], (d.array, s.array), nbytes, in_mode, out_mode
     p.arg = P.signature(p.coll, d.array.size, d.offset, s.array.size, s.offset, nbytes, flags,
@@ -101,12 +103,23 @@ def _broadcast_plan(dst, src, nbytes, flags, algorithm, ctx):
                 buf[:] = s.view(nbytes)
             comm.Bcast(buf, root=root)
         _hier(ctx, p, move)
+    elif alg.startswith("hier-"):
+        across.broadcast(ctx, p, d, s, nbytes, root, alg)
     elif alg.startswith("binomial"):
         p.prog = P.tree_program(ctx.rank, ctx.size, root, s.address(root), d.address, P.chunks(alg, nbytes),
                                 alg.startswith("binomial-push"), p.in_mode, p.out_mode)
+    elif alg == "numa":
+        p.prog = P.tree_program(ctx.rank, ctx.size, root, s.address(root), d.address, [(0, nbytes)], False,
+                                p.in_mode, p.out_mode, P.region_tree(ctx.size, root, numa_regions(ctx)))
     else:
         _flat(ctx, p, alg, [(root, s.address(root), r, d.address(r), nbytes) for r in range(ctx.size)])
     return p
+
+
+def numa_regions(ctx):
+    """The NUMA region of each member of the node (its home CPU's: node/topology.py)."""
+    team = ctx.state.team
+    return [team.topology.cpu(cpu).numa for cpu in team.layout.home_cpus]
 
 
 # ---------------------------------------------------------------- scatter / gather
@@ -146,6 +159,9 @@ def _rooted_plan(dst, src, nbytes, flags, algorithm, ctx, scatter):
         _hier(ctx, p, (lambda comm: comm.Scatter(whole, d.view(nbytes), root=root)) if scatter else
               (lambda comm: comm.Gather(s.view(nbytes), whole, root=root)))
         return p
+    if alg == "hier-flat":
+        across.rooted(ctx, p, d, s, nbytes, root, scatter)
+        return p
     base = one.address(root)
     blocks = [(root, base + r * nbytes, r, each.address(r), nbytes) for r in range(n)]
     if not scatter:
@@ -178,6 +194,8 @@ def _gather_all_plan(dst, src, nbytes, flags, algorithm, ctx):
     d.check_each(nbytes * n)
     if alg == "hier":
         _hier(ctx, p, lambda comm: comm.Allgather(s.view(nbytes), d.view(nbytes * n)))
+    elif alg == "hier-gather-bcast":
+        across.gather_all(ctx, p, d, s, nbytes)
     elif alg == "gather-bcast":
         p.prog = P.gather_bcast_program(ctx.rank, n, s.address, d.address, nbytes, p.in_mode, p.out_mode)
         p.nbytes = nbytes * n
@@ -201,6 +219,8 @@ def _exchange_plan(dst, src, nbytes, flags, algorithm, ctx):
     d.check_each(nbytes * n)
     if alg == "hier":
         _hier(ctx, p, lambda comm: comm.Alltoall(s.view(nbytes * n), d.view(nbytes * n)))
+    elif alg == "hier-aggregate":
+        across.exchange(ctx, p, d, s, nbytes)
     else:
         srcs, dsts = [s.address(i) for i in range(n)], [d.address(j) for j in range(n)]
         _flat(ctx, p, alg, [(i, srcs[i] + j * nbytes, j, dsts[j] + i * nbytes, nbytes)
@@ -250,7 +270,7 @@ def _permute_base(dst, src, nbytes, flags, algorithm, ctx):
     d.check_each(nbytes)
     in_mode = P.NOSYNC          # the entry is the separate synchronisation before perm is read
     if ctx.nnodes == 1:         # that entry: POST ENTERED, WAIT ALL ENTERED, END
-        p.prog = _core.UpcProgram(ctx.state.core, p.coll, p.arg, P._wrap([], set(), set(), P.ALLSYNC, P.NOSYNC), 0)
+        p.prog = _core.UpcProgram(ctx.state.core, p.coll, p.arg, P.barrier_program(ctx.rank, ctx.size), 0)
 
     def with_perm(order):
         q = P.Plan()

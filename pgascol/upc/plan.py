@@ -16,18 +16,27 @@ import numpy as np
 from ..engine import _core
 from ..errors import ArgumentError
 from ..pgas import context
+from . import defaults as _defaults
 from .flags import ALLSYNC, MYSYNC, NOSYNC, parse_flags
 
 WAIT, COPY, POST, END = _core.UPC_WAIT, _core.UPC_COPY, _core.UPC_POST, _core.UPC_END
 ALL, ENTERED, STEP0, DONE = _core.UPC_ALL, _core.UPC_ENTERED, _core.UPC_STEP0, _core.UPC_DONE
 
-#: The algorithms of each collective, by name; the first is the default
-#: inside a node, "hier" the only one across nodes (every rank moves its own
-#: parts with pgascol.Comm's collectives: node leaders over MPI, then the
-#: node). pull/push: flat (the dst's / the src's owner copies);
+#: The algorithms of each collective, by name (the default: defaults.py).
+#: Across nodes the hier* ones run: "hier", every rank moves its own parts
+#: with pgascol.Comm's collectives (node leaders over MPI, then the node);
+#: the others are the node leaders' (across.py): hier-flat / hier-binomial,
+#: a binomial tree among the node leaders over MPI, then flat or binomial
+#: inside each node in shared memory (scatter and gather: flat);
+#: hier-gather-bcast, gather_all as a gather to every leader (an allgather
+#: among leaders) then the node's pull, no global synchronisation between;
+#: hier-aggregate, exchange with one message per pair of nodes (the leader
+#: packs its node's blocks for each other node). pull/push: flat (the dst's / the src's owner copies);
 #: binomial-<pull|push>[-static|-dynamic]: a binomial tree, unfragmented,
 #: in chunks of PGASCOL_UPC_CHUNK bytes, or in two halves (above
-#: DYNAMIC_MIN bytes); ring-pull / ring-push: a token passed in rank order
+#: DYNAMIC_MIN bytes); numa: the NUMA regions as a level (the root, one
+#: leader per other region pulling from it, the region pulling from its
+#: leader; one region: the flat pull); ring-pull / ring-push: a token passed in rank order
 #: from the root, each holder passing it on before it copies;
 #: gather-bcast: gather into rank 0's block, then every rank pulls it,
 #: with no global synchronisation in between. prefix_reduce: allgather
@@ -36,11 +45,11 @@ ALL, ENTERED, STEP0, DONE = _core.UPC_ALL, _core.UPC_ENTERED, _core.UPC_STEP0, _
 #: (three-phase across nodes where it applies, else allgather).
 _TREES = tuple("binomial-%s%s" % (d, f) for d in ("pull", "push") for f in ("", "-static", "-dynamic"))
 ALGORITHMS = {
-    "broadcast": ("pull", "push") + _TREES + ("hier",),
-    "scatter": ("pull", "push", "ring-pull", "hier"),
-    "gather": ("push", "pull", "ring-push", "hier"),
-    "gather_all": ("pull", "push", "gather-bcast", "hier"),
-    "exchange": ("pull", "push", "hier"),
+    "broadcast": ("pull", "push") + _TREES + ("numa", "hier", "hier-flat", "hier-binomial"),
+    "scatter": ("pull", "push", "ring-pull", "hier", "hier-flat"),
+    "gather": ("push", "pull", "ring-push", "hier", "hier-flat"),
+    "gather_all": ("pull", "push", "gather-bcast", "hier", "hier-gather-bcast"),
+    "exchange": ("pull", "push", "hier", "hier-aggregate"),
     "permute": ("push", "pull", "hier"),
     "reduce": ("gather",),
     "prefix_reduce": ("auto", "allgather", "three-phase"),
@@ -73,16 +82,33 @@ def chunks(alg, nbytes):
     return [(0, nbytes)]
 
 
-def defaults(nnodes=1, env=os.environ):
-    """{collective: the algorithm a call without algorithm= runs} (pgascol info)."""
+def default(coll, nbytes, nnodes, size=0, env=os.environ):
+    """The algorithm a call of `coll` without algorithm= runs: PGASCOL_UPC_<COLL>,
+    else the measured rules (defaults.py) for the size and team shape, else the first name."""
+    names = ALGORITHMS[coll]
+    chosen = env.get("PGASCOL_UPC_" + coll.upper())
+    if chosen:
+        return chosen
+    usable = names if nnodes == 1 else [a for a in names if a.startswith("hier")] or names
+    return _defaults.choose(coll, nbytes, *_defaults.shape_of(nnodes, size), names=usable) or usable[0]
+
+
+def defaults(nnodes=1, size=0, env=os.environ):
+    """{collective: what a call without algorithm= runs, by size} on a team
+    of `size` ranks (0: any size) over `nnodes` nodes (pgascol info)."""
     out = {}
-    for coll, names in ALGORITHMS.items():
-        chosen = env.get("PGASCOL_UPC_" + coll.upper()) or ("hier" if nnodes > 1 and "hier" in names else names[0])
-        out[coll] = chosen
+    for coll in ALGORITHMS:
+        if env.get("PGASCOL_UPC_" + coll.upper()):
+            out[coll] = env["PGASCOL_UPC_" + coll.upper()] + " (PGASCOL_UPC_%s)" % coll.upper()
+            continue
+        rules = _defaults.rules(coll, *_defaults.shape_of(nnodes, size))
+        out[coll] = ", ".join(alg if lim is None and len(rules) == 1 else
+                              "%s %s" % (alg, "above" if lim is None else "<= %d B" % lim)
+                              for lim, alg in rules) if rules else default(coll, 1, nnodes, size, env)
     return out
 
 
-def algorithm(coll, requested, ctx):
+def algorithm(coll, requested, ctx, nbytes=1):
     """The algorithm a call of `coll` runs: `requested`, else PGASCOL_UPC_<COLL>, else the default."""
     names = ALGORITHMS[coll]
     source = "algorithm="
@@ -90,13 +116,13 @@ def algorithm(coll, requested, ctx):
         requested = os.environ.get("PGASCOL_UPC_" + coll.upper())
         source = "PGASCOL_UPC_" + coll.upper()
     if requested is None or requested == "":
-        return "hier" if ctx.nnodes > 1 and "hier" in names else names[0]
+        return default(coll, nbytes, ctx.nnodes, ctx.size)
     if requested not in names:
         raise ArgumentError("upc.all_%s: %s%r is not one of its algorithms (%s)"
                             % (coll, source, requested, ", ".join(names)))
-    if ctx.nnodes > 1 and "hier" in names and requested != "hier":
+    if ctx.nnodes > 1 and "hier" in names and not requested.startswith("hier"):
         raise ArgumentError("upc.all_%s: algorithm %r moves data inside one node; this communicator spans "
-                            "%d nodes, where it runs 'hier'" % (coll, requested, ctx.nnodes))
+                            "%d nodes, where the hier* algorithms run" % (coll, requested, ctx.nnodes))
     return requested
 
 
@@ -163,9 +189,10 @@ def program(me, nranks, transfers, performer, in_mode, out_mode):
     """This member's steps for a flat algorithm: `transfers` are (src owner,
     src address, dst owner, dst address, bytes), performer(t) the member
     that copies t."""
-    mine, touched, touching = [], set(), set()
+    mine, touched, touching, performers = [], set(), set(), set()
     for t in transfers:
         who = performer(t)
+        performers.add(who)
         if who == me:
             mine.append((COPY, t[3], t[1], t[4]))
             touched.update((t[0], t[2]))
@@ -173,13 +200,25 @@ def program(me, nranks, transfers, performer, in_mode, out_mode):
             touching.add(who)
     touched.discard(me)
     touching.discard(me)
-    return _wrap(mine, touched, touching, in_mode, out_mode)
+    return _wrap(mine, touched, touching, in_mode, out_mode, me, nranks, performers)
 
 
-def _wrap(work, touched, touching, in_mode, out_mode):
+def _wrap(work, touched, touching, in_mode, out_mode, me, nranks, performers):
+    """A member's program: IN synchronisation, `work`, END, OUT
+    synchronisation. `performers`: the members that copy in this call (on
+    every member the same set). ALLSYNC orders the copies, not the members:
+    only a performer waits for every member's ENTERED before its first copy
+    (IN), and a member waits only for the performers' DONE (OUT), since
+    nobody else reads or writes. One performer (a root that pushes or pulls
+    every block) makes an ALLSYNC call a fan-in then a fan-out, each member
+    scheduled once per phase, instead of two all-to-all waits."""
     steps = []
+    others = set(performers) - {me}
     if in_mode == ALLSYNC:
-        steps += [(POST, ENTERED, 0, 0), (WAIT, ALL, ENTERED, 0)]
+        if others:
+            steps.append((POST, ENTERED, 0, 0))
+        if me in performers and nranks > 1:
+            steps.append((WAIT, ALL, ENTERED, 0))
     elif in_mode == MYSYNC:
         if touching:
             steps.append((POST, ENTERED, 0, 0))
@@ -187,30 +226,71 @@ def _wrap(work, touched, touching, in_mode, out_mode):
     steps += work
     steps.append((END, 0, 0, 0))
     if out_mode == ALLSYNC:
-        steps.append((WAIT, ALL, DONE, 0))
+        steps += [(WAIT, ALL, DONE, 0)] if len(others) == nranks - 1 > 0 else [(WAIT, p, DONE, 0) for p in sorted(others)]
     elif out_mode == MYSYNC:
         steps += [(WAIT, p, DONE, 0) for p in sorted(touching)]
     assert in_mode in (ALLSYNC, MYSYNC, NOSYNC) and out_mode in (ALLSYNC, MYSYNC, NOSYNC)
     return np.array(steps, dtype=np.uint64).reshape(-1, 4)
 
 
-def tree_program(me, nranks, root, src_addr, dst_addr, pieces, push, in_mode, out_mode):
-    """A broadcast down a binomial tree rooted at `root`, chunk by chunk
+def barrier_program(me, nranks):
+    """Every member waits for every member's ENTERED (permute's entry, before perm is read)."""
+    return _wrap([], set(), set(), ALLSYNC, NOSYNC, me, nranks, set(range(nranks)))
+
+
+def _binomial(v, nranks):
+    """(parent, children) of virtual rank v (0: the root) in a binomial tree, as virtual ranks."""
+    parent = None if v == 0 else v & ~(1 << (v.bit_length() - 1))
+    children, k = [], 1 << v.bit_length() if v else 1
+    while v + k < nranks:
+        children.append(v + k)
+        k <<= 1
+    return parent, children
+
+
+def binomial_tree(nranks, root):
+    """{member: (parent or None, [children])} of a binomial tree rooted at root."""
+    def real(v):
+        return (v + root) % nranks
+    out = {}
+    for v in range(nranks):
+        parent, children = _binomial(v, nranks)
+        out[real(v)] = (None if parent is None else real(parent), [real(c) for c in children])
+    return out
+
+
+def region_tree(nranks, root, region_of):
+    """{member: (parent, [children])}: the root, then one leader per other
+    NUMA region (its first member) under the root, then each region's other
+    members under their leader (the root leads its own region)."""
+    regions = {}
+    for r in range(nranks):
+        regions.setdefault(region_of[r], []).append(r)
+    leader = {reg: (root if region_of[root] == reg else members[0]) for reg, members in regions.items()}
+    out = {r: (None, []) for r in range(nranks)}
+    for r in range(nranks):
+        up = leader[region_of[r]] if r != leader[region_of[r]] else (None if r == root else root)
+        out[r] = (up, out[r][1])
+        if up is not None:
+            out[up][1].append(r)
+    return out
+
+
+def tree_program(me, nranks, root, src_addr, dst_addr, pieces, push, in_mode, out_mode, tree=None):
+    """A broadcast down a tree rooted at `root` (binomial unless `tree`,
+    {member: (parent, children)}, says otherwise), chunk by chunk
     (`pieces`: (offset, length) of each): pull (each member copies chunk c
     from its parent's dst once the parent posted it) or push (each member
     copies it into its children's dst, then posts). dst_addr(r): r's dst
     block. A member's dst block is its children's source: no buffers."""
-    v = (me - root) % nranks
-    parent = None if v == 0 else ((v & ~(1 << (v.bit_length() - 1))) + root) % nranks
-    children, k = [], 1 << v.bit_length() if v else 1
-    while v + k < nranks:
-        children.append((v + k + root) % nranks)
-        k <<= 1
+    tree = tree or binomial_tree(nranks, root)
+    parent, children = tree[me]
     work = []
     for c, (off, n) in enumerate(pieces):
         mine = dst_addr(me) + off
         if parent is None:
-            work.append((COPY, mine, src_addr + off, n))
+            if mine != src_addr + off:      # rooted at a block already in place (across.py)
+                work.append((COPY, mine, src_addr + off, n))
         elif not push:
             work += [(WAIT, parent, STEP0 + c, 0), (COPY, mine, dst_addr(parent) + off, n)]
         else:
@@ -222,7 +302,9 @@ def tree_program(me, nranks, root, src_addr, dst_addr, pieces, push, in_mode, ou
         touched, touching = set(children), {parent} - {None}
     else:
         touched, touching = {parent} - {None}, set(children)
-    return _wrap(work, touched, touching, in_mode, out_mode)
+    # push: the root and whoever has children copy; pull: every member copies
+    performers = {r for r, (up, down) in tree.items() if not push or up is None or down}
+    return _wrap(work, touched, touching, in_mode, out_mode, me, nranks, performers)
 
 
 def ring_program(me, nranks, root, transfers, in_mode, out_mode):
@@ -234,7 +316,7 @@ def ring_program(me, nranks, root, transfers, in_mode, out_mode):
     work.append((COPY, dst, src, n))
     touched = {src_rank, dst_rank} - {me}
     touching = {t[0] if t[0] != me else t[2] for t in transfers if me in (t[0], t[2])} - {me}
-    return _wrap(work, touched, touching, in_mode, out_mode)
+    return _wrap(work, touched, touching, in_mode, out_mode, me, nranks, set(range(nranks)))
 
 
 def gather_bcast_program(me, nranks, src_addr, dst_addr, nbytes, in_mode, out_mode):
@@ -248,4 +330,4 @@ def gather_bcast_program(me, nranks, src_addr, dst_addr, nbytes, in_mode, out_mo
     else:
         work += [(WAIT, 0, STEP0 + 1, 0), (COPY, dst_addr(me), dst_addr(0), nbytes * nranks)]
         touched, touching = {0}, {0}
-    return _wrap(work, touched, touching, in_mode, out_mode)
+    return _wrap(work, touched, touching, in_mode, out_mode, me, nranks, set(range(nranks)))

@@ -310,10 +310,10 @@ def test_large_reductions():
 def _usable_algorithms(coll):
     """The algorithms pgascol.upc names for coll that this communicator can
     run: on one node all of them; across nodes, where the collective has
-    one that spans nodes ("hier"), that one."""
+    ones that span nodes (hier*), those."""
     names = list(upc.ALGORITHMS.get(coll, ()))
     if pgas.context.of(COMM).nnodes > 1 and "hier" in names:
-        names = ["hier"]
+        names = [a for a in names if a.startswith("hier")]
     return names
 
 

@@ -20,7 +20,9 @@ FLAGS = (0, upc.UPC_IN_MYSYNC | upc.UPC_OUT_MYSYNC, upc.UPC_IN_NOSYNC | upc.UPC_
 
 
 def algorithms(coll):
-    return ("hier",) if MULTI else upc.ALGORITHMS[coll]
+    """Every algorithm of coll this communicator runs (across nodes, the hier* ones)."""
+    names = upc.ALGORITHMS[coll]
+    return tuple(a for a in names if a.startswith("hier")) if MULTI else names
 
 
 def _sync(flags):
@@ -66,6 +68,29 @@ def test_broadcast_fragmented_tree():
                 assert (dst.local() == np.arange(nb) % 251).all(), alg
     finally:
         del os.environ["PGASCOL_UPC_CHUNK"]
+
+
+def test_broadcast_numa_regions_as_a_level():
+    """The 'numa' broadcast: the root, one leader per other NUMA region, the
+    regions' members. This machine has one region (a flat pull); under
+    PGASCOL_TOPOLOGY=numa=2,... the members alternate between two."""
+    from pgascol.upc.move import numa_regions
+    if MULTI:
+        return
+    regions = numa_regions(pgas.context.of(COMM))
+    if "numa=2" in os.environ.get("PGASCOL_TOPOLOGY", "") and P > 1:
+        assert sorted(set(regions)) == [0, 1], regions
+    nb = 100_003
+    with pgas.zeros(COMM, nb * P, np.uint8, block=nb) as dst, pgas.zeros(COMM, nb * P, np.uint8, block=nb) as src:
+        src.local()[:] = (np.arange(nb) + ME) % 251
+        for root in range(P):
+            for flags in FLAGS:
+                _fresh()
+                dst.local()[:] = 0
+                pgas.barrier(COMM)
+                upc.all_broadcast(dst, (src, root * nb), nb, flags, algorithm="numa")
+                _sync(flags)
+                assert (dst.local() == (np.arange(nb) + root) % 251).all(), (root, flags, regions)
 
 
 def test_scatter_gather():
