@@ -114,9 +114,9 @@ def bandwidth(coll, nbytes, P, t_us):
 
 def algorithms(upc, coll, nnodes):
     """The named variants of a collective, as pgascol.upc lists them, that
-    this job can run (across nodes, where the collective has "hier", that one)."""
+    this job can run (across nodes, where the collective has hier* ones, those)."""
     names = [a for a in upc.ALGORITHMS.get(coll, ()) if a]
-    return ["hier"] if nnodes > 1 and "hier" in names else names
+    return [a for a in names if a.startswith("hier")] if nnodes > 1 and "hier" in names else names
 
 
 def array_bytes(coll, nbytes, P):

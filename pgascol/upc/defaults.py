@@ -19,14 +19,17 @@ from ..node.calibration import cache_path
 #: Below 16 KiB a rooted collective runs with one member copying every
 #: block (push for broadcast and scatter, pull for gather): an ALLSYNC call
 #: is then a fan-in and a fan-out instead of two all-to-all waits (plan._wrap).
-#: Above, every member copies its own block, in parallel.
+#: Above, every member copies its own block, in parallel. Across nodes
+#: pgascol.Comm's collectives (hier) beat the leaders' algorithms on virtual
+#: nodes at every size measured (the leader's packing is copies that MPI's
+#: shared memory does not need); a cluster's calibration may say otherwise.
 SMALL = 16 << 10
 BUILTIN = {
     "broadcast": {"node": [[SMALL, "push"], [None, "pull"]], "nodes": [[None, "hier"]]},
     "scatter": {"node": [[SMALL, "push"], [None, "pull"]], "nodes": [[None, "hier"]]},
     "gather": {"node": [[SMALL, "pull"], [None, "push"]], "nodes": [[None, "hier"]]},
     "gather_all": {"node": [[None, "pull"]], "nodes": [[None, "hier"]]},
-    "exchange": {"node": [[None, "pull"]], "nodes": [[64 << 10, "hier"], [None, "hier-aggregate"]]},
+    "exchange": {"node": [[None, "pull"]], "nodes": [[None, "hier"]]},
     "permute": {"node": [[None, "push"]], "nodes": [[None, "hier"]]},
 }
 _loaded = {}

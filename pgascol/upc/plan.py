@@ -82,15 +82,22 @@ def chunks(alg, nbytes):
     return [(0, nbytes)]
 
 
-def default(coll, nbytes, nnodes, size=0, env=os.environ):
+def default(coll, nbytes, nnodes, size=0, allsync=True, env=os.environ):
     """The algorithm a call of `coll` without algorithm= runs: PGASCOL_UPC_<COLL>,
-    else the measured rules (defaults.py) for the size and team shape, else the first name."""
+    else the measured rules (defaults.py) for the size and team shape, else
+    the first name. The rules are measured ALLSYNC: on one node a call with
+    MYSYNC or NOSYNC on either side runs the first name, where each member
+    copies its own blocks (one copier would make every member wait for the
+    slowest, which only ALLSYNC asks for)."""
     names = ALGORITHMS[coll]
     chosen = env.get("PGASCOL_UPC_" + coll.upper())
     if chosen:
         return chosen
     usable = names if nnodes == 1 else [a for a in names if a.startswith("hier")] or names
-    return _defaults.choose(coll, nbytes, *_defaults.shape_of(nnodes, size), names=usable) or usable[0]
+    if nnodes == 1 and not allsync:
+        return usable[0]
+    shape, sized = _defaults.shape_of(nnodes, size)
+    return _defaults.choose(coll, nbytes, shape, sized, usable) or usable[0]
 
 
 def defaults(nnodes=1, size=0, env=os.environ):
@@ -104,11 +111,11 @@ def defaults(nnodes=1, size=0, env=os.environ):
         rules = _defaults.rules(coll, *_defaults.shape_of(nnodes, size))
         out[coll] = ", ".join(alg if lim is None and len(rules) == 1 else
                               "%s %s" % (alg, "above" if lim is None else "<= %d B" % lim)
-                              for lim, alg in rules) if rules else default(coll, 1, nnodes, size, env)
+                              for lim, alg in rules) if rules else default(coll, 1, nnodes, size, True, env)
     return out
 
 
-def algorithm(coll, requested, ctx, nbytes=1):
+def algorithm(coll, requested, ctx, nbytes=1, allsync=True):
     """The algorithm a call of `coll` runs: `requested`, else PGASCOL_UPC_<COLL>, else the default."""
     names = ALGORITHMS[coll]
     source = "algorithm="
@@ -116,7 +123,7 @@ def algorithm(coll, requested, ctx, nbytes=1):
         requested = os.environ.get("PGASCOL_UPC_" + coll.upper())
         source = "PGASCOL_UPC_" + coll.upper()
     if requested is None or requested == "":
-        return default(coll, nbytes, ctx.nnodes, ctx.size)
+        return default(coll, nbytes, ctx.nnodes, ctx.size, allsync)
     if requested not in names:
         raise ArgumentError("upc.all_%s: %s%r is not one of its algorithms (%s)"
                             % (coll, source, requested, ", ".join(names)))
@@ -215,7 +222,8 @@ def _wrap(work, touched, touching, in_mode, out_mode, me, nranks, performers):
     steps = []
     others = set(performers) - {me}
     if in_mode == ALLSYNC:
-        if others:
+        if nranks > 1:      # also when nobody waits for it: a peer that does, by
+            # mistake (other arguments, so another program), finds the mismatch at once
             steps.append((POST, ENTERED, 0, 0))
         if me in performers and nranks > 1:
             steps.append((WAIT, ALL, ENTERED, 0))
