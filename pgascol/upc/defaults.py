@@ -24,12 +24,15 @@ from ..node.calibration import cache_path
 #: nodes at every size measured (the leader's packing is copies that MPI's
 #: shared memory does not need); a cluster's calibration may say otherwise.
 SMALL = 16 << 10
+#: gather_all and exchange move P blocks per rank: one copier (rank 0,
+#: "single") only up to this many bytes a block.
+TINY = 256
 BUILTIN = {
     "broadcast": {"node": [[SMALL, "push"], [None, "pull"]], "nodes": [[None, "hier"]]},
     "scatter": {"node": [[SMALL, "push"], [None, "pull"]], "nodes": [[None, "hier"]]},
     "gather": {"node": [[SMALL, "pull"], [None, "push"]], "nodes": [[None, "hier"]]},
-    "gather_all": {"node": [[None, "pull"]], "nodes": [[None, "hier"]]},
-    "exchange": {"node": [[None, "pull"]], "nodes": [[None, "hier"]]},
+    "gather_all": {"node": [[TINY, "single"], [None, "pull"]], "nodes": [[None, "hier"]]},
+    "exchange": {"node": [[TINY, "single"], [None, "pull"]], "nodes": [[None, "hier"]]},
     "permute": {"node": [[None, "push"]], "nodes": [[None, "hier"]]},
 }
 _loaded = {}

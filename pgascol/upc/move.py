@@ -63,6 +63,8 @@ def _flat(ctx, p, alg, transfers):
     me = ctx.rank
     if alg == "pull":
         performer = lambda t: t[2]      # noqa: E731: the dst owner copies
+    elif alg == "single":
+        performer = lambda t: 0         # noqa: E731: rank 0 copies every block
     else:
         performer = lambda t: t[0]      # noqa: E731: the src owner copies
     p.prog = P.program(me, ctx.size, transfers, performer, p.in_mode, p.out_mode)

@@ -38,6 +38,8 @@ ALL, ENTERED, STEP0, DONE = _core.UPC_ALL, _core.UPC_ENTERED, _core.UPC_STEP0, _
 #: leader per other region pulling from it, the region pulling from its
 #: leader; one region: the flat pull); ring-pull / ring-push: a token passed in rank order
 #: from the root, each holder passing it on before it copies;
+#: single: rank 0 copies every block (an ALLSYNC call is then a fan-in and
+#: a fan-out; for small blocks);
 #: gather-bcast: gather into rank 0's block, then every rank pulls it,
 #: with no global synchronisation in between. prefix_reduce: allgather
 #: (every block's total to everyone), three-phase (the thesis's, where each
@@ -48,8 +50,8 @@ ALGORITHMS = {
     "broadcast": ("pull", "push") + _TREES + ("numa", "hier", "hier-flat", "hier-binomial"),
     "scatter": ("pull", "push", "ring-pull", "hier", "hier-flat"),
     "gather": ("push", "pull", "ring-push", "hier", "hier-flat"),
-    "gather_all": ("pull", "push", "gather-bcast", "hier", "hier-gather-bcast"),
-    "exchange": ("pull", "push", "hier", "hier-aggregate"),
+    "gather_all": ("pull", "push", "single", "gather-bcast", "hier", "hier-gather-bcast"),
+    "exchange": ("pull", "push", "single", "hier", "hier-aggregate"),
     "permute": ("push", "pull", "hier"),
     "reduce": ("gather",),
     "prefix_reduce": ("auto", "allgather", "three-phase"),
