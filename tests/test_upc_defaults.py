@@ -25,7 +25,7 @@ def test_builtin_rules_pick_by_size_and_shape(calibration):
     assert plan.default("broadcast", defaults.SMALL, 1, 8) == "push"
     assert plan.default("broadcast", defaults.SMALL + 1, 1, 8) == "pull"
     assert plan.default("gather", 4, 1, 8) == "pull" and plan.default("gather", 1 << 20, 1, 8) == "push"
-    assert plan.default("exchange", 1 << 20, 2, 8) == "hier"
+    assert plan.default("exchange", 1 << 20, 2, 8) == "hier" and plan.default("broadcast", 4, 2, 8) == "hier-flat"
     # MYSYNC or NOSYNC on one node: each member copies its own blocks (the first name)
     assert plan.default("broadcast", 4, 1, 8, allsync=False) == "pull"
     assert plan.default("gather", 4, 1, 8, allsync=False) == "push"

@@ -169,7 +169,7 @@ def test_info_shows_the_upc_algorithms(tmp_path):
     out = _info(PGASCOL_UPC_CALIBRATION=str(tmp_path / "none.json")).stdout
     assert "default algorithm by size [built in" in out, out
     assert "one node: broadcast push <= 16384 B, pull above; scatter push <= 16384 B" in out, out
-    assert "across nodes: broadcast hier;" in out and "exchange hier;" in out, out
+    assert "across nodes: broadcast hier-flat;" in out and "exchange hier;" in out, out
     out = _info(PGASCOL_UPC_BROADCAST="binomial-pull-static").stdout
     assert "broadcast binomial-pull-static (PGASCOL_UPC_BROADCAST)" in out, out
     assert "PGASCOL_UPC_BROADCAST=binomial-pull-static" in out, out

@@ -20,15 +20,16 @@ from ..node.calibration import cache_path
 #: block (push for broadcast and scatter, pull for gather): an ALLSYNC call
 #: is then a fan-in and a fan-out instead of two all-to-all waits (plan._wrap).
 #: Above, every member copies its own block, in parallel. Across nodes
-#: pgascol.Comm's collectives (hier) beat the leaders' algorithms on virtual
-#: nodes at every size measured (the leader's packing is copies that MPI's
-#: shared memory does not need); a cluster's calibration may say otherwise.
+#: the leaders' broadcast (hier-flat: one MPI message per node, then the
+#: node's single copy) beats pgascol.Comm's Bcast (hier) on virtual nodes;
+#: for the others hier wins or ties (the leader's packing is copies that
+#: MPI's shared memory does not make); a cluster's calibration may differ.
 SMALL = 16 << 10
 #: gather_all and exchange move P blocks per rank: one copier (rank 0,
 #: "single") only up to this many bytes a block.
 TINY = 256
 BUILTIN = {
-    "broadcast": {"node": [[SMALL, "push"], [None, "pull"]], "nodes": [[None, "hier"]]},
+    "broadcast": {"node": [[SMALL, "push"], [None, "pull"]], "nodes": [[None, "hier-flat"]]},
     "scatter": {"node": [[SMALL, "push"], [None, "pull"]], "nodes": [[None, "hier"]]},
     "gather": {"node": [[SMALL, "pull"], [None, "push"]], "nodes": [[None, "hier"]]},
     "gather_all": {"node": [[TINY, "single"], [None, "pull"]], "nodes": [[None, "hier"]]},
