@@ -63,14 +63,15 @@ def _program(ctx, p, phase, prog, nbytes=0):
     return _core.UpcProgram(ctx.state.core, p.coll, P.signature(p.arg, phase), prog, nbytes)
 
 
-def _sides(p, touched_by_leader, reading_leader, nodes):
-    """A node program's OUT waits: (in mode NOSYNC, out mode) and the
-    touched/touching sets of this member (local ranks)."""
+def _out(p, nodes, members):
+    """A node program's OUT side: (its mode, the members this one waits for
+    under OUT_MYSYNC). `members`: the local ranks whose parts the leader
+    touched or that read the leader's; the leader waits for them, they for
+    it. ALLSYNC is pgascol.Comm's Barrier after the program (body)."""
     out = p.out_mode if p.out_mode == P.MYSYNC else P.NOSYNC
     if nodes.me == 0:
-        return out, set(), set(m for m in range(1, nodes.size) if m in touched_by_leader | reading_leader)
-    touching = {0} if nodes.me in touched_by_leader | reading_leader else set()
-    return out, set(), touching
+        return out, set(members) - {0}
+    return out, {0} if nodes.me in members else set()
 
 
 def body(ctx, p, leg, final, touches_members):
@@ -128,17 +129,12 @@ def broadcast(ctx, p, d, s, nbytes, root, alg):
             ctx.wait_request(nodes.leaders.Irecv(mine, parent, TAG), what)
         _wait_all(ctx, [nodes.leaders.Isend(mine, c, TAG) for c, _ in children], what)
     local = nodes.members[nodes.node]
-    out, _, _ = _sides(p, set(), set(), nodes)
+    out = _out(p, nodes, ())[0]
     if alg == "hier-binomial":
         prog = P.tree_program(nodes.me, nodes.size, 0, d.address(local[0]), lambda m: d.address(local[m]),
                               [(0, nbytes)], False, P.NOSYNC, out)
     else:
-        reading = set(range(1, nodes.size))
-        out, touched, touching = _sides(p, set(), reading, nodes)
-        work = [(P.POST, P.STEP0, 0, 0)] if nodes.me == 0 else \
-            [(P.WAIT, 0, P.STEP0, 0), (P.COPY, d.address(local[nodes.me]), d.address(local[0]), nbytes)]
-        prog = P._wrap(work, {0} - {nodes.me}, touching, P.NOSYNC, out, nodes.me, nodes.size,
-                       set(range(1, nodes.size)))
+        prog = _pull_from_leader(p, nodes, d, local, nbytes)
     final = _program(ctx, p, 2, prog, nbytes)
     # the root's block is read by its node's leader: it waits for the root
     # (IN_MYSYNC), and the root for it (OUT_MYSYNC; flat: every member does)
@@ -146,6 +142,15 @@ def broadcast(ctx, p, d, s, nbytes, root, alg):
     if root_local and p.out_mode == P.MYSYNC and alg == "hier-binomial":
         final = _then(final, _program(ctx, p, 3, _leader_done(nodes, root_local)))
     body(ctx, p, leg, final, bool(root_local))
+
+
+def _pull_from_leader(p, nodes, d, local, nbytes):
+    """The node's program after the leader's leg: the leader posts that its
+    dst block is ready, each member copies it into its own (single copy)."""
+    out, touching = _out(p, nodes, range(1, nodes.size))
+    work = [(P.POST, P.STEP0, 0, 0)] if nodes.me == 0 else \
+        [(P.WAIT, 0, P.STEP0, 0), (P.COPY, d.address(local[nodes.me]), d.address(local[0]), nbytes)]
+    return P._wrap(work, set(), touching, P.NOSYNC, out, nodes.me, nodes.size, set(range(1, nodes.size)))
 
 
 def _leader_done(nodes, members):
@@ -210,8 +215,8 @@ def rooted(ctx, p, d, s, nbytes, root, scatter):
                 if nodes.me == 0]
     else:
         work = []
-    out, touched, touching = _sides(p, touched_members, set(), nodes)
-    prog = P._wrap(work, touched, touching, P.NOSYNC, out, nodes.me, nodes.size, {0})
+    out, touching = _out(p, nodes, touched_members)
+    prog = P._wrap(work, set(), touching, P.NOSYNC, out, nodes.me, nodes.size, {0})
     p.nbytes = nbytes * k if nodes.me == 0 else 0
     final = _program(ctx, p, 2, prog, p.nbytes)
     body(ctx, p, leg, final, True)
@@ -240,13 +245,7 @@ def gather_all(ctx, p, d, s, nbytes):
         ctx.wait_request(nodes.leaders.Iallgatherv([mine.copy(), MPI.BYTE],
                                                     [full, (counts, displs), MPI.BYTE]), what)
         _as_rows(d, nbytes, local[0], P_)[order] = full
-    row = nbytes * P_
-    reading = set(range(1, nodes.size))
-    out, touched, touching = _sides(p, set(range(1, nodes.size)), reading, nodes)
-    work = [(P.POST, P.STEP0, 0, 0)] if nodes.me == 0 else \
-        [(P.WAIT, 0, P.STEP0, 0), (P.COPY, d.address(local[nodes.me]), d.address(local[0]), row)]
-    prog = P._wrap(work, {0} - {nodes.me}, touching, P.NOSYNC, out, nodes.me, nodes.size, set(range(1, nodes.size)))
-    final = _program(ctx, p, 2, prog, row)
+    final = _program(ctx, p, 2, _pull_from_leader(p, nodes, d, local, nbytes * P_), nbytes * P_)
     body(ctx, p, leg, final, True)
 
 
@@ -278,7 +277,7 @@ def exchange(ctx, p, d, s, nbytes):
         for n in others:
             for j in range(k):
                 dsts[j][nodes.members[n]] = recvbufs[n][:, j]
-    out, touched, touching = _sides(p, set(range(1, nodes.size)), set(), nodes)
-    prog = P._wrap([], touched, touching, P.NOSYNC, out, nodes.me, nodes.size, {0})
+    out, touching = _out(p, nodes, range(1, nodes.size))
+    prog = P._wrap([], set(), touching, P.NOSYNC, out, nodes.me, nodes.size, {0})
     final = _program(ctx, p, 2, prog, 0)
     body(ctx, p, leg, final, True)
