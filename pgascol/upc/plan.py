@@ -30,10 +30,16 @@ ALL, ENTERED, STEP0, DONE = _core.UPC_ALL, _core.UPC_ENTERED, _core.UPC_STEP0, _
 #: DYNAMIC_MIN bytes); ring-pull / ring-push: a token passed in rank order
 #: from the root, each holder passing it on before it copies;
 #: gather-bcast: gather into rank 0's block, then every rank pulls it,
-#: with no global synchronisation in between. prefix_reduce: allgather
-#: (every block's total to everyone), three-phase (the thesis's, where each
-#: rank holds one run in rank order on nodes of consecutive ranks), auto
-#: (three-phase across nodes where it applies, else allgather).
+#: with no global synchronisation in between. reduce: auto (by size and
+#: team shape: reduction_default), [binomial-]<pull|push>[-static|-dynamic]
+#: (the partials, one element per edge, read by the parent or written into
+#: its area, flat or along a binomial tree, the runs folded whole or in
+#: pieces: folds.py), hier (a fold in C, then pgascol.Comm's Reduce), gather
+#: (numpy's folds and a Gatherv: FUNC, NONCOMM_FUNC). prefix_reduce:
+#: allgather (every block's total to everyone), three-phase (the thesis's,
+#: where each rank holds one run in rank order on nodes of consecutive
+#: ranks; a C program on one node), auto (three-phase where it applies,
+#: else allgather).
 _TREES = tuple("binomial-%s%s" % (d, f) for d in ("pull", "push") for f in ("", "-static", "-dynamic"))
 ALGORITHMS = {
     "broadcast": ("pull", "push") + _TREES + ("hier",),
@@ -42,9 +48,32 @@ ALGORITHMS = {
     "gather_all": ("pull", "push", "gather-bcast", "hier"),
     "exchange": ("pull", "push", "hier"),
     "permute": ("push", "pull", "hier"),
-    "reduce": ("gather",),
+    "reduce": ("auto",) + tuple(t + d + f for t in ("", "binomial-") for d in ("pull", "push")
+                                for f in ("", "-static", "-dynamic")) + ("hier", "gather"),
     "prefix_reduce": ("auto", "allgather", "three-phase"),
 }
+#: The reductions' algorithms that fold in numpy, those FUNC and
+#: NONCOMM_FUNC may run, and those that run across nodes.
+REDUCTION_PYTHON = {"reduce": "gather", "prefix_reduce": "allgather"}
+REDUCTION_ANY_OP = {"reduce": ("auto", "gather"), "prefix_reduce": ("auto", "allgather", "three-phase")}
+REDUCTION_ACROSS = {"reduce": ("hier", "gather"), "prefix_reduce": ("allgather", "three-phase")}
+#: all_reduce's default on one node (reduction_default): a binomial tree
+#: from this many ranks on, flat below; fragmented from this many bytes per
+#: rank on (docs/PERFORMANCE.md, "Decisions").
+REDUCE_TREE_MIN_RANKS = 4
+REDUCE_STATIC_MIN_BYTES = 1 << 20
+
+
+def reduction_default(coll, nranks, nnodes, nbytes, op):
+    """What 'auto' runs for a reduction with a built-in operator: nbytes the
+    longest run of a rank, in bytes. prefix_reduce: 'auto' (three-phase
+    where the layout allows, else allgather: reduce.py)."""
+    if coll == "prefix_reduce":
+        return "auto"
+    if nnodes > 1:
+        return "gather" if op in ("LOGAND", "LOGOR") else "hier"
+    tree = "binomial-" if nranks >= REDUCE_TREE_MIN_RANKS else ""
+    return tree + "pull" + ("-static" if nbytes >= REDUCE_STATIC_MIN_BYTES else "")
 #: Static fragmentation of the trees: chunks of this many bytes (PGASCOL_UPC_CHUNK).
 CHUNK_DEFAULT = 32 << 10
 #: Dynamic fragmentation splits blocks larger than this into two halves.
@@ -194,18 +223,31 @@ def _wrap(work, touched, touching, in_mode, out_mode):
     return np.array(steps, dtype=np.uint64).reshape(-1, 4)
 
 
-def tree_program(me, nranks, root, src_addr, dst_addr, pieces, push, in_mode, out_mode):
-    """A broadcast down a binomial tree rooted at `root`, chunk by chunk
-    (`pieces`: (offset, length) of each): pull (each member copies chunk c
-    from its parent's dst once the parent posted it) or push (each member
-    copies it into its children's dst, then posts). dst_addr(r): r's dst
-    block. A member's dst block is its children's source: no buffers."""
+def binomial(me, nranks, root):
+    """(parent or None, children) of me in the binomial tree rooted at root."""
     v = (me - root) % nranks
     parent = None if v == 0 else ((v & ~(1 << (v.bit_length() - 1))) + root) % nranks
     children, k = [], 1 << v.bit_length() if v else 1
     while v + k < nranks:
         children.append((v + k + root) % nranks)
         k <<= 1
+    return parent, children
+
+
+def wrap(work, in_mode, out_mode):
+    """A reduction's steps with its synchronisation: its members read and
+    write only their own parts (the partials travel in their inline slots),
+    so MYSYNC adds nothing and ALLSYNC waits for everyone."""
+    return _wrap(work, set(), set(), in_mode, out_mode)
+
+
+def tree_program(me, nranks, root, src_addr, dst_addr, pieces, push, in_mode, out_mode):
+    """A broadcast down a binomial tree rooted at `root`, chunk by chunk
+    (`pieces`: (offset, length) of each): pull (each member copies chunk c
+    from its parent's dst once the parent posted it) or push (each member
+    copies it into its children's dst, then posts). dst_addr(r): r's dst
+    block. A member's dst block is its children's source: no buffers."""
+    parent, children = binomial(me, nranks, root)
     work = []
     for c, (off, n) in enumerate(pieces):
         mine = dst_addr(me) + off
