@@ -73,10 +73,10 @@ def upc_fold(int op, int dtype, unsigned char[::1] out, const unsigned char[::1]
     """out (one element) = the fold of the elements of src in index order
     (csrc/upc/upc_fold.c), src viewed as bytes; out must be writable."""
     cdef size_t item = _upc_item(op, dtype, out, src)
-    if out.shape[0] != item or src.shape[0] == 0:
+    if <size_t>out.shape[0] != item or src.shape[0] == 0:
         raise ArgumentError("upc_fold: out holds one element, src at least one")
     with nogil:
-        pgc_upc_fold(<pgc_upc_op>op, <pgc_dtype>dtype, &out[0], &src[0], src.shape[0] // item)
+        pgc_upc_fold(<pgc_upc_op>op, <pgc_dtype>dtype, &out[0], &src[0], <size_t>src.shape[0] // item)
 
 
 def upc_scan(int op, int dtype, unsigned char[::1] dst, const unsigned char[::1] src, carry=None):
@@ -89,21 +89,21 @@ def upc_scan(int op, int dtype, unsigned char[::1] dst, const unsigned char[::1]
         raise ArgumentError("upc_scan: dst and src differ in size")
     if left:
         c = carry
-        if c.shape[0] != item:
+        if <size_t>c.shape[0] != item:
             raise ArgumentError("upc_scan: carry is one element")
     if src.shape[0] == 0:
         return
     with nogil:
-        pgc_upc_scan(<pgc_upc_op>op, <pgc_dtype>dtype, &dst[0], &src[0], src.shape[0] // item)
+        pgc_upc_scan(<pgc_upc_op>op, <pgc_dtype>dtype, &dst[0], &src[0], <size_t>src.shape[0] // item)
         if left:
-            pgc_upc_left(<pgc_upc_op>op, <pgc_dtype>dtype, &dst[0], &c[0], src.shape[0] // item)
+            pgc_upc_left(<pgc_upc_op>op, <pgc_dtype>dtype, &dst[0], &c[0], <size_t>src.shape[0] // item)
 
 
 cdef size_t _upc_item(int op, int dtype, const unsigned char[::1] out, const unsigned char[::1] src) except 0:
     if not upc_op_valid(op, dtype):
         raise ArgumentError("UPC defines no operator %d on dtype %d" % (op, dtype))
     cdef size_t item = pgc_dtype_size(<pgc_dtype>dtype)
-    if out.shape[0] % item or src.shape[0] % item:
+    if <size_t>out.shape[0] % item or <size_t>src.shape[0] % item:
         raise ArgumentError("the buffers are not whole elements of %d bytes" % item)
     return item
 

@@ -44,11 +44,12 @@ def slot(member, index, item):
     return SLOT | (member << 32) | (index * item)
 
 
-def _pieces(alg, counts, item):
-    """How many pieces the runs are folded in, and each rank's piece bounds."""
+def _pieces(alg, counts, item, most):
+    """How many pieces the runs are folded in (at most `most`: what the
+    partial-result areas hold), and each rank's piece bounds."""
     longest = max(counts)
     k = len(P.chunks(alg, longest * item)) if alg.endswith(("-static", "-dynamic")) else 1
-    k = max(1, min(k, longest))
+    k = max(1, min(k, longest, most))
     return k, [[(c * n // k, (c + 1) * n // k) for c in range(k)] for n in counts]
 
 
@@ -58,7 +59,10 @@ def reduce_program(me, nranks, alg, root, counts, run_addr, dst_addr, oper, slot
     the elements of rank r's run, run_addr my run's address, dst_addr the
     result's (on the root)."""
     item = oper.dtype.itemsize
-    k, bounds = _pieces(alg, counts, item)
+    width = 1 + max(len(P.binomial(r, nranks, root)[1]) for r in range(nranks))   # binomial-push's places per piece
+    shape = alg.replace("-static", "").replace("-dynamic", "")
+    per_piece = {"binomial-push": width + 1, "push": nranks + 1}.get(shape, 2)     # partials kept per piece
+    k, bounds = _pieces(alg, counts, item, slot_bytes // (item * per_piece))
     has = [[hi > lo for lo, hi in b] for b in bounds]
     work = [(OPTYPE, oper.code, oper.dtype_code, 0)]
     mine = [(run_addr + lo * item, hi - lo) for lo, hi in bounds[me]]
@@ -75,7 +79,7 @@ def reduce_program(me, nranks, alg, root, counts, run_addr, dst_addr, oper, slot
     work += body
     if me == root:
         work.append((FOLD, dst_addr, slot(root, room - k, item), k))      # the pieces' results, last
-    return P.wrap(work, in_mode, out_mode)
+    return P.wrap(work, in_mode, out_mode, me, root)
 
 
 def _combine(work, target, source, first):

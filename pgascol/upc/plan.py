@@ -57,23 +57,22 @@ ALGORITHMS = {
 REDUCTION_PYTHON = {"reduce": "gather", "prefix_reduce": "allgather"}
 REDUCTION_ANY_OP = {"reduce": ("auto", "gather"), "prefix_reduce": ("auto", "allgather", "three-phase")}
 REDUCTION_ACROSS = {"reduce": ("hier", "gather"), "prefix_reduce": ("allgather", "three-phase")}
-#: all_reduce's default on one node (reduction_default): a binomial tree
-#: from this many ranks on, flat below; fragmented from this many bytes per
-#: rank on (docs/PERFORMANCE.md, "Decisions").
-REDUCE_TREE_MIN_RANKS = 4
-REDUCE_STATIC_MIN_BYTES = 1 << 20
+#: all_reduce's default on one node (reduction_default): a flat pull below
+#: this many ranks, a binomial pull from there on; unfragmented at every
+#: size (docs/PERFORMANCE.md, "Decisions": "UPC reduce is a flat pull").
+REDUCE_TREE_MIN_RANKS = 16
 
 
 def reduction_default(coll, nranks, nnodes, nbytes, op):
-    """What 'auto' runs for a reduction with a built-in operator: nbytes the
-    longest run of a rank, in bytes. prefix_reduce: 'auto' (three-phase
-    where the layout allows, else allgather: reduce.py)."""
+    """What 'auto' runs for a reduction with a built-in operator (nbytes:
+    the longest run of a rank, in bytes; no size changes the choice on the
+    machine measured). prefix_reduce: 'auto' (three-phase where the layout
+    allows, else allgather: reduce.py)."""
     if coll == "prefix_reduce":
         return "auto"
     if nnodes > 1:
         return "gather" if op in ("LOGAND", "LOGOR") else "hier"
-    tree = "binomial-" if nranks >= REDUCE_TREE_MIN_RANKS else ""
-    return tree + "pull" + ("-static" if nbytes >= REDUCE_STATIC_MIN_BYTES else "")
+    return "binomial-pull" if nranks >= REDUCE_TREE_MIN_RANKS else "pull"
 #: Static fragmentation of the trees: chunks of this many bytes (PGASCOL_UPC_CHUNK).
 CHUNK_DEFAULT = 32 << 10
 #: Dynamic fragmentation splits blocks larger than this into two halves.
@@ -234,11 +233,19 @@ def binomial(me, nranks, root):
     return parent, children
 
 
-def wrap(work, in_mode, out_mode):
+def wrap(work, in_mode, out_mode, me=None, root=None):
     """A reduction's steps with its synchronisation: its members read and
     write only their own parts (the partials travel in their inline slots),
-    so MYSYNC adds nothing and ALLSYNC waits for everyone."""
-    return _wrap(work, set(), set(), in_mode, out_mode)
+    so MYSYNC adds nothing and ALLSYNC waits for everyone. With a root,
+    OUT_ALLSYNC is a fan-in and a fan-out through it instead of everyone
+    waiting for everyone: the root waits for every DONE before it ends,
+    the others wait for its DONE."""
+    if out_mode != ALLSYNC or root is None:
+        return _wrap(work, set(), set(), in_mode, out_mode)
+    steps = _wrap(work, set(), set(), in_mode, NOSYNC)
+    if me == root:
+        return np.insert(steps, len(steps) - 1, np.array([WAIT, ALL, DONE, 0], np.uint64), axis=0)
+    return np.append(steps, np.array([[WAIT, root, DONE, 0]], np.uint64), axis=0)
 
 
 def tree_program(me, nranks, root, src_addr, dst_addr, pieces, push, in_mode, out_mode):
