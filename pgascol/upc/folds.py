@@ -27,7 +27,6 @@ all_prefix_reduce's three-phase program on one node: each member scans
 its run into dst, posts its total, folds the totals of the members before
 it (the ranks hold their runs in rank order) and folds that on the left of
 its scan."""
-import numpy as np
 
 from ..engine import _core
 from ..errors import ArgumentError
@@ -59,15 +58,14 @@ def reduce_program(me, nranks, alg, root, counts, run_addr, dst_addr, oper, slot
     the elements of rank r's run, run_addr my run's address, dst_addr the
     result's (on the root)."""
     item = oper.dtype.itemsize
-    width = 1 + max(len(P.binomial(r, nranks, root)[1]) for r in range(nranks))   # binomial-push's places per piece
+    parents = [P.binomial(r, nranks, root) for r in range(nranks)]
     shape = alg.replace("-static", "").replace("-dynamic", "")
-    per_piece = {"binomial-push": width + 1, "push": nranks + 1}.get(shape, 2)     # partials kept per piece
+    per_piece = {"binomial-push": _width(parents) + 1, "push": nranks + 1}.get(shape, 2)   # partials kept per piece
     k, bounds = _pieces(alg, counts, item, slot_bytes // (item * per_piece))
     has = [[hi > lo for lo, hi in b] for b in bounds]
     work = [(OPTYPE, oper.code, oper.dtype_code, 0)]
     mine = [(run_addr + lo * item, hi - lo) for lo, hi in bounds[me]]
     if alg.startswith("binomial"):
-        parents = [P.binomial(r, nranks, root) for r in range(nranks)]
         below = _subtrees(parents, has, root, k)
         body, room = (_tree_push if alg.startswith("binomial-push") else _tree_pull)(
             me, parents, below, mine, has, k, item)
@@ -163,12 +161,17 @@ def _tree_pull(me, parents, below, mine, has, k, item):
     return work, 2 * k
 
 
+def _width(parents):
+    """binomial-push's places per piece in a member's area: itself and its children."""
+    return max(1 + len(children) for _, children in parents)
+
+
 def _tree_push(me, parents, below, mine, has, k, item):
     """Member m's area: for each piece c, a place per contributor (m itself
     if it has elements there, then each child whose subtree has), at
     c * width + j; a member folds its places into its parent's place for it
     (the root: into its results, after every piece's places)."""
-    width = max(1 + len(ch) for _, ch in parents)
+    width = _width(parents)
 
     def places(m, c):
         return ([m] if has[m][c] else []) + [ch for ch in parents[m][1] if below[ch][c]]
