@@ -14,8 +14,8 @@ first element through pgascol.Comm's Gatherv (reduce: to dst's owner) or
 Allgatherv (prefix: to everyone), where they are folded in index order
 (gather, allgather); the three-phase prefix reduce across nodes is below.
 Every rank reads and writes only its own parts, so MYSYNC needs no
-synchronisation beyond the collective itself and ALLSYNC is a barrier on
-each side."""
+synchronisation beyond the collective itself; ALLSYNC is the agreement's
+Allreduce before (_agreement) and a barrier after."""
 import os
 
 import numpy as np
@@ -158,7 +158,10 @@ def _agreement(what, args, comm):
     arguments (UPC's single-valued arguments): one 16-byte Allreduce of a
     64-bit hash of them, so that a rank that differs makes every rank raise
     instead of some folding wrong data. The data collectives need none: their
-    first wait on a peer compares the call's signature (plan.signature)."""
+    first wait on a peer compares the call's signature (plan.signature).
+    An Allreduce returns on no rank before every rank entered it, so it is
+    also the barrier IN_ALLSYNC asks for: the calls that check agreement
+    make no other."""
     sig = hash(tuple(int(x) if not isinstance(x, (list, tuple)) else tuple(x) for x in args)) & ((1 << 62) - 1)
     both = np.empty(2, np.int64)
 
@@ -188,7 +191,7 @@ def _reduce_plan(key, dst, src, op, nelems, blk_size, func, flags, algorithm):
     counts = [layout.runs(r, lo, hi)[1] for r in range(ctx.size)]
     alg = _algorithm("reduce", algorithm, ctx, oper, max(counts) * d.itemsize)
     if alg == "hier" and oper.name in _MPI_OPS:
-        return _hier_reduce(key, ctx, s, d, oper, flags, in_mode, out_mode, nelems)
+        return _hier_reduce(key, ctx, s, d, oper, flags, out_mode, nelems)
     if alg not in ("hier", "gather"):
         return _reduce_program(key, ctx, s, d, oper, flags, alg, counts, in_mode, out_mode, nelems)
     first, count = layout.runs(ctx.rank, lo, hi)
@@ -212,9 +215,7 @@ def _reduce_plan(key, dst, src, op, nelems, blk_size, func, flags, algorithm):
                         comm)
 
     def run():
-        agreed()
-        if in_mode == P.ALLSYNC:
-            comm.Barrier()
+        agreed()                            # also IN_ALLSYNC's barrier (_agreement)
         if count:
             mine = s.array.local()[first:first + count]
             rec["value"] = oper.fold(mine) if oper.commutative else oper.scan(mine, starts)[ends]
@@ -261,7 +262,7 @@ def _identity(oper):
     return np.array(value).astype(oper.dtype)
 
 
-def _hier_reduce(key, ctx, s, d, oper, flags, in_mode, out_mode, nelems):
+def _hier_reduce(key, ctx, s, d, oper, flags, out_mode, nelems):
     """all_reduce across nodes: every rank folds its run in C, then
     pgascol.Comm's Reduce combines the partials (on each node in shared
     memory, then over MPI among the node leaders)."""
@@ -274,9 +275,7 @@ def _hier_reduce(key, ctx, s, d, oper, flags, in_mode, out_mode, nelems):
     u8 = np.uint8
 
     def run():
-        agreed()
-        if in_mode == P.ALLSYNC:
-            comm.Barrier()
+        agreed()                            # also IN_ALLSYNC's barrier (_agreement)
         if count:
             _core.upc_fold(oper.code, oper.dtype_code, part.view(u8), s.array.local()[first:first + count].view(u8))
         else:
@@ -315,7 +314,7 @@ def _prefix_plan(key, dst, src, op, nelems, blk_size, func, flags, algorithm):
         if (ctx.nnodes == 1 or ctx.state.in_rank_order) and len(owners) == len(set(owners)) and ordered == sorted(ordered):
             if ctx.nnodes == 1 and oper.code is not None:
                 return _prefix_program(key, ctx, s, d, oper, flags, in_mode, out_mode, nelems)
-            return _three_phase(key, ctx, s, d, oper, in_mode, out_mode, nelems, agreed)
+            return _three_phase(key, ctx, s, d, oper, out_mode, nelems, agreed)
         if alg == "three-phase":
             raise ArgumentError("%s: algorithm 'three-phase' needs each rank's elements to be one run, in rank "
                                 "order, and nodes of consecutive ranks" % what)
@@ -337,9 +336,7 @@ def _prefix_plan(key, dst, src, op, nelems, blk_size, func, flags, algorithm):
     later = before >= 0 if count else None
 
     def run():
-        agreed()
-        if in_mode == P.ALLSYNC:
-            comm.Barrier()
+        agreed()                            # also IN_ALLSYNC's barrier (_agreement)
         if count:
             scan = oper.scan(s.array.local()[first:first + count], starts)
             rec["value"] = scan[ends]
@@ -368,7 +365,7 @@ def _prefix_program(key, ctx, s, d, oper, flags, in_mode, out_mode, nelems):
     return P.keep(ctx, key, _core.UpcProgram(ctx.state.core, coll, arg, prog, counts[me] * item), (s.array, d.array))
 
 
-def _three_phase(key, ctx, s, d, oper, in_mode, out_mode, nelems, agreed):
+def _three_phase(key, ctx, s, d, oper, out_mode, nelems, agreed):
     """The thesis's prefix reduce for ranks holding one run each, in rank
     order, on nodes of consecutive ranks: (1) every rank scans its run and
     the node's members exchange their totals, (2) the node leaders combine
@@ -393,9 +390,7 @@ def _three_phase(key, ctx, s, d, oper, in_mode, out_mode, nelems, agreed):
         return (1, oper.reduce(vals)) if len(vals) else (0, 0)
 
     def run():
-        agreed()
-        if in_mode == P.ALLSYNC:
-            ctx.comm.Barrier()
+        agreed()                            # also IN_ALLSYNC's barrier (_agreement)
         scan = oper.scan(s.array.local()[first:first + count]) if count else None
         rec["has"], rec["value"] = (1, scan[-1]) if count else (0, 0)
         ctx.wait_request(node.Iallgather(rec.view(np.uint8), mates.view(np.uint8)), what)   # phase 1
