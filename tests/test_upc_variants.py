@@ -62,3 +62,11 @@ def test_every_variant_of_the_spec_is_named():
     from pgascol import upc
     missing = missing_variants(upc.ALGORITHMS)
     assert not missing, "variants not named yet: %s (named: %s)" % (missing, upc.ALGORITHMS)
+
+
+def test_every_variant_of_the_reductions_is_named():
+    """all_reduce's push, pull, binomial trees, static and dynamic pieces
+    and hier, and the three-phase prefix reduce, are all there."""
+    from pgascol import upc
+    missing = missing_variants(upc.ALGORITHMS)
+    assert "reduce" not in missing and "prefix_reduce" not in missing, missing

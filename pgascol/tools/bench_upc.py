@@ -42,7 +42,7 @@ regressions), "pgascol_comm" for pgascol's MPI-style twin (op without
 algorithm and flags), "mpi" for native MPI; "bandwidth_mbs", "algorithm"
 and "flags" are added. --plot draws one PNG per collective: every UPC
 variant, the MPI-style twin and native MPI, t_avg against size.
-`python -m pgascol.tools.bench_upc table FILE.json [SIZES]` prints the
+`python -m pgascol.tools.bench_upc table FILE.json [SIZES [t_min]]` prints the
 markdown tables of docs/PERFORMANCE.md from such a JSON."""
 import argparse
 import json
@@ -364,18 +364,21 @@ def format_table(results):
     return "\n".join(lines)
 
 
-def markdown_tables(doc, sizes=None):
+def markdown_tables(doc, sizes=None, stat="t_avg"):
     """The two tables of docs/PERFORMANCE.md from a `pgascol-bench upc` JSON:
     the default algorithm against pgascol's MPI-style twin and native MPI
     (t_avg, us, and the ratios), and every variant's t_avg over the
-    default's (below 1: the variant is faster), per collective and size."""
+    default's (below 1: the variant is faster), per collective and size;
+    stat="t_min" compares the minima instead (on a loaded machine, where
+    preemptions dominate the means)."""
+    key = stat + "_us"
     rows = doc["results"]
     P = doc["meta"]["np"]
     sizes = sorted({r["bytes"] for r in rows} if sizes is None else sizes)
     at = {(r["op"], r["bytes"], r["impl"]): r for r in rows}
     colls = [c for c in COLLS if any(r["collective"] == c for r in rows)]
-    out = ["| np=%d | bytes | UPC default (us) | MPI-style twin (us) | native MPI (us) | UPC / twin | UPC / MPI |"
-           % P, "|---|---|---|---|---|---|---|"]
+    out = ["| np=%d | bytes | UPC default %s (us) | MPI-style twin (us) | native MPI (us) | UPC / twin | UPC / MPI |"
+           % (P, stat), "|---|---|---|---|---|---|---|"]
     for c in colls:
         for b in sizes:
             u = at.get(("upc_" + c, b, "pgascol"))
@@ -384,10 +387,10 @@ def markdown_tables(doc, sizes=None):
             t, m = at.get(("upc_" + c, b, "pgascol_comm")), at.get(("upc_" + c, b, "mpi"))
             out.append("| %s | %s | %.1f | %s | %s | %s | %s |" % (
                 c if b == sizes[0] or at.get(("upc_" + c, sizes[0], "pgascol")) is None else "", human(b),
-                u["t_avg_us"], "%.1f (%s)" % (t["t_avg_us"], TWIN[c]) if t else "-",
-                "%.1f" % m["t_avg_us"] if m else "-", "%.2f" % (u["t_avg_us"] / t["t_avg_us"]) if t else "-",
-                "%.2f" % (u["t_avg_us"] / m["t_avg_us"]) if m else "-"))
-    out += ["", "| np=%d: variant t_avg / default t_avg | %s |" % (P, " | ".join(human(b) for b in sizes)),
+                u[key], "%.1f (%s)" % (t[key], TWIN[c]) if t else "-",
+                "%.1f" % m[key] if m else "-", "%.2f" % (u[key] / t[key]) if t else "-",
+                "%.2f" % (u[key] / m[key]) if m else "-"))
+    out += ["", "| np=%d: variant %s / default %s | %s |" % (P, stat, stat, " | ".join(human(b) for b in sizes)),
             "|---|" + "---|" * len(sizes)]
     for c in colls:
         names = sorted({r["algorithm"] for r in rows if r["collective"] == c and r["impl"] == "pgascol"
@@ -396,7 +399,7 @@ def markdown_tables(doc, sizes=None):
             cells = []
             for b in sizes:
                 v, d = at.get((op_label(c, a, "ALLSYNC"), b, "pgascol")), at.get(("upc_" + c, b, "pgascol"))
-                cells.append("%.2f" % (v["t_avg_us"] / d["t_avg_us"]) if v and d else "-")
+                cells.append("%.2f" % (v[key] / d[key]) if v and d else "-")
             out.append("| %s %s | %s |" % (c, a, " | ".join(cells)))
     return "\n".join(out)
 
@@ -502,8 +505,9 @@ def cmd_upc(args, argv):
 if __name__ == "__main__":
     if sys.argv[1:2] == ["worker"]:
         sys.exit(worker_main(sys.argv[2:]))
-    if sys.argv[1:2] == ["table"]:      # python -m pgascol.tools.bench_upc table FILE.json [SIZES]
+    if sys.argv[1:2] == ["table"]:      # python -m pgascol.tools.bench_upc table FILE.json [SIZES [t_min]]
         print(markdown_tables(bench.load_doc(sys.argv[2]),
-                              bench.parse_sizes(sys.argv[3]) if len(sys.argv) > 3 else None))
+                              bench.parse_sizes(sys.argv[3]) if len(sys.argv) > 3 else None,
+                              *sys.argv[4:5]))
         sys.exit(0)
     sys.exit(bench.main(["upc", *sys.argv[1:]]))

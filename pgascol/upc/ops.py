@@ -8,11 +8,17 @@ FUNC (commutative) and NONCOMM_FUNC (applied strictly in index order) take
 a Python callable that combines two numpy arrays elementwise (or a numpy
 ufunc): it is called on arrays, never per element, and must be associative.
 
+The nine built-in operators fold in compiled code (csrc/upc/upc_fold.c,
+`code` and `dtype_code` name them there); the methods below are numpy's
+folds, for FUNC and NONCOMM_FUNC and for the records of the general
+prefix reduce.
+
 Every fold here keeps index order: the left operand always holds earlier
 elements, so NONCOMM_FUNC is exact and the built-in operators give the same
 values on every rank."""
 import numpy as np
 
+from ..engine import _core
 from ..errors import ArgumentError
 
 ADD, MULT, LOGAND, LOGOR, AND, OR, XOR, MIN, MAX, FUNC, NONCOMM_FUNC = (
@@ -59,6 +65,8 @@ class Operator:
         elif func is not None:
             raise ArgumentError("%s: func is for upc.FUNC and upc.NONCOMM_FUNC only (op is %s)" % (what, name))
         self.name, self.dtype, self.func = name, dtype, func
+        self.code = _core.UPC_OPS.get(name)          # None: a callable, folded by numpy
+        self.dtype_code = _core.DTYPES["longdouble" if dtype == np.longdouble else dtype.name]
         self.commutative = name != NONCOMM_FUNC
         self.ufunc = (_ARITH.get(name) or _BITWISE.get(name) or
                       (func if isinstance(func, np.ufunc) and func.nin == 2 else None))
@@ -89,6 +97,14 @@ class Operator:
             x = np.concatenate((head, x[m:])) if m < len(x) else head
         return x[0]
 
+    def fold(self, x):
+        """reduce(x), in C for the built-in operators (no GIL)."""
+        if self.code is None or len(x) == 1:
+            return self.reduce(x)
+        x, out = np.ascontiguousarray(x, self.dtype), np.empty(1, self.dtype)
+        _core.upc_fold(self.code, self.dtype_code, out.view(np.uint8), x.view(np.uint8))
+        return out[0]
+
     def scan(self, x, starts=None):
         """Inclusive scan of x in index order, restarting at every index in
         `starts` (the first element of each block; None: one block). Hillis
@@ -100,6 +116,9 @@ class Operator:
             return x
         if starts is None:
             starts = np.zeros(1, np.int64)
+        if self.code is not None and len(starts) == 1:         # in C
+            _core.upc_scan(self.code, self.dtype_code, x.view(np.uint8), x.view(np.uint8))
+            return x
         if self.ufunc is not None and self.name in _ARITH and len(starts) == 1:
             return self.ufunc.accumulate(x, dtype=self.dtype)
         head = np.zeros(n, np.int64)            # for each element, the start of its block

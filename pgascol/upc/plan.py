@@ -41,10 +41,16 @@ ALL, ENTERED, STEP0, DONE = _core.UPC_ALL, _core.UPC_ENTERED, _core.UPC_STEP0, _
 #: single: rank 0 copies every block (an ALLSYNC call is then a fan-in and
 #: a fan-out; for small blocks);
 #: gather-bcast: gather into rank 0's block, then every rank pulls it,
-#: with no global synchronisation in between. prefix_reduce: allgather
-#: (every block's total to everyone), three-phase (the thesis's, where each
-#: rank holds one run in rank order on nodes of consecutive ranks), auto
-#: (three-phase across nodes where it applies, else allgather).
+#: with no global synchronisation in between. reduce: auto (by size and
+#: team shape: reduction_default), [binomial-]<pull|push>[-static|-dynamic]
+#: (the partials, one element per edge, read by the parent or written into
+#: its area, flat or along a binomial tree, the runs folded whole or in
+#: pieces: folds.py), hier (a fold in C, then pgascol.Comm's Reduce), gather
+#: (numpy's folds and a Gatherv: FUNC, NONCOMM_FUNC). prefix_reduce:
+#: allgather (every block's total to everyone), three-phase (the thesis's,
+#: where each rank holds one run in rank order on nodes of consecutive
+#: ranks; a C program on one node), auto (three-phase where it applies,
+#: else allgather).
 _TREES = tuple("binomial-%s%s" % (d, f) for d in ("pull", "push") for f in ("", "-static", "-dynamic"))
 ALGORITHMS = {
     "broadcast": ("pull", "push") + _TREES + ("numa", "hier", "hier-flat", "hier-binomial"),
@@ -53,9 +59,31 @@ ALGORITHMS = {
     "gather_all": ("pull", "push", "single", "gather-bcast", "hier", "hier-gather-bcast"),
     "exchange": ("pull", "push", "single", "hier", "hier-aggregate"),
     "permute": ("push", "pull", "hier"),
-    "reduce": ("gather",),
+    "reduce": ("auto",) + tuple(t + d + f for t in ("", "binomial-") for d in ("pull", "push")
+                                for f in ("", "-static", "-dynamic")) + ("hier", "gather"),
     "prefix_reduce": ("auto", "allgather", "three-phase"),
 }
+#: The reductions' algorithms that fold in numpy, those FUNC and
+#: NONCOMM_FUNC may run, and those that run across nodes.
+REDUCTION_PYTHON = {"reduce": "gather", "prefix_reduce": "allgather"}
+REDUCTION_ANY_OP = {"reduce": ("auto", "gather"), "prefix_reduce": ("auto", "allgather", "three-phase")}
+REDUCTION_ACROSS = {"reduce": ("hier", "gather"), "prefix_reduce": ("allgather", "three-phase")}
+#: all_reduce's default on one node (reduction_default): a flat pull below
+#: this many ranks, a binomial pull from there on; unfragmented at every
+#: size (docs/PERFORMANCE.md, "Decisions": "UPC reduce is a flat pull").
+REDUCE_TREE_MIN_RANKS = 16
+
+
+def reduction_default(coll, nranks, nnodes, nbytes, op):
+    """What 'auto' runs for a reduction with a built-in operator (nbytes:
+    the longest run of a rank, in bytes; no size changes the choice on the
+    machine measured). prefix_reduce: 'auto' (three-phase where the layout
+    allows, else allgather: reduce.py)."""
+    if coll == "prefix_reduce":
+        return "auto"
+    if nnodes > 1:
+        return "gather" if op in ("LOGAND", "LOGOR") else "hier"
+    return "binomial-pull" if nranks >= REDUCE_TREE_MIN_RANKS else "pull"
 #: Static fragmentation of the trees: chunks of this many bytes (PGASCOL_UPC_CHUNK).
 CHUNK_DEFAULT = 32 << 10
 #: Dynamic fragmentation splits blocks larger than this into two halves.
@@ -212,22 +240,24 @@ def program(me, nranks, transfers, performer, in_mode, out_mode):
     return _wrap(mine, touched, touching, in_mode, out_mode, me, nranks, performers)
 
 
-def _wrap(work, touched, touching, in_mode, out_mode, me, nranks, performers):
+def _wrap(work, touched, touching, in_mode, out_mode, me=None, nranks=None, performers=None):
     """A member's program: IN synchronisation, `work`, END, OUT
     synchronisation. `performers`: the members that copy in this call (on
-    every member the same set). ALLSYNC orders the copies, not the members:
+    every member the same set; None: every member, me and nranks then
+    unused). ALLSYNC orders the copies, not the members:
     only a performer waits for every member's ENTERED before its first copy
     (IN), and a member waits only for the performers' DONE (OUT), since
     nobody else reads or writes. One performer (a root that pushes or pulls
     every block) makes an ALLSYNC call a fan-in then a fan-out, each member
     scheduled once per phase, instead of two all-to-all waits."""
     steps = []
-    others = set(performers) - {me}
+    everyone = performers is None
+    others = set() if everyone else set(performers) - {me}
     if in_mode == ALLSYNC:
-        if nranks > 1:      # also when nobody waits for it: a peer that does, by
-            # mistake (other arguments, so another program), finds the mismatch at once
+        if everyone or nranks > 1:      # also when nobody waits for it: a peer that
+            # does, by mistake (other arguments, so another program), finds the mismatch at once
             steps.append((POST, ENTERED, 0, 0))
-        if me in performers and nranks > 1:
+        if everyone or (me in performers and nranks > 1):
             steps.append((WAIT, ALL, ENTERED, 0))
     elif in_mode == MYSYNC:
         if touching:
@@ -236,7 +266,8 @@ def _wrap(work, touched, touching, in_mode, out_mode, me, nranks, performers):
     steps += work
     steps.append((END, 0, 0, 0))
     if out_mode == ALLSYNC:
-        steps += [(WAIT, ALL, DONE, 0)] if len(others) == nranks - 1 > 0 else [(WAIT, p, DONE, 0) for p in sorted(others)]
+        steps += [(WAIT, ALL, DONE, 0)] if everyone or len(others) == nranks - 1 > 0 else \
+            [(WAIT, p, DONE, 0) for p in sorted(others)]
     elif out_mode == MYSYNC:
         steps += [(WAIT, p, DONE, 0) for p in sorted(touching)]
     assert in_mode in (ALLSYNC, MYSYNC, NOSYNC) and out_mode in (ALLSYNC, MYSYNC, NOSYNC)
@@ -248,25 +279,35 @@ def barrier_program(me, nranks):
     return _wrap([], set(), set(), ALLSYNC, NOSYNC, me, nranks, set(range(nranks)))
 
 
-def _binomial(v, nranks):
-    """(parent, children) of virtual rank v (0: the root) in a binomial tree, as virtual ranks."""
-    parent = None if v == 0 else v & ~(1 << (v.bit_length() - 1))
+def binomial(me, nranks, root):
+    """(parent or None, children) of me in the binomial tree rooted at root."""
+    v = (me - root) % nranks
+    parent = None if v == 0 else ((v & ~(1 << (v.bit_length() - 1))) + root) % nranks
     children, k = [], 1 << v.bit_length() if v else 1
     while v + k < nranks:
-        children.append(v + k)
+        children.append((v + k + root) % nranks)
         k <<= 1
     return parent, children
 
 
+def wrap(work, in_mode, out_mode, me=None, root=None):
+    """A reduction's steps with its synchronisation: its members read and
+    write only their own parts (the partials travel in their inline slots),
+    so MYSYNC adds nothing and ALLSYNC waits for everyone. With a root,
+    OUT_ALLSYNC is a fan-in and a fan-out through it instead of everyone
+    waiting for everyone: the root waits for every DONE before it ends,
+    the others wait for its DONE."""
+    if out_mode != ALLSYNC or root is None:
+        return _wrap(work, set(), set(), in_mode, out_mode)
+    steps = _wrap(work, set(), set(), in_mode, NOSYNC)
+    if me == root:
+        return np.insert(steps, len(steps) - 1, np.array([WAIT, ALL, DONE, 0], np.uint64), axis=0)
+    return np.append(steps, np.array([[WAIT, root, DONE, 0]], np.uint64), axis=0)
+
+
 def binomial_tree(nranks, root):
-    """{member: (parent or None, [children])} of a binomial tree rooted at root."""
-    def real(v):
-        return (v + root) % nranks
-    out = {}
-    for v in range(nranks):
-        parent, children = _binomial(v, nranks)
-        out[real(v)] = (None if parent is None else real(parent), [real(c) for c in children])
-    return out
+    """{member: (parent or None, [children])} of the binomial tree rooted at root."""
+    return {r: binomial(r, nranks, root) for r in range(nranks)}
 
 
 def region_tree(nranks, root, region_of):

@@ -3,18 +3,29 @@ src to ONE value at dst) and all_prefix_reduce (dst[i] = op over src[0..i]).
 
 src is read as UPC's `shared [blk_size] T *`: blk_size must be the array's
 block size (or its spec: "*" for blocked, 0 for indefinite). Each rank folds
-its own elements (one contiguous local run) in index order with numpy
-(ops.py); the partial results, one per rank or, for NONCOMM_FUNC, one per
-block, travel with the global index of their first element through
-pgascol.Comm's Gatherv (reduce: to dst's owner) or Allgatherv (prefix: to
-everyone), where they are folded in index order. Every rank reads and
-writes only its own parts, so MYSYNC needs no synchronisation beyond those
-collectives and ALLSYNC is a barrier on each side."""
+its own elements (one contiguous local run) in index order. With UPC's
+built-in operators on one node, the whole call is a program of the C core
+(folds.py: the folds in C, the partials through the members' inline slots,
+by the algorithm chosen: pull, push, binomial trees, fragmented or not);
+across nodes all_reduce folds in C and reduces the partials with
+pgascol.Comm's Reduce (hier). Otherwise the partial results, one per rank
+or, for NONCOMM_FUNC, one per block, travel with the global index of their
+first element through pgascol.Comm's Gatherv (reduce: to dst's owner) or
+Allgatherv (prefix: to everyone), where they are folded in index order
+(gather, allgather); the three-phase prefix reduce across nodes is below.
+Every rank reads and writes only its own parts, so MYSYNC needs no
+synchronisation beyond the collective itself; ALLSYNC is the agreement's
+Allreduce before (_agreement) and a barrier after."""
+import os
+
 import numpy as np
 from mpi4py import MPI
 
+from ..engine import _core
 from ..errors import ArgumentError
 from ..pgas.layout import BlockCyclic
+from . import defaults as _defaults
+from . import folds
 from . import plan as P
 from .ops import OPERATORS, Operator
 from .operand import Operand
@@ -77,21 +88,38 @@ def all_prefix_reduce(dst, src, op, nelems, blk_size, func=None, flags=0, algori
 
 
 def _refusing(plan, key, dst, src, *args):
-    """plan(...), or, when this rank refuses its arguments, the refusal in the
-    agreement its peers are about to check (_agreement), so that they raise
+    """plan(...), or, when this rank refuses its arguments, the refusal
+    where its peers are about to meet it: in the C core when the call would
+    run there (pgc_coll_refuse: peers waiting in it fail at once), else in
+    the agreement they are about to check (_agreement), so that they raise
     too instead of waiting for it; then the refusal itself."""
     try:
         return plan(key, dst, src, *args)
     except ArgumentError:
         for operand in (dst, src):
             try:
-                comm = P.context_of(operand).comm
+                ctx = P.context_of(operand)
             except ArgumentError:
                 continue
+            if _in_core(ctx, key):
+                if ctx.size > 1:
+                    _core.upc_refuse(ctx.state.core, _core.UPC_COLLECTIVES["upc_all_" + key[0]])
+                break
             refused = np.array([-1, -(1 << 62)], np.int64)     # min = -1 can match no hash: all raise
-            comm.Allreduce(MPI.IN_PLACE, refused, op=MPI.MIN)
+            ctx.comm.Allreduce(MPI.IN_PLACE, refused, op=MPI.MIN)
             break
         raise
+
+
+def _in_core(ctx, key):
+    """Whether a call (its key: the arguments as given) would run as a
+    program of the C core, as far as a rank that refuses it can tell: on one
+    node, with a built-in operator, by an algorithm that runs there."""
+    coll, op, algorithm = key[0], key[3], key[-1]
+    if algorithm is None:
+        algorithm = os.environ.get("PGASCOL_UPC_" + coll.upper()) or "auto"
+    name = op.upper() if isinstance(op, str) else op
+    return ctx.nnodes == 1 and name in _core.UPC_OPS and algorithm not in ("gather", "hier", "allgather")
 
 
 def _checked(what, coll, src, op, nelems, blk_size, func, flags, algorithm):
@@ -99,8 +127,36 @@ def _checked(what, coll, src, op, nelems, blk_size, func, flags, algorithm):
     s = _source(src, nelems, blk_size, what)
     oper = Operator(op, s.array.dtype, func, what)
     in_mode, out_mode = P.sync_modes(flags, what)
-    P.algorithm(coll, algorithm, s.array._ctx)
     return nelems, s, oper, in_mode, out_mode
+
+
+def _algorithm(coll, requested, ctx, oper, nbytes):
+    """The algorithm a reduction runs: `requested`, else PGASCOL_UPC_<COLL>,
+    else 'auto', which the calibrated rules (defaults.py) or else
+    plan.reduction_default resolve by the team's shape and the bytes per rank. The variants that fold in C take the built-in
+    operators; FUNC and NONCOMM_FUNC run 'gather' / 'allgather'."""
+    names, source = P.ALGORITHMS[coll], "algorithm="
+    if requested is None:
+        requested, source = os.environ.get("PGASCOL_UPC_" + coll.upper()) or None, "PGASCOL_UPC_" + coll.upper()
+    requested = requested or "auto"
+    if requested not in names:
+        raise ArgumentError("upc.all_%s: %s%r is not one of its algorithms (%s)"
+                            % (coll, source, requested, ", ".join(names)))
+    python = P.REDUCTION_PYTHON[coll]
+    if oper.code is None and requested not in P.REDUCTION_ANY_OP[coll]:
+        raise ArgumentError("upc.all_%s: algorithm %r folds in C, with UPC's built-in operators; %s runs %s"
+                            % (coll, requested, oper.name, " or ".join(P.REDUCTION_ANY_OP[coll])))
+    if requested == "auto":
+        if oper.code is None:
+            return python
+        # rules measured for this collective and team shape (defaults.py), else the built-in choice
+        usable = [a for a in names if a != "auto" and (ctx.nnodes == 1 or a in P.REDUCTION_ACROSS[coll])]
+        return (_defaults.choose(coll, nbytes, *_defaults.shape_of(ctx.nnodes, ctx.size), usable) or
+                P.reduction_default(coll, ctx.size, ctx.nnodes, nbytes, oper.name))
+    if ctx.nnodes > 1 and requested not in P.REDUCTION_ACROSS[coll]:
+        raise ArgumentError("upc.all_%s: algorithm %r runs inside one node; this communicator spans %d nodes, "
+                            "where it runs %s" % (coll, requested, ctx.nnodes, " or ".join(P.REDUCTION_ACROSS[coll])))
+    return requested
 
 
 def _agreement(what, args, comm):
@@ -108,7 +164,10 @@ def _agreement(what, args, comm):
     arguments (UPC's single-valued arguments): one 16-byte Allreduce of a
     64-bit hash of them, so that a rank that differs makes every rank raise
     instead of some folding wrong data. The data collectives need none: their
-    first wait on a peer compares the call's signature (plan.signature)."""
+    first wait on a peer compares the call's signature (plan.signature).
+    An Allreduce returns on no rank before every rank entered it, so it is
+    also the barrier IN_ALLSYNC asks for: the calls that check agreement
+    make no other."""
     sig = hash(tuple(int(x) if not isinstance(x, (list, tuple)) else tuple(x) for x in args)) & ((1 << 62) - 1)
     both = np.empty(2, np.int64)
 
@@ -135,6 +194,12 @@ def _reduce_plan(key, dst, src, op, nelems, blk_size, func, flags, algorithm):
         raise ArgumentError("%s: dst holds %s, src %s: they must be the same UPC type"
                             % (what, d.array.dtype, s.array.dtype))
     layout, lo, hi = s.array.layout, s.offset, s.offset + nelems
+    counts = [layout.runs(r, lo, hi)[1] for r in range(ctx.size)]
+    alg = _algorithm("reduce", algorithm, ctx, oper, max(counts) * d.itemsize)
+    if alg == "hier" and oper.name in _MPI_OPS:
+        return _hier_reduce(key, ctx, s, d, oper, flags, out_mode, nelems)
+    if alg not in ("hier", "gather"):
+        return _reduce_program(key, ctx, s, d, oper, flags, alg, counts, in_mode, out_mode, nelems)
     first, count = layout.runs(ctx.rank, lo, hi)
     _, gstarts, starts = _local(s, ctx, nelems)
     ends = np.append(starts[1:], count) - 1 if count else np.zeros(0, np.int64)
@@ -156,21 +221,76 @@ def _reduce_plan(key, dst, src, op, nelems, blk_size, func, flags, algorithm):
                         comm)
 
     def run():
-        agreed()
-        if in_mode == P.ALLSYNC:
-            comm.Barrier()
+        agreed()                            # also IN_ALLSYNC's barrier (_agreement)
         if count:
             mine = s.array.local()[first:first + count]
-            rec["value"] = oper.reduce(mine) if oper.commutative else oper.scan(mine, starts)[ends]
+            rec["value"] = oper.fold(mine) if oper.commutative else oper.scan(mine, starts)[ends]
         comm.Gatherv(sent, recv, root=root)
         if out is not None:
-            d.array.local()[slot] = oper.reduce(out["value"][order])
+            d.array.local()[slot] = oper.fold(out["value"][order])
         if out_mode == P.ALLSYNC:
             comm.Barrier()
     if out is not None:
         # the partials' order is known now: every rank sends the same blocks each call
         everyone = np.concatenate([_starts_of(layout, r, lo, hi, oper.commutative) for r in range(ctx.size)])
         order = np.argsort(everyone, kind="stable")
+    return P.keep(ctx, key, run, (s.array, d.array))
+
+
+def _reduce_program(key, ctx, s, d, oper, flags, alg, counts, in_mode, out_mode, nelems):
+    """all_reduce on one node by a C program (folds.py)."""
+    me, item = ctx.rank, d.itemsize
+    first, _ = s.array.layout.runs(me, s.offset, s.offset + nelems)
+    prog = folds.reduce_program(me, ctx.size, alg, d.owner, counts, s.array.local().ctypes.data + first * item,
+                                d.array.local().ctypes.data + d.local_byte, oper, _core.upc_slot_bytes(ctx.state.core),
+                                in_mode, out_mode)
+    coll = _core.UPC_COLLECTIVES["upc_all_reduce"]
+    arg = P.signature(coll, s.array.size, s.offset, d.offset, d.owner, nelems, flags, oper.code, oper.dtype_code,
+                      P.ALGORITHMS["reduce"].index(alg))
+    runner = _core.UpcProgram(ctx.state.core, coll, arg, prog, counts[me] * item)
+    return P.keep(ctx, key, runner, (s.array, d.array))
+
+
+#: The MPI operators of UPC's built-in ones (LOGAND and LOGOR have none on
+#: floating types: 'hier' runs 'gather' for them), and their identities (a
+#: rank without elements contributes one).
+_MPI_OPS = {"ADD": (MPI.SUM, 0), "MULT": (MPI.PROD, 1), "AND": (MPI.BAND, -1), "OR": (MPI.BOR, 0),
+            "XOR": (MPI.BXOR, 0), "MIN": (MPI.MIN, "max"), "MAX": (MPI.MAX, "min")}
+
+
+def _identity(oper):
+    value = _MPI_OPS[oper.name][1]
+    if isinstance(value, str):
+        info = np.finfo(oper.dtype) if oper.dtype.kind == "f" else np.iinfo(oper.dtype)
+        value = info.max if value == "max" else info.min
+        if oper.dtype.kind == "f":
+            value = np.inf if value > 0 else -np.inf
+    return np.array(value).astype(oper.dtype)
+
+
+def _hier_reduce(key, ctx, s, d, oper, flags, out_mode, nelems):
+    """all_reduce across nodes: every rank folds its run in C, then
+    pgascol.Comm's Reduce combines the partials (on each node in shared
+    memory, then over MPI among the node leaders)."""
+    first, count = s.array.layout.runs(ctx.rank, s.offset, s.offset + nelems)
+    part, result = np.empty(1, oper.dtype), np.empty(1, oper.dtype)
+    identity, mpi_op, root, comm = _identity(oper), _MPI_OPS[oper.name][0], d.owner, ctx.comm
+    slot = d.local_byte // d.itemsize
+    agreed = _agreement("upc.all_reduce", (OPERATORS.index(oper.name), nelems, s.offset, d.offset, root, flags),
+                        comm)
+    u8 = np.uint8
+
+    def run():
+        agreed()                            # also IN_ALLSYNC's barrier (_agreement)
+        if count:
+            _core.upc_fold(oper.code, oper.dtype_code, part.view(u8), s.array.local()[first:first + count].view(u8))
+        else:
+            part[0] = identity
+        comm.Reduce(part, result, op=mpi_op, root=root)
+        if ctx.rank == root:
+            d.array.local()[slot] = result[0]
+        if out_mode == P.ALLSYNC:
+            comm.Barrier()
     return P.keep(ctx, key, run, (s.array, d.array))
 
 
@@ -193,12 +313,14 @@ def _prefix_plan(key, dst, src, op, nelems, blk_size, func, flags, algorithm):
                             "block size and the same position in the cycle)" % (what, s.array.dtype, d.array.dtype))
     layout, lo, hi = s.array.layout, s.offset, s.offset + nelems
     agreed = _agreement(what, (OPERATORS.index(op), nelems, s.offset, d.offset, flags), ctx.comm)
-    alg = P.algorithm("prefix_reduce", algorithm, ctx)
-    if alg == "three-phase" or (alg == "auto" and ctx.nnodes > 1):
+    alg = _algorithm("prefix_reduce", algorithm, ctx, oper, 0)
+    if alg == "three-phase" or (alg == "auto" and (ctx.nnodes > 1 or oper.code is not None)):
         owners = [r for r in range(ctx.size) for _ in _starts_of(layout, r, lo, hi, False)]
         ordered = [layout.owner(g) for g in sorted(g for r in range(ctx.size) for g in _starts_of(layout, r, lo, hi, False))]
         if (ctx.nnodes == 1 or ctx.state.in_rank_order) and len(owners) == len(set(owners)) and ordered == sorted(ordered):
-            return _three_phase(key, ctx, s, d, oper, in_mode, out_mode, nelems, agreed)
+            if ctx.nnodes == 1 and oper.code is not None:
+                return _prefix_program(key, ctx, s, d, oper, flags, in_mode, out_mode, nelems)
+            return _three_phase(key, ctx, s, d, oper, out_mode, nelems, agreed)
         if alg == "three-phase":
             raise ArgumentError("%s: algorithm 'three-phase' needs each rank's elements to be one run, in rank "
                                 "order, and nodes of consecutive ranks" % what)
@@ -220,9 +342,7 @@ def _prefix_plan(key, dst, src, op, nelems, blk_size, func, flags, algorithm):
     later = before >= 0 if count else None
 
     def run():
-        agreed()
-        if in_mode == P.ALLSYNC:
-            comm.Barrier()
+        agreed()                            # also IN_ALLSYNC's barrier (_agreement)
         if count:
             scan = oper.scan(s.array.local()[first:first + count], starts)
             rec["value"] = scan[ends]
@@ -237,7 +357,21 @@ def _prefix_plan(key, dst, src, op, nelems, blk_size, func, flags, algorithm):
     return P.keep(ctx, key, run, (s.array, d.array))
 
 
-def _three_phase(key, ctx, s, d, oper, in_mode, out_mode, nelems, agreed):
+def _prefix_program(key, ctx, s, d, oper, flags, in_mode, out_mode, nelems):
+    """The three-phase prefix reduce on one node, a C program (folds.py)."""
+    me, item = ctx.rank, s.itemsize
+    counts = [s.array.layout.runs(r, s.offset, s.offset + nelems)[1] for r in range(ctx.size)]
+    first, _ = s.array.layout.runs(me, s.offset, s.offset + nelems)
+    dfirst, _ = d.array.layout.runs(me, d.offset, d.offset + nelems)
+    prog = folds.prefix_program(me, ctx.size, counts, s.array.local().ctypes.data + first * item,
+                                d.array.local().ctypes.data + dfirst * item, oper, in_mode, out_mode)
+    coll = _core.UPC_COLLECTIVES["upc_all_prefix_reduce"]
+    arg = P.signature(coll, s.array.size, s.offset, d.array.size, d.offset, nelems, flags, oper.code,
+                      oper.dtype_code)
+    return P.keep(ctx, key, _core.UpcProgram(ctx.state.core, coll, arg, prog, counts[me] * item), (s.array, d.array))
+
+
+def _three_phase(key, ctx, s, d, oper, out_mode, nelems, agreed):
     """The thesis's prefix reduce for ranks holding one run each, in rank
     order, on nodes of consecutive ranks: (1) every rank scans its run and
     the node's members exchange their totals, (2) the node leaders combine
@@ -262,9 +396,7 @@ def _three_phase(key, ctx, s, d, oper, in_mode, out_mode, nelems, agreed):
         return (1, oper.reduce(vals)) if len(vals) else (0, 0)
 
     def run():
-        agreed()
-        if in_mode == P.ALLSYNC:
-            ctx.comm.Barrier()
+        agreed()                            # also IN_ALLSYNC's barrier (_agreement)
         scan = oper.scan(s.array.local()[first:first + count]) if count else None
         rec["has"], rec["value"] = (1, scan[-1]) if count else (0, 0)
         ctx.wait_request(node.Iallgather(rec.view(np.uint8), mates.view(np.uint8)), what)   # phase 1

@@ -15,6 +15,7 @@ from mpi4py import MPI
 
 import pgascol
 from pgascol import pgas, upc
+from pgascol.upc.plan import REDUCTION_ACROSS, REDUCTION_ANY_OP
 from tests.mpi_programs import upc_cases as cases
 
 WORLD = MPI.COMM_WORLD
@@ -290,9 +291,12 @@ def test_prefix_reduce_every_case():
 
 def test_large_reductions():
     """Element counts in the thousands (several blocks per rank, and parts
-    of different sizes), default flags, every root."""
+    of different sizes), default flags, every root; and every algorithm of
+    all_reduce forced on runs longer than the static fragment (pieces of
+    PGASCOL_UPC_CHUNK bytes, or halves), the flags and roots turning over."""
     arrays = Arrays()
     failures = []
+    flagsets = [0, upc.UPC_IN_MYSYNC | upc.UPC_OUT_MYSYNC, upc.UPC_IN_NOSYNC | upc.UPC_OUT_NOSYNC]
     try:
         for coll in ("reduce", "prefix_reduce"):
             for k, (dtype, op) in enumerate((("float64", "ADD"), ("int32", "XOR"), ("uint64", "NONCOMM_FUNC")), 5000):
@@ -300,6 +304,14 @@ def test_large_reductions():
                     msg = _run_reduce(arrays, (coll, dtype, op, 0, blk, 10007, root % P), k)
                     if msg:
                         failures.append(msg)
+        k = 5100
+        for algorithm in _usable_algorithms("reduce"):
+            for dtype, op, blk in (("float64", "ADD", "*"), ("int16", "MIN", 1), ("uint8", "XOR", 5000)):
+                case = ("reduce", dtype, op, flagsets[k % 3], blk, 100003, k % P)
+                msg = _run_reduce(arrays, case, k, algorithm)
+                k += 1
+                if msg:
+                    failures.append(msg)
     finally:
         arrays.free()
     _report("large reductions", 0, failures)
@@ -312,9 +324,20 @@ def _usable_algorithms(coll):
     run: on one node all of them; across nodes, where the collective has
     ones that span nodes (hier*), those."""
     names = list(upc.ALGORITHMS.get(coll, ()))
-    if pgas.context.of(COMM).nnodes > 1 and "hier" in names:
+    if pgas.context.of(COMM).nnodes > 1 and coll in REDUCTION_ACROSS:
+        names = ["auto"] + list(REDUCTION_ACROSS[coll])
+    elif pgas.context.of(COMM).nnodes > 1 and "hier" in names:
         names = [a for a in names if a.startswith("hier")]
     return names
+
+
+def _any_op(coll, algorithm):
+    """Whether algorithm takes FUNC and NONCOMM_FUNC (the others fold in C)."""
+    return algorithm in REDUCTION_ANY_OP[coll]
+
+
+# The operators each type meets once more in test_every_algorithm_forced, turning over the types.
+OTHER_OPS = ("MULT", "MIN", "AND", "OR", "LOGAND")
 
 
 # Algorithms that take some layouts only (and refuse the others before
@@ -341,10 +364,11 @@ def test_every_algorithm_forced():
                                        for root in (range(P) if coll in cases.ROOTED else (0,))]))
     for coll in ("reduce", "prefix_reduce"):
         for algorithm in _usable_algorithms(coll):
+            ops = ("ADD", "MAX", "XOR", "LOGOR") + (("FUNC", "NONCOMM_FUNC") if _any_op(coll, algorithm) else ())
             groups.append((coll, algorithm, [(_run_reduce, (coll, dtype, op, flagsets[k % 4], blk, 37, k % P))
                                        for k, (dtype, op, blk) in enumerate(
-                                           (d, op, b) for d in cases.REDUCE_TYPES
-                                           for op in ("ADD", "MAX", "XOR", "LOGOR", "FUNC", "NONCOMM_FUNC")
+                                           (d, op, b) for i, d in enumerate(cases.REDUCE_TYPES)
+                                           for op in ops + (OTHER_OPS[i % len(OTHER_OPS)],)
                                            if cases.op_defined(op, d)
                                            for b in LAYOUTS.get((coll, algorithm), cases.BLOCKS))]))
     arrays = Arrays()

@@ -433,6 +433,9 @@ def test_misuse_of_the_reductions():
         m("prefix destination too small", upc.all_prefix_reduce, out64, f64, upc.ADD, n, 3)
         m("reduce destination past the end", upc.all_reduce, (out64, P), f64, upc.ADD, n, 3)
         m("bad flags", upc.all_reduce, (out64, 0), f64, upc.ADD, n, 3, flags=1 << 30)
+        m("FUNC by an algorithm that folds in C", upc.all_reduce, (out64, 0), f64, upc.FUNC, n, 3,
+          func=np.add, algorithm="binomial-push")
+        m("an unknown reduce algorithm", upc.all_reduce, (out64, 0), f64, upc.ADD, n, 3, algorithm="ring")
     finally:
         for a in watched:
             a.free()
