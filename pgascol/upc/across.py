@@ -51,11 +51,11 @@ class Nodes:
 
         def layout(v):
             out = list(self.members[real(v)])
-            for c in P._binomial(v, n)[1]:
+            for c in P.binomial(v, n, 0)[1]:
                 out += layout(c)
             return out
         v = (self.node - root_node) % n
-        parent, children = P._binomial(v, n)
+        parent, children = P.binomial(v, n, 0)
         return (None if parent is None else real(parent), [(real(c), layout(c)) for c in children], layout(v))
 
 
