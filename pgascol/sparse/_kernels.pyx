@@ -62,18 +62,18 @@ def csr_gather(const index[::1] ptr, const index[::1] idx, const scalar[::1] val
         raise MemoryError()
     with nogil:
         for i in range(m):
-            if k == 1:
+            if k == 1:                                  # SpMV: one sum in a register
                 a = 0
                 for p in range(ptr[i], ptr[i + 1]):
                     a = a + cj(val[p], conj) * x[idx[p] * sx]
-                acc[0] = a
+                y[i * ldy] = alpha * a if beta == 0 else beta * y[i * ldy] + alpha * a
             else:
                 for p in range(ptr[i], ptr[i + 1]):
                     a = cj(val[p], conj)
                     xo = idx[p] * sx
                     for t in range(k):
                         acc[t] = acc[t] + a * x[xo + t]
-            store(&y[i * ldy], acc, k, alpha, beta)
+                store(&y[i * ldy], acc, k, alpha, beta)
     free(acc)
 
 

@@ -135,7 +135,8 @@ class SparseMatrix:
             val = p["val"].reshape(-1, self.blocksize[0] * self.blocksize[1]) if self.format == "bsr" else p["val"]
             rows = self._rows() if self.format == "coo" else None
             ptr = None if self.format == "coo" else p["ptr"]
-            self._plans = {k: v for k, v in self._plans.items() if k[0] != "remap" or len(self._plans) < 8}
+            if sum(1 for k in self._plans if k[0] == "remap") >= 4:      # a few layouts of x at most
+                self._plans = {k: v for k, v in self._plans.items() if k[0] != "remap"}
             self._plans[key] = plan.Remap(self, ex, len(p["ptr"]) - 1, ptr, p["idx"], val, rows, starts, X.ld)
         return ex, self._plans[key]
 
@@ -190,10 +191,10 @@ def from_scipy(comm, A, root=0, format="csr", blocksize=None):
     mine = agree(comm, "pgascol.sparse.from_scipy", prepare, ctx.barrier)
     if root is None:
         G, (counts, fields) = mine
-        meta = _meta(G, fmt, counts, fields, ctx.size)
+        meta = _meta(G, fmt, counts, fields)
         arrays = [_own_slice(a, cnt, ctx.rank) for (a, _, _), cnt in zip(fields, meta["counts"])]
     else:
-        meta = comm.bcast(None if mine is None else _meta(mine[0], fmt, *mine[1], ctx.size), root=root)
+        meta = comm.bcast(None if mine is None else _meta(mine[0], fmt, *mine[1]), root=root)
         fields = None if mine is None else mine[1][1]
         arrays = [_scatter(comm, None if fields is None else fields[i][0], cnt, dt, root)
                   for i, (cnt, dt) in enumerate(zip(meta["counts"], meta["dtypes"]))]
@@ -211,7 +212,7 @@ def from_local_rows(comm, rows, shape=None, format="csr"):
         if fmt not in ("csr", "coo"):
             raise ArgumentError("from_local_rows makes format csr or coo, not %r" % (fmt,))
         G = formats.check(rows, "csr", None)
-        return (G.shape[1], np.dtype(G.dtype).str, fmt), G
+        return (G.shape[1], np.dtype(G.dtype).str, fmt, None if shape is None else tuple(shape)), G
     G = agree(comm, "pgascol.sparse.from_local_rows", prepare, ctx.barrier)
     counts = comm.allgather(G.shape[0])
     m = sum(counts)
@@ -224,7 +225,7 @@ def from_local_rows(comm, rows, shape=None, format="csr"):
     return _handle(comm, meta, [f[0] for f in fields])
 
 
-def _meta(G, fmt, counts, fields, P):
+def _meta(G, fmt, counts, fields):
     """What every rank needs before receiving its piece: the elements of
     each field per rank and their dtypes (indices int32 where they fit)."""
     idt = formats.index_dtype(*G.shape, G.nnz if fmt != "sky" else len(fields[2][0]))

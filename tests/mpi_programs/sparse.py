@@ -257,3 +257,31 @@ def test_misuse_raises_on_every_rank_and_writes_nothing():
         expect(FreedError, sparse.mv, A, x6, np.zeros(8))
     expect(FreedError, A.vector, "row")
     assert COMM.allreduce(1) == P                   # the communicator is still usable
+
+
+def test_pgas_matrix_with_row_counts():
+    counts = [(r * 2) % 5 for r in range(P)]                   # rank 0 holds no rows
+    m = sum(counts)
+    with pgas.matrix(COMM, (m, 3), np.complex64, dist="row", counts=counts, ld=4, fill=1) as M:
+        assert M.local().shape == (counts[ME], 3) and M.ld == 4
+        lo = sum(counts[:ME])
+        assert M.owned_rows() == ([(lo, lo + counts[ME])] if counts[ME] else [])
+        M.local()[:] = np.arange(lo, lo + counts[ME])[:, None] + 1j
+        pgas.barrier(COMM)
+        assert np.array_equal(M[:, :], np.arange(m)[:, None] + np.zeros((1, 3)) + 1j)
+        pgas.barrier(COMM)
+    expect(ArgumentError, pgas.matrix, COMM, (m + 1, 3), np.float64, dist="row", counts=counts)
+    expect(ArgumentError, pgas.matrix, COMM, (m, 3), np.float64, dist="col", counts=counts)
+
+
+def test_mm_operands_in_other_layouts_are_redistributed():
+    G = matrix((12, 10), np.float64, 21)
+    Bg, C0 = rand(30, np.float64, 1).reshape(10, 3), rand(36, np.float64, 2).reshape(12, 3)
+    with make(G, "csr", "root0") as A, pgas.matrix(COMM, (10, 3), np.float64, block=2) as B, \
+            pgas.matrix(COMM, (12, 3), np.float64, block=1) as C:
+        for M, g in ((B, Bg), (C, C0)):
+            rows = [i for lo, hi in M.owned_rows() for i in range(lo, min(hi, M.rows))]
+            M.local()[:] = g[rows]
+        pgas.barrier(COMM)
+        sparse.mm(A, B, C, 1.0, -1.0)
+        close(C[:, :], G @ Bg - C0, np.float64, "mm block-cyclic operands")
