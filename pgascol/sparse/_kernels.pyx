@@ -47,8 +47,12 @@ cdef inline void store(scalar *y, scalar *acc, Py_ssize_t k, scalar alpha, scala
         acc[t] = 0
 
 
-cdef scalar *zeros(Py_ssize_t k, scalar *like) noexcept nogil:
-    return <scalar *>calloc(k if k > 0 else 1, sizeof(like[0]))
+cdef scalar *zeros(Py_ssize_t k, scalar *like) except NULL:
+    """k zeroed accumulators (of like's type)."""
+    cdef scalar *acc = <scalar *>calloc(k if k > 0 else 1, sizeof(like[0]))
+    if acc == NULL:
+        raise MemoryError()
+    return acc
 
 
 def csr_gather(const index[::1] ptr, const index[::1] idx, const scalar[::1] val,
@@ -58,8 +62,6 @@ def csr_gather(const index[::1] ptr, const index[::1] idx, const scalar[::1] val
     cdef Py_ssize_t m = ptr.shape[0] - 1, i, p, t, xo
     cdef scalar a
     cdef scalar *acc = zeros(k, &alpha)
-    if acc == NULL:
-        raise MemoryError()
     with nogil:
         for i in range(m):
             if k == 1:                                  # SpMV: one sum in a register
@@ -115,8 +117,6 @@ def bsr_gather(const index[::1] ptr, const index[::1] bidx, const scalar[::1] va
     cdef Py_ssize_t mb = ptr.shape[0] - 1, I, p, r, c, t, xo, vo
     cdef scalar a
     cdef scalar *acc = zeros(R * k, &alpha)
-    if acc == NULL:
-        raise MemoryError()
     with nogil:
         for I in range(mb):
             for p in range(ptr[I], ptr[I + 1]):
@@ -159,8 +159,6 @@ def sky_gather(const index[::1] ptr, const index[::1] first, const scalar[::1] v
     cdef Py_ssize_t m = ptr.shape[0] - 1, i, q, t, xo
     cdef scalar a
     cdef scalar *acc = zeros(k, &alpha)
-    if acc == NULL:
-        raise MemoryError()
     with nogil:
         for i in range(m):
             xo = (first[i] - x0) * ldx

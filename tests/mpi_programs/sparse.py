@@ -16,7 +16,7 @@ from mpi4py import MPI
 import pgascol
 from pgascol import pgas, sparse
 from pgascol.errors import ArgumentError, FreedError
-from tests.mpi_programs.blas_common import expect
+from tests.mpi_programs.blas_common import expect, rand
 
 WORLD = MPI.COMM_WORLD
 ME, P = WORLD.Get_rank(), WORLD.Get_size()
@@ -51,14 +51,6 @@ def matrix(shape, dt, seed, fmt="csr", density=0.3):
     if fmt == "sky":
         G = sp.tril(G) if seed % 2 else sp.triu(G)
     return sp.csr_array(G)
-
-
-def rand(n, dt, seed):
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal(n)
-    if np.dtype(dt).kind == "c":
-        x = x + 1j * rng.standard_normal(n)
-    return x.astype(dt)
 
 
 def make(G, fmt, dist, blocksize=None):
