@@ -158,12 +158,12 @@ def _fit(A, D, counts, keep=True):
         t = pgas.matrix(A.comm, (a.rows, a.cols), a.dtype, dist="row", ld=a.ld, counts=counts)
     else:
         t = pgas.array(A.comm, None, a.dtype, counts=counts)
-    if keep:
-        pgas.barrier(A.comm)
+    if keep:                                # (what every rank wrote to D is visible: _check's barrier)
         lo = sum(counts[:A._ctx.rank]) * D.ld
         part = pgas.GlobalArray.local(t)
         if len(part):
             a.get(lo, part)
+        pgas.barrier(A.comm)                # the copy complete before the others read it in place
     T = _Dense.__new__(_Dense)
     T.a, T.name, T.glob, T.rows, T.k, T.ld = t, D.name, True, D.rows, D.k, D.ld
     return T
