@@ -173,8 +173,9 @@ class SparseMatrix:
 # ---------------------------------------------------------------- construction
 
 def from_scipy(comm, A, root=0, format="csr", blocksize=None):
-    """Distribute scipy.sparse matrix A (collective): held by `root` (the
-    others pass None), or by every rank with root=None (replicated)."""
+    """Distribute scipy.sparse matrix A (collective): held by `root` (A is
+    ignored elsewhere: pass None), or by every rank with root=None
+    (replicated: each rank takes its piece, nothing moves)."""
     ctx = context.of(comm)
     fmt = format.lower() if isinstance(format, str) else format
 
@@ -183,9 +184,7 @@ def from_scipy(comm, A, root=0, format="csr", blocksize=None):
             raise ArgumentError("root %r out of range for %d ranks" % (root, ctx.size))
         key = (root, fmt, None if blocksize is None else tuple(blocksize))
         if root is not None and ctx.rank != root:
-            if A is not None:
-                raise ArgumentError("A must be None on the ranks other than root %d" % root)
-            return key, None
+            return key, None            # A is significant on the root only (mpi4py's rule)
         G = formats.check(A, fmt, blocksize)
         return key, (G, formats.split(G, fmt, ctx.size))
     mine = agree(comm, "pgascol.sparse.from_scipy", prepare, ctx.barrier)

@@ -236,8 +236,6 @@ def test_misuse_raises_on_every_rank_and_writes_nothing():
         exc = expect(ArgumentError, sparse.from_scipy, COMM, M if ME == 0 else None, 0, "csr")
         assert words in str(exc) and "rank 0" in str(exc), (words, str(exc))
     expect(ArgumentError, sparse.from_scipy, COMM, G if ME == 0 else None, 0, "ell")
-    if P > 1:
-        expect(ArgumentError, sparse.from_scipy, COMM, G, 0, "csr")    # A on every rank with a root
     expect(ArgumentError, sparse.from_scipy, COMM, G if ME == 0 else None, 0, "sky")     # not triangular
     if P > 1:                                       # replicated operands that differ on one rank only
         with make(G, "csr", "root0") as A:
