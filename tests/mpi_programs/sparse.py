@@ -275,3 +275,22 @@ def test_mm_operands_in_other_layouts_are_redistributed():
         pgas.barrier(COMM)
         sparse.mm(A, B, C, 1.0, -1.0)
         close(C[:, :], G @ Bg - C0, np.float64, "mm block-cyclic operands")
+
+
+def test_the_halo_holds_only_entries_of_other_nodes_that_the_rows_touch():
+    """A tridiagonal matrix: a rank's rows touch one column past each end of
+    its range; those of ranks on its node are read in place (no halo), the
+    others arrive by message, and nothing else does."""
+    n = 30
+    G = sp.csr_array(sp.diags_array([np.ones(n - 1), 2 * np.ones(n), np.ones(n - 1)], offsets=[-1, 0, 1]))
+    with make(G, "csr", "root0") as A, A.vector("col", fill=1.0) as x, A.vector("row") as y:
+        sparse.mv(A, x, y, 1.0, 0.0)
+        close(y[:], G @ np.ones(n), np.float64, "tridiagonal")
+        ex = A._plans["exchange"]
+        ctx = A._ctx
+        lo, hi = A.lo, A.lo + A.row_counts[ME]
+        touched = {c for c in (lo - 1, hi) if 0 <= c < n and hi > lo}
+        owner = np.searchsorted(np.cumsum(A.col_counts), sorted(touched), side="right")
+        expected = sorted(c for c, r in zip(sorted(touched), owner) if not ctx.on_node[r])
+        assert ex.halo.tolist() == expected, (ex.halo, expected)
+        assert sum(len(rows) for _, rows in ex.send) == len(expected) or ctx.nnodes == 1
