@@ -31,4 +31,10 @@ kernels = Extension("pgascol.blas._kernels", sources=["pgascol/blas/_kernels.pyx
                     define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
                     extra_compile_args=["-O2"])
 
-setup(ext_modules=cythonize([core, comm, kernels], language_level=3, compiler_directives={"embedsignature": True}))
+# The local kernels of pgascol.sparse: plain C loops, fused over the four value
+# types and int32/int64 indices, the GIL released.
+sparse_kernels = Extension("pgascol.sparse._kernels", sources=["pgascol/sparse/_kernels.pyx"],
+                           define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+                           extra_compile_args=["-O3"])
+
+setup(ext_modules=cythonize([core, comm, kernels, sparse_kernels], language_level=3, compiler_directives={"embedsignature": True}))

@@ -202,6 +202,15 @@ class GlobalArray:
                                 "not a view" % rank)
         return self._parts[rank]
 
+    def node_segment(self):
+        """The node's whole segment as one numpy array of the dtype, and
+        where each rank's part starts in it in elements (-1 for the ranks of
+        other nodes): every part of the node read in place through one index
+        space (pgascol.sparse's remapped column indices)."""
+        self._live()
+        starts = np.where(self._offsets >= 0, self._offsets // self.dtype.itemsize, -1)
+        return np.frombuffer(self._seg, self.dtype), starts
+
     # ------------------------------------------------------------ index resolution
 
     def _check_indices(self, idx):

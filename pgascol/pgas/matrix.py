@@ -13,16 +13,16 @@ import numpy as np
 from ..errors import ArgumentError, IndexOutOfRangeError
 from . import context
 from .array import GlobalArray, _agree
-from .layout import BlockCyclic
+from .layout import BlockCyclic, Irregular
 
 
 class Matrix(GlobalArray):
     """An m x n matrix of a global array of m*ld elements."""
 
-    def __init__(self, comm, shape, dtype, block, dist, ld, fill):
+    def __init__(self, comm, shape, dtype, block, dist, ld, fill, counts=None):
         ctx = context.of(comm)
         m, n, ld, layout = _agree(ctx, "pgascol.pgas.matrix",
-                                  lambda: _prepare(ctx.size, shape, dtype, block, dist, ld, fill))
+                                  lambda: _prepare(ctx.size, shape, dtype, block, dist, ld, fill, counts))
         self.rows, self.cols, self.ld, self.dist, self.bsize = m, n, int(ld), dist, int(block)
         super().__init__(comm, layout, dtype, fill, "matrix")
 
@@ -98,13 +98,15 @@ class Matrix(GlobalArray):
         return super().__getitem__(key)
 
 
-def matrix(comm, shape, dtype=np.float64, block=1, dist="row", ld=None, fill=0):
+def matrix(comm, shape, dtype=np.float64, block=1, dist="row", ld=None, fill=0, counts=None):
     """Allocate (collectively) an m x n row-major matrix distributed by
-    blocks of `block` rows (dist="row") or columns (dist="col")."""
-    return Matrix(comm, shape, dtype, block, dist, ld, fill)
+    blocks of `block` rows (dist="row") or columns (dist="col"); or, by
+    rows, counts=[...] rows per rank, one contiguous range each (the
+    Irregular layout of m*ld elements, counts[r]*ld on rank r)."""
+    return Matrix(comm, shape, dtype, block, dist, ld, fill, counts)
 
 
-def _prepare(P, shape, dtype, block, dist, ld, fill):
+def _prepare(P, shape, dtype, block, dist, ld, fill, counts=None):
     """Check one rank's arguments: (their key, (m, n, ld, layout))."""
     m, n = (operator.index(x) for x in shape)
     if m < 0 or n < 0:
@@ -114,16 +116,28 @@ def _prepare(P, shape, dtype, block, dist, ld, fill):
     if not isinstance(block, (int, np.integer)) or block < 1:
         raise ArgumentError("block must be a positive number of %ss, not %r" % (dist, block))
     np.array(fill, np.dtype(dtype))
-    key = ((m, n), np.dtype(dtype).str, int(block), dist, ld)
+    key = ((m, n), np.dtype(dtype).str, int(block), dist, ld, None if counts is None else tuple(counts))
     if dist == "row":
         if ld is None:
             ld = n
         elif ld < n:
             raise ArgumentError("ld %d is smaller than the %d columns" % (ld, n))
+        if counts is not None:
+            return key, (m, n, ld, _rows(P, m, ld, counts))
         return key, (m, n, ld, BlockCyclic(m * ld, P, block * ld if m * ld else 1))
+    if counts is not None:
+        raise ArgumentError('counts distributes rows: dist must be "row"')
     unit = block * P
     if ld is None:
         ld = max(-(-n // unit) * unit, unit)
     elif ld < n or ld % unit:
         raise ArgumentError("by columns, ld must be >= n and a multiple of block*P = %d (got %d)" % (unit, ld))
     return key, (m, n, ld, BlockCyclic(m * ld, P, block))
+
+
+def _rows(P, m, ld, counts):
+    """The Irregular layout of counts[r] rows of ld elements on rank r."""
+    cs = [operator.index(c) for c in counts]
+    if len(cs) != P or min(cs, default=0) < 0 or sum(cs) != m:
+        raise ArgumentError("counts must be %d row counts >= 0 adding up to %d rows, not %r" % (P, m, counts))
+    return Irregular([c * ld for c in cs])

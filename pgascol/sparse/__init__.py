@@ -1,0 +1,25 @@
+"""pgascol.sparse: distributed sparse matrices (UPCBLAS's SparseBLAS on
+handles, as PETSc does), SpMV and SpMM with halo exchange.
+
+    from mpi4py import MPI
+    import scipy.sparse as sp
+    import pgascol
+    from pgascol import sparse
+
+    comm = pgascol.Comm(MPI.COMM_WORLD)
+    A = sp.random_array((1000, 1000), density=0.01, format="csr") if comm.rank == 0 else None
+    with sparse.from_scipy(comm, A, root=0, format="csr") as H:    # collective, once
+        x, y = H.vector("col", fill=1.0), H.vector("row")
+        for _ in range(100):
+            sparse.mv(H, x, y, alpha=1.0, beta=0.0)              # y = A x
+        x.free(); y.free()
+
+Formats csr, coo, bsr, lower skyline (by rows, balanced by nonzeros), csc
+and upper skyline (by columns, balanced by nonzeros), dia (by diagonals,
+cyclically); float32, float64, complex64, complex128. The operands of mv
+and mm: global arrays / pgas matrices laid out as the handle's vectors,
+or numpy arrays replicated on every rank."""
+from .handle import SparseMatrix, from_local_rows, from_scipy  # noqa: F401
+from .ops import mm, mv  # noqa: F401
+
+__all__ = ["SparseMatrix", "from_scipy", "from_local_rows", "mv", "mm"]

@@ -1,0 +1,211 @@
+# cython: boundscheck=False, wraparound=False, cdivision=True
+"""Local kernels of pgascol.sparse, compiled, the GIL released.
+
+Every kernel multiplies k dense columns at once (k = 1 for SpMV): the
+dense operands are row-major, element (i, t) of x at x[i*sx + t] (or at
+x[xi[p] + t] where the caller has folded the row stride into remapped
+indices), of y at y[i*ldy + t]. Two shapes of loop:
+
+- gather (a row-compressed piece times x: CSR, BSR, skyline by rows, and
+  the transposes of the column-compressed ones): y[i] = beta*y[i] +
+  alpha * sum_p a_p x[col_p], one pass over each output row, beta = 0
+  never reading y (so garbage in y cannot leak in);
+- scatter (a compressed piece transposed: y[col_p] += alpha * a_p x[i]):
+  into a private partial result that the caller zeroed and later
+  combines with Reduce_scatter.
+
+conj: use conj(a_p) (trans "C"). Indices are int32 or int64 (fused), the
+values float32, float64, complex64, complex128 (fused)."""
+from libc.stdlib cimport calloc, free
+
+ctypedef fused scalar:
+    float
+    double
+    float complex
+    double complex
+
+ctypedef fused index:
+    int
+    long long
+
+
+cdef inline scalar cj(scalar v, bint c) noexcept nogil:
+    if scalar is float or scalar is double:
+        return v
+    else:
+        return v.conjugate() if c else v
+
+
+cdef inline void store(scalar *y, scalar *acc, Py_ssize_t k, scalar alpha, scalar beta) noexcept nogil:
+    """y[0:k] = beta*y + alpha*acc (beta 0: y not read); acc zeroed again."""
+    cdef Py_ssize_t t
+    for t in range(k):
+        if beta == 0:
+            y[t] = alpha * acc[t]
+        else:
+            y[t] = beta * y[t] + alpha * acc[t]
+        acc[t] = 0
+
+
+cdef scalar *zeros(Py_ssize_t k, scalar *like) noexcept nogil:
+    return <scalar *>calloc(k if k > 0 else 1, sizeof(like[0]))
+
+
+def csr_gather(const index[::1] ptr, const index[::1] idx, const scalar[::1] val,
+               const scalar[::1] x, Py_ssize_t sx, scalar[::1] y, Py_ssize_t ldy, Py_ssize_t k,
+               scalar alpha, scalar beta, bint conj):
+    """Row i of the piece: y[i*ldy + t] = beta*y + alpha * sum a_p x[idx_p*sx + t]."""
+    cdef Py_ssize_t m = ptr.shape[0] - 1, i, p, t, xo
+    cdef scalar a
+    cdef scalar *acc = zeros(k, &alpha)
+    if acc == NULL:
+        raise MemoryError()
+    with nogil:
+        for i in range(m):
+            if k == 1:
+                a = 0
+                for p in range(ptr[i], ptr[i + 1]):
+                    a = a + cj(val[p], conj) * x[idx[p] * sx]
+                acc[0] = a
+            else:
+                for p in range(ptr[i], ptr[i + 1]):
+                    a = cj(val[p], conj)
+                    xo = idx[p] * sx
+                    for t in range(k):
+                        acc[t] = acc[t] + a * x[xo + t]
+            store(&y[i * ldy], acc, k, alpha, beta)
+    free(acc)
+
+
+def csr_scatter(const index[::1] ptr, const index[::1] idx, const scalar[::1] val,
+                const scalar[::1] x, Py_ssize_t sx, scalar[::1] y, Py_ssize_t ldy, Py_ssize_t k,
+                scalar alpha, bint conj):
+    """Line i of the piece: y[idx_p*ldy + t] += alpha * a_p x[i*sx + t]."""
+    cdef Py_ssize_t m = ptr.shape[0] - 1, i, p, t, yo
+    cdef scalar a
+    with nogil:
+        for i in range(m):
+            for p in range(ptr[i], ptr[i + 1]):
+                a = alpha * cj(val[p], conj)
+                yo = idx[p] * ldy
+                for t in range(k):
+                    y[yo + t] = y[yo + t] + a * x[i * sx + t]
+
+
+def coo(const index[::1] yi, const index[::1] xi, const scalar[::1] val,
+        const scalar[::1] x, Py_ssize_t sx, scalar[::1] y, Py_ssize_t ldy, Py_ssize_t k,
+        scalar alpha, bint conj):
+    """Triplets: y[yi_p*ldy + t] += alpha * a_p x[xi_p*sx + t] (either direction)."""
+    cdef Py_ssize_t p, t, yo, xo
+    cdef scalar a
+    with nogil:
+        for p in range(val.shape[0]):
+            a = alpha * cj(val[p], conj)
+            yo = yi[p] * ldy
+            xo = xi[p] * sx
+            for t in range(k):
+                y[yo + t] = y[yo + t] + a * x[xo + t]
+
+
+def bsr_gather(const index[::1] ptr, const index[::1] bidx, const scalar[::1] val, Py_ssize_t R, Py_ssize_t C,
+               const scalar[::1] x, Py_ssize_t sx, Py_ssize_t ldx, scalar[::1] y, Py_ssize_t ldy, Py_ssize_t k,
+               scalar alpha, scalar beta, bint conj):
+    """Block row I (R x C blocks): y[(I*R + r)*ldy + t] = beta*y + alpha * sum
+    over its blocks p and c of a_p[r, c] x[bidx_p*sx + c*ldx + t]."""
+    cdef Py_ssize_t mb = ptr.shape[0] - 1, I, p, r, c, t, xo, vo
+    cdef scalar a
+    cdef scalar *acc = zeros(R * k, &alpha)
+    if acc == NULL:
+        raise MemoryError()
+    with nogil:
+        for I in range(mb):
+            for p in range(ptr[I], ptr[I + 1]):
+                vo = p * R * C
+                for r in range(R):
+                    for c in range(C):
+                        a = cj(val[vo + r * C + c], conj)
+                        xo = bidx[p] * sx + c * ldx
+                        for t in range(k):
+                            acc[r * k + t] = acc[r * k + t] + a * x[xo + t]
+            for r in range(R):
+                store(&y[(I * R + r) * ldy], &acc[r * k], k, alpha, beta)
+    free(acc)
+
+
+def bsr_scatter(const index[::1] ptr, const index[::1] bidx, const scalar[::1] val, Py_ssize_t R, Py_ssize_t C,
+                const scalar[::1] x, Py_ssize_t ldx, scalar[::1] y, Py_ssize_t ldy, Py_ssize_t k,
+                scalar alpha, bint conj):
+    """The transpose: y[(bidx_p*C + c)*ldy + t] += alpha * a_p[r, c] x[(I*R + r)*ldx + t]."""
+    cdef Py_ssize_t mb = ptr.shape[0] - 1, I, p, r, c, t, xo, yo
+    cdef scalar a
+    with nogil:
+        for I in range(mb):
+            for p in range(ptr[I], ptr[I + 1]):
+                for r in range(R):
+                    xo = (I * R + r) * ldx
+                    for c in range(C):
+                        a = alpha * cj(val[(p * R + r) * C + c], conj)
+                        yo = (bidx[p] * C + c) * ldy
+                        for t in range(k):
+                            y[yo + t] = y[yo + t] + a * x[xo + t]
+
+
+def sky_gather(const index[::1] ptr, const index[::1] first, const scalar[::1] val,
+               const scalar[::1] x, Py_ssize_t ldx, Py_ssize_t x0, scalar[::1] y, Py_ssize_t ldy, Py_ssize_t k,
+               scalar alpha, scalar beta, bint conj):
+    """Skyline line i holds the contiguous run of indices first_i ..
+    first_i + len_i - 1: y[i*ldy + t] = beta*y + alpha * sum_q a[ptr_i + q]
+    x[(first_i + q - x0)*ldx + t] (x a window starting at index x0)."""
+    cdef Py_ssize_t m = ptr.shape[0] - 1, i, q, t, xo
+    cdef scalar a
+    cdef scalar *acc = zeros(k, &alpha)
+    if acc == NULL:
+        raise MemoryError()
+    with nogil:
+        for i in range(m):
+            xo = (first[i] - x0) * ldx
+            for q in range(ptr[i + 1] - ptr[i]):
+                a = cj(val[ptr[i] + q], conj)
+                for t in range(k):
+                    acc[t] = acc[t] + a * x[xo + q * ldx + t]
+            store(&y[i * ldy], acc, k, alpha, beta)
+    free(acc)
+
+
+def sky_scatter(const index[::1] ptr, const index[::1] first, const scalar[::1] val,
+                const scalar[::1] x, Py_ssize_t ldx, scalar[::1] y, Py_ssize_t ldy, Py_ssize_t y0, Py_ssize_t k,
+                scalar alpha, bint conj):
+    """The transpose of sky_gather: y[(first_i + q - y0)*ldy + t] += alpha * a x[i*ldx + t]."""
+    cdef Py_ssize_t m = ptr.shape[0] - 1, i, q, t, yo
+    cdef scalar a
+    with nogil:
+        for i in range(m):
+            yo = (first[i] - y0) * ldy
+            for q in range(ptr[i + 1] - ptr[i]):
+                a = alpha * cj(val[ptr[i] + q], conj)
+                for t in range(k):
+                    y[yo + q * ldy + t] = y[yo + q * ldy + t] + a * x[i * ldx + t]
+
+
+def dia(const index[::1] offsets, const scalar[::1] data, Py_ssize_t width, Py_ssize_t m, Py_ssize_t n,
+        const scalar[::1] x, Py_ssize_t ldx, scalar[::1] y, Py_ssize_t ldy, Py_ssize_t k,
+        scalar alpha, bint trans, bint conj):
+    """scipy's DIA: data[d*width + j] is A[j - offsets_d, j]. Not trans:
+    y[j - off] += alpha a x[j]; trans: y[j] += alpha a x[j - off]."""
+    cdef Py_ssize_t d, j, j0, j1, t, off, xo, yo
+    cdef scalar a
+    with nogil:
+        for d in range(offsets.shape[0]):
+            off = offsets[d]
+            j0 = off if off > 0 else 0                  # rows j - off >= 0
+            j1 = m + off if m + off < n else n          # rows j - off < m, columns j < n
+            if j1 > width:
+                j1 = width
+            for j in range(j0, j1):
+                a = alpha * cj(data[d * width + j], conj)
+                if trans:
+                    xo, yo = (j - off) * ldx, j * ldy
+                else:
+                    xo, yo = j * ldx, (j - off) * ldy
+                for t in range(k):
+                    y[yo + t] = y[yo + t] + a * x[xo + t]

@@ -1,0 +1,202 @@
+"""The six storage formats: how a global scipy matrix is checked, split
+into the ranks' pieces, and how a piece is rebuilt as scipy for local().
+
+A piece is `lines` (the compressed dimension: rows of CSR, COO, BSR and
+lower skyline, columns of CSC and upper skyline, diagonals of DIA) and its
+arrays. `split()` returns the global arrays reordered so that each rank's
+piece is one contiguous slice of each (what Scatterv sends), with the
+number of lines per rank; no Python loop over lines anywhere.
+
+Fields of a piece (every format has three, "len" being the lines'
+lengths in entries, from which the receiver rebuilds the offsets):
+  csr, csc: len, idx (the other dimension's global index), val
+  coo:      len (rows, as CSR), idx (column), val
+  bsr:      len (blocks per block row), idx (block column), val (R*C per block)
+  sky:      len, first (global index of each line's first entry), val
+  dia:      len (width per diagonal, constant), idx (offset), val (width per diagonal)"""
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import ArgumentError
+
+FORMATS = ("csr", "coo", "bsr", "csc", "dia", "sky")
+DTYPES = tuple(np.dtype(t) for t in ("f4", "f8", "c8", "c16"))
+
+
+def index_dtype(*sizes):
+    """int32 when every size fits, else int64."""
+    return np.dtype(np.int32 if max(sizes, default=0) < 2 ** 31 - 1 else np.int64)
+
+
+def axis(fmt, uplo):
+    """Which dimension the format distributes: "row", "col" or "diag"."""
+    if fmt == "dia":
+        return "diag"
+    if fmt == "csc" or (fmt == "sky" and uplo == "U"):
+        return "col"
+    return "row"
+
+
+def balanced(weights, nranks):
+    """Line counts per rank, consecutive ranges, balanced by the lines'
+    weights (their nonzeros); by line count when there are none."""
+    n = len(weights)
+    total = int(np.sum(weights))
+    if total == 0:
+        return [n // nranks + (r < n % nranks) for r in range(nranks)]
+    cum = np.cumsum(weights)
+    targets = total * np.arange(1, nranks) / nranks
+    bounds = np.concatenate(([0], np.searchsorted(cum, targets, side="right"), [n]))
+    return np.diff(bounds).tolist()
+
+
+def even(n, nranks, unit=1):
+    """n split as evenly as units of `unit` allow."""
+    u = n // unit
+    return [(u // nranks + (r < u % nranks)) * unit for r in range(nranks)]
+
+
+def check(A, fmt, blocksize):
+    """The canonical global matrix in format fmt (sky: CSR for lower, CSC for
+    upper), or ArgumentError naming what is wrong with A."""
+    if not sp.issparse(A):
+        raise ArgumentError("A must be a scipy.sparse matrix or array, not %s" % type(A).__name__)
+    if A.ndim != 2:
+        raise ArgumentError("A must be 2-D, not of shape %r" % (A.shape,))
+    if np.dtype(A.dtype) not in DTYPES:
+        raise ArgumentError("A has dtype %s: float32, float64, complex64 or complex128 only" % A.dtype)
+    if fmt not in FORMATS:
+        raise ArgumentError("format must be one of %s, not %r" % (", ".join(FORMATS), fmt))
+    if A.format in ("csr", "csc"):
+        _check_compressed(A)
+    if fmt == "bsr":
+        R, C = _blocksize(A, blocksize)
+        return sp.bsr_array(A, blocksize=(R, C)) if A.format != "bsr" or A.blocksize != (R, C) else A
+    if blocksize is not None:
+        raise ArgumentError("blocksize is for format bsr only")
+    if fmt == "sky":
+        return _triangular(A)
+    if fmt == "coo":
+        B = sp.csr_array(A)          # row-sorted, duplicates summed
+        B.sum_duplicates()
+        return B
+    B = getattr(sp, fmt + "_array")(A)
+    if fmt != "dia":
+        B.sum_duplicates()
+    return B
+
+
+def _check_compressed(A):
+    """A CSR or CSC as given: offsets, indices in range, sorted, no duplicates."""
+    lines, other = A.shape if A.format == "csr" else A.shape[::-1]
+    ptr, idx = np.asarray(A.indptr), np.asarray(A.indices)
+    if ptr.shape != (lines + 1,) or ptr[0] != 0 or (np.diff(ptr) < 0).any() or ptr[-1] > len(idx) \
+            or len(A.data) < ptr[-1]:
+        raise ArgumentError("A is a malformed %s: indptr must be %d non-decreasing offsets from 0 "
+                            "within its %d indices" % (A.format.upper(), lines + 1, len(idx)))
+    idx = idx[:ptr[-1]]
+    if idx.size and (idx.min() < 0 or idx.max() >= other):
+        raise ArgumentError("A is a malformed %s: an index is out of range [0, %d)" % (A.format.upper(), other))
+    steps = np.diff(idx)
+    starts = ptr[1:-1][(ptr[1:-1] > 0) & (ptr[1:-1] < len(idx))] - 1     # steps across a line boundary
+    inside = np.ones(len(steps), bool)
+    inside[starts] = False
+    if (steps[inside] <= 0).any():
+        raise ArgumentError("A is a %s whose indices are unsorted or repeated within a line: "
+                            "call A.sum_duplicates() (or sort_indices()) first" % A.format.upper())
+
+
+def _blocksize(A, blocksize):
+    R, C = blocksize if blocksize is not None else (A.blocksize if A.format == "bsr" else (1, 1))
+    if R < 1 or C < 1 or A.shape[0] % R or A.shape[1] % C:
+        raise ArgumentError("blocksize %r must divide A's shape %r" % ((R, C), A.shape))
+    return int(R), int(C)
+
+
+def _triangular(A):
+    C = sp.coo_array(A)
+    C.sum_duplicates()
+    if (C.col <= C.row).all():
+        return sp.csr_array(C)
+    if (C.col >= C.row).all():
+        return sp.csc_array(C)
+    raise ArgumentError("format sky holds a triangular matrix (lower: by rows, upper: by columns); "
+                        "A has entries on both sides of its diagonal")
+
+
+def uplo_of(G, fmt):
+    return ("L" if G.format == "csr" else "U") if fmt == "sky" else None
+
+
+def line_weights(G, fmt):
+    """Entries per line of the canonical global matrix (skyline: its envelope)."""
+    if fmt == "dia":
+        return np.full(len(G.offsets), G.shape[1])
+    if fmt == "sky":
+        return _skyline(G)[0]
+    return np.diff(G.indptr)
+
+
+def _skyline(G):
+    """A triangular CSR (lower) or CSC (upper) as skyline lines: each
+    line's length and first index, and the envelope's values (zeros inside
+    it stored), by line."""
+    lines = G.shape[0] if G.format == "csr" else G.shape[1]
+    ptr, idx = G.indptr, G.indices
+    counts = np.diff(ptr)
+    line = np.repeat(np.arange(lines), counts)
+    first = np.arange(lines, dtype=np.int64)
+    nonempty = counts > 0
+    first[nonempty] = idx[ptr[:-1][nonempty]]           # sorted: the line's smallest index
+    length = np.where(nonempty, np.arange(lines) - first + 1, 0)
+    offsets = np.concatenate(([0], np.cumsum(length)))
+    val = np.zeros(offsets[-1], G.dtype)
+    val[offsets[line] + idx - first[line]] = G.data
+    return length, first, val
+
+
+def split(G, fmt, nranks):
+    """(lines per rank, [(global array, per-line or per-entry, unit)]):
+    each rank's piece a contiguous slice of every array. unit: elements per
+    entry (R*C for BSR values, the width for DIA's)."""
+    if fmt == "dia":
+        width = G.shape[1]
+        data = np.zeros((len(G.offsets), width), G.dtype)
+        w = min(width, G.data.shape[1])
+        data[:, :w] = G.data[:, :w]
+        order = np.argsort(np.arange(len(G.offsets)) % nranks, kind="stable")     # cyclically
+        per_rank = np.bincount(np.arange(len(G.offsets)) % nranks, minlength=nranks).tolist()
+        lens = np.full(len(G.offsets), width)
+        return per_rank, [(lens, "line", 1), (np.asarray(G.offsets)[order], "line", 1),
+                          (data[order].reshape(-1), "line", width)]
+    counts = balanced(line_weights(G, fmt), nranks)
+    if fmt == "sky":
+        length, first, val = _skyline(G)
+        return counts, [(length, "line", 1), (first, "line", 1), (val, "entry", 1)]
+    unit = G.blocksize[0] * G.blocksize[1] if fmt == "bsr" else 1
+    return counts, [(np.diff(G.indptr), "line", 1), (G.indices, "entry", 1),
+                    (np.ascontiguousarray(G.data).reshape(-1), "entry", unit)]
+
+
+def to_scipy(fmt, shape, uplo, blocksize, piece, lo, nlines):
+    """A piece as a scipy matrix of the global shape restricted to its lines
+    (rows [lo, lo+nlines) by rows, columns by columns; DIA: its diagonals)."""
+    ptr, idx, val = piece["ptr"], piece["idx"], piece["val"]
+    m, n = shape
+    if fmt == "dia":
+        return sp.dia_array((val.reshape(len(idx), n), idx), shape=shape)
+    if fmt == "sky":
+        length = np.diff(ptr)
+        line = np.repeat(np.arange(nlines), length)
+        other = (np.arange(len(val)) - ptr[:-1][line]) + idx[line]
+        keep = val != 0
+        if uplo == "L":
+            return sp.csr_array((val[keep], (line[keep], other[keep])), shape=(nlines, n))
+        return sp.csc_array((val[keep], (other[keep], line[keep])), shape=(m, nlines))
+    if fmt == "csc":
+        return sp.csc_array((val, idx, ptr), shape=(m, nlines))
+    if fmt == "bsr":
+        R, C = blocksize
+        return sp.bsr_array((val.reshape(-1, R, C), idx, ptr), shape=(nlines * R, n))
+    A = sp.csr_array((val, idx, ptr), shape=(nlines, n))
+    return A.tocoo() if fmt == "coo" else A

@@ -1,0 +1,269 @@
+"""Distributed sparse matrices: handles made once (collectively) and freed
+explicitly.
+
+from_scipy splits the matrix on the root as its format's distribution
+says (formats.py) and sends each rank its piece with the communicator's
+Scatterv, array by array (no pickle of scipy objects); with root=None
+every rank already holds A and takes its own piece. The handle keeps the
+piece as flat arrays for the kernels (_kernels.pyx), the distribution
+(row_counts, col_counts: the Irregular layouts of its vectors) and the
+communication plans of mv/mm (ops.py), built on first use."""
+import operator
+
+import numpy as np
+import scipy.sparse as sp
+from mpi4py import MPI
+from mpi4py.util.dtlib import from_numpy_dtype
+
+from .. import pgas
+from ..comm.agree import agree
+from ..errors import ArgumentError, FreedError
+from ..pgas import context
+from . import formats, plan
+
+
+class SparseMatrix:
+    """An m x n sparse matrix distributed over a pgascol communicator.
+
+    `row_counts` / `col_counts`: how many rows / columns each rank's
+    vectors hold (A.vector("row") and A.vector("col")). Freed by free()
+    (collective) or at the end of a ``with`` block, never by the GC."""
+
+    def __init__(self, comm, shape, dtype, fmt, uplo, blocksize, nnz, counts, piece):
+        self.comm = comm
+        self._ctx = context.of(comm)
+        self.shape = tuple(int(s) for s in shape)
+        self.dtype = np.dtype(dtype)
+        self.format, self.uplo, self.blocksize, self.nnz = fmt, uplo, blocksize, int(nnz)
+        self.axis = formats.axis(fmt, uplo)
+        self.line_counts = list(counts)           # lines of each rank (rows, columns or diagonals)
+        self.row_counts, self.col_counts = self._vector_counts()
+        unit = blocksize[0] if fmt == "bsr" else 1
+        self.lo = int(np.sum(self.line_counts[:self._ctx.rank])) * unit   # first row/column of my lines
+        self._piece = piece
+        self._plans = {}
+        self._mpi = MPI.Intracomm(comm).Dup()      # the halo's messages: never mixed with the caller's
+        self._freed = False
+
+    def _vector_counts(self):
+        """Rows and columns per rank: the distributed dimension as the lines
+        go, the other one like it when A is square (so that y = A x and x
+        share a layout), else evenly; DIA evenly."""
+        m, n = self.shape
+        P = self._ctx.size
+        if self.format == "bsr":
+            R, C = self.blocksize
+            rows = [c * R for c in self.line_counts]
+            return rows, (rows if (m, R) == (n, C) else formats.even(n, P, C))
+        if self.axis == "row":
+            return self.line_counts, (self.line_counts if m == n else formats.even(n, P))
+        if self.axis == "col":
+            return (self.line_counts if m == n else formats.even(m, P)), self.line_counts
+        return formats.even(m, P), formats.even(n, P)
+
+    # ------------------------------------------------------------ lifetime
+
+    def free(self):
+        """Collective: release the handle (its plans and message communicator)."""
+        if self._freed:
+            return
+        self._freed = True
+        self._piece, self._plans = None, {}
+        self._mpi.Free()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.free()
+
+    def _live(self):
+        if self._freed:
+            raise FreedError("this sparse matrix was freed")
+        return self._ctx
+
+    # ------------------------------------------------------------ vectors
+
+    def vector(self, kind="row", fill=0):
+        """A global array laid out as A's rows ("row": y of y = A x) or
+        columns ("col": x), collective."""
+        return pgas.array(self.comm, None, self.dtype, counts=self._counts(kind), fill=fill)
+
+    def matrix(self, kind, ncols, fill=0):
+        """A dense (rows or columns of A) x ncols pgas Matrix distributed by
+        rows as A's rows or columns: SpMM's B and C."""
+        counts = self._counts(kind)
+        return pgas.matrix(self.comm, (sum(counts), ncols), self.dtype, dist="row", counts=counts, fill=fill)
+
+    def _counts(self, kind):
+        self._live()
+        if kind not in ("row", "col"):
+            raise ArgumentError('kind must be "row" or "col", not %r' % (kind,))
+        return self.row_counts if kind == "row" else self.col_counts
+
+    # ------------------------------------------------------------ what the products use (ops.py)
+
+    def _rows(self):
+        """COO: each entry's local line."""
+        if "rows" not in self._piece:
+            p = self._piece["ptr"]
+            self._piece["rows"] = np.repeat(np.arange(len(p) - 1), np.diff(p)).astype(p.dtype)
+        return self._piece["rows"]
+
+    def _window(self):
+        """Skyline: the range [lo, hi) of indices that my lines touch."""
+        if "window" not in self._plans:
+            p = self._piece
+            lens = np.diff(p["ptr"])
+            ne = lens > 0
+            first = p["idx"][ne]
+            self._plans["window"] = ((int(first.min()), int((first + lens[ne]).max())) if ne.any() else (0, 0))
+        return self._plans["window"]
+
+    def _plan(self, X):
+        """The exchange (built once, collectively: every rank's first aligned
+        product with global operands) and the remap for X's layout."""
+        p = self._piece
+        unit = self.blocksize[1] if self.format == "bsr" else 1
+        if "exchange" not in self._plans:
+            xcounts = self.col_counts if self.axis == "row" else self.row_counts
+            self._plans["exchange"] = plan.Exchange(self, xcounts, p["idx"], unit)
+        ex = self._plans["exchange"]
+        _, starts = X.a.node_segment()
+        key = ("remap", X.ld, starts.tobytes())
+        if key not in self._plans:
+            val = p["val"].reshape(len(p["idx"]), -1) if self.format == "bsr" else p["val"]
+            rows = self._rows() if self.format == "coo" else None
+            ptr = None if self.format == "coo" else p["ptr"]
+            self._plans = {k: v for k, v in self._plans.items() if k[0] != "remap" or len(self._plans) < 8}
+            self._plans[key] = plan.Remap(self, ex, len(p["ptr"]) - 1, ptr, p["idx"], val, rows, starts, X.ld)
+        return ex, self._plans[key]
+
+    # ------------------------------------------------------------ for tests and inspection
+
+    def local(self):
+        """This rank's piece as a scipy matrix: its rows (m_local x n) by
+        rows, its columns (m x n_local) by columns, its diagonals (m x n) DIA."""
+        self._live()
+        return formats.to_scipy(self.format, self.shape, self.uplo, self.blocksize, self._piece, self.lo,
+                                self.line_counts[self._ctx.rank])
+
+    def to_scipy(self, root=0):
+        """The whole matrix as CSR on root (None elsewhere); collective."""
+        ctx = self._live()
+        mine = sp.coo_array(self.local())
+        r, c = mine.row, mine.col
+        if self.axis == "row":
+            r = r + self.lo
+        elif self.axis == "col":
+            c = c + self.lo
+        parts = self.comm.gather((r, c, mine.data), root=root)
+        if ctx.rank != root:
+            return None
+        rows, cols, vals = (np.concatenate([p[i] for p in parts]) for i in range(3))
+        return sp.csr_array((vals.astype(self.dtype), (rows, cols)), shape=self.shape)
+
+    def __repr__(self):
+        state = "freed" if self._freed else "%d ranks" % self._ctx.size
+        return "<pgascol.sparse.SparseMatrix %dx%d %s %s, %d nonzeros, %s>" % (
+            self.shape[0], self.shape[1], self.format, self.dtype, self.nnz, state)
+
+
+# ---------------------------------------------------------------- construction
+
+def from_scipy(comm, A, root=0, format="csr", blocksize=None):
+    """Distribute scipy.sparse matrix A (collective): held by `root` (the
+    others pass None), or by every rank with root=None (replicated)."""
+    ctx = context.of(comm)
+    fmt = format.lower() if isinstance(format, str) else format
+
+    def prepare():
+        if root is not None and not 0 <= operator.index(root) < ctx.size:
+            raise ArgumentError("root %r out of range for %d ranks" % (root, ctx.size))
+        key = (root, fmt, None if blocksize is None else tuple(blocksize))
+        if root is not None and ctx.rank != root:
+            if A is not None:
+                raise ArgumentError("A must be None on the ranks other than root %d" % root)
+            return key, None
+        G = formats.check(A, fmt, blocksize)
+        return key, (G, formats.split(G, fmt, ctx.size))
+    mine = agree(comm, "pgascol.sparse.from_scipy", prepare, ctx.barrier)
+    if root is None:
+        G, (counts, fields) = mine
+        meta = _meta(G, fmt, counts, fields, ctx.size)
+        arrays = [_own_slice(a, cnt, ctx.rank) for (a, _, _), cnt in zip(fields, meta["counts"])]
+    else:
+        meta = comm.bcast(None if mine is None else _meta(mine[0], fmt, *mine[1], ctx.size), root=root)
+        fields = None if mine is None else mine[1][1]
+        arrays = [_scatter(comm, None if fields is None else fields[i][0], cnt, dt, root)
+                  for i, (cnt, dt) in enumerate(zip(meta["counts"], meta["dtypes"]))]
+    return _handle(comm, meta, arrays)
+
+
+def from_local_rows(comm, rows, shape=None, format="csr"):
+    """Each rank's own consecutive rows (a scipy matrix of its rows, all
+    columns; ranks in row order): no data moves. format: a row format
+    csr or coo."""
+    ctx = context.of(comm)
+    fmt = format.lower() if isinstance(format, str) else format
+
+    def prepare():
+        if fmt not in ("csr", "coo"):
+            raise ArgumentError("from_local_rows makes format csr or coo, not %r" % (fmt,))
+        G = formats.check(rows, "csr", None)
+        return (G.shape[1], np.dtype(G.dtype).str, fmt), G
+    G = agree(comm, "pgascol.sparse.from_local_rows", prepare, ctx.barrier)
+    counts = comm.allgather(G.shape[0])
+    m = sum(counts)
+    fields = formats.split(G, "csr", 1)[1]
+    shape = (m, G.shape[1]) if shape is None else tuple(shape)
+    if shape != (m, G.shape[1]):
+        raise ArgumentError("shape %r, but the ranks' rows make %r" % (shape, (m, G.shape[1])))
+    nnz = comm.allreduce(G.nnz)
+    meta = dict(shape=shape, dtype=np.dtype(G.dtype).str, format=fmt, uplo=None, blocksize=None, nnz=nnz, lines=counts)
+    return _handle(comm, meta, [f[0] for f in fields])
+
+
+def _meta(G, fmt, counts, fields, P):
+    """What every rank needs before receiving its piece: the elements of
+    each field per rank and their dtypes (indices int32 where they fit)."""
+    idt = formats.index_dtype(*G.shape, G.nnz if fmt != "sky" else len(fields[2][0]))
+    bounds = np.concatenate(([0], np.cumsum(counts)))
+    ptr = np.concatenate(([0], np.cumsum(fields[0][0])))       # where each line's entries start
+    per = []
+    for a, kind, unit in fields:
+        ends = bounds if kind == "line" else ptr[bounds]
+        per.append((np.diff(ends) * unit).tolist())
+    dtypes = [idt.str, idt.str, np.dtype(G.dtype).str]
+    return dict(shape=G.shape, dtype=np.dtype(G.dtype).str, format=fmt, uplo=formats.uplo_of(G, fmt),
+                blocksize=G.blocksize if fmt == "bsr" else None, nnz=G.nnz, lines=counts, counts=per,
+                dtypes=dtypes)
+
+
+def _own_slice(a, counts, rank):
+    lo = sum(counts[:rank])
+    return a[lo:lo + counts[rank]]
+
+
+def _scatter(comm, a, counts, dtype, root):
+    """Scatterv of one field: rank r receives counts[r] elements."""
+    dt = np.dtype(dtype)
+    recv = np.empty(counts[comm.Get_rank()], dt)
+    send = None
+    if a is not None:
+        displs = np.concatenate(([0], np.cumsum(counts)[:-1])).tolist()
+        send = [np.ascontiguousarray(a, dt), (counts, displs), from_numpy_dtype(dt)]
+    comm.Scatterv(send, [recv, from_numpy_dtype(dt)], root=root)
+    return recv
+
+
+def _handle(comm, meta, arrays):
+    """The handle from this rank's fields: (lengths, idx/first, val)."""
+    idt = formats.index_dtype(*meta["shape"], meta["nnz"], sum(len(a) for a in arrays[2:]))
+    length, idx, val = arrays
+    ptr = np.zeros(len(length) + 1, idt)
+    np.cumsum(length, out=ptr[1:])
+    piece = dict(ptr=ptr, idx=np.ascontiguousarray(idx, idt), val=np.ascontiguousarray(val, meta["dtype"]))
+    return SparseMatrix(comm, meta["shape"], meta["dtype"], meta["format"], meta["uplo"],
+                        None if meta["blocksize"] is None else tuple(meta["blocksize"]), meta["nnz"],
+                        meta["lines"], piece)

@@ -1,0 +1,276 @@
+"""SpMV and SpMM on the handles: y <- alpha op(A) x + beta y.
+
+Which way the data go depends only on whether op(A)'s rows are the
+handle's lines (`aligned`: CSR, COO, BSR, lower skyline not transposed;
+CSC, upper skyline transposed):
+
+- aligned: each rank computes its own rows of y in place, reading the x
+  entries its lines touch. Formats with explicit indices (CSR, CSC, COO,
+  BSR) use a plan built once per handle and x layout (`_Plan`): the
+  indices of x entries on the caller's node are remapped to element
+  offsets in the node's shared segment of x (read in place, no copy);
+  those of other nodes go to a halo buffer filled by neighbour messages
+  of only the needed entries (Isend/Irecv on the handle's own
+  communicator), posted before the node part is multiplied and waited
+  for after it (PETSc's split of the local matrix). Skyline lines touch a
+  contiguous range of x: it is read into a window (GlobalArray.get).
+- not aligned (the transposes of row formats, CSC and upper skyline not
+  transposed) and DIA: each rank multiplies its lines by its own x part
+  (DIA: by the x range its diagonals touch), into a private partial y of
+  full length, and the communicator's Reduce_scatter sums the partials
+  into y's layout (Allreduce when y is replicated).
+
+Synchronisation: an aligned product reads other ranks' parts of x, so it
+begins with a PGAS barrier (whatever every rank wrote to x is visible); a
+non-aligned one reads only the caller's own part and needs none. Every
+product ends with one: y is complete on every rank, and nobody writes x
+while another still reads it (the dense BLAS routines' rule).
+
+Operands: pgas GlobalArrays (mv) and pgas Matrices distributed by rows
+(mm) laid out as A.vector / A.matrix make them; any other layout is copied
+into one first (and y back after: one extra pass over each and two
+barriers), or numpy arrays holding the whole vector or matrix on every
+rank (replicated: the result is assembled on every rank)."""
+import numpy as np
+
+from .. import pgas
+from ..comm.agree import agree
+from ..errors import ArgumentError
+from ..pgas.layout import Irregular
+from . import _kernels, plan
+
+TRANS = ("N", "T", "C")
+
+
+def mv(A, x, y, alpha=1, beta=1, trans="N"):
+    """SpMV: y <- alpha op(A) x + beta y (collective). x, y: global arrays,
+    or numpy vectors replicated on every rank."""
+    _apply(A, x, y, alpha, beta, trans, matrices=False)
+
+
+def mm(A, B, C, alpha=1, beta=1, trans="N"):
+    """SpMM: C <- alpha op(A) B + beta C (collective). B, C: pgas matrices
+    distributed by rows, or numpy 2-D arrays replicated on every rank."""
+    _apply(A, B, C, alpha, beta, trans, matrices=True)
+
+
+# ---------------------------------------------------------------- checks
+
+class _Dense:
+    """One dense operand: a global array / matrix, or a replicated numpy array.
+    rows, k: its shape as a matrix (a vector is rows x 1); ld its row stride."""
+
+    def __init__(self, a, name, matrices, dtype):
+        self.a, self.name = a, name
+        self.glob = isinstance(a, pgas.GlobalArray)
+        if matrices:
+            if self.glob and not (isinstance(a, pgas.Matrix) and a.dist == "row"):
+                raise ArgumentError("%s must be a pgas Matrix distributed by rows (A.matrix) or a numpy "
+                                    "2-D array, not %r" % (name, a))
+            if not self.glob and (not isinstance(a, np.ndarray) or a.ndim != 2):
+                raise ArgumentError("%s must be a pgas Matrix or a numpy 2-D array, not %s" % (name, type(a).__name__))
+        elif (self.glob and isinstance(a, pgas.Matrix)) or \
+                (not self.glob and (not isinstance(a, np.ndarray) or a.ndim != 1)):
+            raise ArgumentError("%s must be a global array (A.vector) or a numpy 1-D array, not %s"
+                                % (name, type(a).__name__))
+        if a.dtype != dtype:
+            raise ArgumentError("%s has dtype %s, A has %s" % (name, a.dtype, dtype))
+        if self.glob:
+            a._live()
+            self.rows, self.k = (a.rows, a.cols) if matrices else (a.size, 1)
+            self.ld = a.ld if matrices else 1
+        else:
+            if not a.flags.c_contiguous:
+                raise ArgumentError("%s must be C-contiguous" % name)
+            self.rows, self.k = (a.shape[0], a.shape[1]) if matrices else (a.shape[0], 1)
+            self.ld = self.k
+
+    def laid_out(self, counts):
+        """Is the global operand laid out as counts rows per rank?"""
+        lay = self.a.layout
+        return isinstance(lay, Irregular) and list(lay.counts) == [c * self.ld for c in counts]
+
+
+def _check(A, x, y, alpha, beta, trans, matrices):
+    """Every check before any data move: the same verdict on every rank
+    (collective metadata only; replicated numpy operands are compared with
+    agree, the one collective argument check)."""
+    ctx = A._live()
+    if trans not in TRANS:
+        raise ArgumentError("trans must be one of N, T, C, not %r" % (trans,))
+    names = ("B", "C") if matrices else ("x", "y")
+    X, Y = _Dense(x, names[0], matrices, A.dtype), _Dense(y, names[1], matrices, A.dtype)
+    if X.glob != Y.glob:
+        raise ArgumentError("%s and %s must both be global or both be replicated numpy arrays" % names)
+    if x is y or (not X.glob and np.shares_memory(x, y)):
+        raise ArgumentError("%s and %s overlap" % names)
+    m, n = A.shape if trans == "N" else A.shape[::-1]
+    if X.rows != n or Y.rows != m:
+        raise ArgumentError("op(A) is %d x %d: %s needs %d rows and %s %d, not %d and %d"
+                            % (m, n, names[0], n, names[1], m, X.rows, Y.rows))
+    if X.k != Y.k or (matrices and not 1 <= X.k):
+        raise ArgumentError("%s and %s have %d and %d columns" % (names + (X.k, Y.k)))
+    alpha, beta = (_scalar(v, A.dtype, w) for v, w in ((alpha, "alpha"), (beta, "beta")))
+    if not X.glob and ctx.size > 1:
+        agree(A.comm, "pgascol.sparse", lambda: ((X.a.shape, Y.a.shape, trans, complex(alpha), complex(beta)),
+                                                 None))
+    return X, Y, alpha, beta
+
+
+def _scalar(v, dtype, what):
+    if not np.isscalar(v) or (np.iscomplexobj(v) and dtype.kind != "c" and np.imag(v) != 0):
+        raise ArgumentError("%s must be a scalar of %s, not %r" % (what, dtype, v))
+    return dtype.type(np.real(v) if dtype.kind != "c" else v)
+
+
+# ---------------------------------------------------------------- the product
+
+def _apply(A, x, y, alpha, beta, trans, matrices):
+    X, Y, alpha, beta = _check(A, x, y, alpha, beta, trans, matrices)
+    aligned = A.axis != "diag" and (A.axis == "row") == (trans == "N")
+    xcounts, ycounts = (A.col_counts, A.row_counts) if trans == "N" else (A.row_counts, A.col_counts)
+    if not X.glob:
+        return _replicated(A, X, Y, alpha, beta, trans, aligned, ycounts)
+    xs, ys = _fit(A, X, xcounts), _fit(A, Y, ycounts, keep=beta != 0)
+    try:
+        if aligned:
+            pgas.barrier(A.comm)            # every owner's writes to x visible
+            _gather(A, xs, ys, alpha, beta, trans == "C")
+        else:
+            _reduce(A, xs, ys, alpha, beta, trans, ycounts)
+        pgas.barrier(A.comm)                # y complete everywhere; nobody writes x while another reads it
+        if ys is not Y:
+            _put_back(A, ys, Y)
+    finally:
+        for tmp in (xs, ys):
+            if tmp is not X and tmp is not Y:
+                tmp.a.free()
+
+
+def _fit(A, D, counts, keep=True):
+    """D itself when laid out as counts, else a copy in such a layout
+    (the documented cost: one pass over the operand and a barrier)."""
+    if D.laid_out(counts):
+        return D
+    a = D.a
+    if isinstance(a, pgas.Matrix):
+        t = pgas.matrix(A.comm, (a.rows, a.cols), a.dtype, dist="row", ld=a.ld, counts=counts)
+    else:
+        t = pgas.array(A.comm, None, a.dtype, counts=counts)
+    if keep:
+        pgas.barrier(A.comm)
+        lo = sum(counts[:A._ctx.rank]) * D.ld
+        part = pgas.GlobalArray.local(t)
+        if len(part):
+            a.get(lo, part)
+    T = _Dense.__new__(_Dense)
+    T.a, T.name, T.glob, T.rows, T.k, T.ld = t, D.name, True, D.rows, D.k, D.ld
+    return T
+
+
+def _put_back(A, T, Y):
+    pgas.barrier(A.comm)
+    part = pgas.GlobalArray.local(T.a)
+    lo = sum(T.a.layout.counts[:A._ctx.rank])
+    if len(part):
+        Y.a.put(lo, part)
+    pgas.barrier(A.comm)
+
+
+def _flat(D):
+    return pgas.GlobalArray.local(D.a)
+
+
+def _gather(A, X, Y, alpha, beta, conj):
+    """Aligned: my rows of y from the x entries my lines touch."""
+    y = _flat(Y)
+    if A.format == "sky":
+        lo, hi = A._window()
+        win = np.empty((hi - lo) * X.ld, A.dtype)
+        if len(win):
+            X.a.get(lo * X.ld, win)
+        p = A._piece
+        _kernels.sky_gather(p["ptr"], p["idx"], p["val"], win, X.ld, lo, y, Y.ld, X.k, alpha, beta, conj)
+        return
+    ex, rm = A._plan(X)
+    plan.multiply(A, ex, rm, X, y, Y.ld, alpha, beta, conj)
+
+
+def _reduce(A, X, Y, alpha, beta, trans, ycounts):
+    """Not aligned (or DIA): partial y of full length, then Reduce_scatter."""
+    k = X.k
+    partial = np.zeros(Y.rows * k, A.dtype)
+    if A.format == "dia":
+        x = np.empty(X.rows * X.ld, A.dtype)
+        if len(x):
+            X.a.get(0, x)
+    else:
+        x = _flat(X)
+    _scatter_local(A, x, X.ld, partial, k, alpha, trans)
+    mine = np.empty(ycounts[A._ctx.rank] * k, A.dtype)
+    A.comm.Reduce_scatter(partial, mine, recvcounts=[c * k for c in ycounts])
+    y = _flat(Y).reshape(-1, Y.ld)[:, :k]
+    mine = mine.reshape(-1, k)
+    if beta == 0:
+        y[...] = mine
+    else:
+        y *= beta
+        y += mine
+
+
+def _scatter_local(A, x, ldx, partial, k, alpha, trans):
+    """partial += alpha op(my piece) x (x: my lines' rows, DIA: all of x)."""
+    p, conj = A._piece, trans == "C"
+    fmt = A.format
+    if fmt == "dia":
+        m, n = A.shape
+        _kernels.dia(p["idx"], p["val"], n, m, n, x, ldx, partial, k, k, alpha, trans != "N", conj)
+    elif fmt == "sky":
+        _kernels.sky_scatter(p["ptr"], p["idx"], p["val"], x, ldx, partial, k, 0, k, alpha, conj)
+    elif fmt == "bsr":
+        R, C = A.blocksize
+        _kernels.bsr_scatter(p["ptr"], p["idx"], p["val"], R, C, x, ldx, partial, k, k, alpha, conj)
+    elif fmt == "coo":
+        _kernels.coo(p["idx"], A._rows(), p["val"], x, ldx, partial, k, k, alpha, conj)
+    else:
+        _kernels.csr_scatter(p["ptr"], p["idx"], p["val"], x, ldx, partial, k, k, alpha, conj)
+
+
+def _replicated(A, X, Y, alpha, beta, trans, aligned, ycounts):
+    """numpy operands, the same on every rank: my part of the product, then
+    Allgatherv (aligned) or Allreduce (partials) so every rank has y."""
+    x, y, k = X.a.reshape(-1), Y.a.reshape(-1), X.k
+    if aligned:
+        rank = A._ctx.rank
+        lo = sum(ycounts[:rank])
+        mine = y[lo * k:(lo + ycounts[rank]) * k].copy()
+        _gather_replicated(A, x, mine, k, alpha, beta, trans == "C")
+        A.comm.Allgatherv(mine, [y, [c * k for c in ycounts]])
+        return
+    partial = np.zeros(Y.rows * k, A.dtype)
+    if A.format == "dia":
+        _scatter_local(A, x, k, partial, k, alpha, trans)
+    else:
+        _scatter_local(A, x[A.lo * k:], k, partial, k, alpha, trans)
+    total = np.empty_like(partial)
+    A.comm.Allreduce(partial, total)
+    if beta == 0:
+        y[...] = total
+    else:
+        y *= beta
+        y += total
+
+
+def _gather_replicated(A, x, y, k, alpha, beta, conj):
+    p = A._piece
+    fmt = A.format
+    if fmt == "sky":
+        _kernels.sky_gather(p["ptr"], p["idx"], p["val"], x, k, 0, y, k, k, alpha, beta, conj)
+    elif fmt == "bsr":
+        R, C = A.blocksize
+        _kernels.bsr_gather(p["ptr"], p["idx"], p["val"], R, C, x, C * k, k, y, k, k, alpha, beta, conj)
+    elif fmt == "coo":
+        y *= beta
+        _kernels.coo(A._rows(), p["idx"], p["val"], x, k, y, k, k, alpha, conj)
+    else:
+        _kernels.csr_gather(p["ptr"], p["idx"], p["val"], x, k, y, k, k, alpha, beta, conj)

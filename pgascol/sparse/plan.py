@@ -1,0 +1,128 @@
+"""The communication plan of an aligned product with explicit indices
+(CSR, CSC transposed, COO, BSR): built once per handle, its remapping once
+per layout of x (row stride and the node segment's part offsets).
+
+Exchange (collective, once): the x entries ("units": columns, BSR block
+columns) that the caller's lines touch on other nodes, grouped by owner
+(ascending: the Irregular layout is monotonic), and, by one alltoall, the
+rows of its own part that each other rank needs from it.
+
+Remap (local): the piece split by the owner's node, PETSc's diagonal and
+off-diagonal parts. On the node: indices become element offsets into the
+node's shared segment of x (x.node_segment()), read in place by the
+kernel. Off the node: indices into the halo buffer, filled by Irecv of
+exactly those entries, posted before the node part is multiplied."""
+import numpy as np
+from mpi4py import MPI
+
+from ..pgas import GlobalArray
+from . import _kernels, formats
+
+
+class Exchange:
+    def __init__(self, A, xcounts, units, unit):
+        ctx = A._ctx
+        self.unit = unit
+        self.xoff = np.concatenate(([0], np.cumsum(xcounts))).astype(np.int64)
+        self.owner = np.searchsorted(self.xoff, units.astype(np.int64) * unit, side="right") - 1
+        self.on = np.asarray(ctx.on_node, bool)[self.owner] if len(units) else np.ones(0, bool)
+        self.halo = np.unique(units[~self.on]).astype(np.int64)
+        self.sources, self.send = [], []
+        if ctx.nnodes == 1:
+            return
+        hown = np.searchsorted(self.xoff, self.halo * unit, side="right") - 1
+        wanted = [[] for _ in range(ctx.size)]
+        for r in np.unique(hown):
+            a, b = np.searchsorted(hown, [r, r + 1])
+            self.sources.append((int(r), int(a), int(b)))
+            wanted[r] = self.halo[a:b]
+        asked = A._mpi.alltoall(wanted)
+        me = ctx.rank
+        for s, units_s in enumerate(asked):
+            if len(units_s):
+                rows = (np.asarray(units_s, np.int64)[:, None] * unit - self.xoff[me] + np.arange(unit)).reshape(-1)
+                self.send.append((s, rows))
+
+    def start(self, A, X, k):
+        """Post the receives and the sends: (halo buffer, requests, buffers in flight)."""
+        halo = np.empty(len(self.halo) * self.unit * k, A.dtype)
+        reqs, bufs = [], []
+        w = self.unit * k
+        for r, a, b in self.sources:
+            reqs.append((r, A._mpi.Irecv(halo[a * w:b * w], source=r, tag=7)))
+        if self.send:
+            mine = _part(X)
+            for s, rows in self.send:
+                buf = np.ascontiguousarray(mine[rows])
+                bufs.append(buf)
+                reqs.append((s, A._mpi.Isend(buf, dest=s, tag=7)))
+        return halo, reqs, bufs
+
+    @staticmethod
+    def finish(A, reqs):
+        for r, req in reqs:
+            A._ctx.wait_request(req, "the halo exchange with rank %d" % r)
+
+
+def _part(X):
+    """The caller's rows of X, as a (rows, k) view."""
+    return GlobalArray.local(X.a).reshape(-1, X.ld)[:, :X.k]
+
+
+class Remap:
+    """The piece split into its node part (segment offsets) and off-node part (halo indices)."""
+
+    def __init__(self, A, ex, lines, ptr, units, val, rows, starts, ld):
+        on = ex.on
+        elem = starts[ex.owner[on]] + (units[on].astype(np.int64) * ex.unit - ex.xoff[ex.owner[on]]) * ld
+        idt = formats.index_dtype(int(elem.max()) if len(elem) else 0, len(val))
+        self.node = _part_of(on, lines, ptr, elem, val, rows, idt)
+        off = ~on
+        self.has_off = bool(off.any())
+        if self.has_off:
+            h = np.searchsorted(ex.halo, units[off])
+            self.off = _part_of(off, lines, ptr, h, val, rows, idt)
+
+
+def _part_of(mask, lines, ptr, idx, val, rows, idt):
+    """(ptr, idx, val, rows) of the entries in mask, in their order."""
+    if ptr is not None:
+        line = np.repeat(np.arange(lines), np.diff(ptr))
+        counts = np.bincount(line[mask], minlength=lines)
+        p = np.zeros(lines + 1, idt)
+        np.cumsum(counts, out=p[1:])
+    else:
+        p = None
+    v = val if mask.all() else val[mask]
+    r = None if rows is None else (rows if mask.all() else rows[mask]).astype(idt)
+    return p, np.ascontiguousarray(idx, idt), np.ascontiguousarray(v).reshape(-1), r
+
+
+def multiply(A, ex, rm, X, y, ldy, alpha, beta, conj):
+    """y (my rows, row stride ldy) = beta*y + alpha op(A) X: the halo
+    posted, the node part multiplied meanwhile, then the off-node part."""
+    k = X.k
+    xs, _ = X.a.node_segment()
+    halo, reqs, bufs = ex.start(A, X, k)
+    try:
+        _kernel(A, rm.node, xs, 1, X.ld, y, ldy, k, alpha, beta, conj)
+    finally:
+        ex.finish(A, reqs)              # bounded; the send buffers live until here
+    if rm.has_off:
+        _kernel(A, rm.off, halo, k * ex.unit, k, y, ldy, k, alpha, A.dtype.type(1), conj)
+
+
+def _kernel(A, part, x, sx, ldx, y, ldy, k, alpha, beta, conj):
+    ptr, idx, val, rows = part
+    if A.format == "bsr":
+        R, C = A.blocksize
+        _kernels.bsr_gather(ptr, idx, val, R, C, x, sx, ldx, y, ldy, k, alpha, beta, conj)
+    elif A.format == "coo":
+        y2 = y.reshape(-1, ldy)[:, :k]
+        if beta == 0:
+            y2[...] = 0
+        elif beta != 1:
+            y2 *= beta
+        _kernels.coo(rows, idx, val, x, sx, y, ldy, k, alpha, conj)
+    else:
+        _kernels.csr_gather(ptr, idx, val, x, sx, y, ldy, k, alpha, beta, conj)
