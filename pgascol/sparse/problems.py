@@ -241,3 +241,21 @@ def power_law(n, mean_row_nnz=8, exponent=2.0, seed=1, rows=None, dtype=np.float
     out.sum_duplicates()
     out.sort_indices()
     return out
+
+
+# --------------------------------------------------------------- banded
+
+def banded(n, half_bandwidth=4, seed=1, rows=None, dtype=np.float64):
+    """A random n x n band matrix: every entry within half_bandwidth of the
+    diagonal, values uniform in [-1, 1) plus 2 * half_bandwidth + 1 on the
+    diagonal (so diagonally dominant); the matrix DIA and skyline store
+    without padding beyond the band's corners. rows=(lo, hi): those rows."""
+    lo, hi = _row_range(n, rows)
+    offsets = np.arange(-half_bandwidth, half_bandwidth + 1)
+    rng = np.random.default_rng(seed)
+    data = rng.uniform(-1.0, 1.0, (len(offsets), n))       # data[d, j]: the entry in column j
+    data[half_bandwidth] += len(offsets)
+    whole = sp.dia_matrix((data.astype(dtype), offsets), shape=(n, n)).tocsr()
+    out = whole[lo:hi] if rows is not None else whole
+    out.sort_indices()
+    return out

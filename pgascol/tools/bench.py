@@ -8,6 +8,8 @@
     pgascol-bench plot RESULTS.json --plot FILE.png | DIR/
     pgascol-bench upc ...      (UPC's collectives, UOMS-style: pgascol/tools/bench_upc.py)
     pgascol-bench blas [--np N] [--ops dgemm,...] [--threads K] [--json FILE]   (pgascol/tools/bench_blas.py)
+    pgascol-bench sparse [--np N] [--matrices lap2d,...] [--formats csr,...] [--json FILE]
+                                                                      (pgascol/tools/bench_sparse.py)
 
 `run` starts the MPI job itself; every rank runs the worker of this module
 (``python -m pgascol.tools.bench worker ...``, also what bench/engine_vs_mpi.py
@@ -1053,10 +1055,11 @@ def _parser():
                    help="one PNG per op, time against size: out.png -> out-bcast.png, ...; "
                         "DIR/ -> DIR/bcast.png, ... (needs matplotlib)")
     r.add_argument("--quick", action="store_true", help="a small sweep (np=2, under 2 minutes)")
-    from . import bench_blas, bench_pgas, bench_upc
+    from . import bench_blas, bench_pgas, bench_sparse, bench_upc
     bench_pgas.add_parser(sub)
     bench_upc.add_parser(sub)
     bench_blas.add_parser(sub)
+    bench_sparse.add_parser(sub)
     c = sub.add_parser("compare", help="compare two JSON results; exit 1 on a pgascol regression")
     c.add_argument("base")
     c.add_argument("new")
@@ -1078,7 +1081,7 @@ def main(argv=None):
     ap = _parser()
     args = ap.parse_args(argv)
     if args.command is None:
-        ap.error("choose a command: run, pgas, upc, blas, compare or plot")
+        ap.error("choose a command: run, pgas, upc, blas, sparse, compare or plot")
     try:
         if args.command == "run":
             return cmd_run(args, argv)
@@ -1088,6 +1091,9 @@ def main(argv=None):
         if args.command == "blas":
             from .bench_blas import cmd_blas
             return cmd_blas(args, argv)
+        if args.command == "sparse":
+            from .bench_sparse import cmd_sparse
+            return cmd_sparse(args, argv)
         if args.command == "plot":
             return cmd_plot(args)
         if args.command == "upc":
