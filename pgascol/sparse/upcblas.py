@@ -115,34 +115,21 @@ def _handle(fmt, args, dtype, comm, thread_src):
     return from_scipy(comm, A, root=root, format=fmt, blocksize=blocksize)
 
 
-def _susmv(t, fmt):
+def _product(t, fmt, name, operands):
+    """upc_blas_<t><name>_<fmt>: op(A) times the dense operands, A's arrays
+    on thread_src (see the module); `operands` names them in the doc."""
     dtype = DTYPES[t]
 
-    def susmv(transpose, alpha, *args):
-        """y = alpha op(A) x + y, A's arrays on thread_src (see the module)."""
+    def product(transpose, alpha, *args):
         *a_args, x, y, thread_src = args
-        from . import mv
+        from . import mm, mv
         comm, trans = _comm_of(x), _trans(transpose)
         with _handle(fmt, a_args, dtype, comm, thread_src) as A:
-            mv(A, x, y, alpha=alpha, beta=1, trans=trans)
+            (mv if name == "susmv" else mm)(A, x, y, alpha=alpha, beta=1, trans=trans)
         return 0
-    susmv.__name__ = susmv.__qualname__ = "upc_blas_%ssusmv_%s" % (t, fmt)
-    return susmv
-
-
-def _susmm(t, fmt):
-    dtype = DTYPES[t]
-
-    def susmm(transpose, alpha, *args):
-        """C = alpha op(A) B + C, A's arrays on thread_src (see the module)."""
-        *a_args, B, C, thread_src = args
-        from . import mm
-        comm, trans = _comm_of(B), _trans(transpose)
-        with _handle(fmt, a_args, dtype, comm, thread_src) as A:
-            mm(A, B, C, alpha=alpha, beta=1, trans=trans)
-        return 0
-    susmm.__name__ = susmm.__qualname__ = "upc_blas_%ssusmm_%s" % (t, fmt)
-    return susmm
+    product.__name__ = product.__qualname__ = "upc_blas_%s%s_%s" % (t, name, fmt)
+    product.__doc__ = "%s, A's arrays on thread_src (see the module)." % operands
+    return product
 
 
 def _susdot(t):
@@ -205,8 +192,8 @@ def _export():
     for t in DTYPES:
         names["upc_blas_%ssusdot" % t] = _susdot(t)
         for fmt in NARGS:
-            names["upc_blas_%ssusmv_%s" % (t, fmt)] = _susmv(t, fmt)
-            names["upc_blas_%ssusmm_%s" % (t, fmt)] = _susmm(t, fmt)
+            names["upc_blas_%ssusmv_%s" % (t, fmt)] = _product(t, fmt, "susmv", "y = alpha op(A) x + y")
+            names["upc_blas_%ssusmm_%s" % (t, fmt)] = _product(t, fmt, "susmm", "C = alpha op(A) B + C")
     return names
 
 

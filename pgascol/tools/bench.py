@@ -634,6 +634,39 @@ def _git_revision():
     return None
 
 
+def run_worker_job(args, argv, module, worker_args, env=None):
+    """Launch `module`'s worker (``python -m <module> worker ...``) on
+    args.np ranks (default 2; args.virtual_node_size: PGASCOL_NODE_SIZE)
+    with worker_args and --json, wait for it, and return (the JSON rank 0
+    wrote, the pgascol-bench/1 meta of the run). BenchError when it failed."""
+    prefix, impl = find_launcher(args.mpi_launcher)
+    env = dict(os.environ if env is None else env, PYTHONUNBUFFERED="1")
+    if args.virtual_node_size:
+        env["PGASCOL_NODE_SIZE"] = str(args.virtual_node_size)
+    with tempfile.TemporaryDirectory(prefix="pgascol-bench-") as tmp:
+        raw = os.path.join(tmp, "raw.json")
+        command = [*prefix, "-n", str(args.np or 2), sys.executable, "-m", module, "worker", *worker_args,
+                   "--json", raw]
+        print("# launching: %s" % shlex.join(command), flush=True)
+        rc = subprocess.call(command, env=env, stdin=subprocess.DEVNULL)
+        if rc != 0 or not os.path.exists(raw):
+            raise BenchError("the MPI job failed (exit status %s)" % rc)
+        with open(raw) as f:
+            job = json.load(f)
+    meta = collect_meta(shlex.join(["pgascol-bench", *argv]), job["np"], args.virtual_node_size,
+                        job["mpi_library"], shlex.join(prefix), impl)
+    return job, meta
+
+
+def write_results(path, meta, results):
+    """The pgascol-bench/1 document of a run, when a path is given."""
+    if path:
+        with open(path, "w") as f:
+            json.dump({"schema": SCHEMA, "meta": meta, "results": results}, f, indent=1)
+            f.write("\n")
+        print("# wrote %s" % path)
+
+
 def collect_meta(command, np_, vns, mpi_library, launcher, impl):
     import numpy
     try:

@@ -43,10 +43,7 @@ gflops, gbs, nnz), so `pgascol-bench compare` reads it unchanged."""
 import argparse
 import json
 import os
-import shlex
-import subprocess
 import sys
-import tempfile
 import time
 
 MATRICES = ("lap2d", "lap3d", "nas-a", "nas-b", "powerlaw", "band")
@@ -308,39 +305,21 @@ def _line(results, op):
 
 
 def cmd_sparse(args, argv):
-    from .bench import SCHEMA, BenchError, collect_meta, find_launcher
-    prefix, impl = find_launcher(args.mpi_launcher)
-    np_ = args.np or 2
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    if args.virtual_node_size:
-        env["PGASCOL_NODE_SIZE"] = str(args.virtual_node_size)
+    from .bench import BenchError, run_worker_job, write_results
     rounds = args.rounds or (3 if args.quick else 5)
     for what, given, known in (("matrix", args.matrices, MATRICES), ("format", args.formats, FORMATS),
                                ("format", args.upcblas_formats, FORMATS)):
         for item in filter(None, (given or "").split(",")):
             if item not in known:
                 raise BenchError("unknown %s %r (one of %s)" % (what, item, ", ".join(known)))
-    with tempfile.TemporaryDirectory(prefix="pgascol-bench-sparse-") as tmp:
-        raw = os.path.join(tmp, "raw.json")
-        command = [*prefix, "-n", str(np_), sys.executable, "-m", "pgascol.tools.bench_sparse", "worker",
-                   "--matrices", args.matrices or ",".join(MATRICES), "--formats", args.formats or ",".join(FORMATS),
-                   "--cols", args.cols, "--rounds", str(rounds), "--upcblas-formats", args.upcblas_formats,
-                   "--json", raw] + (["--quick"] if args.quick else [])
-        print("# launching: %s" % shlex.join(command), flush=True)
-        rc = subprocess.call(command, env=env, stdin=subprocess.DEVNULL)
-        if rc != 0 or not os.path.exists(raw):
-            raise BenchError("the MPI job failed (exit status %s)" % rc)
-        with open(raw) as f:
-            job = json.load(f)
-    meta = collect_meta(shlex.join(["pgascol-bench", *argv]), job["np"], args.virtual_node_size,
-                        job["mpi_library"], shlex.join(prefix), impl)
+    job, meta = run_worker_job(args, argv, "pgascol.tools.bench_sparse",
+                               ["--matrices", args.matrices or ",".join(MATRICES),
+                                "--formats", args.formats or ",".join(FORMATS), "--cols", args.cols,
+                                "--rounds", str(rounds), "--upcblas-formats", args.upcblas_formats]
+                               + (["--quick"] if args.quick else []))
     meta.update(rounds=rounds, via="sparse", triad_gbs=job["triad_gbs"], petsc=job["petsc"],
                 petsc_missing=job["petsc_missing"], skipped=job["skipped"])
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"schema": SCHEMA, "meta": meta, "results": job["results"]}, f, indent=1)
-            f.write("\n")
-        print("# wrote %s" % args.json)
+    write_results(args.json, meta, job["results"])
     return 0
 
 
