@@ -14,7 +14,7 @@ one-double Allreduces (p.q and r.r): a latency-bound workload.
 
 Implementations (--impl, all three by default, same matrix rows): "mpi"
 and "pgascol" run the code above on MPI.COMM_WORLD and on pgascol.Comm;
-"sparse" runs pgascol.sparse.cg on a matrix handle made once from the same
+"sparse" runs pgascol.sparse.solvers.cg on a matrix handle made once from the same
 rows (sparse.from_local_rows): its products exchange only the entries of p
 each rank's rows touch (read in place inside a node), and its vector
 operations are pgascol.blas's on global arrays. Its communication happens
@@ -25,9 +25,12 @@ import sys
 
 import common  # first: it limits BLAS threads before numpy loads
 import numpy as np
+import scipy.sparse as sp
 
+from pgascol import blas, sparse
 from pgascol.sparse.problems import (NAS_CG_CLASSES as CLASSES, NAS_CG_ITERATIONS as CG_ITERATIONS,
                                      NAS_EPSILON as EPSILON, nas_matrix_rows)
+from pgascol.sparse.solvers import cg as sparse_cg
 
 NAME = "cg"
 IMPLS = ("mpi", "pgascol", "sparse")
@@ -120,8 +123,6 @@ class HandleCG:
     the vectors are global arrays laid out like the matrix's rows."""
 
     def __init__(self, problem, comm):
-        import scipy.sparse as sp
-        from pgascol import sparse
         values, columns, row_pointers = problem["matrix"]
         rows = sp.csr_matrix((values, columns, row_pointers), shape=(len(row_pointers) - 1, problem["na"]))
         self.A = sparse.from_local_rows(comm, rows)
@@ -129,11 +130,9 @@ class HandleCG:
         self.z, self.r = self.A.vector("row"), self.A.vector("row")
 
     def power_step(self, shift):
-        from pgascol import blas, sparse
-        from pgascol.sparse.solvers import cg
         A, x, z, r = self.A, self.x, self.z, self.r
         z.local()[:] = 0.0
-        cg(A, x, x0=z, tol=0.0, maxiter=CG_ITERATIONS)      # z: 25 iterations on A z = x from 0
+        sparse_cg(A, x, x0=z, tol=0.0, maxiter=CG_ITERATIONS)      # z: 25 iterations on A z = x from 0
         sparse.mv(A, z, r, alpha=1.0, beta=0.0)             # r = A z
         blas.axpy(x, r, a=-1.0)
         rnorm = math.sqrt(blas.dot(r, r))

@@ -16,6 +16,7 @@ from ..blas import level1
 from ..errors import ArgumentError
 from ..pgas import GlobalArray
 from ..pgas import array as pgas_array
+from .ops import mv
 
 
 def like(v, fill=0):
@@ -33,7 +34,6 @@ def _same_layout(a, b):
 
 
 def _check(A, b, x0):
-    from . import mv  # noqa: F401  (the handle layer: imported late, it imports this module's package)
     if not hasattr(A, "shape") or not hasattr(A, "vector"):
         raise ArgumentError("A must be a pgascol.sparse matrix handle, not %s" % type(A).__name__)
     if A.shape[0] != A.shape[1]:
@@ -62,7 +62,6 @@ def cg(A, b, x0=None, tol=1e-8, maxiter=None, callback=None, atol=0.0):
     convention). The residual r and directions p, A p are work arrays like
     b, freed on return."""
     _check(A, b, x0)
-    from . import mv
     n = A.shape[0]
     maxiter = 10 * n if maxiter is None else int(maxiter)
     x = like(b) if x0 is None else x0

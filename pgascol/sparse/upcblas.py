@@ -34,7 +34,9 @@ import scipy.sparse as sp
 from ..blas.upcblas import _store
 from ..errors import ArgumentError
 from ..pgas import GlobalArray
+from .handle import from_scipy
 from .level1 import dot
+from .ops import mm, mv
 
 DTYPES = {"s": np.float32, "d": np.float64, "c": np.complex64, "z": np.complex128}
 TRANSPOSE = {0: "N", 1: "T", 2: "C", "N": "N", "T": "T", "C": "C"}
@@ -97,7 +99,6 @@ def _handle(fmt, args, dtype, comm, thread_src):
     """A temporary handle from the private arrays on thread_src (every rank
     when replicated). Arrays refused where they are refuse the call on every
     rank (one allgather of the verdicts) before the matrix moves."""
-    from . import from_scipy
     root = _root(comm, thread_src)
     A, blocksize, error = None, None, None
     if root is None or comm.Get_rank() == root:
@@ -122,7 +123,6 @@ def _product(t, fmt, name, operands):
 
     def product(transpose, alpha, *args):
         *a_args, x, y, thread_src = args
-        from . import mm, mv
         comm, trans = _comm_of(x), _trans(transpose)
         with _handle(fmt, a_args, dtype, comm, thread_src) as A:
             (mv if name == "susmv" else mm)(A, x, y, alpha=alpha, beta=1, trans=trans)
