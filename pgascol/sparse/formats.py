@@ -39,14 +39,15 @@ def axis(fmt, uplo):
 
 def balanced(weights, nranks):
     """Line counts per rank, consecutive ranges, balanced by the lines'
-    weights (their nonzeros); by line count when there are none."""
+    weights (their nonzeros): rank r's range ends at the first line whose
+    middle lies past r/P of the weight. By line count when there is none."""
     n = len(weights)
     total = int(np.sum(weights))
     if total == 0:
         return [n // nranks + (r < n % nranks) for r in range(nranks)]
-    cum = np.cumsum(weights)
+    middles = np.cumsum(weights) - np.asarray(weights) / 2
     targets = total * np.arange(1, nranks) / nranks
-    bounds = np.concatenate(([0], np.searchsorted(cum, targets, side="right"), [n]))
+    bounds = np.concatenate(([0], np.searchsorted(middles, targets, side="right"), [n]))
     return np.diff(bounds).tolist()
 
 
@@ -140,15 +141,16 @@ def line_weights(G, fmt):
 def _skyline(G):
     """A triangular CSR (lower) or CSC (upper) as skyline lines: each
     line's length and first index, and the envelope's values (zeros inside
-    it stored), by line."""
-    lines = G.shape[0] if G.format == "csr" else G.shape[1]
+    it stored), by line. A line runs from its first nonzero to the diagonal."""
+    lines, other = G.shape if G.format == "csr" else G.shape[::-1]
     ptr, idx = G.indptr, G.indices
     counts = np.diff(ptr)
     line = np.repeat(np.arange(lines), counts)
     first = np.arange(lines, dtype=np.int64)
     nonempty = counts > 0
     first[nonempty] = idx[ptr[:-1][nonempty]]           # sorted: the line's smallest index
-    length = np.where(nonempty, np.arange(lines) - first + 1, 0)
+    last = np.minimum(np.arange(lines), other - 1)      # the diagonal (a wide/tall matrix: the last index)
+    length = np.where(nonempty, last - first + 1, 0)
     offsets = np.concatenate(([0], np.cumsum(length)))
     val = np.zeros(offsets[-1], G.dtype)
     val[offsets[line] + idx - first[line]] = G.data

@@ -132,7 +132,7 @@ class SparseMatrix:
         _, starts = X.a.node_segment()
         key = ("remap", X.ld, starts.tobytes())
         if key not in self._plans:
-            val = p["val"].reshape(len(p["idx"]), -1) if self.format == "bsr" else p["val"]
+            val = p["val"].reshape(-1, self.blocksize[0] * self.blocksize[1]) if self.format == "bsr" else p["val"]
             rows = self._rows() if self.format == "coo" else None
             ptr = None if self.format == "coo" else p["ptr"]
             self._plans = {k: v for k, v in self._plans.items() if k[0] != "remap" or len(self._plans) < 8}

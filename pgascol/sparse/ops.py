@@ -20,11 +20,11 @@ CSC, upper skyline transposed):
   full length, and the communicator's Reduce_scatter sums the partials
   into y's layout (Allreduce when y is replicated).
 
-Synchronisation: an aligned product reads other ranks' parts of x, so it
-begins with a PGAS barrier (whatever every rank wrote to x is visible); a
-non-aligned one reads only the caller's own part and needs none. Every
-product ends with one: y is complete on every rank, and nobody writes x
-while another still reads it (the dense BLAS routines' rule).
+Synchronisation: every product begins with a PGAS barrier (the first
+step of its collective argument check: whatever every rank wrote to x
+before the call is visible, as an aligned product that reads other ranks'
+parts needs) and ends with one (y complete on every rank, and nobody
+writes x while another still reads it): the dense BLAS routines' rule.
 
 Operands: pgas GlobalArrays (mv) and pgas Matrices distributed by rows
 (mm) laid out as A.vector / A.matrix make them; any other layout is copied
@@ -92,29 +92,31 @@ class _Dense:
 
 
 def _check(A, x, y, alpha, beta, trans, matrices):
-    """Every check before any data move: the same verdict on every rank
-    (collective metadata only; replicated numpy operands are compared with
-    agree, the one collective argument check)."""
-    ctx = A._live()
-    if trans not in TRANS:
-        raise ArgumentError("trans must be one of N, T, C, not %r" % (trans,))
+    """Every check before any data moves, on every rank (agree: a refusal
+    on one rank raises ArgumentError on all, and so does a difference
+    between the ranks' arguments). Its first step is a PGAS barrier: what
+    every rank wrote to x before the call is visible after it."""
+    A._live()
     names = ("B", "C") if matrices else ("x", "y")
-    X, Y = _Dense(x, names[0], matrices, A.dtype), _Dense(y, names[1], matrices, A.dtype)
-    if X.glob != Y.glob:
-        raise ArgumentError("%s and %s must both be global or both be replicated numpy arrays" % names)
-    if x is y or (not X.glob and np.shares_memory(x, y)):
-        raise ArgumentError("%s and %s overlap" % names)
-    m, n = A.shape if trans == "N" else A.shape[::-1]
-    if X.rows != n or Y.rows != m:
-        raise ArgumentError("op(A) is %d x %d: %s needs %d rows and %s %d, not %d and %d"
-                            % (m, n, names[0], n, names[1], m, X.rows, Y.rows))
-    if X.k != Y.k or (matrices and not 1 <= X.k):
-        raise ArgumentError("%s and %s have %d and %d columns" % (names + (X.k, Y.k)))
-    alpha, beta = (_scalar(v, A.dtype, w) for v, w in ((alpha, "alpha"), (beta, "beta")))
-    if not X.glob and ctx.size > 1:
-        agree(A.comm, "pgascol.sparse", lambda: ((X.a.shape, Y.a.shape, trans, complex(alpha), complex(beta)),
-                                                 None))
-    return X, Y, alpha, beta
+
+    def prepare():
+        if trans not in TRANS:
+            raise ArgumentError("trans must be one of N, T, C, not %r" % (trans,))
+        X, Y = _Dense(x, names[0], matrices, A.dtype), _Dense(y, names[1], matrices, A.dtype)
+        if X.glob != Y.glob:
+            raise ArgumentError("%s and %s must both be global or both be replicated numpy arrays" % names)
+        if x is y or (not X.glob and np.shares_memory(x, y)):
+            raise ArgumentError("%s and %s overlap" % names)
+        m, n = A.shape if trans == "N" else A.shape[::-1]
+        if X.rows != n or Y.rows != m:
+            raise ArgumentError("op(A) is %d x %d: %s needs %d rows and %s %d, not %d and %d"
+                                % (m, n, names[0], n, names[1], m, X.rows, Y.rows))
+        if X.k != Y.k:
+            raise ArgumentError("%s and %s have %d and %d columns" % (names + (X.k, Y.k)))
+        a, b = (_scalar(v, A.dtype, w) for v, w in ((alpha, "alpha"), (beta, "beta")))
+        return (X.glob, X.rows, X.k, Y.rows, trans, complex(a), complex(b)), (X, Y, a, b)
+    return agree(A.comm, "pgascol.sparse." + ("mm" if matrices else "mv"), prepare,
+                 lambda: pgas.barrier(A.comm))
 
 
 def _scalar(v, dtype, what):
@@ -133,8 +135,7 @@ def _apply(A, x, y, alpha, beta, trans, matrices):
         return _replicated(A, X, Y, alpha, beta, trans, aligned, ycounts)
     xs, ys = _fit(A, X, xcounts), _fit(A, Y, ycounts, keep=beta != 0)
     try:
-        if aligned:
-            pgas.barrier(A.comm)            # every owner's writes to x visible
+        if aligned:                         # (_check's barrier: every owner's writes to x visible)
             _gather(A, xs, ys, alpha, beta, trans == "C")
         else:
             _reduce(A, xs, ys, alpha, beta, trans, ycounts)

@@ -1,0 +1,259 @@
+"""pgascol.sparse: every format x dtype x distribution x trans against
+scipy.sparse on the gathered operands (the same matrices on every rank,
+from one seed), square and rectangular, with empty rows and columns; a
+rank with no rows; SpMM with 1, 3 and 64 columns; a handle reused while x
+changes; operands in other layouts (redistributed); misuse. Run at np 1,
+2, 3, 4 and 8 and on virtual nodes (PGASCOL_NODE_SIZE: the halo messages
+and Rget windows); PGASCOL_SPARSE_TEST_SAMPLE=0.2 runs a fixed random
+fifth of the product (every case by default)."""
+import itertools
+import os
+
+import numpy as np
+import scipy.sparse as sp
+from mpi4py import MPI
+
+import pgascol
+from pgascol import pgas, sparse
+from pgascol.errors import ArgumentError, FreedError
+from tests.mpi_programs.blas_common import expect
+
+WORLD = MPI.COMM_WORLD
+ME, P = WORLD.Get_rank(), WORLD.Get_size()
+COMM = pgascol.Comm(WORLD)
+FORMATS = ("csr", "coo", "bsr", "csc", "dia", "sky")
+TYPES = (np.float32, np.float64, np.complex64, np.complex128)
+TOL = {np.float32: 1e-4, np.float64: 1e-12, np.complex64: 1e-4, np.complex128: 1e-12}
+SAMPLE = os.environ.get("PGASCOL_SPARSE_TEST_SAMPLE", "all")
+
+
+def sampled(cases):
+    """All cases, or a fixed random fraction of them (the same on every rank)."""
+    cases = list(cases)
+    if SAMPLE == "all":
+        return cases
+    keep = np.random.default_rng(5).random(len(cases)) < float(SAMPLE)
+    return [c for c, k in zip(cases, keep) if k]
+
+
+def matrix(shape, dt, seed, fmt="csr", density=0.3):
+    """A random matrix with an empty row and an empty column (skyline:
+    its lower or upper triangle by the seed's parity)."""
+    rng = np.random.default_rng(seed)
+    m, n = shape
+    G = sp.random_array(shape, density=density, rng=rng, format="lil")
+    if np.dtype(dt).kind == "c":
+        G = G + 1j * sp.random_array(shape, density=density, rng=rng, format="lil")
+    G = sp.lil_array(G.astype(dt))
+    if m > 2 and n > 2:
+        G[m // 2, :] = 0
+        G[:, n // 3] = 0
+    if fmt == "sky":
+        G = sp.tril(G) if seed % 2 else sp.triu(G)
+    return sp.csr_array(G)
+
+
+def rand(n, dt, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(n)
+    if np.dtype(dt).kind == "c":
+        x = x + 1j * rng.standard_normal(n)
+    return x.astype(dt)
+
+
+def make(G, fmt, dist, blocksize=None):
+    """The handle of G distributed from rank 0, from the last rank, replicated, or from local rows."""
+    kw = {"blocksize": blocksize} if fmt == "bsr" else {}
+    if dist == "local":
+        counts = [len(r) for r in np.array_split(np.arange(G.shape[0]), P)]
+        lo = sum(counts[:ME])
+        return sparse.from_local_rows(COMM, G[lo:lo + counts[ME]], format=fmt)
+    root = {"root0": 0, "rootlast": P - 1, "replicated": None}[dist]
+    return sparse.from_scipy(COMM, G if root is None or ME == root else None, root=root, format=fmt, **kw)
+
+
+def fill(a, g):
+    """Each rank writes its own elements of global array a from numpy g."""
+    for lo, hi in a.owned():
+        a.local()[:] = g[lo:hi]
+
+
+def close(got, want, dt, what):
+    scale = max(np.abs(want).max() if np.size(want) else 1.0, 1.0)
+    err = np.abs(np.asarray(got) - want).max() / scale if np.size(want) else 0.0
+    assert err <= TOL[dt] * 20, "%s: relative error %.3g" % (what, err)
+
+
+def op(G, trans):
+    return {"N": G, "T": G.T, "C": G.conj().T}[trans]
+
+
+def check_mv(A, G, trans, dt, seed, what):
+    """Global and replicated operands, beta 0 and not, against scipy."""
+    O = op(G, trans)
+    kx, ky = ("col", "row") if trans == "N" else ("row", "col")
+    xg, y0 = rand(O.shape[1], dt, seed), rand(O.shape[0], dt, seed + 1)
+    alpha, beta = (2 - 1j, 0.5 + 1j) if np.dtype(dt).kind == "c" else (2.0, 0.5)
+    with A.vector(kx) as x, A.vector(ky) as y:
+        fill(x, xg)
+        fill(y, y0)
+        pgas.barrier(COMM)
+        sparse.mv(A, x, y, alpha, beta, trans)
+        close(y[:], alpha * (O @ xg) + beta * y0, dt, what + " global")
+        sparse.mv(A, x, y, alpha, 0, trans)
+        close(y[:], alpha * (O @ xg), dt, what + " global beta 0")
+        assert np.array_equal(x[:], xg), what + ": x was written"
+    yr = y0.copy()
+    sparse.mv(A, xg.copy(), yr, alpha, beta, trans)
+    close(yr, alpha * (O @ xg) + beta * y0, dt, what + " replicated")
+
+
+def test_to_scipy_and_local_every_format_and_distribution():
+    for fmt, dist in itertools.product(FORMATS, ("root0", "rootlast", "replicated")):
+        G = matrix((9, 7) if fmt != "bsr" else (8, 6), np.float64, 3, fmt)
+        with make(G, fmt, dist, (2, 3)) as A:
+            back = A.to_scipy(root=0)
+            if ME == 0:
+                assert abs(back - G).max() == 0, (fmt, dist)
+            assert A.nnz == G.nnz or fmt in ("bsr", "dia", "sky")
+            assert sum(A.row_counts) == G.shape[0] and sum(A.col_counts) == G.shape[1]
+            assert A.format == fmt and A.dtype == np.float64 and A.shape == G.shape
+            assert A.local().format == {"sky": "csr" if A.uplo == "L" else "csc"}.get(fmt, fmt)
+
+
+def test_mv_every_format_type_distribution_shape_and_trans():
+    """Every type distributed from rank 0; the other distributions (from the
+    last rank, replicated, from local rows) with one type each, in turn."""
+    cases = [(f, t, d, s, tr) for f, t, d, s, tr in itertools.product(
+             FORMATS, TYPES, ("root0", "rootlast", "replicated", "local"), ((12, 12), (13, 8), (6, 10)), "NTC")
+             if d == "root0" or (TYPES.index(t) + FORMATS.index(f) + "NTC".index(tr)) % 4 == 1]
+    for i, (fmt, dt, dist, shape, trans) in enumerate(sampled(cases)):
+        if dist == "local" and fmt not in ("csr", "coo"):
+            continue
+        if fmt == "bsr" and shape == (13, 8):
+            shape = (14, 8)                         # a shape the 2 x 2 blocks divide
+        G = matrix(shape, dt, i, fmt)
+        with make(G, fmt, dist, (2, 2)) as A:
+            check_mv(A, G, trans, dt, i, "%s %s %s %s %s" % (fmt, np.dtype(dt).name, dist, shape, trans))
+
+
+def test_a_rank_with_no_rows():
+    """Every nonzero in the last row (by rows) or column (by columns): by
+    nonzeros, one rank takes it and the others have nothing."""
+    last_row = sp.csr_array(np.pad(np.ones((1, 6)), ((5, 0), (0, 0))))
+    for fmt in ("csr", "coo", "bsr", "sky", "csc", "dia"):
+        H = last_row.T.tocsr() if fmt == "csc" else last_row
+        with make(H, fmt, "root0", (1, 2)) as A:
+            if P > 1 and fmt != "dia":
+                assert 0 in A.line_counts, (fmt, A.line_counts)
+            for trans in "NT":
+                check_mv(A, H, trans, np.float64, 7, "no rows %s %s" % (fmt, trans))
+
+
+def test_mm_with_1_3_and_64_columns():
+    cases = itertools.product(FORMATS, (np.float64, np.complex64), (1, 3, 64), "NC")
+    for i, (fmt, dt, k, trans) in enumerate(sampled(cases)):
+        G = matrix((12, 10), dt, 40 + i, fmt)
+        O = op(G, trans)
+        Bg = np.stack([rand(O.shape[1], dt, j) for j in range(k)], 1)
+        C0 = np.stack([rand(O.shape[0], dt, 100 + j) for j in range(k)], 1)
+        what = "mm %s %s k=%d %s" % (fmt, np.dtype(dt).name, k, trans)
+        with make(G, fmt, "root0", (2, 2)) as A:
+            kb, kc = ("col", "row") if trans == "N" else ("row", "col")
+            with A.matrix(kb, k) as B, A.matrix(kc, k) as C:
+                for lo, hi in B.owned_rows():
+                    B.local()[:] = Bg[lo:hi]
+                for lo, hi in C.owned_rows():
+                    C.local()[:] = C0[lo:hi]
+                pgas.barrier(COMM)
+                sparse.mm(A, B, C, 2.0, 1.0, trans)
+                close(C[:, :], 2 * (O @ Bg) + C0, dt, what)
+            Cr = C0.copy()
+            sparse.mm(A, Bg, Cr, 2.0, 1.0, trans)
+            close(Cr, 2 * (O @ Bg) + C0, dt, what + " replicated")
+
+
+def test_a_handle_reused_while_x_changes():
+    G = matrix((40, 40), np.float64, 9)
+    for fmt in ("csr", "csc", "sky", "dia"):
+        H = sp.csr_array(sp.tril(G)) if fmt == "sky" else G
+        with make(H, fmt, "root0") as A, A.vector("col") as x, A.vector("row") as y:
+            for it in range(12):
+                xg = rand(40, np.float64, it)
+                fill(x, xg)             # the caller's own part, then mv's barrier makes it visible
+                sparse.mv(A, x, y, 1.0, 0.0)
+                close(y[:], H @ xg, np.float64, "%s iteration %d" % (fmt, it))
+
+
+def test_operands_in_other_layouts_are_redistributed():
+    G = matrix((11, 9), np.float64, 12)
+    xg, y0 = rand(9, np.float64, 1), rand(11, np.float64, 2)
+    with make(G, "csr", "root0") as A:
+        for block in (1, 3, "*"):
+            with pgas.array(COMM, 9, np.float64, block=block) as x, \
+                    pgas.array(COMM, 11, np.float64, block=block) as y:
+                fill_any(x, xg)
+                fill_any(y, y0)
+                pgas.barrier(COMM)
+                sparse.mv(A, x, y, 1.0, 2.0)
+                close(y[:], G @ xg + 2 * y0, np.float64, "block %s" % block)
+
+
+def fill_any(a, g):
+    idx = np.concatenate([np.arange(lo, hi) for lo, hi in a.owned()] or [np.zeros(0, int)])
+    a.local()[:] = g[idx]
+
+
+def test_index_dtype_is_int32_where_it_fits():
+    with make(matrix((10, 10), np.float32, 1), "csr", "root0") as A:
+        assert A._piece["idx"].dtype == np.int32 and A._piece["ptr"].dtype == np.int32
+
+
+def test_misuse_raises_on_every_rank_and_writes_nothing():
+    G = matrix((8, 6), np.float64, 2)
+    with make(G, "csr", "root0") as A, A.vector("col") as x, A.vector("row") as y, \
+            pgas.array(COMM, None, np.float32, counts=A.row_counts) as y32, \
+            pgas.array(COMM, 7, np.float64) as wrong:
+        fill(y, np.arange(8.0))
+        pgas.barrier(COMM)
+        cases = [
+            (lambda: sparse.mv(A, x, wrong), "rows"),                   # shape mismatch
+            (lambda: sparse.mv(A, y, x, trans="N"), "rows"),
+            (lambda: sparse.mv(A, x, y32), "dtype"),                    # dtype mismatch
+            (lambda: sparse.mv(A, x, y, trans="X"), "trans"),
+            (lambda: sparse.mv(A, x, np.zeros(8)), "both be global"),
+            (lambda: sparse.mv(A, x, x), "overlap"),
+            (lambda: sparse.mm(A, x, y), "Matrix"),
+            (lambda: sparse.mv(A, x, y, alpha=1j), "alpha"),
+            (lambda: A.vector("diag"), "kind"),
+        ]
+        for fn, words in cases:
+            exc = expect(ArgumentError, fn)
+            assert words in str(exc), (words, str(exc))
+        assert np.array_equal(y[:], np.arange(8.0)), "y was written"
+    bad = sp.csr_array(G, copy=True)
+    bad.indices[0] = 99                                                 # index out of range
+    unsorted = sp.csr_array(G, copy=True)
+    row = next(i for i in range(8) if unsorted.indptr[i + 1] - unsorted.indptr[i] >= 2)
+    a, b = unsorted.indptr[row], unsorted.indptr[row + 1]
+    unsorted.indices[a:b] = unsorted.indices[a:b][::-1].copy()
+    ptr = sp.csr_array(G, copy=True)
+    ptr.indptr[3] = 10 ** 6                                             # malformed offsets
+    for M, words in ((bad, "out of range"), (unsorted, "unsorted"), (ptr, "malformed"),
+                     (G.astype(np.int64), "dtype"), (np.ones((3, 3)), "scipy.sparse")):
+        exc = expect(ArgumentError, sparse.from_scipy, COMM, M if ME == 0 else None, 0, "csr")
+        assert words in str(exc) and "rank 0" in str(exc), (words, str(exc))
+    expect(ArgumentError, sparse.from_scipy, COMM, G if ME == 0 else None, 0, "ell")
+    if P > 1:
+        expect(ArgumentError, sparse.from_scipy, COMM, G, 0, "csr")    # A on every rank with a root
+    expect(ArgumentError, sparse.from_scipy, COMM, G if ME == 0 else None, 0, "sky")     # not triangular
+    if P > 1:                                       # replicated operands that differ on one rank only
+        with make(G, "csr", "root0") as A:
+            xs = np.ones(6 if ME else 7)
+            expect(ArgumentError, sparse.mv, A, xs, np.zeros(8))
+    A = make(G, "csr", "root0")
+    A.free()
+    with pgas.array(COMM, 6, np.float64) as x6:
+        expect(FreedError, sparse.mv, A, x6, np.zeros(8))
+    expect(FreedError, A.vector, "row")
+    assert COMM.allreduce(1) == P                   # the communicator is still usable
