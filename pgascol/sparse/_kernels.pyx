@@ -47,8 +47,12 @@ cdef inline void store(scalar *y, scalar *acc, Py_ssize_t k, scalar alpha, scala
         acc[t] = 0
 
 
-cdef scalar *zeros(Py_ssize_t k, scalar *like) noexcept nogil:
-    return <scalar *>calloc(k if k > 0 else 1, sizeof(like[0]))
+cdef scalar *zeros(Py_ssize_t k, scalar *like) except NULL:
+    """k zeroed accumulators (of like's type)."""
+    cdef scalar *acc = <scalar *>calloc(k if k > 0 else 1, sizeof(like[0]))
+    if acc == NULL:
+        raise MemoryError()
+    return acc
 
 
 def csr_gather(const index[::1] ptr, const index[::1] idx, const scalar[::1] val,
@@ -58,22 +62,20 @@ def csr_gather(const index[::1] ptr, const index[::1] idx, const scalar[::1] val
     cdef Py_ssize_t m = ptr.shape[0] - 1, i, p, t, xo
     cdef scalar a
     cdef scalar *acc = zeros(k, &alpha)
-    if acc == NULL:
-        raise MemoryError()
     with nogil:
         for i in range(m):
-            if k == 1:
+            if k == 1:                                  # SpMV: one sum in a register
                 a = 0
                 for p in range(ptr[i], ptr[i + 1]):
                     a = a + cj(val[p], conj) * x[idx[p] * sx]
-                acc[0] = a
+                y[i * ldy] = alpha * a if beta == 0 else beta * y[i * ldy] + alpha * a
             else:
                 for p in range(ptr[i], ptr[i + 1]):
                     a = cj(val[p], conj)
                     xo = idx[p] * sx
                     for t in range(k):
                         acc[t] = acc[t] + a * x[xo + t]
-            store(&y[i * ldy], acc, k, alpha, beta)
+                store(&y[i * ldy], acc, k, alpha, beta)
     free(acc)
 
 
@@ -115,8 +117,6 @@ def bsr_gather(const index[::1] ptr, const index[::1] bidx, const scalar[::1] va
     cdef Py_ssize_t mb = ptr.shape[0] - 1, I, p, r, c, t, xo, vo
     cdef scalar a
     cdef scalar *acc = zeros(R * k, &alpha)
-    if acc == NULL:
-        raise MemoryError()
     with nogil:
         for I in range(mb):
             for p in range(ptr[I], ptr[I + 1]):
@@ -159,8 +159,6 @@ def sky_gather(const index[::1] ptr, const index[::1] first, const scalar[::1] v
     cdef Py_ssize_t m = ptr.shape[0] - 1, i, q, t, xo
     cdef scalar a
     cdef scalar *acc = zeros(k, &alpha)
-    if acc == NULL:
-        raise MemoryError()
     with nogil:
         for i in range(m):
             xo = (first[i] - x0) * ldx

@@ -158,12 +158,12 @@ def _fit(A, D, counts, keep=True):
         t = pgas.matrix(A.comm, (a.rows, a.cols), a.dtype, dist="row", ld=a.ld, counts=counts)
     else:
         t = pgas.array(A.comm, None, a.dtype, counts=counts)
-    if keep:
-        pgas.barrier(A.comm)
+    if keep:                                # (what every rank wrote to D is visible: _check's barrier)
         lo = sum(counts[:A._ctx.rank]) * D.ld
         part = pgas.GlobalArray.local(t)
         if len(part):
             a.get(lo, part)
+        pgas.barrier(A.comm)                # the copy complete before the others read it in place
     T = _Dense.__new__(_Dense)
     T.a, T.name, T.glob, T.rows, T.k, T.ld = t, D.name, True, D.rows, D.k, D.ld
     return T
@@ -210,13 +210,7 @@ def _reduce(A, X, Y, alpha, beta, trans, ycounts):
     _scatter_local(A, x, X.ld, partial, k, alpha, trans)
     mine = np.empty(ycounts[A._ctx.rank] * k, A.dtype)
     A.comm.Reduce_scatter(partial, mine, recvcounts=[c * k for c in ycounts])
-    y = _flat(Y).reshape(-1, Y.ld)[:, :k]
-    mine = mine.reshape(-1, k)
-    if beta == 0:
-        y[...] = mine
-    else:
-        y *= beta
-        y += mine
+    plan.axpby(_flat(Y).reshape(-1, Y.ld)[:, :k], beta, mine.reshape(-1, k))
 
 
 def _scatter_local(A, x, ldx, partial, k, alpha, trans):
@@ -255,11 +249,7 @@ def _replicated(A, X, Y, alpha, beta, trans, aligned, ycounts):
         _scatter_local(A, x[A.lo * k:], k, partial, k, alpha, trans)
     total = np.empty_like(partial)
     A.comm.Allreduce(partial, total)
-    if beta == 0:
-        y[...] = total
-    else:
-        y *= beta
-        y += total
+    plan.axpby(y, beta, total)
 
 
 def _gather_replicated(A, x, y, k, alpha, beta, conj):
@@ -271,7 +261,7 @@ def _gather_replicated(A, x, y, k, alpha, beta, conj):
         R, C = A.blocksize
         _kernels.bsr_gather(p["ptr"], p["idx"], p["val"], R, C, x, C * k, k, y, k, k, alpha, beta, conj)
     elif fmt == "coo":
-        y *= beta
+        plan.axpby(y, beta, 0)
         _kernels.coo(A._rows(), p["idx"], p["val"], x, k, y, k, k, alpha, conj)
     else:
         _kernels.csr_gather(p["ptr"], p["idx"], p["val"], x, k, y, k, k, alpha, beta, conj)

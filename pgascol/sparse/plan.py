@@ -118,11 +118,17 @@ def _kernel(A, part, x, sx, ldx, y, ldy, k, alpha, beta, conj):
         R, C = A.blocksize
         _kernels.bsr_gather(ptr, idx, val, R, C, x, sx, ldx, y, ldy, k, alpha, beta, conj)
     elif A.format == "coo":
-        y2 = y.reshape(-1, ldy)[:, :k]
-        if beta == 0:
-            y2[...] = 0
-        elif beta != 1:
-            y2 *= beta
+        axpby(y.reshape(-1, ldy)[:, :k], beta, 0)
         _kernels.coo(rows, idx, val, x, sx, y, ldy, k, alpha, conj)
     else:
         _kernels.csr_gather(ptr, idx, val, x, sx, y, ldy, k, alpha, beta, conj)
+
+
+def axpby(y, beta, add):
+    """y = beta*y + add, y not read when beta is 0."""
+    if beta == 0:
+        y[...] = add
+    else:
+        if beta != 1:
+            y *= beta
+        y += add

@@ -16,7 +16,7 @@ from mpi4py import MPI
 import pgascol
 from pgascol import pgas, sparse
 from pgascol.errors import ArgumentError, FreedError
-from tests.mpi_programs.blas_common import expect
+from tests.mpi_programs.blas_common import expect, rand
 
 WORLD = MPI.COMM_WORLD
 ME, P = WORLD.Get_rank(), WORLD.Get_size()
@@ -51,14 +51,6 @@ def matrix(shape, dt, seed, fmt="csr", density=0.3):
     if fmt == "sky":
         G = sp.tril(G) if seed % 2 else sp.triu(G)
     return sp.csr_array(G)
-
-
-def rand(n, dt, seed):
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal(n)
-    if np.dtype(dt).kind == "c":
-        x = x + 1j * rng.standard_normal(n)
-    return x.astype(dt)
 
 
 def make(G, fmt, dist, blocksize=None):
@@ -244,8 +236,6 @@ def test_misuse_raises_on_every_rank_and_writes_nothing():
         exc = expect(ArgumentError, sparse.from_scipy, COMM, M if ME == 0 else None, 0, "csr")
         assert words in str(exc) and "rank 0" in str(exc), (words, str(exc))
     expect(ArgumentError, sparse.from_scipy, COMM, G if ME == 0 else None, 0, "ell")
-    if P > 1:
-        expect(ArgumentError, sparse.from_scipy, COMM, G, 0, "csr")    # A on every rank with a root
     expect(ArgumentError, sparse.from_scipy, COMM, G if ME == 0 else None, 0, "sky")     # not triangular
     if P > 1:                                       # replicated operands that differ on one rank only
         with make(G, "csr", "root0") as A:
@@ -257,3 +247,50 @@ def test_misuse_raises_on_every_rank_and_writes_nothing():
         expect(FreedError, sparse.mv, A, x6, np.zeros(8))
     expect(FreedError, A.vector, "row")
     assert COMM.allreduce(1) == P                   # the communicator is still usable
+
+
+def test_pgas_matrix_with_row_counts():
+    counts = [(r * 2) % 5 for r in range(P)]                   # rank 0 holds no rows
+    m = sum(counts)
+    with pgas.matrix(COMM, (m, 3), np.complex64, dist="row", counts=counts, ld=4, fill=1) as M:
+        assert M.local().shape == (counts[ME], 3) and M.ld == 4
+        lo = sum(counts[:ME])
+        assert M.owned_rows() == ([(lo, lo + counts[ME])] if counts[ME] else [])
+        M.local()[:] = np.arange(lo, lo + counts[ME])[:, None] + 1j
+        pgas.barrier(COMM)
+        assert np.array_equal(M[:, :], np.arange(m)[:, None] + np.zeros((1, 3)) + 1j)
+        pgas.barrier(COMM)
+    expect(ArgumentError, pgas.matrix, COMM, (m + 1, 3), np.float64, dist="row", counts=counts)
+    expect(ArgumentError, pgas.matrix, COMM, (m, 3), np.float64, dist="col", counts=counts)
+
+
+def test_mm_operands_in_other_layouts_are_redistributed():
+    G = matrix((12, 10), np.float64, 21)
+    Bg, C0 = rand(30, np.float64, 1).reshape(10, 3), rand(36, np.float64, 2).reshape(12, 3)
+    with make(G, "csr", "root0") as A, pgas.matrix(COMM, (10, 3), np.float64, block=2) as B, \
+            pgas.matrix(COMM, (12, 3), np.float64, block=1) as C:
+        for M, g in ((B, Bg), (C, C0)):
+            rows = [i for lo, hi in M.owned_rows() for i in range(lo, min(hi, M.rows))]
+            M.local()[:] = g[rows]
+        pgas.barrier(COMM)
+        sparse.mm(A, B, C, 1.0, -1.0)
+        close(C[:, :], G @ Bg - C0, np.float64, "mm block-cyclic operands")
+
+
+def test_the_halo_holds_only_entries_of_other_nodes_that_the_rows_touch():
+    """A tridiagonal matrix: a rank's rows touch one column past each end of
+    its range; those of ranks on its node are read in place (no halo), the
+    others arrive by message, and nothing else does."""
+    n = 30
+    G = sp.csr_array(sp.diags_array([np.ones(n - 1), 2 * np.ones(n), np.ones(n - 1)], offsets=[-1, 0, 1]))
+    with make(G, "csr", "root0") as A, A.vector("col", fill=1.0) as x, A.vector("row") as y:
+        sparse.mv(A, x, y, 1.0, 0.0)
+        close(y[:], G @ np.ones(n), np.float64, "tridiagonal")
+        ex = A._plans["exchange"]
+        ctx = A._ctx
+        lo, hi = A.lo, A.lo + A.row_counts[ME]
+        touched = {c for c in (lo - 1, hi) if 0 <= c < n and hi > lo}
+        owner = np.searchsorted(np.cumsum(A.col_counts), sorted(touched), side="right")
+        expected = sorted(c for c, r in zip(sorted(touched), owner) if not ctx.on_node[r])
+        assert ex.halo.tolist() == expected, (ex.halo, expected)
+        assert sum(len(rows) for _, rows in ex.send) == len(expected) or ctx.nnodes == 1
