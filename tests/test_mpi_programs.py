@@ -167,6 +167,13 @@ TABLE = [
         exclude=NODE_TEAM_SCENARIOS),
     Run("node_team.py", (4, 8), "vnodes_of_3_roundrobin", vnodes(3, "roundrobin"), timeout=60,
         exclude=NODE_TEAM_SCENARIOS),
+
+    # ---- pgascol.sparse's applications (susdot, CG, NAS CG class S, UPCBLAS's entry points):
+    # one node, and virtual nodes of 1, 2 and 3 ranks (the halo exchanged by messages)
+    Run("sparse_apps.py", timeout=300),
+    Run("sparse_apps.py", (2, 3), "vnodes_of_1", vnodes(1), timeout=300),
+    Run("sparse_apps.py", (4, 8), "vnodes_of_2", vnodes(2), timeout=300),
+    Run("sparse_apps.py", (4,), "vnodes_of_3_roundrobin", vnodes(3, "roundrobin"), timeout=300),
 ]
 
 _taken = []
@@ -192,5 +199,6 @@ test_upc_smoke = chapter("upc_smoke.py")
 test_upc = chapter(UPC)
 test_shared_buffers = chapter("shared_buffers.py")
 test_blas = chapter(BLAS)
+test_sparse_apps = chapter("sparse_apps.py")
 
 assert len(_taken) == len(TABLE), "a row of TABLE that no chapter above runs"

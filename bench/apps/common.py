@@ -2,11 +2,15 @@
 
 Each application runs the same problem once per implementation in one MPI
 job: with MPI.COMM_WORLD ("mpi") and with pgascol.Comm(MPI.COMM_WORLD)
-("pgascol"). The application code sees a TimedComm, which adds the wall time
+("pgascol"), and with any further implementation the application names in
+IMPLS (e.g. cg.py's "sparse": its own code on pgascol.Comm, which run()
+tells apart by comm.impl). The application code sees a TimedComm, which adds the wall time
 of every collective call to a per-operation total, so the report separates
 time spent in collectives from the rest. An application supplies:
 
     NAME                      e.g. "cg"
+    IMPLS                     optional: its implementations (default ("mpi", "pgascol"));
+                              every one but "mpi" runs on pgascol.Comm
     add_arguments(parser)     its own options
     describe(args)            one line naming the problem, for the report
     setup(args, world)        the inputs, built once and shared by both runs
@@ -73,8 +77,10 @@ class TimedComm:
         self._t0 = time.perf_counter()
 
     def stop(self):
-        """Stop the clock; returns the seconds since start()."""
-        self.elapsed = time.perf_counter() - self._t0
+        """Stop the clock (the first call after start() counts: run() may
+        stop it before its own clean-up); returns the seconds since start()."""
+        if self.elapsed is None:
+            self.elapsed = time.perf_counter() - self._t0
         return self.elapsed
 
     def collective_seconds(self):
@@ -115,13 +121,18 @@ def block_counts(n, parts):
     return [hi - lo for lo, hi in bounds], [lo for lo, _ in bounds]
 
 
+def impls_of(app):
+    return getattr(app, "IMPLS", IMPLS)
+
+
 def parse_args(app, argv=None):
     parser = argparse.ArgumentParser(
         prog="mpiexec -n N python bench/apps/%s.py" % app.NAME,
         description=(app.__doc__ or "").strip().splitlines()[0])
-    parser.add_argument("--impl", choices=("pgascol", "mpi", "both"), default="both",
-                        help="communicator(s) to run with; both: MPI.COMM_WORLD, then "
-                             "pgascol.Comm(MPI.COMM_WORLD), same inputs (default both)")
+    parser.add_argument("--impl", choices=(*impls_of(app), "both", "all"), default="all",
+                        help="implementation(s) to run, same inputs; both: MPI.COMM_WORLD, then "
+                             "pgascol.Comm(MPI.COMM_WORLD); all (default): %s"
+                             % ", ".join(impls_of(app)))
     parser.add_argument("--json", metavar="FILE", help="write the results here (rank 0)")
     app.add_arguments(parser)
     return parser.parse_args(argv)
@@ -130,7 +141,7 @@ def parse_args(app, argv=None):
 def _run_one(app, problem, world, impl):
     """One timed run of the application on one implementation; returns the
     result record on rank 0, None on the other ranks."""
-    if impl == "pgascol":
+    if impl != "mpi":
         import pgascol
         comm = pgascol.Comm(world)
     else:
@@ -139,9 +150,9 @@ def _run_one(app, problem, world, impl):
         tcomm = TimedComm(comm, impl)
         answer = app.run(problem, tcomm)
         tcomm.stop()
-        paths = pgascol.stats(comm) if impl == "pgascol" else None
+        paths = pgascol.stats(comm) if impl != "mpi" else None
     finally:
-        if impl == "pgascol":
+        if impl != "mpi":
             comm.Free()
     ok, summary = app.verify(problem, answer, world)
     ok = world.allreduce(bool(ok), op=_mpi().LAND)     # FAILED anywhere is FAILED
@@ -209,7 +220,7 @@ def main(app, argv=None):
     world = MPI.COMM_WORLD
     try:
         args = parse_args(app, argv)
-        impls = IMPLS if args.impl == "both" else (args.impl,)
+        impls = {"both": IMPLS, "all": impls_of(app)}.get(args.impl, (args.impl,))
         problem = app.setup(args, world)
         results = [_run_one(app, problem, world, impl) for impl in impls]
         if world.Get_rank() == 0:

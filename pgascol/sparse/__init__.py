@@ -20,6 +20,8 @@ cyclically); float32, float64, complex64, complex128. The operands of mv
 and mm: global arrays / pgas matrices laid out as the handle's vectors,
 or numpy arrays replicated on every rank."""
 from .handle import SparseMatrix, from_local_rows, from_scipy  # noqa: F401
+from .level1 import dot  # noqa: F401
 from .ops import mm, mv  # noqa: F401
+from .solvers import cg  # noqa: F401
 
-__all__ = ["SparseMatrix", "from_scipy", "from_local_rows", "mv", "mm"]
+__all__ = ["SparseMatrix", "from_scipy", "from_local_rows", "mv", "mm", "dot", "cg"]

@@ -8,6 +8,8 @@
     pgascol-bench plot RESULTS.json --plot FILE.png | DIR/
     pgascol-bench upc ...      (UPC's collectives, UOMS-style: pgascol/tools/bench_upc.py)
     pgascol-bench blas [--np N] [--ops dgemm,...] [--threads K] [--json FILE]   (pgascol/tools/bench_blas.py)
+    pgascol-bench sparse [--np N] [--matrices lap2d,...] [--formats csr,...] [--json FILE]
+                                                                      (pgascol/tools/bench_sparse.py)
 
 `run` starts the MPI job itself; every rank runs the worker of this module
 (``python -m pgascol.tools.bench worker ...``, also what bench/engine_vs_mpi.py
@@ -632,6 +634,39 @@ def _git_revision():
     return None
 
 
+def run_worker_job(args, argv, module, worker_args, env=None):
+    """Launch `module`'s worker (``python -m <module> worker ...``) on
+    args.np ranks (default 2; args.virtual_node_size: PGASCOL_NODE_SIZE)
+    with worker_args and --json, wait for it, and return (the JSON rank 0
+    wrote, the pgascol-bench/1 meta of the run). BenchError when it failed."""
+    prefix, impl = find_launcher(args.mpi_launcher)
+    env = dict(os.environ if env is None else env, PYTHONUNBUFFERED="1")
+    if args.virtual_node_size:
+        env["PGASCOL_NODE_SIZE"] = str(args.virtual_node_size)
+    with tempfile.TemporaryDirectory(prefix="pgascol-bench-") as tmp:
+        raw = os.path.join(tmp, "raw.json")
+        command = [*prefix, "-n", str(args.np or 2), sys.executable, "-m", module, "worker", *worker_args,
+                   "--json", raw]
+        print("# launching: %s" % shlex.join(command), flush=True)
+        rc = subprocess.call(command, env=env, stdin=subprocess.DEVNULL)
+        if rc != 0 or not os.path.exists(raw):
+            raise BenchError("the MPI job failed (exit status %s)" % rc)
+        with open(raw) as f:
+            job = json.load(f)
+    meta = collect_meta(shlex.join(["pgascol-bench", *argv]), job["np"], args.virtual_node_size,
+                        job["mpi_library"], shlex.join(prefix), impl)
+    return job, meta
+
+
+def write_results(path, meta, results):
+    """The pgascol-bench/1 document of a run, when a path is given."""
+    if path:
+        with open(path, "w") as f:
+            json.dump({"schema": SCHEMA, "meta": meta, "results": results}, f, indent=1)
+            f.write("\n")
+        print("# wrote %s" % path)
+
+
 def collect_meta(command, np_, vns, mpi_library, launcher, impl):
     import numpy
     try:
@@ -1053,10 +1088,11 @@ def _parser():
                    help="one PNG per op, time against size: out.png -> out-bcast.png, ...; "
                         "DIR/ -> DIR/bcast.png, ... (needs matplotlib)")
     r.add_argument("--quick", action="store_true", help="a small sweep (np=2, under 2 minutes)")
-    from . import bench_blas, bench_pgas, bench_upc
+    from . import bench_blas, bench_pgas, bench_sparse, bench_upc
     bench_pgas.add_parser(sub)
     bench_upc.add_parser(sub)
     bench_blas.add_parser(sub)
+    bench_sparse.add_parser(sub)
     c = sub.add_parser("compare", help="compare two JSON results; exit 1 on a pgascol regression")
     c.add_argument("base")
     c.add_argument("new")
@@ -1078,7 +1114,7 @@ def main(argv=None):
     ap = _parser()
     args = ap.parse_args(argv)
     if args.command is None:
-        ap.error("choose a command: run, pgas, upc, blas, compare or plot")
+        ap.error("choose a command: run, pgas, upc, blas, sparse, compare or plot")
     try:
         if args.command == "run":
             return cmd_run(args, argv)
@@ -1088,6 +1124,9 @@ def main(argv=None):
         if args.command == "blas":
             from .bench_blas import cmd_blas
             return cmd_blas(args, argv)
+        if args.command == "sparse":
+            from .bench_sparse import cmd_sparse
+            return cmd_sparse(args, argv)
         if args.command == "plot":
             return cmd_plot(args)
         if args.command == "upc":

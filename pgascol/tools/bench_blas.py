@@ -18,10 +18,7 @@ so `pgascol-bench compare` reads it unchanged."""
 import argparse
 import json
 import os
-import shlex
-import subprocess
 import sys
-import tempfile
 import time
 
 OPS = ("ddot", "daxpy", "dgemv", "dgemm", "dtrsm", "dpotrf", "dgetrf")
@@ -211,34 +208,16 @@ def _line(op, n, results):
 
 
 def cmd_blas(args, argv):
-    from .bench import SCHEMA, BenchError, collect_meta, find_launcher
-    prefix, impl = find_launcher(args.mpi_launcher)
-    np_ = args.np or 2
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    if args.virtual_node_size:
-        env["PGASCOL_NODE_SIZE"] = str(args.virtual_node_size)
+    from .bench import run_worker_job, write_results
+    env = dict(os.environ)
     if args.threads:
         env["PGASCOL_BLAS_THREADS"] = str(args.threads)
-    with tempfile.TemporaryDirectory(prefix="pgascol-bench-blas-") as tmp:
-        raw = os.path.join(tmp, "raw.json")
-        command = [*prefix, "-n", str(np_), sys.executable, "-m", "pgascol.tools.bench_blas", "worker",
-                   "--ops", args.ops or ",".join(OPS), "--rounds", str(args.rounds or (3 if args.quick else 5)),
-                   "--nb", str(args.nb), "--json", raw] + (["--n", args.n] if args.n else []) + \
-                  (["--quick"] if args.quick else [])
-        print("# launching: %s" % shlex.join(command), flush=True)
-        rc = subprocess.call(command, env=env, stdin=subprocess.DEVNULL)
-        if rc != 0 or not os.path.exists(raw):
-            raise BenchError("the MPI job failed (exit status %s)" % rc)
-        with open(raw) as f:
-            job = json.load(f)
-    meta = collect_meta(shlex.join(["pgascol-bench", *argv]), job["np"], args.virtual_node_size,
-                        job["mpi_library"], shlex.join(prefix), impl)
+    job, meta = run_worker_job(args, argv, "pgascol.tools.bench_blas",
+                               ["--ops", args.ops or ",".join(OPS), "--rounds",
+                                str(args.rounds or (3 if args.quick else 5)), "--nb", str(args.nb)]
+                               + (["--n", args.n] if args.n else []) + (["--quick"] if args.quick else []), env)
     meta.update(rounds=args.rounds, via="blas", blas_threads_per_rank=job["blas_threads_per_rank"], nb=args.nb)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"schema": SCHEMA, "meta": meta, "results": job["results"]}, f, indent=1)
-            f.write("\n")
-        print("# wrote %s" % args.json)
+    write_results(args.json, meta, job["results"])
     return 0
 
 
