@@ -14,7 +14,7 @@ one-double Allreduces (p.q and r.r): a latency-bound workload.
 
 Implementations (--impl, all three by default, same matrix rows): "mpi"
 and "pgascol" run the code above on MPI.COMM_WORLD and on pgascol.Comm;
-"sparse" runs pgascol.sparse.solvers.cg on a matrix handle made once from the same
+"sparse" runs pgascol.sparse.cg on a matrix handle made once from the same
 rows (sparse.from_local_rows): its products exchange only the entries of p
 each rank's rows touch (read in place inside a node), and its vector
 operations are pgascol.blas's on global arrays. Its communication happens
@@ -30,7 +30,7 @@ import scipy.sparse as sp
 from pgascol import blas, sparse
 from pgascol.sparse.problems import (NAS_CG_CLASSES as CLASSES, NAS_CG_ITERATIONS as CG_ITERATIONS,
                                      NAS_EPSILON as EPSILON, nas_matrix_rows)
-from pgascol.sparse.solvers import cg as sparse_cg
+from pgascol.sparse import cg as sparse_cg
 
 NAME = "cg"
 IMPLS = ("mpi", "pgascol", "sparse")

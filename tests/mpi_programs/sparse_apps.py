@@ -15,8 +15,7 @@ from pgascol import blas, pgas, sparse
 from pgascol.errors import ArgumentError
 from pgascol.sparse import problems
 from pgascol.sparse import upcblas as U
-from pgascol.sparse.level1 import dot
-from pgascol.sparse.solvers import cg
+from pgascol.sparse import cg, dot
 from tests.mpi_programs.blas_common import expect, rand
 
 WORLD = MPI.COMM_WORLD
