@@ -35,6 +35,8 @@ cdef int _gather(_State st, object sendbuf, object recvbuf, int root, bint v) ex
         return 1
     try:
         _hier_gather(st, s, sb, r, lay, root, v)
+    except RootRefusedError as exc:
+        _root_refused_across(exc, coll, root)
     except PgascolError as exc:
         _in_hierarchy(exc, coll)
     _done(st, coll, P_HIER, s, r)
@@ -182,6 +184,8 @@ cdef int _scatter(_State st, object sendbuf, object recvbuf, int root, bint v) e
         return 1
     try:
         _hier_scatter(st, s, lay, r, rb, root, v)
+    except RootRefusedError as exc:
+        _root_refused_across(exc, coll, root)
     except PgascolError as exc:
         _in_hierarchy(exc, coll)
     _done(st, coll, P_HIER, s, r)
@@ -220,8 +224,13 @@ cdef int _hier_scatter(_State st, _Msg s, _Layout lay, _Msg r, Py_ssize_t rb, in
         core.c_scatter(True, NULL, NULL, NULL, rptr, rb, 0)
         return 0
     tot = ml.displs[st.lsize - 1] + ml.counts[st.lsize - 1]
-    b = st.scratch(0, tot)
-    _mpi_wait(st, [st.pcomm.Irecv([b, tot, _BYTE], source=root, tag=TAG_SCATTER)], "Scatter")
+    # any tag: the root may send its refusal instead (_refuse_across), in
+    # a message that must fit too
+    cdef Py_ssize_t cap = max(tot, _REFUSAL_MAX)
+    b = st.scratch(0, cap)
+    status = MPI.Status()
+    _mpi_wait(st, [st.pcomm.Irecv([b, cap, _BYTE], source=root, tag=MPI.ANY_TAG)], "Scatter", [status])
+    _root_message(st, status, b, tot, root, "Scatter")
     core.c_scatter(True, <char *>cnp.PyArray_DATA(b), ml.counts, ml.displs, rptr, rb, 0)
     return 0
 
