@@ -440,6 +440,42 @@ def test_ranks_on_different_paths_all_fail_at_once():
         c.Free()
 
 
+def test_a_derived_datatype_on_one_rank_only():
+    """Rank 0 alone passes a non-contiguous derived datatype (4 doubles,
+    every other one of 8). In a reduction it goes to MPI (pgascol reduces
+    predefined types only) while the others' predefined types go to
+    pgascol: every rank raises an error naming the disagreement within a
+    fraction of a second, on one node and across nodes, none left waiting
+    inside MPI. In data movement the same datatype is packed, so every rank
+    takes the same path and the call completes with the right data."""
+    if P == 1:
+        return
+    vec = MPI.DOUBLE.Create_vector(4, 1, 2).Commit()
+    c = pgascol.Comm(WORLD.Dup())
+    try:
+        b = np.arange(8.0) if ME == 0 else np.zeros(4)
+        c.Bcast([b, 1, vec] if ME == 0 else b, root=0)
+        assert np.all(b[:4] == (np.arange(4.0) if ME == 0 else np.arange(0.0, 8.0, 2))), b
+        start = time.monotonic()
+        y = np.zeros(8)
+        try:
+            if ME == 0:
+                c.Allreduce([np.arange(8.0), 1, vec], [y, 1, vec])
+            else:
+                c.Allreduce(np.arange(0.0, 8.0, 2), y[:4])
+        except (CollectiveMismatchError, TeamAbortedError) as exc:
+            assert "to MPI" in str(exc), str(exc)
+            assert time.monotonic() - start < 2.5, time.monotonic() - start
+        else:
+            raise AssertionError("rank %d: the Allreduce completed (y = %s)" % (ME, y))
+        if not c._pg.hier:
+            assert not y.any()      # found before any data moved (across nodes a node's own
+                                    # reduction may have run, as a failed MPI call leaves it undefined)
+    finally:
+        vec.Free()
+        c.Free()
+
+
 def test_every_rank_to_mpi_across_nodes_still_works():
     """The same operator on every rank: all go to MPI, and agree on it."""
     c = pgascol.Comm(WORLD.Dup())
