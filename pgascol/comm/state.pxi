@@ -161,13 +161,15 @@ cdef class _State:
             self.alerts = []
         if self.pcomm is not None and self.lrank == 0 and _drain_alerts(self):
             self.alerted = True
-        if self.alerted:
+        if self.alerted or (self.hier and _given_up(self)):
             # Alerts may still be on their way to this communicator, and
-            # MPI may give a freed communicator's context to the next one
-            # (Open MPI does): the private communicator is kept until the
-            # end of the job, never reused, instead of freed.
-            _KEPT.append(self.pcomm)
-            self.pcomm = None
+            # requests of a leg the node gave up may still be pending on
+            # the inter-node one; MPI may give a freed communicator's
+            # context to the next one (Open MPI does), where they would
+            # meet its calls: both are kept until the end of the job,
+            # never reused, instead of freed.
+            _KEPT.extend((self.pcomm, self.xcomm))
+            self.pcomm = self.xcomm = None
         if self.pgas is not None:   # global arrays and locks still allocated: freed with the communicator
             self.pgas.free_all()
             self.pgas = None
@@ -318,8 +320,18 @@ cdef int _to_mpi_across(_State st, int coll) except -1:
     return 0
 
 
-# Private communicators of states that exchanged alerts (_State.free).
+# Inter-node communicators of states that gave up a hierarchical call (_State.free).
 cdef list _KEPT = []
+
+
+cdef bint _given_up(_State st):
+    """Whether st's node team was aborted (its inter-node legs may have
+    left requests pending)."""
+    try:
+        st.core.check_alive()
+    except PgascolError:
+        return True
+    return False
 
 
 cdef bint _drain_alerts(_State st) except -1:
@@ -423,6 +435,11 @@ cdef int _refused(_State st, int coll, object exc, int root) except -1:
         st.core.c_refuse(coll, reason)
         if st.hier and st.rank == root and _root_refusal_ends_call(coll):
             _refuse_across(st, coll, reason)
+        elif st.hier:
+            # the other nodes may wait for this rank in MPI until they give
+            # up and say so (TAG_ABORT), after it freed the communicator:
+            # its private communicators are kept (free)
+            st.alerted = True
     return 0
 
 

@@ -456,6 +456,10 @@ def test_a_derived_datatype_on_one_rank_only():
         b = np.arange(8.0) if ME == 0 else np.zeros(4)
         c.Bcast([b, 1, vec] if ME == 0 else b, root=0)
         assert np.all(b[:4] == (np.arange(4.0) if ME == 0 else np.arange(0.0, 8.0, 2))), b
+    finally:
+        c.Free()    # collective: every rank is done with the Bcast before the Allreduce below
+    c = pgascol.Comm(WORLD.Dup())
+    try:
         start = time.monotonic()
         y = np.zeros(8)
         try:
