@@ -334,6 +334,10 @@ static inline uint64_t pgc_sig_mix(uint64_t h, uint64_t v)
 static inline uint64_t pgc_sig_shape(uint64_t total, uint64_t root, uint64_t n, uint64_t hash)
 {
     const uint64_t exact_max = 1ull << (PGC_SIG_SHAPE_BITS - 1);
+    /* every factor below 2^20 (the common case, without a division):
+     * total * n + root < 2^40 + 2^20 */
+    if (!hash && ((total | n) >> 20) == 0 && root < n)
+        return total * n + root;
     if (!hash && n && total < (exact_max - root) / n)
         return total * n + root;
     return exact_max | (pgc_sig_mix(pgc_sig_mix(pgc_sig_mix(hash, total), root), n) & (exact_max - 1));
