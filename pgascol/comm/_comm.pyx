@@ -90,6 +90,7 @@ cdef int _engine(object comm, int coll, object sendbuf, object recvbuf, object o
     cdef _State st = _st(comm)
     if st is None:
         return 0
+    st.root_only = False
     cdef int done
     try:
         if coll == PGC_COLL_BARRIER:

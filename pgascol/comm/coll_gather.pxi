@@ -14,6 +14,7 @@ cdef int _gather(_State st, object sendbuf, object recvbuf, int root, bint v) ex
             return 0
         sb = s.count * s.esize
         _need(s, sb, "sendbuf")
+    st.root_only = at_root    # what follows, only the root sees (_refused)
     if at_root:
         r = _vector(recvbuf, True, st.size, True) if v else _simple(recvbuf, True, st.size, True)
         if r is None:
@@ -27,6 +28,7 @@ cdef int _gather(_State st, object sendbuf, object recvbuf, int root, bint v) ex
                                 % ("v" if v else "", sb, lay.counts[root]))
         if inplace and r.packed:
             _pack(r, root)      # the root's own block, where the engine leaves it
+    st.root_only = False
     cdef int coll = PGC_COLL_GATHERV if v else PGC_COLL_GATHER
     if not st.hier:
         st.core.c_gather(v, NULL if s is None else s.ptr, sb, NULL if r is None else r.ptr,
@@ -165,6 +167,7 @@ cdef int _scatter(_State st, object sendbuf, object recvbuf, int root, bint v) e
             return 0
         rb = r.count * r.esize
         _need(r, rb, "recvbuf")
+    st.root_only = at_root    # what follows, only the root sees (_refused)
     if at_root:
         s = _vector(sendbuf, False, st.size, True) if v else _simple(sendbuf, False, st.size, True)
         if s is None:
@@ -176,6 +179,7 @@ cdef int _scatter(_State st, object sendbuf, object recvbuf, int root, bint v) e
         elif <Py_ssize_t>lay.counts[root] != rb:
             raise ArgumentError("Scatter%s: the root sends %d bytes to itself but receives %d"
                                 % ("v" if v else "", lay.counts[root], rb))
+    st.root_only = False
     cdef int coll = PGC_COLL_SCATTERV if v else PGC_COLL_SCATTER
     if not st.hier:
         st.core.c_scatter(v, NULL if s is None else s.ptr, NULL if lay is None else lay.counts,

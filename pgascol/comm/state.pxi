@@ -80,6 +80,7 @@ cdef class _State:
     cdef bint agreeing          # in _to_mpi_across: its TAG_PATH messages are its own
     cdef bint told              # _abort_across told the other nodes
     cdef bint alerted           # TAG_PATH or TAG_ABORT messages were exchanged in a failure
+    cdef public bint root_only  # a Gather(v)/Scatter(v) root is parsing what only it passes
     cdef long long counters[<int>NCOLL_COUNTED][<int>NPATHS_]
 
     def __init__(self, comm, env=os.environ):
@@ -433,7 +434,11 @@ cdef int _refused(_State st, int coll, object exc, int root) except -1:
     if st.core is not None:
         reason = ("%s: %s" % (type(exc).__name__, exc)).encode(errors="replace")[:_REFUSAL_MAX - 1]
         st.core.c_refuse(coll, reason)
-        if st.hier and st.rank == root and _root_refusal_ends_call(coll):
+        if st.hier and st.rank == root and st.root_only and _root_refusal_ends_call(coll):
+            # only the root could see it: every other rank is in the call
+            # (a misuse of what every rank passes may be refused by the
+            # other nodes' leaders too, which would then neither send nor
+            # receive)
             _refuse_across(st, coll, reason)
         elif st.hier:
             # the other nodes may wait for this rank in MPI until they give
