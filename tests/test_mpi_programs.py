@@ -46,6 +46,9 @@ MIX_SMALL = {"PGASCOL_INLINE_MAX": "64", "PGASCOL_CHUNK_BYTES": "4096", "PGASCOL
              "PGASCOL_TEST_EXPECT_CMA": "1"}
 # Partial errors become timeouts: short ones.
 SHORT_TIMEOUT = {"PGASCOL_TIMEOUT": "3"}
+ERRORS_AT_8 = ("test_root_only_misuse_leaves_the_communicator_usable", "test_a_derived_datatype_on_one_rank_only",
+               "test_ranks_on_different_paths_all_fail_at_once")
+ERRORS_NOT_AT_8 = tuple(n for n in list_test_functions("errors.py") if n not in ERRORS_AT_8)
 # The scenarios of node_team.py end their jobs abnormally: tests/test_segment_cleanup.py runs them.
 NODE_TEAM_SCENARIOS = tuple(n for n in list_test_functions("node_team.py") if n.startswith("test_scenario_"))
 
@@ -85,6 +88,10 @@ TABLE = [
     Run("errors.py", (2, 3, 4), "timeout_3s", SHORT_TIMEOUT),
     Run("errors.py", (2, 3, 4), "timeout_3s_vnodes_of_1", {**SHORT_TIMEOUT, **vnodes(1)}),
     Run("errors.py", (3, 4), "timeout_3s_vnodes_of_2", {**SHORT_TIMEOUT, **vnodes(2)}),
+    # ... and at np=8 (oversubscribed), the misuse that must leave the communicator usable
+    # or end every rank at once, on one node and on unequal virtual nodes (3, 3, 2)
+    Run("errors.py", (8,), "timeout_3s", SHORT_TIMEOUT, exclude=ERRORS_NOT_AT_8),
+    Run("errors.py", (8,), "timeout_3s_vnodes_of_3", {**SHORT_TIMEOUT, **vnodes(3)}, exclude=ERRORS_NOT_AT_8),
 
     # ---- rank order whatever the placement on nodes: round robin (k=1 is consecutive
     # again), consecutive (the hierarchical Scan/Exscan; k=2: np=3 -> {0,1} {2}, np=4 ->

@@ -74,7 +74,7 @@ int pgc_wait_peers_done(pgc_team *t, uint32_t back);
  * member waits until its peers are done with the collective PGC_RUNAHEAD / 2
  * back. Most collectives bound that drift anyway; those that wait for nobody
  * (zero counts, refusals) would not. */
-static inline int pgc_coll_sign(pgc_team *t, uint32_t kind, uint32_t arg)
+static inline int pgc_coll_sign(pgc_team *t, uint32_t kind, uint64_t arg)
 {
     t->seq++;
     t->sig = pgc_sig_make(t->seq, kind, arg);
@@ -85,7 +85,7 @@ static inline int pgc_coll_sign(pgc_team *t, uint32_t kind, uint32_t arg)
         return pgc_wait_peers_done(t, PGC_RUNAHEAD / 2);
     return PGC_OK;
 }
-static inline int pgc_coll_begin(pgc_team *t, pgc_coll coll, uint32_t arg)
+static inline int pgc_coll_begin(pgc_team *t, pgc_coll coll, uint64_t arg)
 {
     int rc = pgc_coll_sign(t, coll, arg);
     return rc ? rc : pgc_check_aborted(t);

@@ -522,14 +522,15 @@ static int reduce_plan(pgc_team *t, rplan *p)
  * start, work, ack and end. */
 static int reduce_run(pgc_team *t, rplan *p)
 {
-    /* the shape: every block's bounds (Reduce_scatter's recvcounts, else
-     * the count), and the root of a Reduce */
-    uint64_t shape = pgc_sig_shape(0, p->kind == RK_REDUCE ? (uint64_t)p->root : 0);
+    /* the shape: the count, the root of a Reduce, and Reduce_scatter's
+     * block bounds (its recvcounts) */
+    uint64_t split = 0;
     for (int j = 1; j <= (p->kind == RK_RSCATTER ? t->nranks : 0); j++)
-        shape = pgc_sig_shape(shape, p->start[j]);
-    shape = pgc_sig_shape(shape, p->total);
+        split = pgc_sig_mix(split | 1, p->start[j]);
+    uint64_t shape = pgc_sig_shape(p->total, p->kind == RK_REDUCE ? (uint64_t)p->root : 0, (uint64_t)t->nranks,
+                                   split);
     t->sig_elems = p->total;
-    int rc = pgc_coll_begin(t, p->coll, PGC_SIG_REDUCTION(p->dt, p->op, (uint32_t)(shape >> 54)));
+    int rc = pgc_coll_begin(t, p->coll, PGC_SIG_REDUCTION(p->dt, p->op, shape));
     if (rc)
         return rc;
     p->contributes = !(p->kind == RK_EXSCAN && t->rank == t->nranks - 1);

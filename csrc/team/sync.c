@@ -106,10 +106,10 @@ int pgc_check_aborted(pgc_team *t)
 
 /* "Bcast (root 2)", "Allreduce (float64, SUM)", "Barrier": what a signature
  * says, for messages. */
-static void describe_sig(uint32_t sig, char *out, size_t size)
+static void describe_sig(uint64_t sig, char *out, size_t size)
 {
     pgc_coll coll = pgc_sig_coll(sig);
-    uint32_t arg = pgc_sig_arg(sig);
+    uint64_t arg = pgc_sig_arg(sig);
     const char *name = pgc_coll_name(coll);
     if ((pgc_sig_kind(sig) & PGC_SIG_REFUSED) && arg == PGC_SIG_ARG_MPI) {
         snprintf(out, size, "%s on MPI", name);
@@ -118,7 +118,7 @@ static void describe_sig(uint32_t sig, char *out, size_t size)
     switch (coll) {
     case PGC_COLL_BCAST: case PGC_COLL_GATHER: case PGC_COLL_GATHERV:
     case PGC_COLL_SCATTER: case PGC_COLL_SCATTERV:
-        snprintf(out, size, "%s (root %u)", name, arg);
+        snprintf(out, size, "%s (root %u)", name, (unsigned)arg);
         break;
     case PGC_COLL_REDUCE: case PGC_COLL_ALLREDUCE: case PGC_COLL_REDUCE_SCATTER:
     case PGC_COLL_REDUCE_SCATTER_BLOCK: case PGC_COLL_SCAN: case PGC_COLL_EXSCAN:
@@ -129,7 +129,7 @@ static void describe_sig(uint32_t sig, char *out, size_t size)
     }
 }
 
-int pgc_signature_mismatch(pgc_team *t, int peer, uint32_t theirs)
+int pgc_signature_mismatch(pgc_team *t, int peer, uint64_t theirs)
 {
     char mine[96], other[96];
     describe_sig(t->sig, mine, sizeof mine);
@@ -201,15 +201,15 @@ int pgc_check_skipped_signatures(pgc_team *t, int peer, uint32_t last)
      * it, one collective late but before this one moves any data. Refusals
      * are left alone: a member that did not need the refusing one completed
      * legitimately. */
-    _Atomic uint32_t *mine_ring = pgc_ctl_of(t, t->rank)->sig, *their_ring = pgc_ctl_of(t, peer)->sig;
+    _Atomic uint64_t *mine_ring = pgc_ctl_of(t, t->rank)->sig, *their_ring = pgc_ctl_of(t, peer)->sig;
     uint32_t from = t->seq - (PGC_SIG_RING - 1);
     if ((int32_t)(last + 1 - from) > 0)
         from = last + 1;
     for (uint32_t j = from; j != t->seq; j++) {
         /* relaxed: ours we wrote; the peer's were stored before the value of
          * this collective that our wait acquired */
-        uint32_t mine = atomic_load_explicit(&mine_ring[j & (PGC_SIG_RING - 1)], memory_order_relaxed);
-        uint32_t theirs = atomic_load_explicit(&their_ring[j & (PGC_SIG_RING - 1)], memory_order_relaxed);
+        uint64_t mine = atomic_load_explicit(&mine_ring[j & (PGC_SIG_RING - 1)], memory_order_relaxed);
+        uint64_t theirs = atomic_load_explicit(&their_ring[j & (PGC_SIG_RING - 1)], memory_order_relaxed);
         if (theirs == mine || pgc_sig_seqbyte(mine) != (j & 0xffu) || pgc_sig_seqbyte(theirs) != (j & 0xffu) ||
             ((pgc_sig_kind(mine) | pgc_sig_kind(theirs)) & PGC_SIG_REFUSED))
             continue;

@@ -35,7 +35,7 @@ int pgc_wait_slow(pgc_team *t, int peer, _Atomic uint64_t *word, uint64_t target
 
 /* The peer is in another collective (or refused this one): abort the team
  * with a message naming both; returns PGC_EMISMATCH. */
-int pgc_signature_mismatch(pgc_team *t, int peer, uint32_t theirs);
+int pgc_signature_mismatch(pgc_team *t, int peer, uint64_t theirs);
 /* Check the peer's signatures of the collectives since `last` (the seq of
  * our previous check of it) in which we did not wait on it. */
 int pgc_check_skipped_signatures(pgc_team *t, int peer, uint32_t last);
@@ -51,7 +51,7 @@ static inline int pgc_check_signature(pgc_team *t, int peer)
     t->sig_checked[peer] = t->seq;
     /* relaxed: the wait that got here acquired a value the peer published
      * after storing its signature for this collective. */
-    uint32_t theirs = atomic_load_explicit(&pgc_ctl_of(t, peer)->sig[t->seq & (PGC_SIG_RING - 1)],
+    uint64_t theirs = atomic_load_explicit(&pgc_ctl_of(t, peer)->sig[t->seq & (PGC_SIG_RING - 1)],
                                            memory_order_relaxed);
     /* A different seq byte: the peer is PGC_SIG_RING or more collectives
      * ahead and reused the slot; it got past this one, nothing left to check. */

@@ -24,7 +24,7 @@
 #include "base/segment.h"
 
 #define PGC_MAGIC 0x316c6f6373616770ull /* "pgascol1" */
-#define PGC_LAYOUT_VERSION 17
+#define PGC_LAYOUT_VERSION 18
 /* The largest inline slot (PGASCOL_INLINE_MAX is capped to it): PGC_RUNAHEAD
  * of them per member, 512 KiB. Below a pipeline chunk, copy-in/copy-out
  * copies as often as inline but adds its protocol: up to 8 KiB inline was
@@ -128,18 +128,21 @@ typedef struct pgc_config {
                                * 0: never) */
 } pgc_config;
 
-/* A member's hot line: written by its owner only (sleepers excepted). */
+/* A member's control lines: written by its owner only (sleepers excepted).
+ * The first is the hot one: progress, the doorbell and the signatures, so
+ * that the check of a peer's signature costs a reader no extra cache miss
+ * and the owner no extra store miss. The buffer addresses, published only
+ * by the paths that move more than an inline slot, come on the second. */
 typedef struct pgc_ctl {
     _Atomic uint64_t progress;  /* owner's progress: (seq << 32) | step */
     _Atomic uint64_t ack;       /* second progress word (acknowledgements), same encoding */
     _Atomic uint32_t doorbell;  /* futex word, bumped after progress/ack change when someone sleeps */
     _Atomic uint32_t sleepers;  /* members asleep on doorbell (written by the sleepers) */
-    _Atomic uint64_t addr;      /* published user-buffer address (single copy) */
-    _Atomic uint64_t out_addr;  /* a second one: a reduction's receive buffer */
     /* Signatures of the owner's last PGC_SIG_RING collectives, seq k in
-     * slot k % PGC_SIG_RING. In the hot line so that checking them costs a
-     * reader no extra cache miss and the owner no extra store miss. */
-    _Atomic uint32_t sig[PGC_SIG_RING];
+     * slot k % PGC_SIG_RING. */
+    _Atomic uint64_t sig[PGC_SIG_RING];
+    _Atomic uint64_t addr __attribute__((aligned(PGC_CACHELINE))); /* published user-buffer address (single copy) */
+    _Atomic uint64_t out_addr;  /* a second one: a reduction's receive buffer */
 } __attribute__((aligned(PGC_CACHELINE))) pgc_ctl;
 
 /* A member's identity, written once when it attaches. */
@@ -190,7 +193,7 @@ typedef struct pgc_team {
     pgc_header *hdr;
     int rank, nranks;
     uint32_t seq;               /* sequence number: collectives begun on this team */
-    uint32_t sig;               /* signature of the collective in progress (coll.h: pgc_coll_begin) */
+    uint64_t sig;               /* signature of the collective in progress (coll.h: pgc_coll_begin) */
     uint64_t sig_elems;         /* a reduction's element count, for mismatch messages */
     uint32_t abort_seq;         /* the seq in which this member aborted the team */
     uint32_t *sig_checked;      /* per member: the last seq whose signature we checked */
@@ -255,30 +258,31 @@ void pgc_team_set_cma(pgc_team *t, int ok, const char *reason);
 
 /* Collective signatures (written by pgc_coll_begin in coll.h, checked by the
  * waits in sync.h). A signature names what every member must agree on for
- * one collective: which one, and its root or its datatype and operator; its
- * top byte is the sequence number's low byte, so a slot reused by a later
- * collective is recognised. Layout: seq byte (8) | kind (6: collective,
- * refused bit) | argument (18). */
+ * one collective: which one, and its root, or its datatype, operator and
+ * shape; its top byte is the sequence number's low byte, so a slot reused
+ * by a later collective is recognised. Layout (64 bits): seq byte (8) |
+ * kind (6: collective, refused bit) | argument (50). */
 #define PGC_SIG_REFUSED 0x20u /* kind bit: the member refused its arguments (pgc_coll_refuse) */
-#define PGC_SIG_ARG_MASK 0x3ffffu
+#define PGC_SIG_ARG_BITS 50
+#define PGC_SIG_ARG_MASK ((1ull << PGC_SIG_ARG_BITS) - 1)
 #define PGC_SIG_ARG_MPI PGC_SIG_ARG_MASK /* with PGC_SIG_REFUSED: it took the collective to MPI (pgc_coll_to_mpi) */
-static inline uint32_t pgc_sig_make(uint32_t seq, uint32_t kind, uint32_t arg)
+static inline uint64_t pgc_sig_make(uint32_t seq, uint32_t kind, uint64_t arg)
 {
-    return (seq & 0xffu) << 24 | (kind & 0x3fu) << 18 | (arg & PGC_SIG_ARG_MASK);
+    return (uint64_t)(seq & 0xffu) << 56 | (uint64_t)(kind & 0x3fu) << PGC_SIG_ARG_BITS | (arg & PGC_SIG_ARG_MASK);
 }
-static inline uint32_t pgc_sig_seqbyte(uint32_t sig)
+static inline uint32_t pgc_sig_seqbyte(uint64_t sig)
 {
-    return sig >> 24;
+    return (uint32_t)(sig >> 56);
 }
-static inline uint32_t pgc_sig_kind(uint32_t sig)
+static inline uint32_t pgc_sig_kind(uint64_t sig)
 {
-    return sig >> 18 & 0x3fu;
+    return (uint32_t)(sig >> PGC_SIG_ARG_BITS) & 0x3fu;
 }
-static inline pgc_coll pgc_sig_coll(uint32_t sig)
+static inline pgc_coll pgc_sig_coll(uint64_t sig)
 {
     return (pgc_coll)(pgc_sig_kind(sig) & ~PGC_SIG_REFUSED);
 }
-static inline uint32_t pgc_sig_arg(uint32_t sig)
+static inline uint64_t pgc_sig_arg(uint64_t sig)
 {
     return sig & PGC_SIG_ARG_MASK;
 }
@@ -302,21 +306,41 @@ static inline int pgc_same_family(pgc_coll a, pgc_coll b)
            (a == PGC_COLL_SCATTERV && b == PGC_COLL_SCATTER);
 }
 /* A reduction's signature argument: datatype (4 bits), operator (4 bits)
- * and a 10-bit hash of its shape (pgc_sig_shape), so members that reduce
- * different counts (or Reduce to different roots) fail with
- * PGC_EMISMATCH instead of folding garbage: nothing else would tell them,
- * since every member splits the vector by its own count. A different shape
- * goes unseen with probability 2^-10. */
+ * and its shape (42 bits: pgc_sig_shape), so members that reduce different
+ * counts (or Reduce to different roots, or split Reduce_scatter's vector
+ * otherwise) fail with PGC_EMISMATCH instead of folding garbage: nothing
+ * else would tell them, since every member splits the vector by its own
+ * count. */
+#define PGC_SIG_SHAPE_BITS 42
 #define PGC_SIG_REDUCTION(dtype, op, shape) \
-    (((uint32_t)(dtype) & 0xfu) << 14 | ((uint32_t)(op) & 0xfu) << 10 | ((shape) & 0x3ffu))
-#define PGC_SIG_DTYPE(arg) ((pgc_dtype)((arg) >> 14 & 0xfu))
-#define PGC_SIG_OP(arg) ((pgc_op)((arg) >> 10 & 0xfu))
-/* Fold one more 64-bit value into a shape hash (start from 0); the top 10
- * bits of the result are the signature's part. */
-static inline uint64_t pgc_sig_shape(uint64_t h, uint64_t v)
+    (((uint64_t)(dtype) & 0xfu) << 46 | ((uint64_t)(op) & 0xfu) << PGC_SIG_SHAPE_BITS | \
+     ((shape) & ((1ull << PGC_SIG_SHAPE_BITS) - 1)))
+#define PGC_SIG_DTYPE(arg) ((pgc_dtype)((arg) >> 46 & 0xfu))
+#define PGC_SIG_OP(arg) ((pgc_op)((arg) >> PGC_SIG_SHAPE_BITS & 0xfu))
+/* The shape of a reduction of `total` elements (to `root`, a Reduce's, or
+ * 0) on a team of n members, exactly: total * n + root while that is below
+ * 2^41 (2 TiB of int8: no node's memory holds such a vector), so two
+ * members whose counts or roots differ always sign differently; beyond, a
+ * hash with the top bit set. Reduce_scatter's recvcounts are `hash`: 0 for
+ * the other reductions, else a 64-bit hash of the block bounds
+ * (pgc_sig_mix), folded in so that the shape stays exact in the total and
+ * the split goes unseen with probability 2^-41 (the signature has no room
+ * for a vector). */
+static inline uint64_t pgc_sig_mix(uint64_t h, uint64_t v)
 {
     h = (h ^ v) * 0x9e3779b97f4a7c15ull;
     return h ^ h >> 29;
+}
+static inline uint64_t pgc_sig_shape(uint64_t total, uint64_t root, uint64_t n, uint64_t hash)
+{
+    const uint64_t exact_max = 1ull << (PGC_SIG_SHAPE_BITS - 1);
+    /* every factor below 2^20 (the common case, without a division):
+     * total * n + root < 2^40 + 2^20 */
+    if (!hash && ((total | n) >> 20) == 0 && root < n)
+        return total * n + root;
+    if (!hash && n && total < (exact_max - root) / n)
+        return total * n + root;
+    return exact_max | (pgc_sig_mix(pgc_sig_mix(pgc_sig_mix(hash, total), root), n) & (exact_max - 1));
 }
 /* A UPC collective's signature argument is an 18-bit hash of what its
  * members must agree on (root, nbytes, flags, algorithm, operator, counts:

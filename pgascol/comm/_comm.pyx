@@ -90,6 +90,7 @@ cdef int _engine(object comm, int coll, object sendbuf, object recvbuf, object o
     cdef _State st = _st(comm)
     if st is None:
         return 0
+    st.root_only = False
     cdef int done
     try:
         if coll == PGC_COLL_BARRIER:
@@ -116,7 +117,7 @@ cdef int _engine(object comm, int coll, object sendbuf, object recvbuf, object o
     except RootRefusedError:
         raise       # the engine's: the root refused, this rank's call is over
     except ArgumentError as exc:
-        _refused(st, coll, exc)
+        _refused(st, coll, exc, root)
         raise
     except PgascolError as exc:
         _abort_across(st, exc)
@@ -126,7 +127,7 @@ cdef int _engine(object comm, int coll, object sendbuf, object recvbuf, object o
         # buffer, a dtype MPI cannot map, a count it cannot infer, ...): raised
         # before the engine, so refused like an ArgumentError, or the peers
         # would pair this rank's next call with this one
-        _refused(st, coll, exc)
+        _refused(st, coll, exc, root)
         raise
     if not done:
         _fallback(st, coll)

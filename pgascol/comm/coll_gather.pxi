@@ -14,6 +14,7 @@ cdef int _gather(_State st, object sendbuf, object recvbuf, int root, bint v) ex
             return 0
         sb = s.count * s.esize
         _need(s, sb, "sendbuf")
+    st.root_only = at_root    # what follows, only the root sees (_refused)
     if at_root:
         r = _vector(recvbuf, True, st.size, True) if v else _simple(recvbuf, True, st.size, True)
         if r is None:
@@ -27,6 +28,7 @@ cdef int _gather(_State st, object sendbuf, object recvbuf, int root, bint v) ex
                                 % ("v" if v else "", sb, lay.counts[root]))
         if inplace and r.packed:
             _pack(r, root)      # the root's own block, where the engine leaves it
+    st.root_only = False
     cdef int coll = PGC_COLL_GATHERV if v else PGC_COLL_GATHER
     if not st.hier:
         st.core.c_gather(v, NULL if s is None else s.ptr, sb, NULL if r is None else r.ptr,
@@ -35,6 +37,8 @@ cdef int _gather(_State st, object sendbuf, object recvbuf, int root, bint v) ex
         return 1
     try:
         _hier_gather(st, s, sb, r, lay, root, v)
+    except RootRefusedError as exc:
+        _root_refused_across(exc, coll, root)
     except PgascolError as exc:
         _in_hierarchy(exc, coll)
     _done(st, coll, P_HIER, s, r)
@@ -163,6 +167,7 @@ cdef int _scatter(_State st, object sendbuf, object recvbuf, int root, bint v) e
             return 0
         rb = r.count * r.esize
         _need(r, rb, "recvbuf")
+    st.root_only = at_root    # what follows, only the root sees (_refused)
     if at_root:
         s = _vector(sendbuf, False, st.size, True) if v else _simple(sendbuf, False, st.size, True)
         if s is None:
@@ -174,6 +179,7 @@ cdef int _scatter(_State st, object sendbuf, object recvbuf, int root, bint v) e
         elif <Py_ssize_t>lay.counts[root] != rb:
             raise ArgumentError("Scatter%s: the root sends %d bytes to itself but receives %d"
                                 % ("v" if v else "", lay.counts[root], rb))
+    st.root_only = False
     cdef int coll = PGC_COLL_SCATTERV if v else PGC_COLL_SCATTER
     if not st.hier:
         st.core.c_scatter(v, NULL if s is None else s.ptr, NULL if lay is None else lay.counts,
@@ -182,6 +188,8 @@ cdef int _scatter(_State st, object sendbuf, object recvbuf, int root, bint v) e
         return 1
     try:
         _hier_scatter(st, s, lay, r, rb, root, v)
+    except RootRefusedError as exc:
+        _root_refused_across(exc, coll, root)
     except PgascolError as exc:
         _in_hierarchy(exc, coll)
     _done(st, coll, P_HIER, s, r)
@@ -220,8 +228,13 @@ cdef int _hier_scatter(_State st, _Msg s, _Layout lay, _Msg r, Py_ssize_t rb, in
         core.c_scatter(True, NULL, NULL, NULL, rptr, rb, 0)
         return 0
     tot = ml.displs[st.lsize - 1] + ml.counts[st.lsize - 1]
-    b = st.scratch(0, tot)
-    _mpi_wait(st, [st.pcomm.Irecv([b, tot, _BYTE], source=root, tag=TAG_SCATTER)], "Scatter")
+    # any tag: the root may send its refusal instead (_refuse_across), in
+    # a message that must fit too
+    cdef Py_ssize_t cap = max(tot, _REFUSAL_MAX)
+    b = st.scratch(0, cap)
+    status = MPI.Status()
+    _mpi_wait(st, [st.pcomm.Irecv([b, cap, _BYTE], source=root, tag=MPI.ANY_TAG)], "Scatter", [status])
+    _root_message(st, status, b, tot, root, "Scatter")
     core.c_scatter(True, <char *>cnp.PyArray_DATA(b), ml.counts, ml.displs, rptr, rb, 0)
     return 0
 

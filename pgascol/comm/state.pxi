@@ -30,6 +30,10 @@ cdef enum:
     TAG_REDUCE = 13
     TAG_PATH = 14       # between leaders: "my node takes this call to MPI" (1) or "mine does not" (0)
     TAG_ABORT = 15      # a leader to the others: its node team gave up, and why (_abort_across)
+    TAG_REFUSED = 16    # the root of a Scatter(v) to the other leaders: it refused, and why (_refuse_across)
+
+# The longest reason a refusal carries (the C core's PGC_REFUSAL_MAX).
+cdef Py_ssize_t _REFUSAL_MAX = 256
 
 # Pipeline segment of the inter-node legs: 1 MiB measured faster than
 # 256 KiB-16 MiB for a 16 MiB Allreduce on 2 virtual nodes
@@ -76,6 +80,7 @@ cdef class _State:
     cdef bint agreeing          # in _to_mpi_across: its TAG_PATH messages are its own
     cdef bint told              # _abort_across told the other nodes
     cdef bint alerted           # TAG_PATH or TAG_ABORT messages were exchanged in a failure
+    cdef public bint root_only  # a Gather(v)/Scatter(v) root is parsing what only it passes
     cdef long long counters[<int>NCOLL_COUNTED][<int>NPATHS_]
 
     def __init__(self, comm, env=os.environ):
@@ -157,13 +162,15 @@ cdef class _State:
             self.alerts = []
         if self.pcomm is not None and self.lrank == 0 and _drain_alerts(self):
             self.alerted = True
-        if self.alerted:
+        if self.alerted or (self.hier and _given_up(self)):
             # Alerts may still be on their way to this communicator, and
-            # MPI may give a freed communicator's context to the next one
-            # (Open MPI does): the private communicator is kept until the
-            # end of the job, never reused, instead of freed.
-            _KEPT.append(self.pcomm)
-            self.pcomm = None
+            # requests of a leg the node gave up may still be pending on
+            # the inter-node one; MPI may give a freed communicator's
+            # context to the next one (Open MPI does), where they would
+            # meet its calls: both are kept until the end of the job,
+            # never reused, instead of freed.
+            _KEPT.extend((self.pcomm, self.xcomm))
+            self.pcomm = self.xcomm = None
         if self.pgas is not None:   # global arrays and locks still allocated: freed with the communicator
             self.pgas.free_all()
             self.pgas = None
@@ -189,7 +196,7 @@ cdef object _Testall = MPI.Request.Testall
 cdef double _MPI_YIELD_S = 0.05
 
 
-cdef int _mpi_wait(_State st, object reqs, str what) except -1:
+cdef int _mpi_wait(_State st, object reqs, str what, object statuses=None) except -1:
     """Complete the requests of an inter-node leg, bounded as the engine's
     waits are: PGASCOL_TIMEOUT, and the node team's health (a local member
     that gave up or died ends the wait too). Otherwise a rank whose peers on
@@ -199,12 +206,13 @@ cdef int _mpi_wait(_State st, object reqs, str what) except -1:
     the ranks that do the work), and sleeps 100 us
     between polls only once the wait has lasted _MPI_YIELD_S. On
     timeout the node team is aborted: the pending MPI operation can never be
-    matched reliably, so the communicator is not used again."""
-    if _Testall(reqs):
+    matched reliably, so the communicator is not used again. statuses: a
+    list of MPI.Status, one per request, filled on completion."""
+    if _Testall(reqs, statuses):
         return 0
     cdef double start = _monotonic(), now, check = start + 0.1
     cdef int polls = 0
-    while not _Testall(reqs):
+    while not _Testall(reqs, statuses):
         polls += 1
         if polls < st.mpi_spin:
             continue
@@ -245,24 +253,34 @@ cdef int _check_alerts(_State st, str what) except -1:
     status = MPI.Status()
     m = None if st.agreeing else st.pcomm.Improbe(MPI.ANY_SOURCE, TAG_PATH, status)
     if m is not None:
-        st.alerted = True
         m.Recv([np.zeros(1, np.int8), 1, _BYTE])
-        src = status.Get_source()
-        st.alerts.append(st.pcomm.Isend([_NO, 1, _BYTE], dest=src, tag=TAG_PATH))
-        msg = ("%s: rank %d takes it to MPI (arguments pgascol does not accelerate, such as a user-defined "
-               "operator or a datatype it does not pack) while this rank is in the hierarchical %s; every "
-               "rank must pass arguments of the same kind" % (what, src, what))
-        st.core.abort(msg)
-        raise CollectiveMismatchError(msg)
+        _path_alert(st, status.Get_source(), what)
     m = st.pcomm.Improbe(MPI.ANY_SOURCE, TAG_ABORT, status)
     if m is not None:
-        st.alerted = True
         why = bytearray(status.Get_count(_BYTE))
         m.Recv([why, len(why), _BYTE])
-        msg = "%s: the node of rank %d gave up: %s" % (what, status.Get_source(), why.decode(errors="replace"))
-        st.core.abort(msg)
-        raise TeamAbortedError(msg)
+        _abort_alert(st, status.Get_source(), bytes(why), what)
     return 0
+
+
+cdef int _path_alert(_State st, int src, str what) except -1:
+    """Rank src's node takes this call to MPI (its TAG_PATH received):
+    answer 0 (this node does not), give up the node team and raise."""
+    st.alerted = True
+    st.alerts.append(st.pcomm.Isend([_NO, 1, _BYTE], dest=src, tag=TAG_PATH))
+    msg = ("%s: rank %d takes it to MPI (arguments pgascol does not accelerate, such as a user-defined "
+           "operator or a datatype it does not pack) while this rank is in the hierarchical %s; every "
+           "rank must pass arguments of the same kind" % (what, src, what))
+    st.core.abort(msg)
+    raise CollectiveMismatchError(msg)
+
+
+cdef int _abort_alert(_State st, int src, bytes why, str what) except -1:
+    """Rank src's node gave up (its TAG_ABORT received): so does this one."""
+    st.alerted = True
+    msg = "%s: the node of rank %d gave up: %s" % (what, src, why.decode(errors="replace"))
+    st.core.abort(msg)
+    raise TeamAbortedError(msg)
 
 
 cdef int _to_mpi_across(_State st, int coll) except -1:
@@ -303,8 +321,18 @@ cdef int _to_mpi_across(_State st, int coll) except -1:
     return 0
 
 
-# Private communicators of states that exchanged alerts (_State.free).
+# Inter-node communicators of states that gave up a hierarchical call (_State.free).
 cdef list _KEPT = []
+
+
+cdef bint _given_up(_State st):
+    """Whether st's node team was aborted (its inter-node legs may have
+    left requests pending)."""
+    try:
+        st.core.check_alive()
+    except PgascolError:
+        return True
+    return False
 
 
 cdef bint _drain_alerts(_State st) except -1:
@@ -395,17 +423,102 @@ cdef int _fallback(object st, int coll) except -1:
     return 0
 
 
-cdef int _refused(_State st, int coll, object exc) except -1:
+cdef int _refused(_State st, int coll, object exc, int root) except -1:
     """This rank raised `exc` before its call reached the engine, while the
     other ranks may be in it: the node team takes the call as refused, so a
     peer waiting for this rank fails at once with a message naming it (and,
     in a Gather(v) or Scatter(v) whose root this is, with exc's message as
     a RootRefusedError, the team usable), and the sequence numbers stay in
-    step (pgc_coll_refuse in the C core)."""
+    step (pgc_coll_refuse in the C core). Across nodes such a root also
+    settles the inter-node leg (_refuse_across)."""
     if st.core is not None:
-        reason = ("%s: %s" % (type(exc).__name__, exc)).encode(errors="replace")[:255]
+        reason = ("%s: %s" % (type(exc).__name__, exc)).encode(errors="replace")[:_REFUSAL_MAX - 1]
         st.core.c_refuse(coll, reason)
+        if st.hier and st.rank == root and st.root_only and _root_refusal_ends_call(coll):
+            # only the root could see it: every other rank is in the call
+            # (a misuse of what every rank passes may be refused by the
+            # other nodes' leaders too, which would then neither send nor
+            # receive)
+            _refuse_across(st, coll, reason)
+        elif st.hier:
+            # the other nodes may wait for this rank in MPI until they give
+            # up and say so (TAG_ABORT), after it freed the communicator:
+            # its private communicators are kept (free)
+            st.alerted = True
     return 0
+
+
+cdef inline bint _root_refusal_ends_call(int coll):
+    """The collectives in which only the root's refusal is not an abort
+    (pgc_root_refusal_ends_call, csrc/team/team.h)."""
+    return (coll == PGC_COLL_GATHER or coll == PGC_COLL_GATHERV or coll == PGC_COLL_SCATTER
+            or coll == PGC_COLL_SCATTERV)
+
+
+cdef int _refuse_across(_State st, int coll, bytes reason) except -1:
+    """The root of a hierarchical Gather(v) or Scatter(v) refused its
+    arguments (its node learnt it from pgc_coll_refuse). Scatter: every
+    other node's leader waits for the root's message (_hier_scatter), so
+    the root sends it the reason instead (TAG_REFUSED), which the leader
+    passes on to its node. Gather: every other node's leader sends the root
+    its node's blocks and completes, as a sender does under MPI; the root
+    takes those messages in and drops them, or they would meet its next
+    Gather."""
+    leaders = [st.members[n][0] for n in range(st.nnodes) if n != st.nidx]
+    if coll == PGC_COLL_SCATTER or coll == PGC_COLL_SCATTERV:
+        for q in leaders:
+            st.alerts.append(st.pcomm.Isend([reason, len(reason), _BYTE], dest=q, tag=TAG_REFUSED))
+        return 0
+    status = MPI.Status()
+    cdef double start = _monotonic(), now, check = start + 0.1
+    while leaders:
+        for q in list(leaders):
+            m = st.pcomm.Improbe(q, TAG_GATHER, status)
+            if m is not None:
+                n = status.Get_count(_BYTE)
+                m.Recv([st.scratch(2, n), n, _BYTE])
+                leaders.remove(q)
+        now = _monotonic()
+        if leaders and now >= check:
+            _mpi_check(st, start, now, _COLL_NAMES[coll])
+            check = now + 0.1
+        os.sched_yield()
+    return 0
+
+
+cdef int _root_message(_State st, object status, object buf, Py_ssize_t nbytes, int root, str what) except -1:
+    """A leader received the message of a hierarchical Scatter(v) from the
+    root (any tag, status): the node's blocks (TAG_SCATTER, nbytes of
+    them), or the root's refusal (TAG_REFUSED: the leader refuses the
+    node's leg with the root's reason, so its members end the call as the
+    root's own node does), or an alert of the root's node (TAG_PATH,
+    TAG_ABORT)."""
+    cdef int tag = status.Get_tag()
+    cdef Py_ssize_t got = status.Get_count(_BYTE)
+    if tag == TAG_SCATTER:
+        if got != nbytes:
+            raise ArgumentError("%s: the root (rank %d) sends %d bytes to this node, whose ranks receive %d"
+                                % (what, root, got, nbytes))
+        return 0
+    why = bytes(buf[:got])
+    if tag == TAG_PATH:
+        _path_alert(st, root, what)
+    if tag == TAG_ABORT:
+        _abort_alert(st, root, why, what)
+    st.core.c_refuse(PGC_COLL_SCATTERV, why)
+    raise RootRefusedError("%s: the root (rank %d) refused its arguments: %s"
+                           % (what, root, why.decode(errors="replace")))
+
+
+cdef int _root_refused_across(object exc, int coll, int root) except -1:
+    """A RootRefusedError of a hierarchical Gather(v)/Scatter(v) (its node
+    leg named the node's root by local rank): re-raised naming the user's
+    collective and its root."""
+    msg = str(exc)
+    head, _, reason = msg.partition("refused its arguments: ")
+    reason = reason or head
+    exc.args = ("%s: the root (rank %d) refused its arguments: %s" % (_COLL_NAMES[coll], root, reason),)
+    raise exc
 
 
 def _stats(comm):

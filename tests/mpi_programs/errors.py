@@ -152,29 +152,29 @@ def _still_usable(c):
 
 # Misuse only the root can see (its send or receive specification), as
 # (collective, root's call, others' call), each with 4 and 100000 doubles
-# per rank: inline, and staged or single copy.
-def _root_misuse(n):
+# per rank: inline, and staged or single copy; the root is `root`.
+def _root_misuse(n, root=0):
     d = MPI.DOUBLE
     short = np.zeros(n * P - 1)
     displs = [n * q for q in range(P)]
     far = [0] * (P - 1) + [n * P]           # the last block past the buffer's end
     return [
-        ("Scatterv", lambda c: c.Scatterv([short, [n] * P, None, d], np.zeros(n), root=0),
-         lambda c, out: c.Scatterv(None, out, root=0)),
-        ("Scatterv", lambda c: c.Scatterv([np.zeros(n * P), [n] * P, far, d], np.zeros(n), root=0),
-         lambda c, out: c.Scatterv(None, out, root=0)),
+        ("Scatterv", lambda c: c.Scatterv([short, [n] * P, None, d], np.zeros(n), root=root),
+         lambda c, out: c.Scatterv(None, out, root=root)),
+        ("Scatterv", lambda c: c.Scatterv([np.zeros(n * P), [n] * P, far, d], np.zeros(n), root=root),
+         lambda c, out: c.Scatterv(None, out, root=root)),
         ("Scatterv", lambda c: c.Scatterv([np.zeros(n * P), [n] * (P - 1) + [-1], displs, d], np.zeros(n),
-                                          root=0),
-         lambda c, out: c.Scatterv(None, out, root=0)),
-        ("Scatter", lambda c: c.Scatter([short, n, d], np.zeros(n), root=0),
-         lambda c, out: c.Scatter(None, out, root=0)),
-        ("Gatherv", lambda c: c.Gatherv(np.zeros(n), [short, [n] * P, None, d], root=0),
-         lambda c, out: c.Gatherv(out, None, root=0)),
+                                          root=root),
+         lambda c, out: c.Scatterv(None, out, root=root)),
+        ("Scatter", lambda c: c.Scatter([short, n, d], np.zeros(n), root=root),
+         lambda c, out: c.Scatter(None, out, root=root)),
+        ("Gatherv", lambda c: c.Gatherv(np.zeros(n), [short, [n] * P, None, d], root=root),
+         lambda c, out: c.Gatherv(out, None, root=root)),
         ("Gatherv", lambda c: c.Gatherv(np.zeros(n), [np.zeros(n * P), [n] * (P - 1) + [-1], displs, d],
-                                        root=0),
-         lambda c, out: c.Gatherv(out, None, root=0)),
-        ("Gather", lambda c: c.Gather(np.zeros(n), [short, n, d], root=0),
-         lambda c, out: c.Gather(out, None, root=0)),
+                                        root=root),
+         lambda c, out: c.Gatherv(out, None, root=root)),
+        ("Gather", lambda c: c.Gather(np.zeros(n), [short, n, d], root=root),
+         lambda c, out: c.Gather(out, None, root=root)),
     ]
 
 
@@ -184,26 +184,31 @@ def test_root_only_misuse_leaves_the_communicator_usable():
     the inline slot and staging at once) raises RootRefusedError, an
     ArgumentError naming the collective and the root's reason, at once; a
     Gather sender that needs nothing from the root completes, as under MPI.
-    Never an abort: the next collectives work on every rank. (Across nodes
-    the other nodes' ranks still wait for the root until PGASCOL_TIMEOUT.)"""
-    c = _flat_comm()
-    if c is None:
+    Never an abort: the next collectives work on every rank. Across nodes
+    (virtual nodes) too: every Scatter receiver of every node raises at
+    once (the root sends the other nodes' leaders its reason instead of
+    their blocks), every sender of another node completes (the root takes
+    in and drops its leader's message)."""
+    if P == 1:
         return
+    c = pgascol.Comm(WORLD.Dup())
     try:
-        for n in (4, 100000):
-            for name, bad, good in _root_misuse(n):
+        for n, root in ((4, 0), (100000, 0), (4, P - 1), (100000, P - 1)):
+            for name, bad, good in _root_misuse(n, root):
                 start = time.monotonic()
                 out = np.zeros(n)
                 try:
-                    bad(c) if ME == 0 else good(c, out)
+                    bad(c) if ME == root else good(c, out)
                 except pgascol.RootRefusedError as exc:
-                    assert ME != 0 and str(exc).startswith(name) and "refused its arguments: " in str(exc), str(exc)
+                    assert ME != root and str(exc).startswith(name) and "refused its arguments: " in str(exc), str(exc)
                     assert "ArgumentError: " in str(exc), str(exc)     # the root's reason
+                    who = "rank %d" % root if c._pg.hier else "local rank %d" % root
+                    assert "the root (%s)" % who in str(exc), str(exc)
                     assert time.monotonic() - start < 2.5
                 except ArgumentError as exc:
-                    assert ME == 0, repr(exc)
+                    assert ME == root, repr(exc)
                 else:
-                    assert ME != 0 and name.startswith("Gather"), (ME, name, n)
+                    assert ME != root and name.startswith("Gather"), (ME, name, n)
                 if name.startswith("Scatter"):
                     assert not out.any()
                 _still_usable(c)
@@ -274,7 +279,10 @@ def _counts(small, large):
 
 
 def test_allreduce_of_different_counts_is_a_mismatch():
-    for small, large in ((4, 8), (1, 2), (40_000, 80_000), (1024, 2048)):    # inline and staged
+    # inline and staged; (4, 991) and (1000, 1987): counts a 10-bit hash of
+    # the shape (the signature before it compared counts exactly) told apart
+    # from no other
+    for small, large in ((4, 8), (1, 2), (40_000, 80_000), (1024, 2048), (4, 991), (1000, 1987)):
         n = _counts(small, large)
         _shape_differs("Allreduce", lambda c: c.Allreduce(np.ones(n), np.zeros(n)),
                        ["reduces a different number of elements", "every rank must pass the same count"])
@@ -429,6 +437,46 @@ def test_ranks_on_different_paths_all_fail_at_once():
             raise AssertionError("rank %d: a Barrier ran on a communicator given up" % ME)
     finally:
         mine.Free()
+        c.Free()
+
+
+def test_a_derived_datatype_on_one_rank_only():
+    """Rank 0 alone passes a non-contiguous derived datatype (4 doubles,
+    every other one of 8). In a reduction it goes to MPI (pgascol reduces
+    predefined types only) while the others' predefined types go to
+    pgascol: every rank raises an error naming the disagreement within a
+    fraction of a second, on one node and across nodes, none left waiting
+    inside MPI. In data movement the same datatype is packed, so every rank
+    takes the same path and the call completes with the right data."""
+    if P == 1:
+        return
+    vec = MPI.DOUBLE.Create_vector(4, 1, 2).Commit()
+    c = pgascol.Comm(WORLD.Dup())
+    try:
+        b = np.arange(8.0) if ME == 0 else np.zeros(4)
+        c.Bcast([b, 1, vec] if ME == 0 else b, root=0)
+        assert np.all(b[:4] == (np.arange(4.0) if ME == 0 else np.arange(0.0, 8.0, 2))), b
+    finally:
+        c.Free()    # collective: every rank is done with the Bcast before the Allreduce below
+    c = pgascol.Comm(WORLD.Dup())
+    try:
+        start = time.monotonic()
+        y = np.zeros(8)
+        try:
+            if ME == 0:
+                c.Allreduce([np.arange(8.0), 1, vec], [y, 1, vec])
+            else:
+                c.Allreduce(np.arange(0.0, 8.0, 2), y[:4])
+        except (CollectiveMismatchError, TeamAbortedError) as exc:
+            assert "to MPI" in str(exc), str(exc)
+            assert time.monotonic() - start < 2.5, time.monotonic() - start
+        else:
+            raise AssertionError("rank %d: the Allreduce completed (y = %s)" % (ME, y))
+        if not c._pg.hier:
+            assert not y.any()      # found before any data moved (across nodes a node's own
+                                    # reduction may have run, as a failed MPI call leaves it undefined)
+    finally:
+        vec.Free()
         c.Free()
 
 
