@@ -25,6 +25,11 @@ def shared(values, block):
     return a
 
 
+def free(*arrays):
+    for a in arrays:
+        a.free()
+
+
 def read(a):
     pgas.barrier(COMM)
     out = a[:]
@@ -163,6 +168,96 @@ def test_ger_gemm_trsm_syrk_trsv():
     close(np.tril(read(cs).reshape(m, m)), np.tril(A @ A.T))
     for o in (tt, xx, v, t2, x2, cs, a):
         o.free()
+
+
+def _stored(G, ld, block):
+    """G (rows x cols) stored row-major with leading dimension ld in UPC's shared [block] T [rows*ld]."""
+    flat = np.zeros(G.shape[0] * ld, G.dtype)
+    flat.reshape(G.shape[0], ld)[:, :G.shape[1]] = G
+    return shared(flat, block)
+
+
+def _replicated_layouts(rows, cols):
+    """(sec_block_size, ld) of a replicated operand read by rows (sec a multiple
+    of ld), by columns (ld a multiple of sec*P) and whole (ld a multiple of sec only)."""
+    return ((2 * cols, cols), (1, -(-cols // P) * P), (2, cols + 2 - cols % 2))
+
+
+def test_gemm_every_case_of_appendix_a():
+    """Both distributions of C, every transA x transB, the distributed operand
+    as the appendix treats it (A shared [b*lda] or, transposed, shared [b] with
+    lda a multiple of b*P; by columns B alike), the replicated one in each of
+    its three layouts."""
+    m, n, k, b = 9, 7, 5, 2
+    for t, dt in (("d", np.float64), ("z", np.complex128)):
+        gemm = getattr(U, "upc_blas_%sgemm" % t)
+        transes = (0, 1, 2) if t == "z" else (0, 1)
+        for dist, ta, tb in itertools.product((U.upc_pblas_rowDist, U.upc_pblas_colDist), transes, transes):
+            A = rand((m, k) if ta == 0 else (k, m), dt, 30)
+            B = rand((k, n) if tb == 0 else (n, k), dt, 31)
+            C = rand((m, n), dt, 32)
+            want = 1.5 * {0: A, 1: A.T, 2: A.conj().T}[ta] @ {0: B, 1: B.T, 2: B.conj().T}[tb] + 0.5 * C
+            by_rows = dist == U.upc_pblas_rowDist
+            mine, tmine, other = (A, ta, B) if by_rows else (B, tb, A)
+            # the distributed operand: op() of it holds C's rows (columns)
+            if (tmine == 0) == by_rows:
+                ldd, bd = mine.shape[1], b * mine.shape[1]
+            else:
+                ldd, bd = -(-mine.shape[1] // (b * P)) * b * P, b
+            ldc, bc = (n, b * n) if by_rows else (-(-n // (b * P)) * b * P, b)
+            for sec, ldo in _replicated_layouts(*other.shape):
+                d, o, c = _stored(mine, ldd, bd), _stored(other, ldo, sec), _stored(C, ldc, bc)
+                (a, lda), (bb, ldb) = ((d, ldd), (o, ldo)) if by_rows else ((o, ldo), (d, ldd))
+                pgas.barrier(COMM)
+                rc = gemm(dist, b, sec, ta, tb, m, n, k, 1.5, (a, 0), lda, (bb, 0), ldb, 0.5, (c, 0), ldc)
+                assert rc == 0, (rc, dist, ta, tb, sec)
+                close(read(c).reshape(m, ldc)[:, :n], want)
+                for x in (d, o, c):
+                    x.free()
+
+
+def _address_space_limit(extra):
+    """Limit this process's address space (RLIMIT_AS, soft) to what it maps now
+    plus `extra` bytes; returns the limits to restore."""
+    import resource
+    with open("/proc/self/status") as f:
+        vm = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:"))
+    old = resource.getrlimit(resource.RLIMIT_AS)
+    resource.setrlimit(resource.RLIMIT_AS, (vm + extra, old[1]))
+    return old
+
+
+def test_memory_error_returns_plus_one():
+    """A replicated B read whole (ldb a multiple of sec_block_size only) needs a
+    private k x n copy: 64 MiB here (above glibc's largest mmap threshold, so
+    it is always a fresh mapping), under an address-space limit of what the
+    rank maps plus 16 MiB. UPCBLAS's +1, before any data moves: on every rank
+    when every rank is limited, and with check_all=True when one rank is.
+    With one rank B would be by columns (ldb a multiple of sec*P), read in
+    place: no copy to refuse, nothing to test."""
+    import resource
+    m, k, n, b, sec = 2 * P, 2048, 4093, 2, 2
+    ldb = n + 1                 # 2 x odd: a multiple of sec, of no sec*P but P = 1
+    a, bb, c = shared(np.ones(m * k), b * k), shared(np.ones(k * ldb), sec), shared(np.full(m * n, 7.0), b * n)
+    pgas.barrier(COMM)
+    if P == 1:
+        return free(a, bb, c)
+    rc = U.upc_blas_dgemm(U.upc_pblas_rowDist, b, sec, 0, 0, m, n, k, 1.0, (a, 0), k, (bb, 0), ldb, 0.0, (c, 0), n)
+    assert rc == 0 and np.all(read(c) == k)             # unlimited, the call works
+    if ME == 0:
+        c[:] = 7.0
+    for limited, check_all in (((range(P)), False), ((P - 1,), True)):
+        old = _address_space_limit(16 << 20) if ME in limited else None
+        try:
+            rc = U.upc_blas_dgemm(U.upc_pblas_rowDist, b, sec, 0, 0, m, n, k, 1.0, (a, 0), k, (bb, 0), ldb, 0.0,
+                                  (c, 0), n, check_all=check_all)
+        finally:
+            if old is not None:
+                resource.setrlimit(resource.RLIMIT_AS, old)
+        assert rc == 1, (rc, limited, check_all)
+        assert WORLD.allreduce(1) == P                   # nobody was left in a collective
+        assert np.all(read(c) == 7.0)                    # nothing written
+    free(a, bb, c)
 
 
 def test_error_codes():
