@@ -111,6 +111,35 @@ def test_blas1_every_type_and_layout():
         free(x, y)
 
 
+def test_blas1_on_irregular_arrays():
+    """counts=[...] (one contiguous range per rank, some empty), as the
+    sparse layer's vectors: dot, axpy, scal, nrm2, asum, copy, swap against
+    SciPy; arrays with other counts are refused on every rank."""
+    counts = [(3 * r + 5) % 7 for r in range(P)]            # 5, 1, 4, 0, 3, 6, 2, 5: rank 3 has none
+    n = sum(counts)
+    other = counts[::-1] if P > 1 and counts[::-1] != counts else None
+    for dt in (np.float64, np.complex128):
+        X, Y = rand(n, dt, 26), rand(n, dt, 27)
+        x, y = (pgas.array(COMM, n, dt, counts=counts) for _ in range(2))
+        put_vector(x, X)
+        put_vector(y, Y)
+        pgas.barrier(COMM)
+        close(blas.dot(x, y), X @ Y, dt, "dot irregular")
+        close(blas.nrm2(x), np.linalg.norm(X), dt, "nrm2 irregular")
+        close(blas.asum(x), np.abs(X.real).sum() + np.abs(X.imag).sum(), dt, "asum irregular")
+        blas.axpy(x, y, a=0.5)
+        close(gathered(y), Y + 0.5 * X, dt, "axpy irregular")
+        blas.scal(3.0, x)
+        close(gathered(x), 3 * X, dt, "scal irregular")
+        blas.swap(x, y)
+        blas.copy(y, x)
+        close(gathered(x), 3 * X, dt, "swap, copy irregular")
+        if other is not None:
+            with pgas.array(COMM, n, dt, counts=other) as z:
+                expect(ArgumentError, blas.dot, x, z)
+        free(x, y)
+
+
 def test_scalars_are_returned_on_every_rank():
     X = rand(29, np.float64, 3)
     with vec(X, 2) as x:
