@@ -164,6 +164,9 @@ TABLE = [
     Run(BLAS, (2, 3), "vnodes_of_1", vnodes(1), timeout=600),
     Run(BLAS, (4, 8), "vnodes_of_2", vnodes(2), timeout=600),
     Run(BLAS, (4,), "vnodes_of_3", vnodes(3), timeout=600),
+    # UPCBLAS's +1 under an address-space limit, in fresh jobs (little free heap to reuse)
+    Run("blas_memory.py", (2, 3, 4, 8), timeout=120),
+    Run("blas_memory.py", (4,), "vnodes_of_2", vnodes(2), timeout=120),
 
     # ---- NodeTeam: one node; virtual nodes of k consecutive ranks (k=2: np=3 -> [2, 1],
     # 4 -> [2, 2], 8 -> 4 x 2; k=3: np=4 -> [3, 1], 8 -> [3, 3, 2]) and round robin
@@ -207,5 +210,6 @@ test_upc = chapter(UPC)
 test_shared_buffers = chapter("shared_buffers.py")
 test_blas = chapter(BLAS)
 test_sparse_apps = chapter("sparse_apps.py")
+test_blas_memory = chapter("blas_memory.py")
 
 assert len(_taken) == len(TABLE), "a row of TABLE that no chapter above runs"

@@ -73,7 +73,9 @@ def cholesky(a, variant="syrk"):
     """a = L L^H (L lower, written over a's lower triangle), a distributed
     by rows in blocks of NB rows. variant "gemm": each trailing block row
     is updated up to and including its diagonal tile by one gemm; "syrk":
-    left of the tile by gemm, the tile itself by syrk (half its flops)."""
+    left of the tile by gemm, the tile itself by syrk (half its flops), and
+    on one rank (real types) the whole trailing triangle by one syrk, a
+    call big enough for several BLAS threads (the hybrid mode)."""
     if variant not in ("gemm", "syrk"):
         raise ArgumentError('variant must be "gemm" or "syrk", not %r' % (variant,))
     arr = a
@@ -90,6 +92,9 @@ def cholesky(a, variant="syrk"):
             raise PgascolError("cholesky: the leading minor of order %d is not positive definite" % (k0 + info))
         below = panel[w:]
         K.trsm(False, True, 2, False, 1.0, L, below)     # below = below L^-H
+        whole = ctx.size == 1 and variant == "syrk" and a.dtype.kind != "c"
+        if whole:                                        # one rank: the trailing triangle by one syrk
+            K.syrk(True, 0, -1.0, below, 1.0, aloc[k1:n, k1:n])
         for i in mine:
             if i < k:
                 continue
@@ -100,6 +105,8 @@ def cholesky(a, variant="syrk"):
             i0, i1 = i * nb, min(n, i * nb + nb)
             Li = below[i0 - k1:i1 - k1]
             aloc[rows, k0:k1] = Li
+            if whole:
+                continue
             if variant == "gemm" or a.dtype.kind == "c":      # complex: herk's update, by gemm
                 K.gemm(0, 2, -1.0, Li, below[:i1 - k1], 1.0, aloc[rows, k1:i1])
             else:

@@ -9,6 +9,9 @@ gemm, C = alpha op(A) op(B) + beta C:
   the matching columns of op(A)'s local rows; a panel of its columns
   (j-panel) gives those columns of C.
 - C by columns: the mirror image, op(B)'s columns local, op(A) replicated.
+- op(A) by columns and op(B) by rows, alike (the outer product, gemm_outer):
+  each rank's columns and rows give a partial product, one
+  Reduce_scatter into C's distribution.
 syrk: gemm with B = A, only the uplo triangle of C written.
 trsm: side left with A and B by rows (Algorithm 2.2: block-cyclic tiles,
 one broadcast per step, or one reduce per step for trans); side left with
@@ -86,17 +89,23 @@ def _gemm_plan(va, vb, vc, ta, tb):
         raise ArgumentError("op(a) is %d x %d but op(b) is %d x %d" % (m, k, kb, n))
     by_rows = ops.rows_local(va, ta) is not None
     by_cols = ops.cols_local(vb, tb) is not None
+    outer = not by_rows and not by_cols
+    if outer and (va.bsize != vb.bsize or va.first != vb.first):
+        raise ArgumentError("op(a)'s columns and op(b)'s rows are distributed (a is by %ss with trans_a=%d, b "
+                            "by %ss with trans_b=%d): they must be alike, blocks of %d from rank %d (b has "
+                            "blocks of %d from rank %d)"
+                            % (va.dist, ta, vb.dist, tb, va.bsize, va.first, vb.bsize, vb.first))
     if vc is None:
-        plan = ("row", m, n, va.bsize, va.first) if by_rows else ("col", m, n, vb.bsize, vb.first) if by_cols else None
-        if plan is not None and plan[4] != 0:
+        plan = (("row", m, n, va.bsize, va.first) if by_rows else ("col", m, n, vb.bsize, vb.first) if by_cols
+                else ("row", m, n, max(-(-m // va.ctx.size), 1), 0))
+        if plan[4] != 0:
             raise ArgumentError("op(%s) starts on rank %d: pass c (a new matrix starts on rank 0)"
                                 % ("a" if by_rows else "b", plan[4]))
-        if plan is not None:
-            return plan
-        raise ArgumentError("neither op(a)'s rows nor op(b)'s columns are distributed (a is by %ss with "
-                            "trans_a=%d, b by %ss with trans_b=%d)" % (va.dist, ta, vb.dist, tb))
+        return plan
     if vc.shape != (m, n):
         raise ArgumentError("c is %d x %d, op(a) op(b) is %d x %d" % (vc.rows, vc.cols, m, n))
+    if outer:
+        return vc.dist, m, n, vc.bsize, vc.first
     mine, ok, name = (va, by_rows, "a") if vc.dist == "row" else (vb, by_cols, "b")
     if not ok or mine.bsize != vc.bsize or mine.first != vc.first:
         raise ArgumentError("c is by %ss (blocks of %d from rank %d): op(%s) must be distributed by %ss "
@@ -126,18 +135,31 @@ def gemm(alpha, a, b, beta=0.0, c=None, trans_a=0, trans_b=0):
     ops.sync(ctx)
     cl = vc.local()
     scale(beta, cl)
-    _gemm_into(cl, vc.dist, va, vb, ta, tb, alpha)
+    _gemm_into(cl, vc, va, vb, ta, tb, alpha)
     ops.sync(ctx)
     return c
 
 
-def _gemm_into(cl, dist, va, vb, ta, tb, alpha):
-    if dist == "row":
-        aloc, fa = ops.rows_local(va, ta)
-        gemm_rows(cl, aloc, fa, vb, tb, alpha)
+def _gemm_into(cl, vc, va, vb, ta, tb, alpha):
+    """cl (the caller's part of vc) += alpha op(a) op(b), by the plan's case."""
+    mine = ops.rows_local(va, ta) if vc.dist == "row" else ops.cols_local(vb, tb)
+    if mine is None:
+        gemm_outer(cl, vc, va, vb, ta, tb, alpha)
+    elif vc.dist == "row":
+        gemm_rows(cl, mine[0], mine[1], vb, tb, alpha)
     else:
-        bloc, fb = ops.cols_local(vb, tb)
-        gemm_cols(cl, bloc, fb, va, ta, alpha)
+        gemm_cols(cl, mine[0], mine[1], va, ta, alpha)
+
+
+def gemm_outer(cl, vc, va, vb, ta, tb, alpha):
+    """op(a)'s columns and op(b)'s rows distributed alike (the k of the
+    product): each rank's local columns and rows give a partial m x n
+    product, one Reduce_scatter sums them into C's distribution."""
+    aloc, bloc = va.local(), vb.local()
+    partial = np.zeros(vc.shape, vc.dtype)
+    if aloc.size and bloc.size:
+        K.gemm(ta, tb, alpha, aloc, bloc, 0.0, partial)
+    cl += ops.reduce_scatter(vc.ctx, partial, vc)
 
 
 def syrk(alpha, a, beta=0.0, c=None, trans=0, lower=0):
@@ -156,7 +178,7 @@ def syrk(alpha, a, beta=0.0, c=None, trans=0, lower=0):
     cl = vc.local()
     new = np.array(cl)
     scale(beta, new)
-    _gemm_into(new, vc.dist, va, va, ta, tb, alpha)
+    _gemm_into(new, vc, va, va, ta, tb, alpha)
     mine = vc.index_set()
     mine = np.arange(mine.start, mine.stop) if isinstance(mine, slice) else mine
     full = np.arange(n)

@@ -219,19 +219,29 @@ class Mat:
 
 
 class Gathered:
-    """A replicated matrix already whole on every rank (UPCBLAS's replicated
-    operand in a layout that is neither by rows nor by columns): one panel."""
+    """A replicated matrix whole on every rank (UPCBLAS's replicated operand
+    in a layout that is neither by rows nor by columns): one panel. Its
+    private buffer is allocated when the operand is checked, so a matrix
+    that does not fit is refused before any data moves; fill() reads it
+    from (global array, offset, ld), one get per row, all in flight together."""
 
     dist, first = "row", 0
 
-    def __init__(self, name, array):
-        self.name, self.array, self.dtype = name, array, array.dtype
+    def __init__(self, name, array, source=None):
+        self.name, self.array, self.dtype, self.source = name, array, array.dtype, source
         self.rows, self.cols = array.shape
         self.bsize = max(self.rows, 1)
 
     @property
     def shape(self):
         return (self.rows, self.cols)
+
+    def fill(self):
+        if self.source is not None and self.cols:
+            arr, off, ld = self.source
+            for handle in [arr.get_nb(off + i * ld, self.array[i]) for i in range(self.rows)]:
+                handle.wait()
+        return self
 
 
 # ---------------------------------------------------------------- arguments
@@ -357,14 +367,17 @@ def assemble(v, parts=None):
 
 
 def reduce_scatter(ctx, partial, y):
-    """Sum the ranks' partial vectors (y's n elements in order) into the
-    caller's part of y: one Reduce_scatter, in rank-major order."""
+    """Sum the ranks' partial results (a vector of y's n elements, or the
+    whole m x n matrix y) into the caller's part of y: one Reduce_scatter,
+    the parts in rank order (a matrix's rows by rows, columns by columns)."""
+    by_cols = isinstance(y, Mat) and y.dist == "col"
     order = [_index_set(y.owned(r)) for r in range(ctx.size)]
-    send = np.concatenate([partial[o] for o in order]) if ctx.size > 1 else partial
-    counts = [y.local_size(r) for r in range(ctx.size)]
+    parts = [partial[:, o] if by_cols else partial[o] for o in order]
+    send = np.concatenate([p.reshape(-1) for p in parts]) if ctx.size > 1 else partial.reshape(-1)
+    counts = [p.size for p in parts]
     out = np.empty(counts[ctx.rank], y.dtype)
     ctx.comm.Reduce_scatter(np.ascontiguousarray(send), out, counts, MPI.SUM)
-    return out
+    return out.reshape(parts[ctx.rank].shape)
 
 
 def sync(ctx):

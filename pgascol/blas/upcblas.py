@@ -118,17 +118,13 @@ def _replicated(j, jld, ptr, dtype, sec, m, n, ld, jsec):
             return ops.Mat("B", arr, off, m, n, ld, "col", sec)
     except ArgumentError as exc:
         raise _Wrong(j, str(exc))
-    if off + (m - 1) * ld + n > arr.size if m else False:
+    if off < 0 or (m and off + (m - 1) * ld + n > arr.size):
         raise _Wrong(j, "does not fit the array")
-    return ("gather", arr, off, m, n, ld)
+    return ops.Gathered("B", np.empty((m, n), arr.dtype), (arr, off, ld))     # MemoryError: +1
 
 
-def _whole(rep, name):
-    if isinstance(rep, tuple):
-        _, arr, off, m, n, ld = rep
-        idx = (off + np.arange(m)[:, None] * ld + np.arange(n)[None, :]).reshape(-1)
-        return ops.Gathered(name, arr[idx].reshape(m, n) if idx.size else np.zeros((m, n), arr.dtype))
-    return rep
+def _whole(rep):
+    return rep.fill() if isinstance(rep, ops.Gathered) else rep
 
 
 def _same_rank(j, a, b):
@@ -376,17 +372,17 @@ def _gemm(alpha, beta, va, vb, vc, ta, tb):
     """C = alpha op(A) op(B) + beta C with UPCBLAS's replicated operand."""
     ctx = vc.ctx
     ops.sync(ctx)
-    va, vb = _whole(va, "A"), _whole(vb, "B")
+    va, vb = _whole(va), _whole(vb)
     cl = vc.local()
     scale(beta, cl)
-    level3._gemm_into(cl, vc.dist, va, vb, ta, tb, alpha)
+    level3._gemm_into(cl, vc, va, vb, ta, tb, alpha)
     ops.sync(ctx)
 
 
 def _trsm(alpha, vt, vx, side, lower, trans, diag):
-    if isinstance(vt, tuple):
+    if isinstance(vt, ops.Gathered):
         ops.sync(vx.ctx)
-        vt = _whole(vt, "T")
+        vt = _whole(vt)
         ops.sync(vx.ctx)
         from . import _kernels as K
         K.trsm(side == 0, bool(lower), trans, bool(diag), alpha, vt.array, vx.local())

@@ -111,6 +111,35 @@ def test_blas1_every_type_and_layout():
         free(x, y)
 
 
+def test_blas1_on_irregular_arrays():
+    """counts=[...] (one contiguous range per rank, some empty), as the
+    sparse layer's vectors: dot, axpy, scal, nrm2, asum, copy, swap against
+    SciPy; arrays with other counts are refused on every rank."""
+    counts = [(3 * r + 5) % 7 for r in range(P)]            # 5, 1, 4, 0, 3, 6, 2, 5: rank 3 has none
+    n = sum(counts)
+    other = counts[::-1] if P > 1 and counts[::-1] != counts else None
+    for dt in (np.float64, np.complex128):
+        X, Y = rand(n, dt, 26), rand(n, dt, 27)
+        x, y = (pgas.array(COMM, n, dt, counts=counts) for _ in range(2))
+        put_vector(x, X)
+        put_vector(y, Y)
+        pgas.barrier(COMM)
+        close(blas.dot(x, y), X @ Y, dt, "dot irregular")
+        close(blas.nrm2(x), np.linalg.norm(X), dt, "nrm2 irregular")
+        close(blas.asum(x), np.abs(X.real).sum() + np.abs(X.imag).sum(), dt, "asum irregular")
+        blas.axpy(x, y, a=0.5)
+        close(gathered(y), Y + 0.5 * X, dt, "axpy irregular")
+        blas.scal(3.0, x)
+        close(gathered(x), 3 * X, dt, "scal irregular")
+        blas.swap(x, y)
+        blas.copy(y, x)
+        close(gathered(x), 3 * X, dt, "swap, copy irregular")
+        if other is not None:
+            with pgas.array(COMM, n, dt, counts=other) as z:
+                expect(ArgumentError, blas.dot, x, z)
+        free(x, y)
+
+
 def test_scalars_are_returned_on_every_rank():
     X = rand(29, np.float64, 3)
     with vec(X, 2) as x:
@@ -201,35 +230,57 @@ def test_trsv_every_flag():
 # ---------------------------------------------------------------- BLAS3
 
 def _gemm_cases(dt):
+    """(ta, tb, a's, b's and c's distributions, which operands share c's block):
+    op(a)'s rows like C's, op(b)'s columns like C's, or (the outer product)
+    op(a)'s columns and op(b)'s rows alike, C by rows or by columns."""
     transes = (0, 1, 2) if np.dtype(dt).kind == "c" else (0, 1)
     for ta, tb in itertools.product(transes, transes):
         for da, db in itertools.product(("row", "col"), ("row", "col")):
             a_rows = (da == "row") == (ta == 0)     # op(a)'s rows on their ranks
             b_cols = (db == "col") == (tb == 0)     # op(b)'s columns on their ranks
             if a_rows:
-                yield ta, tb, da, db, "row"
+                yield ta, tb, da, db, "row", "a"
             if b_cols:
-                yield ta, tb, da, db, "col"
+                yield ta, tb, da, db, "col", "b"
+            if not a_rows and not b_cols:
+                yield ta, tb, da, db, "row", "k"
+                yield ta, tb, da, db, "col", "k"
 
 
 def test_gemm_every_distribution_and_trans():
     for dt in TYPES:
-        for ta, tb, da, db, dc in _gemm_cases(dt):
+        for ta, tb, da, db, dc, like in _gemm_cases(dt):
             if dt in (np.float32, np.complex64) and (ta, tb) not in ((0, 0), (1, 1), (2, 0)):
                 continue
             A = rand((M, K) if ta == 0 else (K, M), dt, 12)
             B = rand((K, N) if tb == 0 else (N, K), dt, 13)
             C = rand((M, N), dt, 14)
             for block in blocks(M if dc == "row" else N) if dt in (np.float64, np.complex128) else (3,):
-                # the distributed operand of op(a) / op(b) shares C's block; the other any block
-                ba = block if dc == "row" else 2
-                bb = block if dc == "col" else 3
+                # the distributed operand of op(a) / op(b) shares C's block, the other any block;
+                # in the outer product a and b share their block along k (1, 2 or 3), C any
+                ba = block if like == "a" else 2 if like == "b" else 1 + block % 3
+                bb = block if like == "b" else 3 if like == "a" else ba
                 a, b, c = mat(A, da, ba), mat(B, db, bb), mat(C, dc, block)
                 pgas.barrier(COMM)
                 blas.gemm(1.25, a, b, 0.5, c, trans_a=ta, trans_b=tb)
                 want = ref("gemm", dt)(1.25, A, B, 0.5, C, trans_a=ta, trans_b=tb)
                 close(gathered(c), want, dt, "gemm a %s%d b %s%d c %s%d" % (da, ta, db, tb, dc, block))
                 free(a, b, c)
+
+
+def test_gemm_outer_product_new_c_and_unlike_operands():
+    """op(a) by columns, op(b) by rows: c=None gives a new matrix by rows;
+    op(a)'s columns and op(b)'s rows in different blocks raise on every rank."""
+    A, B = rand((M, K), np.float64, 24), rand((K, N), np.float64, 25)
+    a, b, b2 = mat(A, "col", 2), mat(B, "row", 2), mat(B, "row", 3)
+    pgas.barrier(COMM)
+    c = blas.gemm(2.0, a, b)
+    assert c.dist == "row" and c.shape == (M, N)
+    close(gathered(c), 2.0 * A @ B, np.float64, "gemm outer product, new c")
+    exc = expect(ArgumentError, blas.gemm, 1.0, a, b2, 1.0, c)
+    assert "must be alike" in str(exc), str(exc)
+    assert WORLD.allreduce(1) == P
+    free(a, b, b2, c)
 
 
 def test_gemm_panels_across_nodes_and_small_panels(monkeypatch=None):
@@ -253,14 +304,15 @@ def test_syrk_every_flag():
         for trans, lower in itertools.product((0, 1), (0, 1)):
             A = rand((N, K) if trans == 0 else (K, N), dt, 17)
             C = rand((N, N), dt, 18)
-            for dc in ("row", "col"):
-                da = "row" if trans == 0 else "col"       # op(a)'s rows and op(a)^T's columns local
+            for dc, local in itertools.product(("row", "col"), (True, False)):
+                # op(a)'s rows and op(a)^T's columns local, or both along k (one Reduce_scatter)
+                da = "row" if (trans == 0) == local else "col"
                 for block in blocks(N):
-                    a, c = mat(A, da, block), mat(C, dc, block)
+                    a, c = mat(A, da, block if local else 1 + block % 3), mat(C, dc, block)
                     pgas.barrier(COMM)
                     blas.syrk(0.5, a, 2.0, c, trans=trans, lower=lower)
                     want = ref("syrk", dt)(0.5, A, 2.0, C, trans=trans, lower=lower)
-                    close(gathered(c), want, dt, "syrk trans %d lower %d c %s%d" % (trans, lower, dc, block))
+                    close(gathered(c), want, dt, "syrk trans %d lower %d a %s c %s%d" % (trans, lower, da, dc, block))
                     free(a, c)
 
 

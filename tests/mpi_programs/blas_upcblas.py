@@ -25,6 +25,11 @@ def shared(values, block):
     return a
 
 
+def free(*arrays):
+    for a in arrays:
+        a.free()
+
+
 def read(a):
     pgas.barrier(COMM)
     out = a[:]
@@ -163,6 +168,52 @@ def test_ger_gemm_trsm_syrk_trsv():
     close(np.tril(read(cs).reshape(m, m)), np.tril(A @ A.T))
     for o in (tt, xx, v, t2, x2, cs, a):
         o.free()
+
+
+def _stored(G, ld, block):
+    """G (rows x cols) stored row-major with leading dimension ld in UPC's shared [block] T [rows*ld]."""
+    flat = np.zeros(G.shape[0] * ld, G.dtype)
+    flat.reshape(G.shape[0], ld)[:, :G.shape[1]] = G
+    return shared(flat, block)
+
+
+def _replicated_layouts(rows, cols):
+    """(sec_block_size, ld) of a replicated operand read by rows (sec a multiple
+    of ld), by columns (ld a multiple of sec*P) and whole (ld a multiple of sec only)."""
+    return ((2 * cols, cols), (1, -(-cols // P) * P), (2, cols + 2 - cols % 2))
+
+
+def test_gemm_every_case_of_appendix_a():
+    """Both distributions of C, every transA x transB, the distributed operand
+    as the appendix treats it (A shared [b*lda] or, transposed, shared [b] with
+    lda a multiple of b*P; by columns B alike), the replicated one in each of
+    its three layouts."""
+    m, n, k, b = 9, 7, 5, 2
+    for t, dt in (("d", np.float64), ("z", np.complex128)):
+        gemm = getattr(U, "upc_blas_%sgemm" % t)
+        transes = (0, 1, 2) if t == "z" else (0, 1)
+        for dist, ta, tb in itertools.product((U.upc_pblas_rowDist, U.upc_pblas_colDist), transes, transes):
+            A = rand((m, k) if ta == 0 else (k, m), dt, 30)
+            B = rand((k, n) if tb == 0 else (n, k), dt, 31)
+            C = rand((m, n), dt, 32)
+            want = 1.5 * {0: A, 1: A.T, 2: A.conj().T}[ta] @ {0: B, 1: B.T, 2: B.conj().T}[tb] + 0.5 * C
+            by_rows = dist == U.upc_pblas_rowDist
+            mine, tmine, other = (A, ta, B) if by_rows else (B, tb, A)
+            # the distributed operand: op() of it holds C's rows (columns)
+            if (tmine == 0) == by_rows:
+                ldd, bd = mine.shape[1], b * mine.shape[1]
+            else:
+                ldd, bd = -(-mine.shape[1] // (b * P)) * b * P, b
+            ldc, bc = (n, b * n) if by_rows else (-(-n // (b * P)) * b * P, b)
+            for sec, ldo in _replicated_layouts(*other.shape):
+                d, o, c = _stored(mine, ldd, bd), _stored(other, ldo, sec), _stored(C, ldc, bc)
+                (a, lda), (bb, ldb) = ((d, ldd), (o, ldo)) if by_rows else ((o, ldo), (d, ldd))
+                pgas.barrier(COMM)
+                rc = gemm(dist, b, sec, ta, tb, m, n, k, 1.5, (a, 0), lda, (bb, 0), ldb, 0.5, (c, 0), ldc)
+                assert rc == 0, (rc, dist, ta, tb, sec)
+                close(read(c).reshape(m, ldc)[:, :n], want)
+                for x in (d, o, c):
+                    x.free()
 
 
 def test_error_codes():
