@@ -1,4 +1,4 @@
-"""pgascol.upc names the thesis's algorithm variants the spec asks for.
+"""pgascol.upc names the PGASCol thesis's algorithm variants the spec asks for.
 
 The spec: push and pull for broadcast, scatter, gather and reduce; trees
 flat, binomial and hierarchical for the same four; fragmentation none,

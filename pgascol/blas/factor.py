@@ -1,5 +1,5 @@
 """Dense factorizations on global matrices distributed by rows in blocks
-of NB rows (the thesis's applications, right-looking, one block column
+of NB rows (the UPCBLAS thesis's applications, right-looking, one block column
 per step): Cholesky (gemm- and syrk-based trailing updates) and LU without
 and with partial pivoting. Every rank holds its own block rows; per step
 one collective moves the panel:

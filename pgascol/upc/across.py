@@ -1,5 +1,5 @@
 """The node leaders' algorithms of the data-movement collectives across
-nodes (the thesis's hierarchical variants; plan.ALGORITHMS names them).
+nodes (the PGASCol thesis's hierarchical variants; plan.ALGORITHMS names them).
 
 Each node's first rank (local rank 0) is its leader. A call is:
 

@@ -12,7 +12,7 @@ slots of the call, plan.slot); the partials then meet at the root:
 - binomial-pull / binomial-push: along a binomial tree rooted at the root,
   a member folds its children's partials into its own (reading them from
   the children's areas, or finding them written into its own by the
-  children), then posts, one element per tree edge (the thesis's
+  children), then posts, one element per tree edge (the PGASCol thesis's
   Algorithm 7);
 - -static / -dynamic: the runs are folded and passed on in pieces
   (plan.chunks on the longest run: PGASCOL_UPC_CHUNK bytes, or two halves),

@@ -47,7 +47,7 @@ ALL, ENTERED, STEP0, DONE = _core.UPC_ALL, _core.UPC_ENTERED, _core.UPC_STEP0, _
 #: its area, flat or along a binomial tree, the runs folded whole or in
 #: pieces: folds.py), hier (a fold in C, then pgascol.Comm's Reduce), gather
 #: (numpy's folds and a Gatherv: FUNC, NONCOMM_FUNC). prefix_reduce:
-#: allgather (every block's total to everyone), three-phase (the thesis's,
+#: allgather (every block's total to everyone), three-phase (the PGASCol thesis's,
 #: where each rank holds one run in rank order on nodes of consecutive
 #: ranks; a C program on one node), auto (three-phase where it applies,
 #: else allgather).

@@ -372,7 +372,7 @@ def _prefix_program(key, ctx, s, d, oper, flags, in_mode, out_mode, nelems):
 
 
 def _three_phase(key, ctx, s, d, oper, out_mode, nelems, agreed):
-    """The thesis's prefix reduce for ranks holding one run each, in rank
+    """the PGASCol thesis's prefix reduce for ranks holding one run each, in rank
     order, on nodes of consecutive ranks: (1) every rank scans its run and
     the node's members exchange their totals, (2) the node leaders combine
     the node totals by dissemination, ceil(log2 N) rounds of point-to-point

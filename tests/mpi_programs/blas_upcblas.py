@@ -1,5 +1,5 @@
 """pgascol.blas.upcblas: UPCBLAS's names, argument order, distributions
-(the thesis's Appendix A) and return codes, against scipy.linalg.blas on
+(the UPCBLAS thesis's Appendix A) and return codes, against scipy.linalg.blas on
 the gathered operands; every error code path, with and without check_all."""
 import itertools
 
