@@ -103,6 +103,11 @@ class SparseMatrix:
 
     # ------------------------------------------------------------ what the products use (ops.py)
 
+    @property
+    def _unit(self):
+        """Elements of x per column index: a BSR block column's C, else 1."""
+        return self.blocksize[1] if self.format == "bsr" else 1
+
     def _rows(self):
         """COO: each entry's local line."""
         if "rows" not in self._piece:
@@ -124,7 +129,7 @@ class SparseMatrix:
         """The exchange (built once, collectively: every rank's first aligned
         product with global operands) and the remap for X's layout."""
         p = self._piece
-        unit = self.blocksize[1] if self.format == "bsr" else 1
+        unit = self._unit
         if "exchange" not in self._plans:
             xcounts = self.col_counts if self.axis == "row" else self.row_counts
             self._plans["exchange"] = plan.Exchange(self, xcounts, p["idx"], unit)

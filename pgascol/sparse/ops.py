@@ -253,15 +253,11 @@ def _replicated(A, X, Y, alpha, beta, trans, aligned, ycounts):
 
 
 def _gather_replicated(A, x, y, k, alpha, beta, conj):
+    """My rows of y from the whole x: the aligned kernels with the piece's
+    own indices (x's stride per index: k, per BSR block column C*k)."""
     p = A._piece
-    fmt = A.format
-    if fmt == "sky":
+    if A.format == "sky":
         _kernels.sky_gather(p["ptr"], p["idx"], p["val"], x, k, 0, y, k, k, alpha, beta, conj)
-    elif fmt == "bsr":
-        R, C = A.blocksize
-        _kernels.bsr_gather(p["ptr"], p["idx"], p["val"], R, C, x, C * k, k, y, k, k, alpha, beta, conj)
-    elif fmt == "coo":
-        plan.axpby(y, beta, 0)
-        _kernels.coo(A._rows(), p["idx"], p["val"], x, k, y, k, k, alpha, conj)
-    else:
-        _kernels.csr_gather(p["ptr"], p["idx"], p["val"], x, k, y, k, k, alpha, beta, conj)
+        return
+    rows = A._rows() if A.format == "coo" else None
+    plan.kernel(A, (p["ptr"], p["idx"], p["val"], rows), x, k * A._unit, k, y, k, k, alpha, beta, conj)

@@ -105,14 +105,17 @@ def multiply(A, ex, rm, X, y, ldy, alpha, beta, conj):
     xs, _ = X.a.node_segment()
     halo, reqs, bufs = ex.start(A, X, k)
     try:
-        _kernel(A, rm.node, xs, 1, X.ld, y, ldy, k, alpha, beta, conj)
+        kernel(A, rm.node, xs, 1, X.ld, y, ldy, k, alpha, beta, conj)
     finally:
         ex.finish(A, reqs)              # bounded; the send buffers live until here
     if rm.has_off:
-        _kernel(A, rm.off, halo, k * ex.unit, k, y, ldy, k, alpha, A.dtype.type(1), conj)
+        kernel(A, rm.off, halo, k * ex.unit, k, y, ldy, k, alpha, A.dtype.type(1), conj)
 
 
-def _kernel(A, part, x, sx, ldx, y, ldy, k, alpha, beta, conj):
+def kernel(A, part, x, sx, ldx, y, ldy, k, alpha, beta, conj):
+    """y = beta*y + alpha op(part) x for an aligned part (ptr, idx, val, rows):
+    x's entry for index i, column c at x[i*sx + c] (sx: x's stride per
+    index, ldx its row stride where an index is an element offset)."""
     ptr, idx, val, rows = part
     if A.format == "bsr":
         R, C = A.blocksize
