@@ -12,9 +12,7 @@ synchronisation (hier-gather-bcast), exchange with node-level aggregation
 variant is there when one of the collective's algorithm names
 (pgascol.upc.ALGORITHMS) says it. tests/mpi_programs/upc_collectives.py
 forces every named algorithm (test_every_algorithm_forced); this test
-lists what is not named yet, and is an expected failure while anything is
-missing (missing variants only: their semantics are tested wherever they
-exist)."""
+checks that every variant of the spec is named."""
 import pytest
 
 TREES = ("push", "pull", "binomial", "hier")
@@ -47,17 +45,6 @@ def test_missing_variants_finds_what_is_not_named():
                                                                            "ring", "hier-flat"]}
 
 
-def test_the_variants_named_so_far():
-    """What pgascol.upc names today of REQUIRED: missing only the tree and
-    fragmented scatter and gather and the reduce's variants."""
-    from pgascol import upc
-    missing = missing_variants(upc.ALGORITHMS)
-    assert set(missing) <= {"scatter", "gather", "reduce"}, missing
-    assert "hier-flat" not in missing.get("scatter", ()) and "hier-flat" not in missing.get("gather", ())
-
-
-@pytest.mark.xfail(reason="pgascol.upc does not name every variant of the spec yet (the message lists them)",
-                   strict=False)
 def test_every_variant_of_the_spec_is_named():
     from pgascol import upc
     missing = missing_variants(upc.ALGORITHMS)

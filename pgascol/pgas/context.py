@@ -44,6 +44,7 @@ class Context:
         self.on_node = [n == me for n in self.node_of]
         self.objects = []          # arrays and locks allocated and not yet freed
         self.on_free = []          # callables told of every array freed (pgascol.upc drops its plans)
+        self.scratch = None        # pgascol.upc's scratch array (binomial scatter and gather), grown on demand
         self.split_barrier = None  # the request of a notify() not yet waited for
         self.timeout = st.timeout
         self._progress = None      # the progress thread while arrays span nodes

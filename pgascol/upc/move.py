@@ -165,11 +165,27 @@ def _rooted_plan(dst, src, nbytes, flags, algorithm, ctx, scatter):
         across.rooted(ctx, p, d, s, nbytes, root, scatter)
         return p
     base = one.address(root)
+    if alg.startswith("binomial"):
+        _subtree(ctx, p, alg, root, base, each, nbytes, scatter)
+        return p
     blocks = [(root, base + r * nbytes, r, each.address(r), nbytes) for r in range(n)]
     if not scatter:
         blocks = [(r, at, q, there, k) for q, there, r, at, k in blocks]
     _rooted(ctx, p, alg, root, blocks)
     return p
+
+
+def _subtree(ctx, p, alg, root, base, each, nbytes, scatter):
+    """Scatter or gather along the binomial tree (plan.subtree_program),
+    through the scratch area of the members that relay their subtrees."""
+    tree = P.binomial_tree(ctx.size, root)
+    relayed = max((len(P.subtree(tree, r)) - 1 for r in range(ctx.size) if r != root), default=0)
+    area, at = P.scratch(ctx, relayed * nbytes) if relayed else (None, None)
+    p.prog, p.nbytes = P.subtree_program(ctx.rank, ctx.size, root, nbytes, lambda b: base + b * nbytes,
+                                         each.address, at, P.chunks(alg, nbytes), "push" in alg, scatter,
+                                         p.in_mode, p.out_mode)
+    if area is not None:
+        p.arrays += (area,)
 
 
 def _scatter_plan(dst, src, nbytes, flags, algorithm, ctx):

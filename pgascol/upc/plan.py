@@ -15,6 +15,7 @@ import numpy as np
 
 from ..engine import _core
 from ..errors import ArgumentError
+from ..pgas.array import zeros as shared_zeros
 from ..pgas import context
 from . import defaults as _defaults
 from .flags import ALLSYNC, MYSYNC, NOSYNC, parse_flags
@@ -34,7 +35,8 @@ ALL, ENTERED, STEP0, DONE = _core.UPC_ALL, _core.UPC_ENTERED, _core.UPC_STEP0, _
 #: packs its node's blocks for each other node). pull/push: flat (the dst's / the src's owner copies);
 #: binomial-<pull|push>[-static|-dynamic]: a binomial tree, unfragmented,
 #: in chunks of PGASCOL_UPC_CHUNK bytes, or in two halves (above
-#: DYNAMIC_MIN bytes); numa: the NUMA regions as a level (the root, one
+#: DYNAMIC_MIN bytes; scatter and gather: each edge carries the child's
+#: subtree's blocks, relayed through the scratch array, subtree_program); numa: the NUMA regions as a level (the root, one
 #: leader per other region pulling from it, the region pulling from its
 #: leader; one region: the flat pull); ring-pull / ring-push: a token passed in rank order
 #: from the root, each holder passing it on before it copies;
@@ -54,8 +56,8 @@ ALL, ENTERED, STEP0, DONE = _core.UPC_ALL, _core.UPC_ENTERED, _core.UPC_STEP0, _
 _TREES = tuple("binomial-%s%s" % (d, f) for d in ("pull", "push") for f in ("", "-static", "-dynamic"))
 ALGORITHMS = {
     "broadcast": ("pull", "push") + _TREES + ("numa", "hier", "hier-flat", "hier-binomial"),
-    "scatter": ("pull", "push", "ring-pull", "hier", "hier-flat"),
-    "gather": ("push", "pull", "ring-push", "hier", "hier-flat"),
+    "scatter": ("pull", "push", "ring-pull", "hier", "hier-flat") + _TREES,
+    "gather": ("push", "pull", "ring-push", "hier", "hier-flat") + _TREES,
     "gather_all": ("pull", "push", "single", "gather-bcast", "hier", "hier-gather-bcast"),
     "exchange": ("pull", "push", "single", "hier", "hier-aggregate"),
     "permute": ("push", "pull", "hier"),
@@ -240,11 +242,15 @@ def program(me, nranks, transfers, performer, in_mode, out_mode):
     return _wrap(mine, touched, touching, in_mode, out_mode, me, nranks, performers)
 
 
-def _wrap(work, touched, touching, in_mode, out_mode, me=None, nranks=None, performers=None):
+def _wrap(work, touched, touching, in_mode, out_mode, me=None, nranks=None, performers=None,
+          scratch=(frozenset(), False)):
     """A member's program: IN synchronisation, `work`, END, OUT
     synchronisation. `performers`: the members that copy in this call (on
     every member the same set; None: every member, me and nranks then
-    unused). ALLSYNC orders the copies, not the members:
+    unused). `scratch`: (the members whose ENTERED this member waits for
+    before its copies, whether it posts its own ENTERED) whatever the IN
+    mode, for the scratch areas of the trees (subtree_program), which no
+    flag of the caller covers. ALLSYNC orders the copies, not the members:
     only a performer waits for every member's ENTERED before its first copy
     (IN), and a member waits only for the performers' DONE (OUT), since
     nobody else reads or writes. One performer (a root that pushes or pulls
@@ -259,10 +265,11 @@ def _wrap(work, touched, touching, in_mode, out_mode, me=None, nranks=None, perf
             steps.append((POST, ENTERED, 0, 0))
         if everyone or (me in performers and nranks > 1):
             steps.append((WAIT, ALL, ENTERED, 0))
-    elif in_mode == MYSYNC:
-        if touching:
+    else:
+        mine = in_mode == MYSYNC
+        if scratch[1] or (mine and touching):
             steps.append((POST, ENTERED, 0, 0))
-        steps += [(WAIT, p, ENTERED, 0) for p in sorted(touched)]
+        steps += [(WAIT, p, ENTERED, 0) for p in sorted(set(scratch[0]) | (touched if mine else set()))]
     steps += work
     steps.append((END, 0, 0, 0))
     if out_mode == ALLSYNC:
@@ -382,3 +389,95 @@ def gather_bcast_program(me, nranks, src_addr, dst_addr, nbytes, in_mode, out_mo
         work += [(WAIT, 0, STEP0 + 1, 0), (COPY, dst_addr(me), dst_addr(0), nbytes * nranks)]
         touched, touching = {0}, {0}
     return _wrap(work, touched, touching, in_mode, out_mode, me, nranks, set(range(nranks)))
+
+
+def subtree(tree, r):
+    """r, then the members of its subtree in the binomial tree, depth first."""
+    out = [r]
+    for child in tree[r][1]:
+        out += subtree(tree, child)
+    return out
+
+
+def subtree_program(me, nranks, root, nbytes, root_addr, own_addr, scratch_addr, pieces, push, scatter,
+                    in_mode, out_mode):
+    """A binomial scatter (the root's blocks down the tree) or gather (up
+    it), chunk by chunk (`pieces`: (offset, length) inside each block of
+    nbytes). The edge from a member to its child carries the blocks of the
+    child's whole subtree; a member other than the root keeps the blocks of
+    its subtree but its own in its scratch area (scratch_addr(r), in the
+    order of subtree()), its own block in its part of the array
+    (own_addr(r): scatter's dst, gather's src), the root all of them in
+    its one block (root_addr(b): block b). The edge's copies are the
+    child's (scatter pull, gather push) or the parent's. Per chunk a member
+    waits until the members whose copies complete the data it copies from
+    (or, if it copies none, its own) posted the chunk, copies, posts it.
+    Returns the program and the bytes this member copies."""
+    tree = binomial_tree(nranks, root)
+    below = {r: subtree(tree, r) for r in range(nranks)}
+
+    def place(r, b):
+        """(address of block b at member r, whose scratch it is in or None)."""
+        if r == root:
+            return root_addr(b), None
+        if b == r:
+            return own_addr(r), None
+        return scratch_addr(r) + (below[r].index(b) - 1) * nbytes, r
+
+    edges = []          # (performer, sender, receiver, [blocks]) of each parent-child edge
+    for child in range(nranks):
+        parent = tree[child][0]
+        if parent is not None:
+            sender, receiver = (parent, child) if scatter else (child, parent)
+            edges.append((child if push != scatter else parent, sender, receiver, below[child]))
+    into = {r: [e[0] for e in edges if e[2] == r] for r in range(nranks)}   # who completes r's data
+    # (performer, src, the scratch it is in, dst, the scratch it is in): the root's own block, the edges'
+    copies = [(root,) + ((place(root, root) + (own_addr(root), None)) if scatter else
+                         ((own_addr(root), None) + place(root, root)))]
+    for who, sender, receiver, blocks in edges:
+        copies += [(who,) + place(sender, b) + place(receiver, b) for b in blocks]
+    readers = {}        # scratch owner: the members that copy out of it
+    for who, src, src_in, dst, dst_in in copies:
+        if src_in is not None:
+            readers.setdefault(src_in, set()).add(who)
+    entry = {who: set() for who in range(nranks)}
+    for who, src, src_in, dst, dst_in in copies:
+        if dst_in is not None:
+            entry[who] |= readers.get(dst_in, set()) - {who}
+    work, done = [], 0
+    mine = [e for e in edges if e[0] == me]
+    waits = set(into[me]).union(*(into[e[1]] for e in mine)) - {me}
+    for c, (off, n) in enumerate(pieces):
+        work += [(WAIT, p, STEP0 + c, 0) for p in sorted(waits)]
+        for who, src, _, dst, _ in copies:
+            if who == me and src != dst:
+                work.append((COPY, dst + off, src + off, n))
+                done += n
+        work.append((POST, STEP0 + c, 0, 0))
+    touched, touching = set(), set()
+    for e in edges:     # the parts of the array each edge reads or writes: the root's, the child's own
+        for b in e[3]:
+            parts = {r for r in (e[1], e[2]) if r == root or r == b}
+            if e[0] == me:
+                touched |= parts
+            if me in parts:
+                touching.add(e[0])
+    performers = {who for who, *_ in copies}
+    posts = any(me in waited for waited in entry.values())
+    return _wrap(work, touched - {me}, touching - {me}, in_mode, out_mode, me, nranks, performers,
+                 (entry[me], posts)), done
+
+
+def scratch(ctx, nbytes):
+    """(the context's scratch array, scratch_addr(r): where member r's part
+    of it starts), grown to nbytes per member (collective: every member
+    resolves the same call). It lives with the communicator (freed by
+    free_all with it), freed early only when a larger one replaces it,
+    which drops the plans that use it (Context.on_free)."""
+    area = ctx.scratch
+    if area is None or area.block < nbytes:
+        grown = max(nbytes, 2 * area.block if area is not None else 0)
+        if area is not None:
+            area.free()
+        area = ctx.scratch = shared_zeros(ctx.comm, grown * ctx.size, np.uint8, block=grown)
+    return area, lambda r: area.node_view(r).ctypes.data
