@@ -7,8 +7,8 @@
 See README.md and docs/ARCHITECTURE.md."""
 __version__ = "0.1.0"
 
-from .errors import (ArgumentError, CollectiveMismatchError, PeerDeadError, PgascolError,  # noqa: F401
-                     PgascolTimeoutError, RootRefusedError, TeamAbortedError, TeamClosedError)
+from .errors import (ArgumentError, CollectiveMismatchError, OperationFailedError,  # noqa: F401
+                     PeerDeadError, PgascolError, PgascolTimeoutError, RootRefusedError, TeamAbortedError, TeamClosedError)
 
 # Loaded on first use (PEP 562), so that tools which only launch jobs
 # (pgascol-bench, the test harness) do not initialise MPI by importing pgascol.
@@ -25,5 +25,5 @@ def __getattr__(name):
     raise AttributeError("module 'pgascol' has no attribute %r" % name)
 
 
-__all__ = ["Comm", "NodeTeam", "stats", "empty", "zeros", "free", "ArgumentError", "PeerDeadError", "PgascolError",
-           "PgascolTimeoutError", "TeamAbortedError", "TeamClosedError"]
+__all__ = ["Comm", "NodeTeam", "stats", "empty", "zeros", "free", "ArgumentError", "OperationFailedError",
+           "PeerDeadError", "PgascolError", "PgascolTimeoutError", "TeamAbortedError", "TeamClosedError"]

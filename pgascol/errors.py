@@ -38,6 +38,15 @@ class CollectiveMismatchError(PgascolError):
     collective the others entered). The node team is aborted."""
 
 
+class OperationFailedError(PgascolError):
+    """A collective operation failed on some rank after its data began to
+    move (an exception in that rank's local work). That rank still took its
+    part in the operation's communication, with placeholder data, so every
+    rank raises this error at the operation's end, naming the failed ranks
+    and their causes. The output operands are undefined; the communicator,
+    the handles and the other operands stay usable."""
+
+
 class PgascolTimeoutError(PgascolError, TimeoutError):
     """A wait exceeded PGASCOL_TIMEOUT seconds."""
 

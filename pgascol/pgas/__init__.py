@@ -20,7 +20,7 @@ contiguous range per rank. Inside a node every part is in shared memory
 from .array import GlobalArray, Handle, array, copy, copy_nb, empty, full, zeros  # noqa: F401
 from .lock import Lock  # noqa: F401
 from .matrix import Matrix, matrix  # noqa: F401
-from .sync import barrier, fence, notify, wait, wait_until  # noqa: F401
+from .sync import barrier, barrier_count, fence, notify, wait, wait_until  # noqa: F401
 
 __all__ = ["GlobalArray", "Matrix", "Handle", "Lock", "array", "zeros", "empty", "full", "matrix", "copy",
-           "copy_nb", "fence", "barrier", "notify", "wait", "wait_until"]
+           "copy_nb", "fence", "barrier", "barrier_count", "notify", "wait", "wait_until"]

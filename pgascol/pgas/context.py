@@ -9,6 +9,7 @@ import os
 import threading
 import time
 
+import numpy as np
 from mpi4py import MPI
 
 from ..errors import ArgumentError, PeerDeadError, PgascolTimeoutError
@@ -103,6 +104,16 @@ class Context:
             self.wait_request(MPI.Intracomm.Ibarrier(self.comm), "pgascol.pgas.barrier")
         else:
             self.comm.Barrier()
+
+    def count(self, flag):
+        """A barrier that also returns how many ranks passed flag true (one
+        Allreduce in place of the barrier; MPI kept progressing as barrier does)."""
+        send, got = np.array([1 if flag else 0], np.int32), np.zeros(1, np.int32)
+        if self.nnodes > 1:
+            self.wait_request(MPI.Intracomm.Iallreduce(self.comm, send, got, MPI.SUM), "pgascol.pgas.barrier")
+        else:
+            self.comm.Allreduce(send, got, MPI.SUM)
+        return int(got[0])
 
     def spans_nodes(self, on):
         """An array spanning nodes was allocated (on) or freed: run the

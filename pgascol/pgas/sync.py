@@ -32,6 +32,16 @@ def barrier(comm):
     _core.rma_fence()
 
 
+def barrier_count(comm, flag):
+    """barrier(comm) that also returns how many ranks passed flag true:
+    a collective operation's closing barrier that tells every rank whether
+    any failed (pgascol.sparse's products)."""
+    fence(comm)
+    n = context.of(comm).count(flag)
+    _core.rma_fence()
+    return n
+
+
 def notify(comm):
     """The first half of a split-phase barrier (UPC's upc_notify): fence,
     then signal arrival; local work may follow before wait(comm)."""

@@ -125,24 +125,33 @@ class SparseMatrix:
             self._plans["window"] = ((int(first.min()), int((first + lens[ne]).max())) if ne.any() else (0, 0))
         return self._plans["window"]
 
-    def _plan(self, X):
-        """The exchange (built once, collectively: every rank's first aligned
-        product with global operands) and the remap for X's layout."""
+    def _plan(self, D, scatter=False):
+        """The exchange (built once, collectively: every rank's first
+        product with global operands of that direction) and the remap for
+        D's layout. D: x, whose entries my lines read (gather), or y, into
+        whose rows my lines add (scatter, plan.scatter); (None, None) when
+        a scatter's halo is too wide to gain on a Reduce_scatter (narrow)."""
         p = self._piece
         unit = self._unit
-        if "exchange" not in self._plans:
-            xcounts = self.col_counts if self.axis == "row" else self.row_counts
-            self._plans["exchange"] = plan.Exchange(self, xcounts, p["idx"], unit)
-        ex = self._plans["exchange"]
-        _, starts = X.a.node_segment()
-        key = ("remap", X.ld, starts.tobytes())
+        name = "reverse" if scatter else "exchange"
+        if name not in self._plans:
+            counts = self.col_counts if self.axis == "row" else self.row_counts
+            me = self._ctx.rank
+            direct = [r == me for r in range(self._ctx.size)] if scatter else self._ctx.on_node
+            ex = plan.Exchange(self, counts, p["idx"], unit, direct)
+            self._plans[name] = ex if not scatter or ex.narrow(self, sum(counts) * unit) else None
+        ex = self._plans[name]
+        if ex is None:
+            return None, None
+        _, starts = D.a.node_segment()
+        key = ("remap", name, D.ld, starts.tobytes())
         if key not in self._plans:
             val = p["val"].reshape(-1, self.blocksize[0] * self.blocksize[1]) if self.format == "bsr" else p["val"]
             rows = self._rows() if self.format == "coo" else None
             ptr = None if self.format == "coo" else p["ptr"]
             if sum(1 for k in self._plans if k[0] == "remap") >= 4:      # a few layouts of x at most
                 self._plans = {k: v for k, v in self._plans.items() if k[0] != "remap"}
-            self._plans[key] = plan.Remap(self, ex, len(p["ptr"]) - 1, ptr, p["idx"], val, rows, starts, X.ld)
+            self._plans[key] = plan.Remap(self, ex, len(p["ptr"]) - 1, ptr, p["idx"], val, rows, starts, D.ld)
         return ex, self._plans[key]
 
     # ------------------------------------------------------------ for tests and inspection

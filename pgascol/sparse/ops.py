@@ -26,6 +26,17 @@ before the call is visible, as an aligned product that reads other ranks'
 parts needs) and ends with one (y complete on every rank, and nobody
 writes x while another still reads it): the dense BLAS routines' rule.
 
+Failures after the check (an exception in one rank's packing of the halo,
+its kernel, its read of x): the rank skips the rest of its local work but
+still sends its halo messages (empty) and enters the collectives (with
+zeros), so nobody waits for it; the closing barrier counts the failed
+ranks (pgas.barrier_count: an Allreduce instead of the barrier) and every
+rank raises OperationFailedError naming them and their causes. y is then
+undefined; the handle, x and the communicator stay usable (tests:
+sparse.py's test_a_failure_mid_product_*). Not covered: a failure while
+a handle builds its exchange plan (its first product with an x layout),
+and a rank that dies (PGASCOL_TIMEOUT and peer liveness, as everywhere).
+
 Operands: pgas GlobalArrays (mv) and pgas Matrices distributed by rows
 (mm) laid out as A.vector / A.matrix make them; any other layout is copied
 into one first (and y back after: one extra pass over each and two
@@ -34,12 +45,14 @@ rank (replicated: the result is assembled on every rank)."""
 import numpy as np
 
 from .. import pgas
+from ..engine import _core
 from ..comm.agree import agree
-from ..errors import ArgumentError
+from ..errors import ArgumentError, OperationFailedError
 from ..pgas.layout import Irregular
 from . import _kernels, plan
 
 TRANS = ("N", "T", "C")
+SCATTERED = ("csr", "csc", "coo")     # not aligned: plan.scatter when narrow (else a partial y, Reduce_scatter)
 
 
 def mv(A, x, y, alpha=1, beta=1, trans="N"):
@@ -94,8 +107,10 @@ class _Dense:
 def _check(A, x, y, alpha, beta, trans, matrices):
     """Every check before any data moves, on every rank (agree: a refusal
     on one rank raises ArgumentError on all, and so does a difference
-    between the ranks' arguments). Its first step is a PGAS barrier: what
-    every rank wrote to x before the call is visible after it."""
+    between the ranks' arguments). It is also the product's opening PGAS
+    barrier (a fence, then the agreement's collective, then the fence's
+    second half, as pgas.barrier): what every rank wrote to x before the
+    call is visible after it."""
     A._live()
     names = ("B", "C") if matrices else ("x", "y")
 
@@ -115,8 +130,11 @@ def _check(A, x, y, alpha, beta, trans, matrices):
             raise ArgumentError("%s and %s have %d and %d columns" % (names + (X.k, Y.k)))
         a, b = (_scalar(v, A.dtype, w) for v, w in ((alpha, "alpha"), (beta, "beta")))
         return (X.glob, X.rows, X.k, Y.rows, trans, complex(a), complex(b)), (X, Y, a, b)
-    return agree(A.comm, "pgascol.sparse." + ("mm" if matrices else "mv"), prepare,
-                 lambda: pgas.barrier(A.comm))
+    # the agreement's Allreduce is the barrier: x's writes fenced before it, read after it
+    checked = agree(A.comm, "pgascol.sparse." + ("mm" if matrices else "mv"), prepare,
+                    lambda: pgas.fence(A.comm))
+    _core.rma_fence()
+    return checked
 
 
 def _scalar(v, dtype, what):
@@ -131,21 +149,39 @@ def _apply(A, x, y, alpha, beta, trans, matrices):
     X, Y, alpha, beta = _check(A, x, y, alpha, beta, trans, matrices)
     aligned = A.axis != "diag" and (A.axis == "row") == (trans == "N")
     xcounts, ycounts = (A.col_counts, A.row_counts) if trans == "N" else (A.row_counts, A.col_counts)
+    guard, what = plan.Guard(), "pgascol.sparse." + ("mm" if matrices else "mv")
     if not X.glob:
-        return _replicated(A, X, Y, alpha, beta, trans, aligned, ycounts)
+        _replicated(A, X, Y, alpha, beta, trans, aligned, ycounts, guard)
+        return _close(A, guard, what, Y.name)
     xs, ys = _fit(A, X, xcounts), _fit(A, Y, ycounts, keep=beta != 0)
     try:
         if aligned:                         # (_check's barrier: every owner's writes to x visible)
-            _gather(A, xs, ys, alpha, beta, trans == "C")
+            _gather(A, xs, ys, alpha, beta, trans == "C", guard)
         else:
-            _reduce(A, xs, ys, alpha, beta, trans, ycounts)
-        pgas.barrier(A.comm)                # y complete everywhere; nobody writes x while another reads it
+            _reduce(A, xs, ys, alpha, beta, trans, ycounts, guard)
+        _close(A, guard, what, Y.name)      # y complete everywhere; nobody writes x while another reads it
         if ys is not Y:
             _put_back(A, ys, Y)
     finally:
         for tmp in (xs, ys):
             if tmp is not X and tmp is not Y:
                 tmp.a.free()
+
+
+def _close(A, guard, what, yname):
+    """The product's closing barrier, which also tells every rank whether
+    the local work failed on any (guard): if so every rank raises
+    OperationFailedError naming the ranks and causes (one allgather, on
+    failure only). Every rank took its part in the product's messages and
+    collectives, so the communicator and the handle stay usable."""
+    if not pgas.barrier_count(A.comm, guard.exc is not None):
+        return
+    exc = guard.exc
+    causes = A.comm.allgather(None if exc is None else "%s: %s" % (type(exc).__name__, exc))
+    raise OperationFailedError("%s failed on %s; %s is undefined, the handle, the other operands and the "
+                               "communicator remain usable" % (what, ", ".join(
+                                   "rank %d (%s)" % (r, c) for r, c in enumerate(causes) if c is not None),
+                                   yname)) from exc
 
 
 def _fit(A, D, counts, keep=True):
@@ -182,35 +218,39 @@ def _flat(D):
     return pgas.GlobalArray.local(D.a)
 
 
-def _gather(A, X, Y, alpha, beta, conj):
+def _gather(A, X, Y, alpha, beta, conj, guard):
     """Aligned: my rows of y from the x entries my lines touch."""
     y = _flat(Y)
     if A.format == "sky":
         lo, hi = A._window()
         win = np.empty((hi - lo) * X.ld, A.dtype)
         if len(win):
-            X.a.get(lo * X.ld, win)
+            guard.run(X.a.get, lo * X.ld, win)
         p = A._piece
-        _kernels.sky_gather(p["ptr"], p["idx"], p["val"], win, X.ld, lo, y, Y.ld, X.k, alpha, beta, conj)
+        guard.run(_kernels.sky_gather, p["ptr"], p["idx"], p["val"], win, X.ld, lo, y, Y.ld, X.k, alpha, beta, conj)
         return
     ex, rm = A._plan(X)
-    plan.multiply(A, ex, rm, X, y, Y.ld, alpha, beta, conj)
+    plan.multiply(A, ex, rm, X, y, Y.ld, alpha, beta, conj, guard)
 
 
-def _reduce(A, X, Y, alpha, beta, trans, ycounts):
-    """Not aligned (or DIA): partial y of full length, then Reduce_scatter."""
+def _reduce(A, X, Y, alpha, beta, trans, ycounts, guard):
+    """Not aligned (or DIA): partial y of full length, then Reduce_scatter
+    (entered by a rank whose local work failed too, with zeros)."""
+    ex, rm = A._plan(Y, scatter=True) if A.format in SCATTERED else (None, None)
+    if ex is not None:
+        return plan.scatter(A, ex, rm, X, Y, alpha, beta, conj=trans == "C", guard=guard)
     k = X.k
     partial = np.zeros(Y.rows * k, A.dtype)
     if A.format == "dia":
         x = np.empty(X.rows * X.ld, A.dtype)
         if len(x):
-            X.a.get(0, x)
+            guard.run(X.a.get, 0, x)
     else:
         x = _flat(X)
-    _scatter_local(A, x, X.ld, partial, k, alpha, trans)
+    guard.run(_scatter_local, A, x, X.ld, partial, k, alpha, trans)
     mine = np.empty(ycounts[A._ctx.rank] * k, A.dtype)
     A.comm.Reduce_scatter(partial, mine, recvcounts=[c * k for c in ycounts])
-    plan.axpby(_flat(Y).reshape(-1, Y.ld)[:, :k], beta, mine.reshape(-1, k))
+    guard.run(plan.axpby, _flat(Y).reshape(-1, Y.ld)[:, :k], beta, mine.reshape(-1, k))
 
 
 def _scatter_local(A, x, ldx, partial, k, alpha, trans):
@@ -231,7 +271,7 @@ def _scatter_local(A, x, ldx, partial, k, alpha, trans):
         _kernels.csr_scatter(p["ptr"], p["idx"], p["val"], x, ldx, partial, k, k, alpha, conj)
 
 
-def _replicated(A, X, Y, alpha, beta, trans, aligned, ycounts):
+def _replicated(A, X, Y, alpha, beta, trans, aligned, ycounts, guard):
     """numpy operands, the same on every rank: my part of the product, then
     Allgatherv (aligned) or Allreduce (partials) so every rank has y."""
     x, y, k = X.a.reshape(-1), Y.a.reshape(-1), X.k
@@ -239,17 +279,14 @@ def _replicated(A, X, Y, alpha, beta, trans, aligned, ycounts):
         rank = A._ctx.rank
         lo = sum(ycounts[:rank])
         mine = y[lo * k:(lo + ycounts[rank]) * k].copy()
-        _gather_replicated(A, x, mine, k, alpha, beta, trans == "C")
+        guard.run(_gather_replicated, A, x, mine, k, alpha, beta, trans == "C")
         A.comm.Allgatherv(mine, [y, [c * k for c in ycounts]])
         return
     partial = np.zeros(Y.rows * k, A.dtype)
-    if A.format == "dia":
-        _scatter_local(A, x, k, partial, k, alpha, trans)
-    else:
-        _scatter_local(A, x[A.lo * k:], k, partial, k, alpha, trans)
+    guard.run(_scatter_local, A, x if A.format == "dia" else x[A.lo * k:], k, partial, k, alpha, trans)
     total = np.empty_like(partial)
     A.comm.Allreduce(partial, total)
-    plan.axpby(y, beta, total)
+    guard.run(plan.axpby, y, beta, total)
 
 
 def _gather_replicated(A, x, y, k, alpha, beta, conj):

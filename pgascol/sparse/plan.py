@@ -20,15 +20,20 @@ from . import _kernels, formats
 
 
 class Exchange:
-    def __init__(self, A, xcounts, units, unit):
+    """direct: per rank, whether the units it owns are accessed in place
+    (gather: the ranks of my node, read in their shared segment; scatter:
+    myself only, as other ranks' rows are written by their owners) rather
+    than through the halo. The same on every rank when all are direct."""
+
+    def __init__(self, A, xcounts, units, unit, direct):
         ctx = A._ctx
         self.unit = unit
         self.xoff = np.concatenate(([0], np.cumsum(xcounts))).astype(np.int64)
         self.owner = np.searchsorted(self.xoff, units.astype(np.int64) * unit, side="right") - 1
-        self.on = np.asarray(ctx.on_node, bool)[self.owner] if len(units) else np.ones(0, bool)
+        self.on = np.asarray(direct, bool)[self.owner] if len(units) else np.ones(0, bool)
         self.halo = np.unique(units[~self.on]).astype(np.int64)
         self.sources, self.send = [], []
-        if ctx.nnodes == 1:
+        if all(direct):
             return
         hown = np.searchsorted(self.xoff, self.halo * unit, side="right") - 1
         wanted = [[] for _ in range(ctx.size)]
@@ -43,20 +48,31 @@ class Exchange:
                 rows = (np.asarray(units_s, np.int64)[:, None] * unit - self.xoff[me] + np.arange(unit)).reshape(-1)
                 self.send.append((s, rows))
 
-    def start(self, A, X, k):
-        """Post the receives and the sends: (halo buffer, requests, buffers in flight)."""
+    def narrow(self, A, n):
+        """Whether the halos of all ranks together hold at most half of the
+        n entries of the vector (collective): then the reversed exchange
+        (scatter) moves less than a Reduce_scatter of partial vectors of
+        full length. NAS CG's random columns at np=2 touch every row."""
+        return A._mpi.allreduce(len(self.halo) * self.unit) * 2 <= n
+
+    def start(self, A, X, k, guard):
+        """Post the receives and the sends: (halo buffer, requests, buffers
+        in flight). A rank whose packing failed (guard) still sends, empty
+        messages: its peers' receives complete, their halo undefined (the
+        product then fails on every rank, ops._close)."""
         halo = np.empty(len(self.halo) * self.unit * k, A.dtype)
-        reqs, bufs = [], []
+        bufs = guard.run(self._pack, X)
+        if bufs is None:
+            bufs = [np.empty(0, A.dtype)] * len(self.send)
         w = self.unit * k
-        for r, a, b in self.sources:
-            reqs.append((r, A._mpi.Irecv(halo[a * w:b * w], source=r, tag=7)))
-        if self.send:
-            mine = _part(X)
-            for s, rows in self.send:
-                buf = np.ascontiguousarray(mine[rows])
-                bufs.append(buf)
-                reqs.append((s, A._mpi.Isend(buf, dest=s, tag=7)))
+        reqs = [(r, A._mpi.Irecv(halo[a * w:b * w], source=r, tag=7)) for r, a, b in self.sources]
+        reqs += [(s, A._mpi.Isend(buf, dest=s, tag=7)) for (s, _), buf in zip(self.send, bufs)]
         return halo, reqs, bufs
+
+    def _pack(self, X):
+        """The rows of my part of X that each rank asked for, one buffer each."""
+        mine = _part(X)
+        return [np.ascontiguousarray(mine[rows]) for _, rows in self.send]
 
     @staticmethod
     def finish(A, reqs):
@@ -98,18 +114,76 @@ def _part_of(mask, lines, ptr, idx, val, rows, idt):
     return p, np.ascontiguousarray(idx, idt), np.ascontiguousarray(v).reshape(-1), r
 
 
-def multiply(A, ex, rm, X, y, ldy, alpha, beta, conj):
+def multiply(A, ex, rm, X, y, ldy, alpha, beta, conj, guard):
     """y (my rows, row stride ldy) = beta*y + alpha op(A) X: the halo
-    posted, the node part multiplied meanwhile, then the off-node part."""
+    posted, the node part multiplied meanwhile, then the off-node part.
+    A failure of this rank's packing or kernels (guard) skips its local
+    work but not its messages."""
     k = X.k
     xs, _ = X.a.node_segment()
-    halo, reqs, bufs = ex.start(A, X, k)
-    try:
-        kernel(A, rm.node, xs, 1, X.ld, y, ldy, k, alpha, beta, conj)
-    finally:
-        ex.finish(A, reqs)              # bounded; the send buffers live until here
+    halo, reqs, bufs = ex.start(A, X, k, guard)
+    guard.run(kernel, A, rm.node, xs, 1, X.ld, y, ldy, k, alpha, beta, conj)
+    ex.finish(A, reqs)                  # bounded; the send buffers (bufs) live until here
     if rm.has_off:
-        kernel(A, rm.off, halo, k * ex.unit, k, y, ldy, k, alpha, A.dtype.type(1), conj)
+        guard.run(kernel, A, rm.off, halo, k * ex.unit, k, y, ldy, k, alpha, A.dtype.type(1), conj)
+
+
+def scatter(A, ex, rm, X, Y, alpha, beta, conj, guard):
+    """y = beta*y + alpha op(A) X for a product whose rows of op(A) are not
+    the handle's lines (CSC; CSR and COO transposed): the exchange
+    reversed. My lines' contributions to my own rows of y are added in
+    place; those to other ranks' rows go to the halo buffer (zeroed), sent
+    to their owners, who add what they receive: only the rows touched move,
+    where a Reduce_scatter would sum a partial y of full length."""
+    k, unit = X.k, ex.unit
+    x = GlobalArray.local(X.a)          # my lines' rows of X, row stride X.ld
+    ys, _ = Y.a.node_segment()
+    mine = _part(Y)
+    halo = np.zeros(len(ex.halo) * unit * k, A.dtype)
+    got = [np.empty(len(rows) * k, A.dtype) for _, rows in ex.send]
+    reqs = [(s, A._mpi.Irecv(buf, source=s, tag=8)) for (s, _), buf in zip(ex.send, got)]
+    if rm.has_off:
+        guard.run(scatter_kernel, A, rm.off, x, X.ld, halo, k * unit, k, alpha, conj)
+    w = unit * k
+    reqs += [(r, A._mpi.Isend(halo[a * w:b * w], dest=r, tag=8)) for r, a, b in ex.sources]
+    guard.run(axpby, mine, beta, 0)
+    guard.run(scatter_kernel, A, rm.node, x, X.ld, ys, 1, k, alpha, conj)
+    ex.finish(A, reqs)                  # bounded; the halo (sent) lives until here
+    for (_, rows), buf in zip(ex.send, got):
+        guard.run(_add_rows, mine, rows, buf.reshape(-1, k))
+
+
+def _add_rows(mine, rows, add):
+    mine[rows] += add                   # rows: distinct (one sender's), so no add.at needed
+
+
+def scatter_kernel(A, part, x, sx, y, ldy, k, alpha, conj):
+    """y[idx_p*ldy + t] += alpha op(a_p) x[line*sx + t] for a remapped part."""
+    ptr, idx, val, rows = part
+    if A.format == "coo":
+        _kernels.coo(idx, rows, val, x, sx, y, ldy, k, alpha, conj)
+    else:
+        _kernels.csr_scatter(ptr, idx, val, x, sx, y, ldy, k, alpha, conj)
+
+
+class Guard:
+    """The first exception of this rank's local work in a product. After
+    it the rank skips its local work but keeps taking its part in the
+    product's communication (placeholder data), so that every rank reaches
+    the closing verdict (ops._close), which raises on all of them, instead
+    of the others waiting for this rank until PGASCOL_TIMEOUT."""
+
+    def __init__(self):
+        self.exc = None
+
+    def run(self, fn, *args):
+        """fn(*args), unless an earlier step failed; None if it or this fails."""
+        if self.exc is None:
+            try:
+                return fn(*args)
+            except Exception as exc:        # whatever it is, every rank must hear of it
+                self.exc = exc
+        return None
 
 
 def kernel(A, part, x, sx, ldx, y, ldy, k, alpha, beta, conj):

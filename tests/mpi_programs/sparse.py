@@ -294,3 +294,85 @@ def test_the_halo_holds_only_entries_of_other_nodes_that_the_rows_touch():
         expected = sorted(c for c, r in zip(sorted(touched), owner) if not ctx.on_node[r])
         assert ex.halo.tolist() == expected, (ex.halo, expected)
         assert sum(len(rows) for _, rows in ex.send) == len(expected) or ctx.nnodes == 1
+
+
+FAILING = P - 1
+
+
+def banded(n, dt=np.float64):
+    """A random tridiagonal n x n matrix: every rank's halo narrow enough for
+    the reversed exchange (plan.scatter) at any np."""
+    i = np.arange(n)
+    rows, cols = np.concatenate([i, i[1:], i[:-1]]), np.concatenate([i, i[:-1], i[1:]])
+    vals = rand(len(rows), dt, 13)
+    return sp.csr_array((vals, (rows, cols)), shape=(n, n))
+
+
+def test_the_reversed_exchange_of_narrow_transposed_products():
+    """csc N, csr T, coo C on a banded matrix take plan.scatter (a Reduce_scatter
+    otherwise); against scipy, beta 0 and not, global and replicated."""
+    for dt in (np.float64, np.complex128):
+        G = banded(7 * P + 3, dt)
+        for fmt, trans in (("csc", "N"), ("csr", "T"), ("coo", "C")):
+            with make(G, fmt, "root0") as A:
+                check_mv(A, G, trans, dt, 21, "%s %s %s" % (fmt, trans, np.dtype(dt)))
+                assert A._plans["reverse"] is not None, "%s %s did not take the reversed exchange" % (fmt, trans)
+
+
+class Fail:
+    """On rank FAILING only, module attribute `name` of `owner` raises while
+    the with lasts (a real exception in that rank's local work)."""
+
+    def __init__(self, owner, name):
+        self.owner, self.name = owner, name
+
+    def __enter__(self):
+        self.saved = getattr(self.owner, self.name)
+        if ME == FAILING:
+            def boom(*args, **kw):
+                raise RuntimeError("deliberate failure in %s" % self.name)
+            setattr(self.owner, self.name, boom)
+
+    def __exit__(self, *exc):
+        setattr(self.owner, self.name, self.saved)
+
+
+def failing_product(A, x, y, where, trans="N"):
+    """mv with `where` failing on rank FAILING: every rank raises
+    OperationFailedError naming it and the cause, long before PGASCOL_TIMEOUT."""
+    from pgascol.errors import OperationFailedError
+    limit = min(5.0, float(os.environ.get("PGASCOL_TIMEOUT", "20")) / 2)
+    t = MPI.Wtime()
+    with Fail(*where):
+        exc = expect(OperationFailedError, sparse.mv, A, x, y, 1.0, 0.0, trans)
+    took = MPI.Wtime() - t
+    assert "rank %d (RuntimeError: deliberate failure in %s)" % (FAILING, where[1]) in str(exc), str(exc)
+    assert took < limit, "the failure took %.1f s to reach rank %d" % (took, ME)
+    assert (exc.__cause__ is not None) == (ME == FAILING)
+
+
+def test_a_failure_mid_product_ends_every_rank_and_leaves_everything_usable():
+    from pgascol.sparse import ops, plan
+    n = 6 * P + 5
+    G = banded(n)
+    xg = rand(n, np.float64, 12)
+    gather, scatter, partial = (plan, "kernel"), (plan, "scatter_kernel"), (ops, "_scatter_local")
+    cases = [("csr", "N", gather, gather), ("csr", "N", (plan.Exchange, "_pack"), gather),
+             ("coo", "N", gather, gather), ("csr", "T", scatter, partial), ("coo", "C", scatter, partial),
+             ("csc", "N", scatter, partial), ("dia", "N", partial, partial), ("sky", "T", partial, partial)]
+    for fmt, trans, where, where_replicated in cases:
+        H = sp.tril(G, format="csr") if fmt == "sky" else G
+        with make(H, fmt, "root0") as A, A.vector("col") as x, A.vector("row") as y:
+            if trans != "N":
+                x, y = y, x
+            fill(x, xg)
+            pgas.barrier(COMM)
+            failing_product(A, x, y, where, trans)
+            # the same handle, operands and communicator afterwards: a correct product
+            sparse.mv(A, x, y, 1.0, 0.0, trans)
+            close(y[:], op(H, trans) @ xg, np.float64, "%s %s after the failure" % (fmt, trans))
+            yr = np.zeros(n)                                # the replicated path
+            failing_product(A, xg.copy(), yr, where_replicated, trans)
+            sparse.mv(A, xg.copy(), yr, 1.0, 0.0, trans)
+            close(yr, op(H, trans) @ xg, np.float64, "%s %s replicated after the failure" % (fmt, trans))
+    COMM.Barrier()
