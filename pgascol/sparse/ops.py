@@ -15,10 +15,13 @@ CSC, upper skyline transposed):
   for after it (PETSc's split of the local matrix). Skyline lines touch a
   contiguous range of x: it is read into a window (GlobalArray.get).
 - not aligned (the transposes of row formats, CSC and upper skyline not
-  transposed) and DIA: each rank multiplies its lines by its own x part
-  (DIA: by the x range its diagonals touch), into a private partial y of
-  full length, and the communicator's Reduce_scatter sums the partials
-  into y's layout (Allreduce when y is replicated).
+  transposed): CSC, CSR and COO by the plan's exchange reversed
+  (plan.scatter: contributions to my own rows of y added in place, those
+  to other ranks' rows sent to their owners) when the halos are narrow;
+  otherwise, and for BSR, skyline and DIA, each rank multiplies its lines
+  by its own x part (DIA: by the x range its diagonals touch), into a
+  private partial y of full length, and the communicator's Reduce_scatter
+  sums the partials into y's layout (Allreduce when y is replicated).
 
 Synchronisation: every product begins with a PGAS barrier (the first
 step of its collective argument check: whatever every rank wrote to x
