@@ -21,10 +21,15 @@ def calibration(tmp_path, monkeypatch):
 
 
 def test_builtin_rules_pick_by_size_and_shape(calibration):
-    assert plan.default("broadcast", 4, 1, 8) == "push"
+    assert plan.default("broadcast", 4, 1, 8) == "last"
+    assert plan.default("broadcast", defaults.LAST, 1, 8) == "last"
+    assert plan.default("broadcast", defaults.LAST + 1, 1, 8) == "push"
     assert plan.default("broadcast", defaults.SMALL, 1, 8) == "push"
     assert plan.default("broadcast", defaults.SMALL + 1, 1, 8) == "pull"
-    assert plan.default("gather", 4, 1, 8) == "pull" and plan.default("gather", 1 << 20, 1, 8) == "push"
+    assert plan.default("gather", 4, 1, 8) == "last" and plan.default("gather", defaults.SMALL, 1, 8) == "pull"
+    assert plan.default("gather", 1 << 20, 1, 8) == "push"
+    assert plan.default("exchange", defaults.LAST_ALL, 1, 8) == "last"
+    assert plan.default("exchange", defaults.LAST_ALL + 1, 1, 8) == "pull"
     assert plan.default("exchange", 1 << 20, 2, 8) == "hier" and plan.default("broadcast", 4, 2, 8) == "hier-flat"
     # MYSYNC or NOSYNC on one node: each member copies its own blocks (the first name)
     assert plan.default("broadcast", 4, 1, 8, allsync=False) == "pull"
@@ -43,9 +48,9 @@ def test_the_file_wins_for_its_shape_and_team_size_the_variable_over_both(calibr
                    "gather": {"node": [[None, "ring-push"]]}}, str(calibration), host="h")
     assert plan.default("broadcast", 100, 1, 4) == "binomial-pull"
     assert plan.default("broadcast", 101, 1, 4) == "push"
-    assert plan.default("broadcast", 100, 1, 5) == "push"          # another team size: built in
+    assert plan.default("broadcast", 100, 1, 5) == "last"          # another team size: built in
     assert plan.default("gather", 1 << 20, 1, 5) == "ring-push"     # the file's rules for any size of team
-    assert plan.default("scatter", 4, 1, 4) == "push"               # not in the file: built in
+    assert plan.default("scatter", 4, 1, 4) == "last"               # not in the file: built in
     # a later save keeps the other collectives' rules (a reduction's crossovers, say)
     defaults.save({"scatter": {"node:4": [[None, "ring-pull"]]}}, str(calibration))
     stored = json.loads(calibration.read_text())["rules"]
@@ -58,7 +63,7 @@ def test_the_file_wins_for_its_shape_and_team_size_the_variable_over_both(calibr
 
 def test_an_unreadable_file_leaves_the_builtin_rules(calibration):
     calibration.write_text("{not json")
-    assert defaults.load() == {} and plan.default("broadcast", 4, 1, 2) == "push"
+    assert defaults.load() == {} and plan.default("broadcast", 4, 1, 2) == "last"
 
 
 def test_measurements_become_rules_ties_keep_the_smaller_sizes_winner():

@@ -24,7 +24,7 @@
 #include "base/segment.h"
 
 #define PGC_MAGIC 0x316c6f6373616770ull /* "pgascol1" */
-#define PGC_LAYOUT_VERSION 18
+#define PGC_LAYOUT_VERSION 19
 /* The largest inline slot (PGASCOL_INLINE_MAX is capped to it): PGC_RUNAHEAD
  * of them per member, 512 KiB. Below a pipeline chunk, copy-in/copy-out
  * copies as often as inline but adds its protocol: up to 8 KiB inline was
@@ -186,6 +186,10 @@ typedef struct pgc_header {
     int32_t abort_code;
     char abort_msg[256];
     pgc_costs costs;
+    /* Arrival words of the UPC collectives whose last member to arrive
+     * makes the copies (csrc/upc/upc_run.c: arrive), one per seq modulo
+     * PGC_RUNAHEAD, shared by every member. */
+    _Atomic uint64_t arrivals[PGC_RUNAHEAD] __attribute__((aligned(PGC_CACHELINE)));
 } pgc_header;
 
 typedef struct pgc_team {

@@ -13,6 +13,9 @@
  *   PGC_UPC_POST step        post `step` of this call on our progress word
  *   PGC_UPC_END              end the call (pgc_coll_end: DONE is posted);
  *                            the WAITs after it are the OUT synchronisation
+ *   PGC_UPC_ARRIVE n         count this member's arrival in the call's
+ *                            arrival word; unless it is the last member to
+ *                            arrive, skip the next n steps
  *   PGC_UPC_OPTYPE op dtype  the reduction of the FOLD, SCAN and LEFT steps
  *                            after it: a pgc_upc_op on a pgc_dtype
  *   PGC_UPC_FOLD dst src n   *dst = the fold of the n elements at src; with
@@ -29,8 +32,20 @@
  * synchronisation flags (IN_ALLSYNC: WAIT ALL ENTERED before any copy;
  * IN_MYSYNC: WAIT only the members whose parts the copies touch;
  * OUT_ALLSYNC: END then WAIT ALL DONE; OUT_MYSYNC: END then WAIT the
- * members that touch our parts). Steps of a call: PGC_UPC_ENTERED, then
+ * members that touch our parts; the last arrival below). Steps of a call: PGC_UPC_ENTERED, then
  * PGC_UPC_STEP0 + k for a chunk k, then DONE.
+ *
+ * The last arrival ("last"): ARRIVE n, the n copies of every block, END,
+ * WAIT ALL DONE. Both ALLSYNCs in one round: the member that arrives last
+ * knows every member entered (IN), makes every copy, and its DONE tells the
+ * others, who posted theirs on arrival, that all is done (OUT). Nobody waits
+ * for a given member to be scheduled before the copies (a root's fan-in then
+ * fan-out would make the root one more hop), which matters when ranks
+ * outnumber cores. The arrival word is (seq & 0xffffff) << 40 | a 24-bit
+ * hash of the call's signature << 16 | the count: a member whose call's
+ * signature differs is not counted (the OUT wait then finds the mismatch
+ * by the signatures, before anything moved), a word of another seq or
+ * complete is this call's first arrival.
  *
  * An address operand with PGC_UPC_SLOT set names a byte in a member's
  * partial-result area instead: PGC_UPC_SLOT | member << 32 | offset is
@@ -50,7 +65,7 @@ enum { PGC_UPC_WAIT = 1, PGC_UPC_COPY = 2, PGC_UPC_POST = 3, PGC_UPC_END = 4 };
 #define PGC_UPC_ALL UINT64_MAX      /* WAIT's peer: every other member */
 #define PGC_UPC_ENTERED 1u          /* "this member entered the call" */
 #define PGC_UPC_STEP0 2u            /* the first chunk step of a tree */
-enum { PGC_UPC_OPTYPE = 5, PGC_UPC_FOLD = 6, PGC_UPC_SCAN = 7, PGC_UPC_LEFT = 8 };
+enum { PGC_UPC_OPTYPE = 5, PGC_UPC_FOLD = 6, PGC_UPC_SCAN = 7, PGC_UPC_LEFT = 8, PGC_UPC_ARRIVE = 9 };
 #define PGC_UPC_SLOT (1ull << 63)   /* an address operand in a member's partial-result area */
 #define PGC_UPC_INTO (1ull << 63)   /* FOLD's n: combine into *dst rather than overwrite it */
 

@@ -21,7 +21,7 @@ static int operand_ok(const pgc_team *t, uint64_t v, uint64_t width)
     return member < (uint64_t)t->nranks && offset + width <= t->hdr->inline_slot;
 }
 
-static int step_ok(const pgc_team *t, const pgc_upc_step *s, int *op, int *dtype)
+static int step_ok(const pgc_team *t, const pgc_upc_step *s, size_t left, int *op, int *dtype)
 {
     size_t item = *op >= 0 ? pgc_dtype_size((pgc_dtype)*dtype) : 0;
     uint64_t n = s->c & ~PGC_UPC_INTO;
@@ -30,6 +30,8 @@ static int step_ok(const pgc_team *t, const pgc_upc_step *s, int *op, int *dtype
         return operand_ok(t, s->a, s->c) && operand_ok(t, s->b, s->c);
     case PGC_UPC_END:
         return 1;
+    case PGC_UPC_ARRIVE:      /* the steps it skips are the program's; the count fits 16 bits */
+        return s->a < left && t->nranks <= 0xffff;
     case PGC_UPC_POST:
         return s->a >= PGC_UPC_ENTERED && s->a < PGC_STEP_DONE;
     case PGC_UPC_WAIT:
@@ -57,7 +59,7 @@ static int check_program(pgc_team *t, pgc_coll coll, const pgc_upc_step *prog, s
     int op = -1, dtype = -1;
     for (size_t i = 0; i < n; i++) {
         const pgc_upc_step *s = &prog[i];
-        if (!step_ok(t, s, &op, &dtype))
+        if (!step_ok(t, s, n - i, &op, &dtype))
             return pgc_set_error(&t->err, PGC_EINVAL, -1, 0, "%s: step %zu of the program is invalid "
                                  "(kind %llu, %llu, %llu, %llu)", pgc_coll_name(coll), i,
                                  (unsigned long long)s->kind, (unsigned long long)s->a,
@@ -71,6 +73,30 @@ static int wait_step(pgc_team *t, uint64_t peer, uint32_t step)
     if (peer == PGC_UPC_ALL)
         return pgc_wait_step_all(t, step);
     return pgc_wait_step(t, (int)peer, step);
+}
+
+/* ARRIVE (upc.h: the last arrival): count this member in the call's
+ * arrival word; *last: whether every member has now arrived. */
+static void arrive(pgc_team *t, int *last)
+{
+    _Atomic uint64_t *word = &t->hdr->arrivals[t->seq & (PGC_RUNAHEAD - 1)];
+    uint64_t tag = (uint64_t)(t->seq & 0xffffffu) << 40 | ((t->sig ^ t->sig >> 24) & 0xffffffu) << 16;
+    uint64_t seen = atomic_load_explicit(word, memory_order_relaxed), next;
+    do {
+        uint64_t count = seen & 0xffffu;
+        if ((seen >> 40) != (tag >> 40) || count == 0 || count >= (uint64_t)t->nranks)
+            next = tag | 1;         /* the first: the word is another call's */
+        else if ((seen & ~0xffffull) != tag)
+            return;                 /* another collective: not counted, the OUT wait names it */
+        else
+            next = seen + 1;
+        /* acq_rel: release, what this member wrote before the call is
+         * visible to the last arrival; acquire, the last arrival's RMW reads
+         * the end of every earlier one's release sequence, so it sees what
+         * every member wrote before arriving */
+    } while (!atomic_compare_exchange_weak_explicit(word, &seen, next, memory_order_acq_rel,
+                                                    memory_order_relaxed));
+    *last = (next & 0xffffu) == (uint64_t)t->nranks;
 }
 
 /* The address an operand names (upc.h: PGC_UPC_SLOT). */
@@ -132,6 +158,13 @@ int pgc_upc_run(pgc_team *t, pgc_coll coll, uint32_t arg, const pgc_upc_step *pr
         case PGC_UPC_OPTYPE:
             op = (pgc_upc_op)s->a, dtype = (pgc_dtype)s->b;
             break;
+        case PGC_UPC_ARRIVE: {
+            int last = 0;
+            arrive(t, &last);
+            if (!last)
+                i += (size_t)s->a;
+            break;
+        }
         case PGC_UPC_FOLD:
             fold_step(t, op, dtype, s);
             break;

@@ -16,7 +16,7 @@ cdef extern from "upc/upc.h" nogil:
 
 
 #: Step kinds and step numbers of a program (csrc/upc/upc.h).
-UPC_WAIT, UPC_COPY, UPC_POST, UPC_END, UPC_OPTYPE, UPC_FOLD, UPC_SCAN, UPC_LEFT = 1, 2, 3, 4, 5, 6, 7, 8
+UPC_WAIT, UPC_COPY, UPC_POST, UPC_END, UPC_OPTYPE, UPC_FOLD, UPC_SCAN, UPC_LEFT, UPC_ARRIVE = 1, 2, 3, 4, 5, 6, 7, 8, 9
 UPC_ALL = UINT64_MAX
 UPC_SLOT = UPC_INTO = 1 << 63       # an operand in a member's partial-result area; FOLD into *dst
 #: UPC's built-in operators, by their pgascol.upc names, as the C core numbers them (pgc_upc_op).

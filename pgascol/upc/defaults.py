@@ -16,24 +16,29 @@ import json
 
 from ..node.calibration import cache_path
 
-#: Below 16 KiB a rooted collective runs with one member copying every
-#: block (push for broadcast and scatter, pull for gather): an ALLSYNC call
-#: is then a fan-in and a fan-out instead of two all-to-all waits (plan._wrap).
-#: Above, every member copies its own block, in parallel. Across nodes
-#: the leaders' broadcast (hier-flat: one MPI message per node, then the
+#: Up to LAST bytes a block an ALLSYNC call inside a node runs "last": the
+#: member that arrives last makes every copy, both ALLSYNCs in one round
+#: (plan.last_program), where a single copier (the root) would be a fan-in
+#: then a fan-out, one more member to schedule in between when ranks
+#: outnumber cores: 4 KiB broadcast at np=8 on 2 cores 15.6 us against the
+#: root's push 18.9 us (docs/PERFORMANCE.md, "UPC collectives"). Up to
+#: SMALL a rooted collective runs with the root copying every block (push
+#: for broadcast and scatter, pull for gather); above, every member copies
+#: its own block, in parallel. gather_all and exchange move P blocks per
+#: rank: "last" only up to LAST_ALL bytes a block. Across nodes the
+#: leaders' broadcast (hier-flat: one MPI message per node, then the
 #: node's single copy) beats pgascol.Comm's Bcast (hier) on virtual nodes;
 #: for the others hier wins or ties (the leader's packing is copies that
 #: MPI's shared memory does not make); a cluster's calibration may differ.
+LAST = 4 << 10
 SMALL = 16 << 10
-#: gather_all and exchange move P blocks per rank: one copier (rank 0,
-#: "single") only up to this many bytes a block.
-TINY = 256
+LAST_ALL = 1 << 10
 BUILTIN = {
-    "broadcast": {"node": [[SMALL, "push"], [None, "pull"]], "nodes": [[None, "hier-flat"]]},
-    "scatter": {"node": [[SMALL, "push"], [None, "pull"]], "nodes": [[None, "hier"]]},
-    "gather": {"node": [[SMALL, "pull"], [None, "push"]], "nodes": [[None, "hier"]]},
-    "gather_all": {"node": [[TINY, "single"], [None, "pull"]], "nodes": [[None, "hier"]]},
-    "exchange": {"node": [[TINY, "single"], [None, "pull"]], "nodes": [[None, "hier"]]},
+    "broadcast": {"node": [[LAST, "last"], [SMALL, "push"], [None, "pull"]], "nodes": [[None, "hier-flat"]]},
+    "scatter": {"node": [[LAST, "last"], [SMALL, "push"], [None, "pull"]], "nodes": [[None, "hier"]]},
+    "gather": {"node": [[LAST, "last"], [SMALL, "pull"], [None, "push"]], "nodes": [[None, "hier"]]},
+    "gather_all": {"node": [[LAST_ALL, "last"], [None, "pull"]], "nodes": [[None, "hier"]]},
+    "exchange": {"node": [[LAST_ALL, "last"], [None, "pull"]], "nodes": [[None, "hier"]]},
     "permute": {"node": [[None, "push"]], "nodes": [[None, "hier"]]},
 }
 _loaded = {}

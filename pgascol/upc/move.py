@@ -16,7 +16,7 @@ from . import plan as P
 from .operand import Operand
 
 _ID = _core.UPC_COLLECTIVES
-_RUNNERS = P.RUNNERS
+_RUNNERS, _LAST = P.RUNNERS, P.LAST
 
 
 def _refusing(ctx, coll):
@@ -61,6 +61,9 @@ def _common(coll, dst, src, nbytes, flags, algorithm, ctx):
 
 def _flat(ctx, p, alg, transfers):
     me = ctx.rank
+    if alg == "last":
+        p.prog, p.nbytes = P.last_program(transfers), sum(t[4] for t in transfers)
+        return
     if alg == "pull":
         performer = lambda t: t[2]      # noqa: E731: the dst owner copies
     elif alg == "single":
@@ -90,7 +93,10 @@ def all_broadcast(dst, src, nbytes, flags=0, algorithm=None):
     every rank's block of dst (a block of nbytes per rank from dst, which
     has affinity to rank 0 at phase 0)."""
     key = ("broadcast", dst, src, nbytes, flags, algorithm)
-    (_RUNNERS.get(key) or _resolve(key, _broadcast_plan, dst, src, nbytes, flags, algorithm))()
+    last = _LAST["broadcast"]
+    if key == last[0]:
+        return last[1]()
+    P.run(key, _resolve, key, _broadcast_plan, dst, src, nbytes, flags, algorithm)
 
 
 def _broadcast_plan(dst, src, nbytes, flags, algorithm, ctx):
@@ -130,7 +136,10 @@ def all_scatter(dst, src, nbytes, flags=0, algorithm=None):
     """Block r of the nbytes*P bytes at src (on one rank, the root) to rank
     r's block of dst (affinity to rank 0, phase 0)."""
     key = ("scatter", dst, src, nbytes, flags, algorithm)
-    (_RUNNERS.get(key) or _resolve(key, _scatter_plan, dst, src, nbytes, flags, algorithm))()
+    last = _LAST["scatter"]
+    if key == last[0]:
+        return last[1]()
+    P.run(key, _resolve, key, _scatter_plan, dst, src, nbytes, flags, algorithm)
 
 
 def _rooted(ctx, p, alg, root, transfers):
@@ -146,7 +155,10 @@ def all_gather(dst, src, nbytes, flags=0, algorithm=None):
     """Rank r's block of src (affinity to rank 0, phase 0) to block r of the
     nbytes*P bytes at dst (on one rank, the root)."""
     key = ("gather", dst, src, nbytes, flags, algorithm)
-    (_RUNNERS.get(key) or _resolve(key, _gather_plan, dst, src, nbytes, flags, algorithm))()
+    last = _LAST["gather"]
+    if key == last[0]:
+        return last[1]()
+    P.run(key, _resolve, key, _gather_plan, dst, src, nbytes, flags, algorithm)
 
 
 def _rooted_plan(dst, src, nbytes, flags, algorithm, ctx, scatter):
@@ -202,7 +214,10 @@ def all_gather_all(dst, src, nbytes, flags=0, algorithm=None):
     """Every rank's block of src (nbytes each) to every rank's block of dst
     (nbytes*P each, block j from rank j)."""
     key = ("gather_all", dst, src, nbytes, flags, algorithm)
-    (_RUNNERS.get(key) or _resolve(key, _gather_all_plan, dst, src, nbytes, flags, algorithm))()
+    last = _LAST["gather_all"]
+    if key == last[0]:
+        return last[1]()
+    P.run(key, _resolve, key, _gather_all_plan, dst, src, nbytes, flags, algorithm)
 
 
 def _gather_all_plan(dst, src, nbytes, flags, algorithm, ctx):
@@ -227,7 +242,10 @@ def all_exchange(dst, src, nbytes, flags=0, algorithm=None):
     """Slice j (nbytes) of rank i's block of src to slice i of rank j's
     block of dst (blocks of nbytes*P per rank)."""
     key = ("exchange", dst, src, nbytes, flags, algorithm)
-    (_RUNNERS.get(key) or _resolve(key, _exchange_plan, dst, src, nbytes, flags, algorithm))()
+    last = _LAST["exchange"]
+    if key == last[0]:
+        return last[1]()
+    P.run(key, _resolve, key, _exchange_plan, dst, src, nbytes, flags, algorithm)
 
 
 def _exchange_plan(dst, src, nbytes, flags, algorithm, ctx):

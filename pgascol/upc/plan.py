@@ -20,7 +20,7 @@ from ..pgas import context
 from . import defaults as _defaults
 from .flags import ALLSYNC, MYSYNC, NOSYNC, parse_flags
 
-WAIT, COPY, POST, END = _core.UPC_WAIT, _core.UPC_COPY, _core.UPC_POST, _core.UPC_END
+WAIT, COPY, POST, END, ARRIVE = _core.UPC_WAIT, _core.UPC_COPY, _core.UPC_POST, _core.UPC_END, _core.UPC_ARRIVE
 ALL, ENTERED, STEP0, DONE = _core.UPC_ALL, _core.UPC_ENTERED, _core.UPC_STEP0, _core.UPC_DONE
 
 #: The algorithms of each collective, by name (the default: defaults.py).
@@ -41,7 +41,9 @@ ALL, ENTERED, STEP0, DONE = _core.UPC_ALL, _core.UPC_ENTERED, _core.UPC_STEP0, _
 #: leader; one region: the flat pull); ring-pull / ring-push: a token passed in rank order
 #: from the root, each holder passing it on before it copies;
 #: single: rank 0 copies every block (an ALLSYNC call is then a fan-in and
-#: a fan-out; for small blocks);
+#: a fan-out; for small blocks); last: the member that arrives last copies
+#: every block, both ALLSYNCs in one round (last_program; whatever the
+#: flags, a call then synchronises as ALLSYNC, which UPC allows);
 #: gather-bcast: gather into rank 0's block, then every rank pulls it,
 #: with no global synchronisation in between. reduce: auto (by size and
 #: team shape: reduction_default), [binomial-]<pull|push>[-static|-dynamic]
@@ -55,11 +57,11 @@ ALL, ENTERED, STEP0, DONE = _core.UPC_ALL, _core.UPC_ENTERED, _core.UPC_STEP0, _
 #: else allgather).
 _TREES = tuple("binomial-%s%s" % (d, f) for d in ("pull", "push") for f in ("", "-static", "-dynamic"))
 ALGORITHMS = {
-    "broadcast": ("pull", "push") + _TREES + ("numa", "hier", "hier-flat", "hier-binomial"),
-    "scatter": ("pull", "push", "ring-pull", "hier", "hier-flat") + _TREES,
-    "gather": ("push", "pull", "ring-push", "hier", "hier-flat") + _TREES,
-    "gather_all": ("pull", "push", "single", "gather-bcast", "hier", "hier-gather-bcast"),
-    "exchange": ("pull", "push", "single", "hier", "hier-aggregate"),
+    "broadcast": ("pull", "push", "last") + _TREES + ("numa", "hier", "hier-flat", "hier-binomial"),
+    "scatter": ("pull", "push", "last", "ring-pull", "hier", "hier-flat") + _TREES,
+    "gather": ("push", "pull", "last", "ring-push", "hier", "hier-flat") + _TREES,
+    "gather_all": ("pull", "push", "single", "last", "gather-bcast", "hier", "hier-gather-bcast"),
+    "exchange": ("pull", "push", "single", "last", "hier", "hier-aggregate"),
     "permute": ("push", "pull", "hier"),
     "reduce": ("auto",) + tuple(t + d + f for t in ("", "binomial-") for d in ("pull", "push")
                                 for f in ("", "-static", "-dynamic")) + ("hier", "gather"),
@@ -187,6 +189,19 @@ def context_of(x):
 #: arrays is freed (Context.on_free).
 RUNNERS = {}
 _ARRAYS = {}
+#: The last call of each collective: [its key, what runs it]. A call
+#: repeated in a loop (the common case) compares its key with it instead of
+#: hashing it; RUNNERS holds every other (kept in step by keep and _forget).
+LAST = {coll: [None, None] for coll in ALGORITHMS}
+
+
+def run(key, resolve, *args):
+    """Run the call `key` (its collective first) through RUNNERS, resolving
+    it first if new (resolve(*args) returns what runs it); it becomes its
+    collective's LAST."""
+    runner = RUNNERS.get(key) or resolve(*args)
+    LAST[key[0]][:] = key, runner
+    runner()
 
 
 def remember(ctx, key, plan):
@@ -206,6 +221,8 @@ def keep(ctx, key, value, arrays):
     if len(RUNNERS) >= _MAX_PLANS:
         RUNNERS.clear()
         _ARRAYS.clear()
+        for last in LAST.values():
+            last[:] = None, None
     RUNNERS[key], _ARRAYS[key] = value, arrays
     return value
 
@@ -213,6 +230,8 @@ def keep(ctx, key, value, arrays):
 def _forget(array):
     for key in [k for k, arrays in _ARRAYS.items() if array in arrays]:
         del RUNNERS[key], _ARRAYS[key]
+        if LAST[key[0]][0] == key:
+            LAST[key[0]][:] = None, None
 
 
 class Plan:
@@ -278,6 +297,15 @@ def _wrap(work, touched, touching, in_mode, out_mode, me=None, nranks=None, perf
     elif out_mode == MYSYNC:
         steps += [(WAIT, p, DONE, 0) for p in sorted(touching)]
     assert in_mode in (ALLSYNC, MYSYNC, NOSYNC) and out_mode in (ALLSYNC, MYSYNC, NOSYNC)
+    return np.array(steps, dtype=np.uint64).reshape(-1, 4)
+
+
+def last_program(transfers):
+    """Every member's program for 'last' (csrc/upc/upc.h: the last
+    arrival): ARRIVE, every transfer's copy (made by the member that
+    arrives last, skipped by the others), END, WAIT ALL DONE."""
+    work = [(COPY, t[3], t[1], t[4]) for t in transfers]
+    steps = [(ARRIVE, len(work), 0, 0)] + work + [(END, 0, 0, 0), (WAIT, ALL, DONE, 0)]
     return np.array(steps, dtype=np.uint64).reshape(-1, 4)
 
 

@@ -122,9 +122,10 @@ def test_mysync_rank_does_not_wait_for_ranks_it_has_no_data_with():
 def _algorithms(collective, kind):
     """The default (None) and the algorithms pgascol.upc names for a
     collective whose name says `kind` ("push": they write peers' parts,
-    "pull": they read them) that this communicator can run (across nodes,
-    the one that spans nodes, "hier", where the collective has it)."""
-    names = [a for a in upc.ALGORITHMS.get(collective, ()) if kind in a or a == "hier"]
+    "pull": they read them; "last", whose last member to arrive does both,
+    always) that this communicator can run (across nodes, the one that
+    spans nodes, "hier", where the collective has it)."""
+    names = [a for a in upc.ALGORITHMS.get(collective, ()) if kind in a or a in ("hier", "last")]
     if pgas.context.of(COMM).nnodes > 1 and "hier" in upc.ALGORITHMS.get(collective, ()):
         names = [a for a in names if a == "hier"]
     return [None] + names
