@@ -196,16 +196,26 @@ def _tree_push(me, parents, below, mine, has, k, item):
 def prefix_program(me, nranks, counts, src_addr, dst_addr, oper, in_mode, out_mode):
     """This member's three-phase prefix reduce on one node (ranks hold their
     runs in rank order): scan, post the total, fold the earlier totals, fold
-    them on the left of the scan."""
+    them on the left of the scan. Under IN_ALLSYNC every member has waited
+    for every other (where the call's signatures are compared) before its
+    scan; otherwise a member that waits for earlier ones folds its total
+    first and scans into dst only after its first wait, so that ranks that
+    passed different arguments raise before writing (one more read of the
+    run, no more writes)."""
     item, n = oper.dtype.itemsize, counts[me]
+    earlier = [q for q in range(me) if counts[q]]
+    late_scan = bool(n and earlier) and in_mode != P.ALLSYNC
     work = [(OPTYPE, oper.code, oper.dtype_code, 0)]
-    if n:
+    if late_scan:
+        work.append((FOLD, slot(me, 0, item), src_addr, n))
+    elif n:
         work += [(SCAN, dst_addr, src_addr, n), (COPY, slot(me, 0, item), dst_addr + (n - 1) * item, item)]
     work.append((POST, STEP0, 0, 0))
-    earlier = [q for q in range(me) if counts[q]]
     if n and earlier:
         for i, q in enumerate(earlier):
             work.append((WAIT, q, STEP0, 0))
             _combine(work, slot(me, 1, item), slot(q, 0, item), i == 0)
+        if late_scan:
+            work.append((SCAN, dst_addr, src_addr, n))
         work.append((LEFT, dst_addr, slot(me, 1, item), n))
     return P.wrap(work, in_mode, out_mode)

@@ -50,7 +50,7 @@ def _common(coll, dst, src, nbytes, flags, algorithm, ctx):
     if d.array._ctx is not ctx or s.array._ctx is not ctx:
         raise ArgumentError("%s: dst and src must be arrays of the same communicator" % what)
     in_mode, out_mode = P.sync_modes(flags, what)
-    alg = P.algorithm(coll, algorithm, ctx, nbytes, in_mode == out_mode == P.ALLSYNC)
+    alg = P.algorithm(coll, algorithm, ctx, nbytes, P.sync_everyone(coll, in_mode, out_mode))
     p = P.Plan()
     p.coll, p.arrays, p.nbytes, p.in_mode, p.out_mode = _ID["upc_all_" + coll], (d.array, s.array), nbytes, in_mode, out_mode
     p.arg = P.signature(p.coll, d.array.size, d.offset, s.array.size, s.offset, nbytes, flags,

@@ -122,7 +122,8 @@ def default(coll, nbytes, nnodes, size=0, allsync=True, env=os.environ):
     the first name. The rules are measured ALLSYNC: on one node a call with
     MYSYNC or NOSYNC on either side runs the first name, where each member
     copies its own blocks (one copier would make every member wait for the
-    slowest, which only ALLSYNC asks for)."""
+    slowest, which only ALLSYNC asks for). `allsync`: the call synchronises
+    every member with every other (sync_everyone)."""
     names = ALGORITHMS[coll]
     chosen = env.get("PGASCOL_UPC_" + coll.upper())
     if chosen:
@@ -241,6 +242,21 @@ class Plan:
 
 def sync_modes(flags, what):
     return parse_flags(flags, what)
+
+
+#: The collectives in which every member reads or writes data of every
+#: other: there MYSYNC synchronises every member with every other, as ALLSYNC.
+EVERYONE_WITH_EVERYONE = ("gather_all", "exchange")
+
+
+def sync_everyone(coll, in_mode, out_mode):
+    """Whether a call synchronises every member with every other: ALLSYNC
+    on both sides, or MYSYNC where every member has data with every other
+    (then ALLSYNC's measured algorithms, the one-round 'last' for small
+    blocks, are what MYSYNC should run too: it allows no less waiting)."""
+    if coll in EVERYONE_WITH_EVERYONE:
+        return NOSYNC not in (in_mode, out_mode)
+    return in_mode == out_mode == ALLSYNC
 
 
 def program(me, nranks, transfers, performer, in_mode, out_mode):

@@ -454,19 +454,20 @@ def _differing(label, call):
     dst = pgas.full(comm, P * B, SENTINEL, np.float64, block=B)
     f64 = pgas.full(comm, n, 2.0, np.float64, block=3)
     out64 = pgas.full(comm, P, SENTINEL, np.float64, block=1)
+    scan64 = pgas.full(comm, n, SENTINEL, np.float64, block=3)
     if ME == 0:
         src.local()[:] = _data(1, B)
     pgas.barrier(comm)
     try:
-        call(src, dst, f64, out64, n)
+        call(src, dst, f64, out64, n, scan64)
         got = "returned normally"
     except PgascolError as exc:
         got = "" if "all_" in str(exc) else "%s without the collective's name: %s" % (type(exc).__name__, exc)
     except Exception as exc:     # noqa: BLE001 - reported
         got = "%s: %s" % (type(exc).__name__, exc)
-    written = not ((dst.local() == SENTINEL).all() and (out64.local() == SENTINEL).all())
+    written = not all((a.local() == SENTINEL).all() for a in (dst, out64, scan64))
     outcomes = WORLD.allgather((got, written))
-    for a in (src, dst, f64, out64):
+    for a in (src, dst, f64, out64, scan64):
         try:
             a.free()
         except PgascolError:
@@ -487,23 +488,38 @@ def test_misuse_arguments_differing_between_ranks():
         return
     cases_ = [
         ("nbytes differing between ranks",
-         lambda src, dst, f, o, n: upc.all_broadcast(dst, src, NBYTES if ME else 2 * NBYTES)),
+         lambda src, dst, f, o, n, *_: upc.all_broadcast(dst, src, NBYTES if ME else 2 * NBYTES)),
         # The root under ALLSYNC, the readers under MYSYNC: each waits on a peer
         # before it moves data, where the signatures are compared. (A rank that
         # waits for nobody before moving data, under IN_NOSYNC, or a MYSYNC root
         # that only copies its own block, checks nothing: its peers that wait
         # find the disagreement, it cannot.)
         ("flags differing between ranks",
-         lambda src, dst, f, o, n: upc.all_broadcast(dst, src, NBYTES,
+         lambda src, dst, f, o, n, *_: upc.all_broadcast(dst, src, NBYTES,
                                                       upc.UPC_IN_MYSYNC | upc.UPC_OUT_MYSYNC if ME else 0)),
         ("operator differing between ranks",
-         lambda src, dst, f, o, n: upc.all_reduce((o, 0), f, upc.ADD if ME else upc.MULT, n, 3)),
+         lambda src, dst, f, o, n, *_: upc.all_reduce((o, 0), f, upc.ADD if ME else upc.MULT, n, 3)),
         ("nelems differing between ranks",
-         lambda src, dst, f, o, n: upc.all_reduce((o, 0), f, upc.ADD, n - (ME == 0), 3)),
+         lambda src, dst, f, o, n, *_: upc.all_reduce((o, 0), f, upc.ADD, n - (ME == 0), 3)),
+    ]
+    cases_ += [
+        # the prefix reduce on one node is a C program; across nodes its agreement's Allreduce
+        ("prefix operator differing between ranks",
+         lambda src, dst, f, o, n, p: upc.all_prefix_reduce(p, f, upc.ADD if ME else upc.MULT, n, 3)),
+        ("prefix nelems differing between ranks",
+         lambda src, dst, f, o, n, p: upc.all_prefix_reduce(p, f, upc.ADD, n - (ME == 0), 3)),
+        ("prefix operator built in on some ranks, a function on others",
+         lambda src, dst, f, o, n, p: upc.all_prefix_reduce(p, f, upc.FUNC if ME == 0 else upc.ADD, n, 3, np.add)),
+        ("prefix algorithm differing between ranks",      # one run per rank: the default is the C program
+         lambda src, dst, f, o, n, p: upc.all_prefix_reduce(p, f, upc.ADD, min(n, 3 * P), 3,
+                                                            algorithm=None if ME else "allgather")),
+        ("prefix flags differing between ranks",
+         lambda src, dst, f, o, n, p: upc.all_prefix_reduce(p, f, upc.ADD, n, 3, None,
+                                                            upc.UPC_IN_MYSYNC | upc.UPC_OUT_MYSYNC if ME else 0)),
     ]
     if P > 1:
         cases_.append(("root differing between ranks",
-                       lambda src, dst, f, o, n: upc.all_broadcast(dst, (src, B if ME == 0 else 0), NBYTES)))
+                       lambda src, dst, f, o, n, *_: upc.all_broadcast(dst, (src, B if ME == 0 else 0), NBYTES)))
     failures = []
     for label, call in cases_:
         failures += _differing(label, call)
