@@ -7,7 +7,9 @@ import os
 import subprocess
 import sys
 import time
+from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from tests.mpi_harness import REPO_ROOT, cleaned_mpi_shm, find_launcher
@@ -183,7 +185,8 @@ def test_calibrate_upc_stores_defaults_that_info_and_calls_use(tmp_path):
     proc = _run(2, "calibrate", "--upc-only", "--upc-output", str(out), "--upc-sizes", "4,64K", timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     stored = json.loads(out.read_text())
-    assert set(stored["rules"]) == {"broadcast", "scatter", "gather", "gather_all", "exchange"}
+    assert set(stored["rules"]) == {"broadcast", "scatter", "gather", "gather_all", "exchange", "reduce",
+                                    "prefix_reduce"}
     from pgascol.upc import ALGORITHMS
     for coll, shapes in stored["rules"].items():
         rules = shapes["node:2"]
@@ -194,11 +197,23 @@ def test_calibrate_upc_stores_defaults_that_info_and_calls_use(tmp_path):
     old = os.environ.get("PGASCOL_UPC_CALIBRATION")
     os.environ["PGASCOL_UPC_CALIBRATION"] = str(out)
     try:
-        for coll, shapes in stored["rules"].items():
+        for coll in defaults.BUILTIN:
             for nbytes in (4, 1 << 16):
                 assert plan.default(coll, nbytes, 1, 2) == defaults.choose(coll, nbytes, "node", "node:2",
                                                                            ALGORITHMS[coll])
             assert plan.default(coll, 4, 1, 3) == defaults.BUILTIN[coll]["node"][0][1]
+        # a reduction's 'auto' with a built-in operator runs the measured winner (three-phase: 'auto',
+        # which runs it where the layout allows), on 2 ranks; on 3 the built-in choice
+        from pgascol.upc import reduce
+        from pgascol.upc.ops import ADD, Operator
+        add = Operator(ADD, np.dtype(np.float64), None, "test")
+        for coll in ("reduce", "prefix_reduce"):
+            for nbytes in (4, 1 << 16):
+                want = defaults.choose(coll, nbytes, "node", "node:2", ALGORITHMS[coll])
+                got = reduce._algorithm(coll, None, SimpleNamespace(nnodes=1, size=2), add, nbytes)
+                assert got == ("auto" if want == "three-phase" else want), (coll, nbytes, got, want)
+            assert reduce._algorithm(coll, None, SimpleNamespace(nnodes=1, size=3), add, 4) == \
+                plan.reduction_default(coll, 3, 1, 4, "ADD")
     finally:
         os.environ.pop("PGASCOL_UPC_CALIBRATION") if old is None else os.environ.__setitem__(
             "PGASCOL_UPC_CALIBRATION", old)

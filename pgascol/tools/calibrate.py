@@ -110,19 +110,27 @@ def run(comm, output=None, log=print):
 
 #: The data-movement collectives whose default is measured (the reductions'
 #: crossovers go in the same file, under their own names: upc/defaults.py).
-UPC_CALIBRATED = ("broadcast", "scatter", "gather", "gather_all", "exchange")
+UPC_CALIBRATED = ("broadcast", "scatter", "gather", "gather_all", "exchange", "reduce", "prefix_reduce")
 UPC_SIZES = [4, 256, 4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20]
 
 
 def _upc_case(upc, pgas, comm, coll, nbytes):
-    """(the call's arrays, call(algorithm)) for one collective at one size, ALLSYNC."""
+    """(the call's arrays, call(algorithm)) for one collective at one size,
+    ALLSYNC; a reduction's size is each rank's run of doubles (blocked, as
+    pgascol-bench upc measures it), reduced with ADD (to rank 0)."""
     P, B = comm.size, nbytes
     one, row = P * B, P * P * B
     made = []
 
-    def ga(n, block):
-        made.append(pgas.zeros(comm, n, np.uint8, block=block))
+    def ga(n, block, dtype=np.uint8):
+        made.append(pgas.zeros(comm, n, dtype, block=block))
         return made[-1]
+    if coll in ("reduce", "prefix_reduce"):
+        nelems = P * max(nbytes // 8, 1)
+        src = ga(nelems, "*", np.float64)
+        dst = (ga(P, 1, np.float64), 0) if coll == "reduce" else ga(nelems, "*", np.float64)
+        fn = getattr(upc, "all_" + coll)
+        return made, (lambda alg: lambda: fn(dst, src, upc.ADD, nelems, "*", algorithm=alg))
     args = {"broadcast": lambda: (ga(one, B), ga(B, 0)),
             "scatter": lambda: (ga(one, B), ga(row, 0)),
             "gather": lambda: (ga(row, 0), ga(one, B)),
@@ -132,10 +140,20 @@ def _upc_case(upc, pgas, comm, coll, nbytes):
     return made, (lambda alg: lambda: fn(args[0], args[1], nbytes, algorithm=alg))
 
 
+def _upc_names(upc, coll, nnodes):
+    """The algorithms of a collective calibration compares on this team
+    shape: the data movement's (one node: all but the hier* ones; several:
+    the hier* ones); a reduction's but 'auto' (what 'auto' then runs with a
+    built-in operator), those that run across nodes where the team spans several."""
+    from ..upc import plan
+    if coll not in plan.REDUCTION_ACROSS:
+        return [a for a in upc.ALGORITHMS[coll] if a.startswith("hier") == (nnodes > 1)]
+    return [a for a in upc.ALGORITHMS[coll] if a != "auto" and (nnodes == 1 or a in plan.REDUCTION_ACROSS[coll])]
+
+
 def run_upc(comm, output=None, log=print, sizes=UPC_SIZES, colls=UPC_CALIBRATED):
-    """Time every algorithm of each UPC data-movement collective this team
-    can run (one node: all but the hier* ones; several: the hier* ones), at
-    each size, ALLSYNC (the slowest rank, best of rounds); keep the fastest
+    """Time every algorithm of each UPC collective this team can run
+    (_upc_names), at each size, ALLSYNC (the slowest rank, best of rounds); keep the fastest
     per size (a tie, within defaults.TIE, keeps the smaller size's winner)
     as rules (upc/defaults.py) for this team's shape and number of ranks,
     and write them.
@@ -150,7 +168,7 @@ def run_upc(comm, output=None, log=print, sizes=UPC_SIZES, colls=UPC_CALIBRATED)
     rules, table = {}, []
     try:
         for coll in colls:
-            names = [a for a in upc.ALGORITHMS[coll] if a.startswith("hier") == (nnodes > 1)]
+            names = _upc_names(upc, coll, nnodes)
             measured = []
             for n in sizes:
                 made, call = _upc_case(upc, pgas, pcomm, coll, n)

@@ -159,8 +159,9 @@ def _algorithm(coll, requested, ctx, oper, nbytes):
             return python
         # rules measured for this collective and team shape (defaults.py), else the built-in choice
         usable = [a for a in names if a != "auto" and (ctx.nnodes == 1 or a in P.REDUCTION_ACROSS[coll])]
-        return (_defaults.choose(coll, nbytes, *_defaults.shape_of(ctx.nnodes, ctx.size), usable) or
-                P.reduction_default(coll, ctx.size, ctx.nnodes, nbytes, oper.name))
+        chosen = (_defaults.choose(coll, nbytes, *_defaults.shape_of(ctx.nnodes, ctx.size), usable) or
+                  P.reduction_default(coll, ctx.size, ctx.nnodes, nbytes, oper.name))
+        return "auto" if chosen == "three-phase" else chosen    # where the layout allows it (_prefix_plan)
     if ctx.nnodes > 1 and requested not in P.REDUCTION_ACROSS[coll]:
         raise ArgumentError("upc.all_%s: algorithm %r runs inside one node; this communicator spans %d nodes, "
                             "where it runs %s" % (coll, requested, ctx.nnodes, " or ".join(P.REDUCTION_ACROSS[coll])))
