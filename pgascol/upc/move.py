@@ -271,33 +271,64 @@ def all_permute(dst, src, perm, nbytes, flags=0, algorithm=None):
     nbytes, affinity to rank 0, phase 0). perm: a global array of P ints
     (or (array, offset)), read after the IN synchronisation; one that is not
     a permutation of 0..P-1 is refused on every rank, nothing written."""
-    ctx = P.context_of(dst)
+    key = ("permute", dst, src, perm, nbytes, flags, algorithm)
+    last = _LAST["permute"]
+    if key != last[0]:
+        build = lambda d, s, n, f, a, ctx: _permute_plan(d, s, perm, n, f, a, ctx)    # noqa: E731
+        last[:] = key, _RUNNERS.get(key) or _resolve(key, build, dst, src, nbytes, flags, algorithm, run=False)
+    last[1]()
+
+
+class _Permute:
+    """A permute resolved but for perm's values: calling it synchronises
+    the entry (unless IN_NOSYNC), reads perm (straight from the parts on one
+    node), and runs the program of that order, built once per order seen
+    (at most _ORDERS kept) after checking it is a permutation."""
+    __slots__ = ("ctx", "arrays", "enter", "read", "body", "runners")
+
+    def __call__(self):
+        if self.enter is not None:
+            self.enter()        # perm and src may be written up to every member's entry: read perm after it
+        order = self.read()
+        (self.runners.get(order) or self.add(order))()
+
+    def add(self, order):
+        n = self.ctx.size
+        if sorted(order) != list(range(n)):
+            raise ArgumentError("upc.all_permute: perm %s is not a permutation of 0..%d (nothing was moved)"
+                                % (list(order), n - 1))
+        if len(self.runners) >= _ORDERS:
+            self.runners.clear()
+        runner = self.runners[order] = P.runner_of(self.ctx, self.body(order))
+        return runner
+
+
+_ORDERS = 16
+
+
+def _permute_plan(dst, src, perm, nbytes, flags, algorithm, ctx):
     what = "upc.all_permute"
     pa = Operand(perm, what + " perm")
+    if pa.array._ctx is not ctx:
+        raise ArgumentError("%s: perm must be an array of dst's communicator" % what)
     if pa.array.dtype.kind not in "iu":
-        _refusing(ctx, "permute")
         raise ArgumentError("%s: perm must be an array of integers, not %s" % (what, pa.array.dtype))
     if pa.offset + ctx.size > pa.array.size:
-        _refusing(ctx, "permute")
         raise ArgumentError("%s: perm needs %d elements from %d, the array has %d"
                             % (what, ctx.size, pa.offset, pa.array.size))
-    # the plan without perm: checks everything else before anything moves
-    key = ("permute", dst, src, nbytes, flags, algorithm)
-    base = _RUNNERS.get(key) or _resolve(key, _permute_base, dst, src, nbytes, flags, algorithm, run=False)
-    if base.in_mode != P.NOSYNC:
-        # perm and src may be written up to every member's entry: read perm after it
-        base.prog() if ctx.nnodes == 1 else ctx.comm.Barrier()
+    p = _permute_base(dst, src, nbytes, flags, algorithm, ctx)
+    out = _Permute()
+    out.ctx, out.arrays, out.body, out.runners = ctx, p.arrays + (pa.array,), p.body, {}
+    out.enter = None
+    if p.in_mode != P.NOSYNC:
+        out.enter = p.prog if ctx.nnodes == 1 else ctx.comm.Barrier
+    lo, hi = pa.offset, pa.offset + ctx.size
     if ctx.nnodes == 1:         # straight from the parts
-        parts = [pa.array.node_view(r) for r in range(ctx.size)]
-        values = np.array([parts[r][i] for r, i in map(pa.array.layout.locate, range(pa.offset, pa.offset + ctx.size))])
+        cells = [(pa.array.node_view(r), i) for r, i in map(pa.array.layout.locate, range(lo, hi))]
+        out.read = lambda: tuple([part.item(i) for part, i in cells])
     else:
-        values = pa.array[pa.offset:pa.offset + ctx.size]
-    if sorted(values.tolist()) != list(range(ctx.size)):
-        raise ArgumentError("%s: perm %s is not a permutation of 0..%d (nothing was moved)"
-                            % (what, values.tolist(), ctx.size - 1))
-    order = tuple(int(v) for v in values)
-    key = key + (order,)
-    (_RUNNERS.get(key) or P.remember(ctx, key, base.body(order)))()
+        out.read = lambda: tuple(pa.array[lo:hi].tolist())
+    return out
 
 
 def _permute_base(dst, src, nbytes, flags, algorithm, ctx):

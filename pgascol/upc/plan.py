@@ -205,14 +205,17 @@ def run(key, resolve, *args):
     runner()
 
 
+def runner_of(ctx, plan):
+    """What runs a plan: its program in the C core, or its body."""
+    if plan.prog is not None:
+        return _core.UpcProgram(ctx.state.core, plan.coll, plan.arg, plan.prog, plan.nbytes)
+    body = plan.body
+    return lambda: body(ctx, plan)
+
+
 def remember(ctx, key, plan):
     """Keep the plan of a call, and return what runs it."""
-    if plan.prog is not None:
-        runner = _core.UpcProgram(ctx.state.core, plan.coll, plan.arg, plan.prog, plan.nbytes)
-    else:
-        body = plan.body
-        runner = lambda: body(ctx, plan)    # noqa: E731
-    return keep(ctx, key, runner, plan.arrays)
+    return keep(ctx, key, runner_of(ctx, plan), plan.arrays)
 
 
 def keep(ctx, key, value, arrays):

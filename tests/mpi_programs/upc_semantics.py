@@ -513,9 +513,11 @@ def test_misuse_arguments_differing_between_ranks():
         ("prefix algorithm differing between ranks",      # one run per rank: the default is the C program
          lambda src, dst, f, o, n, p: upc.all_prefix_reduce(p, f, upc.ADD, min(n, 3 * P), 3,
                                                             algorithm=None if ME else "allgather")),
+        # rank 1 under MYSYNC waits for rank 0 only, then writes: it must raise before (a rank without
+        # elements under MYSYNC waits for nobody and cannot tell, as a NOSYNC one)
         ("prefix flags differing between ranks",
          lambda src, dst, f, o, n, p: upc.all_prefix_reduce(p, f, upc.ADD, n, 3, None,
-                                                            upc.UPC_IN_MYSYNC | upc.UPC_OUT_MYSYNC if ME else 0)),
+                                                            upc.UPC_IN_MYSYNC | upc.UPC_OUT_MYSYNC if ME == 1 else 0)),
     ]
     if P > 1:
         cases_.append(("root differing between ranks",
