@@ -3,8 +3,8 @@
 gemv, y = alpha op(A) x + beta y:
 - op(A) by rows (A by rows, or A by columns transposed): y lies like
   those rows, every rank reads the whole x (replicated: in place on one
-  node, one Allgatherv across nodes) and computes its part of y with one
-  local gemv per piece of x;
+  node, one Allgatherv across nodes), copies it into one private vector
+  and computes its part of y with one local gemv;
 - op(A) by columns (A by columns, or by rows transposed): x lies like
   op(A)'s columns, each rank computes a partial y of full length from its
   columns, and one Reduce_scatter sums them into y's parts.
@@ -55,10 +55,16 @@ def gemv(alpha, a, x, beta=0.0, y=None, trans=0):
 
 
 def _gemv_rows(alpha, rows, vx, beta, yl):
+    # x's pieces copied into one private vector (n elements, against the
+    # caller's rows x n read): one local gemv over the whole row block runs
+    # faster than one per piece on column slices of it
     aloc, f = rows
-    scale(beta, yl)
-    for lo, hi, piece in ops.pieces(vx):
-        local_gemv(f, alpha, aloc[:, lo:hi] if f == 0 else aloc[lo:hi, :], piece, 1.0, yl)
+    parts = ops.pieces(vx)
+    x = parts[0][2] if len(parts) == 1 else np.concatenate([piece for _, _, piece in parts])
+    if aloc.shape[0 if f == 0 else 1] and vx.n:
+        local_gemv(f, alpha, aloc, x, beta, yl)
+    else:
+        scale(beta, yl)
 
 
 def _gemv_cols(ctx, alpha, va, t, vx, beta, vy):

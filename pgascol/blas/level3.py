@@ -12,12 +12,20 @@ gemm, C = alpha op(A) op(B) + beta C:
 - op(A) by columns and op(B) by rows, alike (the outer product, gemm_outer):
   each rank's columns and rows give a partial product, one
   Reduce_scatter into C's distribution.
+- anything else (C by rows with op(A) by columns and op(B)'s columns
+  local, or op(A)'s rows in other blocks than C's; the mirrors; the outer
+  product with op(B)'s rows in other blocks than op(A)'s columns): the
+  operand that is not where the nearest case needs it is redistributed
+  into a temporary matrix first (operands.redistributed: each rank reads
+  it whole once and keeps its part), then that case runs.
 syrk: gemm with B = A, only the uplo triangle of C written.
 trsm: side left with A and B by rows (Algorithm 2.2: block-cyclic tiles,
 one broadcast per step, or one reduce per step for trans); side left with
 B by columns and side right with B by rows need no communication in the
 solve: A is replicated once and every rank solves for its own columns
 (rows)."""
+import contextlib
+
 import numpy as np
 from mpi4py import MPI
 
@@ -87,31 +95,20 @@ def _gemm_plan(va, vb, vc, ta, tb):
     kb, n = (vb.rows, vb.cols) if tb == 0 else (vb.cols, vb.rows)
     if k != kb:
         raise ArgumentError("op(a) is %d x %d but op(b) is %d x %d" % (m, k, kb, n))
-    by_rows = ops.rows_local(va, ta) is not None
-    by_cols = ops.cols_local(vb, tb) is not None
-    outer = not by_rows and not by_cols
-    if outer and (va.bsize != vb.bsize or va.first != vb.first):
-        raise ArgumentError("op(a)'s columns and op(b)'s rows are distributed (a is by %ss with trans_a=%d, b "
-                            "by %ss with trans_b=%d): they must be alike, blocks of %d from rank %d (b has "
-                            "blocks of %d from rank %d)"
-                            % (va.dist, ta, vb.dist, tb, va.bsize, va.first, vb.bsize, vb.first))
-    if vc is None:
-        plan = (("row", m, n, va.bsize, va.first) if by_rows else ("col", m, n, vb.bsize, vb.first) if by_cols
-                else ("row", m, n, max(-(-m // va.ctx.size), 1), 0))
-        if plan[4] != 0:
-            raise ArgumentError("op(%s) starts on rank %d: pass c (a new matrix starts on rank 0)"
-                                % ("a" if by_rows else "b", plan[4]))
-        return plan
-    if vc.shape != (m, n):
-        raise ArgumentError("c is %d x %d, op(a) op(b) is %d x %d" % (vc.rows, vc.cols, m, n))
-    if outer:
+    if vc is not None:
+        if vc.shape != (m, n):
+            raise ArgumentError("c is %d x %d, op(a) op(b) is %d x %d" % (vc.rows, vc.cols, m, n))
         return vc.dist, m, n, vc.bsize, vc.first
-    mine, ok, name = (va, by_rows, "a") if vc.dist == "row" else (vb, by_cols, "b")
-    if not ok or mine.bsize != vc.bsize or mine.first != vc.first:
-        raise ArgumentError("c is by %ss (blocks of %d from rank %d): op(%s) must be distributed by %ss "
-                            "alike (%s is by %ss, blocks of %d from rank %d)"
-                            % (vc.dist, vc.bsize, vc.first, name, vc.dist, name, mine.dist, mine.bsize, mine.first))
-    return vc.dist, m, n, vc.bsize, vc.first
+    if ops.op_by_rows(va, ta):
+        plan = ("row", m, n, va.bsize, va.first)
+    elif not ops.op_by_rows(vb, tb):
+        plan = ("col", m, n, vb.bsize, vb.first)
+    else:
+        return "row", m, n, max(-(-m // va.ctx.size), 1), 0
+    if plan[4] != 0:
+        raise ArgumentError("op(%s) starts on rank %d: pass c (a new matrix starts on rank 0)"
+                            % ("a" if plan[0] == "row" else "b", plan[4]))
+    return plan
 
 
 def _result(ctx, va, vb, c, vc, ta, tb, beta):
@@ -141,14 +138,42 @@ def gemm(alpha, a, b, beta=0.0, c=None, trans_a=0, trans_b=0):
 
 
 def _gemm_into(cl, vc, va, vb, ta, tb, alpha):
-    """cl (the caller's part of vc) += alpha op(a) op(b), by the plan's case."""
-    mine = ops.rows_local(va, ta) if vc.dist == "row" else ops.cols_local(vb, tb)
-    if mine is None:
-        gemm_outer(cl, vc, va, vb, ta, tb, alpha)
+    """cl (the caller's part of vc) += alpha op(a) op(b): C by rows with
+    op(a)'s rows like C's, by columns with op(b)'s columns like C's, or the
+    outer product (op(a) by columns, op(b) by rows); other operands are
+    first redistributed into the nearest of these (operands.redistributed)."""
+    by_rows, by_cols = ops.op_by_rows(va, ta), not ops.op_by_rows(vb, tb)
+    if vc.dist == "row" and by_rows and _alike(va, vc):
+        gemm_rows(cl, va.local(), ta, vb, tb, alpha)
+    elif vc.dist == "col" and by_cols and _alike(vb, vc):
+        gemm_cols(cl, vb.local(), tb, va, ta, alpha)
+    elif not by_rows and not by_cols:
+        with _like(vb, tb, "rows", va) as vk:       # op(b)'s rows like op(a)'s columns
+            gemm_outer(cl, vc, va, vk, ta, tb, alpha)
     elif vc.dist == "row":
-        gemm_rows(cl, mine[0], mine[1], vb, tb, alpha)
+        with _like(va, ta, "rows", vc) as vr:
+            gemm_rows(cl, vr.local(), ta, vb, tb, alpha)
     else:
-        gemm_cols(cl, mine[0], mine[1], va, ta, alpha)
+        with _like(vb, tb, "cols", vc) as vr:
+            gemm_cols(cl, vr.local(), tb, va, ta, alpha)
+
+
+def _alike(v, w):
+    return v.bsize == w.bsize and v.first == w.first
+
+
+@contextlib.contextmanager
+def _like(v, t, along, w):
+    """v itself when its op(v) rows/columns lie like w's blocks, else a
+    temporary redistributed copy, freed on leaving."""
+    if _alike(v, w):
+        yield v
+        return
+    new = ops.redistributed(v, t, along, w.bsize, w.first)
+    try:
+        yield new
+    finally:
+        new.arr.free()
 
 
 def gemm_outer(cl, vc, va, vb, ta, tb, alpha):

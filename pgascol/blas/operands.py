@@ -25,6 +25,7 @@ from mpi4py import MPI
 from ..errors import ArgumentError
 from ..pgas import GlobalArray, Matrix
 from ..pgas import barrier as pgas_barrier
+from ..pgas import matrix as pgas_matrix
 from ..pgas.layout import BlockCyclic
 from . import threads
 
@@ -289,20 +290,16 @@ def same_comm(*ops):
     return ops[0].ctx
 
 
+def op_by_rows(v, trans):
+    """Whether op(v)'s rows are what v distributes (v by rows untransposed,
+    or by columns transposed); otherwise op(v)'s columns are."""
+    return (v.dist == "row") == (trans == 0)
+
+
 def rows_local(a, trans):
     """(local 2-D view, trans code) whose op() is the caller's rows of
     op(a), or None when a's distribution does not hold op(a) by rows."""
-    if (a.dist == "row") == (trans == 0):
-        return a.local(), trans
-    return None
-
-
-def cols_local(b, trans):
-    """(local 2-D view, trans code) whose op() is the caller's columns of
-    op(b), or None."""
-    if (b.dist == "col") == (trans == 0):
-        return b.local(), trans
-    return None
+    return (a.local(), trans) if op_by_rows(a, trans) else None
 
 
 # ---------------------------------------------------------------- replicated operands
@@ -380,6 +377,40 @@ def reduce_scatter(ctx, partial, y):
     return out.reshape(parts[ctx.rank].shape)
 
 
+# ---------------------------------------------------------------- redistribution
+
+def redistributed(v, trans, along, block, first):
+    """A temporary copy of matrix v whose op(v) rows (along="rows") or
+    columns ("cols") lie in blocks of `block` from rank `first`, for the
+    cases no algorithm serves with v where it is: each rank reads the whole
+    of v once (panels(): in place on one node, gets across nodes) and keeps
+    its own rows or columns. Returns the copy's Mat; free its .arr (a
+    collective free) when done."""
+    dist = "row" if (along == "rows") == (trans == 0) else "col"
+    pad = first * block
+    shape = (v.rows + pad, v.cols) if dist == "row" else (v.rows, v.cols + pad)
+    tmp = pgas_matrix(v.ctx.comm, shape, v.dtype, block=block, dist=dist)
+    new = Mat(v.name, tmp, pad * tmp.ld if dist == "row" else pad, v.rows, v.cols, tmp.ld, dist, block)
+    dst, mine = new.local(), _index_array(new.owned(v.ctx.rank))
+    for idx, view in panels(v):
+        idx = np.arange(idx.start, idx.stop) if isinstance(idx, slice) else idx
+        if dist == v.dist:                  # the same rows (columns) in other blocks
+            _, at_view, at_dst = np.intersect1d(idx, mine, assume_unique=True, return_indices=True)
+            if dist == "row":
+                dst[at_dst, :] = view[at_view, :]
+            else:
+                dst[:, at_dst] = view[:, at_view]
+        elif dist == "row":                 # a panel of v's columns: my rows of them
+            dst[:, idx] = view[mine, :]
+        else:                               # a panel of v's rows: my columns of them
+            dst[idx, :] = view[:, mine]
+    return new
+
+
+def _index_array(ranges):
+    return np.concatenate([np.arange(lo, hi) for lo, hi in ranges] + [np.zeros(0, np.int64)])
+
+
 def sync(ctx):
     """A pgas barrier: what every rank wrote before is visible to all."""
     pgas_barrier(ctx.comm)
@@ -425,7 +456,7 @@ def _panel_plan(m):
     limit = panel_bytes()
     width = max((m.cols if m.dist == "row" else m.rows) * m.dtype.itemsize, 1)
     for r in range(ctx.size):
-        idx = np.concatenate([np.arange(lo, hi) for lo, hi in m.owned(r)] + [np.zeros(0, np.int64)])
+        idx = _index_array(m.owned(r))
         step = max(len(idx), 1) if ctx.on_node[r] else max(limit // width, 1)
         for lo in range(0, len(idx), step):
             part = idx[lo:lo + step]
