@@ -7,8 +7,9 @@
 See README.md and docs/ARCHITECTURE.md."""
 __version__ = "0.1.0"
 
-from .errors import (ArgumentError, CollectiveMismatchError, OperationFailedError,  # noqa: F401
-                     PeerDeadError, PgascolError, PgascolTimeoutError, RootRefusedError, TeamAbortedError, TeamClosedError)
+from .errors import (ArgumentError, CollectiveMismatchError, OperationFailedError, PeerDeadError,  # noqa: F401
+                     PgascolError, PgascolTimeoutError, RevokedError, RootRefusedError, TeamAbortedError,
+                     TeamClosedError)
 
 # Loaded on first use (PEP 562), so that tools which only launch jobs
 # (pgascol-bench, the test harness) do not initialise MPI by importing pgascol.
@@ -26,4 +27,5 @@ def __getattr__(name):
 
 
 __all__ = ["Comm", "NodeTeam", "stats", "empty", "zeros", "free", "ArgumentError", "OperationFailedError",
-           "PeerDeadError", "PgascolError", "PgascolTimeoutError", "TeamAbortedError", "TeamClosedError"]
+           "PeerDeadError", "PgascolError", "PgascolTimeoutError", "RevokedError", "TeamAbortedError",
+           "TeamClosedError"]

@@ -1,20 +1,87 @@
-"""Exceptions raised by pgascol. Every C-level error becomes one of these."""
+"""Exceptions raised by pgascol. Every C-level error becomes one of these.
+
+Each has an MPI error class, ``Get_error_class()`` as mpi4py's
+``MPI.Exception`` has: ``MPI.ERR_ARG`` for bad input, ``MPI.ERR_PROC_FAILED``
+for a dead peer (also on the members told by an abort of the team it
+caused), ``MPI.ERR_REVOKED`` on a revoked communicator, ``MPI.ERR_OTHER``
+otherwise. Where the MPI has no ULFM, mpi4py gives ``ERR_PROC_FAILED`` and
+``ERR_REVOKED`` the value of ``MPI.ERR_UNKNOWN`` (MPICH's default build):
+the comparison with mpi4py's constant still holds.
+
+This module does not import mpi4py's MPI (importing pgascol must not
+initialise MPI: the launchers and the CLI use it), so the classes are
+RuntimeErrors; the errors the engine and the collectives raise once MPI is
+loaded are also ``MPI.Exception``s: ``in_mpi(cls)`` is cls's twin that
+derives from both (same name, caught by ``except cls`` and by ``except
+MPI.Exception``, pickled as cls). ``str()`` is pgascol's message."""
+import sys
 
 
 class PgascolError(RuntimeError):
     """Base class of pgascol's errors.
 
     ``peer`` is the local rank the error concerns (or -1), ``errno`` the
-    error number of a failed system call (or 0)."""
+    error number of a failed system call (or 0), ``error_class`` (argument)
+    the MPI error class when it is not the class's own (``ERROR_CLASS``, the
+    name of mpi4py's constant)."""
 
-    def __init__(self, message, peer=-1, errno=0):
-        super().__init__(message)
+    ERROR_CLASS = "ERR_OTHER"
+
+    def __init__(self, message, peer=-1, errno=0, error_class=None):
+        RuntimeError.__init__(self, message)    # (MPI.Exception's would take a code)
         self.peer = peer
         self.errno = errno
+        self._error_class = error_class
+
+    def Get_error_class(self):
+        """The MPI error class (mpi4py's MPI.Exception.Get_error_class)."""
+        if self._error_class is not None:
+            return self._error_class
+        from mpi4py import MPI
+        return getattr(MPI, self.ERROR_CLASS)
+
+    def Get_error_code(self):
+        return self.Get_error_class()
+
+    error_class = property(Get_error_class)
+    error_code = property(Get_error_code)
+
+
+def _mpi_members(cls):
+    """What the MPI.Exception twin of cls overrides: mpi4py's exception
+    reads its code through int() and compares and hashes by it, takes its
+    message from MPI; an exception object here is itself, with its message."""
+    def __reduce__(self):
+        state = dict(self.__dict__)
+        return (cls, self.args, state)
+    return {"__module__": cls.__module__, "__qualname__": cls.__qualname__, "__doc__": cls.__doc__,
+            "__int__": PgascolError.Get_error_class, "__str__": RuntimeError.__str__,
+            "__repr__": lambda self: "%s(%r)" % (cls.__name__, str(self)),
+            "__eq__": object.__eq__, "__ne__": object.__ne__, "__hash__": object.__hash__,
+            "__bool__": lambda self: True, "__reduce__": __reduce__,
+            "Get_error_class": PgascolError.Get_error_class, "Get_error_code": PgascolError.Get_error_code,
+            "error_class": PgascolError.error_class, "error_code": PgascolError.error_code}
+
+
+_TWINS = {}
+
+
+def in_mpi(cls):
+    """cls, or once mpi4py's MPI module is loaded, its twin that is also an
+    MPI.Exception (what the engine and the collectives raise)."""
+    twin = _TWINS.get(cls)
+    if twin is None:
+        MPI = sys.modules.get("mpi4py.MPI")
+        if MPI is None:
+            return cls
+        twin = _TWINS[cls] = type(cls.__name__, (cls, MPI.Exception), _mpi_members(cls))
+    return twin
 
 
 class ArgumentError(PgascolError, ValueError):
     """Bad input, refused before any data moved; the team stays usable."""
+
+    ERROR_CLASS = "ERR_ARG"
 
 
 class RootRefusedError(ArgumentError):
@@ -27,9 +94,21 @@ class RootRefusedError(ArgumentError):
 class PeerDeadError(PgascolError):
     """A member of the node team died or exited in the middle of an operation."""
 
+    ERROR_CLASS = "ERR_PROC_FAILED"
+
 
 class TeamAbortedError(PgascolError):
-    """Another member gave up on the team (timeout, dead peer, mismatched call)."""
+    """Another member gave up on the team (timeout, dead peer, mismatched call).
+    Its error class is that of the cause when MPI has one: ERR_PROC_FAILED
+    after a death."""
+
+
+class RevokedError(TeamAbortedError):
+    """The communicator was revoked (``Comm.Revoke``, MPI's ULFM) by some
+    rank: every collective on it, on every rank, raises this, error class
+    ``MPI.ERR_REVOKED``, as MPI does."""
+
+    ERROR_CLASS = "ERR_REVOKED"
 
 
 class CollectiveMismatchError(PgascolError):

@@ -93,6 +93,12 @@ TABLE = [
     Run("errors.py", (8,), "timeout_3s", SHORT_TIMEOUT, exclude=ERRORS_NOT_AT_8),
     Run("errors.py", (8,), "timeout_3s_vnodes_of_3", {**SHORT_TIMEOUT, **vnodes(3)}, exclude=ERRORS_NOT_AT_8),
 
+    # ---- revoked communicators (ULFM: Open MPI's ci:test-openmpi run; under MPICH, which
+    # has none, Revoke raises NotImplementedError and the communicator stays usable)
+    Run("ulfm.py", (2, 3, 4)),
+    Run("ulfm.py", (2, 3), "vnodes_of_1", vnodes(1)),
+    Run("ulfm.py", (4,), "vnodes_of_2", vnodes(2)),
+
     # ---- rank order whatever the placement on nodes: round robin (k=1 is consecutive
     # again), consecutive (the hierarchical Scan/Exscan; k=2: np=3 -> {0,1} {2}, np=4 ->
     # {0,1} {2,3}; k=3, np=8 -> {0,1,2} {3,4,5} {6,7}) and, for comparison, one node
@@ -200,6 +206,7 @@ test_comm = chapter(COMM)
 test_cco_obj = chapter("cco_obj.py")
 test_datatype = chapter("datatype.py")
 test_errors = chapter("errors.py")
+test_ulfm = chapter("ulfm.py")
 test_placement = chapter("placement.py")
 test_random_mix = chapter("random_mix.py")
 test_engine = chapter("engine.py")

@@ -38,6 +38,8 @@ enum {
     PGC_EMISMATCH = -8,  /* members are in different collectives (see team.h: signatures) */
     PGC_EREFUSED = -9,   /* the root refused its arguments before any data moved: the collective
                           * failed on every member that needed the root, the team is usable */
+    PGC_EREVOKED = -10,  /* a member revoked the communicator (MPI's ULFM Revoke): the abort code
+                          * of a team aborted by Comm.Revoke; waits report it as PGC_EABORTED */
 };
 
 typedef struct pgc_error {

@@ -43,7 +43,7 @@ from ..engine.ccore cimport (
     PGC_COLL_ALLTOALL, PGC_COLL_ALLTOALLV, PGC_COLL_REDUCE_SCATTER, PGC_COLL_REDUCE_SCATTER_BLOCK,
     PGC_COLL_SCAN, PGC_COLL_EXSCAN, PGC_NCOLL)
 from ..errors import (ArgumentError, CollectiveMismatchError, PgascolError, PgascolTimeoutError,
-                      RootRefusedError, TeamAbortedError)
+                      RevokedError, RootRefusedError, TeamAbortedError, in_mpi)
 from ..node.team import NodeTeam
 
 include "datatypes.pxi"
@@ -119,9 +119,19 @@ cdef int _engine(object comm, int coll, object sendbuf, object recvbuf, object o
     except ArgumentError as exc:
         _refused(st, coll, exc, root)
         raise
+    except RevokedError:
+        _revoke(st, None)
+        raise       # a rank revoked the communicator: pass it on (ULFM)
     except PgascolError as exc:
         _abort_across(st, exc)
         raise       # the engine's own (the collective began, or the team is aborted)
+    except MPI.Exception as exc:
+        if _ULFM and exc.Get_error_class() == MPI.ERR_REVOKED:
+            # an inter-node leg met a communicator another node revoked
+            _revoke(st, "%s: the communicator was revoked (on another node)" % _COLL_NAMES[coll])
+            raise in_mpi(RevokedError)("%s: the communicator was revoked (on another node): MPI's %s"
+                               % (_COLL_NAMES[coll], exc.Get_error_string())) from exc
+        raise
     except _ARGUMENT_ERRORS as exc:
         # mpi4py's and Python's refusals of a buffer specification (not a
         # buffer, a dtype MPI cannot map, a count it cannot infer, ...): raised
@@ -219,6 +229,19 @@ class Comm(MPI.Intracomm):
         if name is not None:
             return (_predefined, (name,))
         return _base.__reduce__(self)
+
+    # --------------------------------------------------- fault tolerance (ULFM)
+
+    def Revoke(self):
+        """MPI's Revoke, which also reaches pgascol's paths: every rank's
+        current or next collective on this communicator raises RevokedError
+        (error class MPI.ERR_REVOKED), ranks waiting in a node collective at
+        once. Where the MPI has no ULFM, MPI's NotImplementedError (as
+        mpi4py raises it), and nothing is revoked."""
+        _base.Revoke(self)
+        st = _st(self)
+        if st is not None:
+            _revoke(st, "Revoke: rank %d revoked the communicator" % st.rank)
 
     @classmethod
     def fromhandle(cls, handle):

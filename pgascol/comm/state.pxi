@@ -32,6 +32,9 @@ cdef enum:
     TAG_ABORT = 15      # a leader to the others: its node team gave up, and why (_abort_across)
     TAG_REFUSED = 16    # the root of a Scatter(v) to the other leaders: it refused, and why (_refuse_across)
 
+# The reason of a TAG_ABORT alert that revokes (_revoke, _abort_alert).
+cdef str _REVOKED = "revoked: "
+
 # The longest reason a refusal carries (the C core's PGC_REFUSAL_MAX).
 cdef Py_ssize_t _REFUSAL_MAX = 256
 
@@ -276,8 +279,15 @@ cdef int _path_alert(_State st, int src, str what) except -1:
 
 
 cdef int _abort_alert(_State st, int src, bytes why, str what) except -1:
-    """Rank src's node gave up (its TAG_ABORT received): so does this one."""
+    """Rank src's node gave up (its TAG_ABORT received): so does this one,
+    revoking its node team if src's revoked the communicator (_revoke)."""
     st.alerted = True
+    reason = why.decode(errors="replace")
+    if reason.startswith(_REVOKED):
+        msg = "%s: the communicator was revoked (told by the node of rank %d: %s)" % (
+            what, src, reason[len(_REVOKED):])
+        st.core.revoke(msg)
+        raise in_mpi(RevokedError)(msg)
     msg = "%s: the node of rank %d gave up: %s" % (what, src, why.decode(errors="replace"))
     st.core.abort(msg)
     raise TeamAbortedError(msg)
@@ -362,6 +372,26 @@ cdef int _abort_across(_State st, object exc) except -1:
     for n in range(st.nnodes):
         if n != st.nidx:
             st.alerts.append(st.pcomm.Isend([why, len(why), _BYTE], dest=st.members[n][0], tag=TAG_ABORT))
+    return 0
+
+
+# Whether the MPI has ULFM's error classes (mpi4py gives ERR_REVOKED the
+# value of ERR_UNKNOWN where it does not: MPICH's default build).
+cdef bint _ULFM = MPI.ERR_REVOKED != MPI.ERR_UNKNOWN
+
+
+cdef int _revoke(_State st, str why) except -1:
+    """Revoke st's paths (Comm.Revoke, or a RevokedError met): the node
+    team (why: its reason; None: it is revoked already), whose waits all
+    fail at once, and the other nodes: the leader tells theirs
+    (_abort_across, the reason marked _REVOKED), which revoke their node
+    teams at their next inter-node check (_abort_alert). pgascol's own
+    message, not MPI's revocation of the inter-node communicators: Open MPI
+    carries a revocation to other ranks only when its fault tolerance is
+    enabled at launch (mpiexec --with-ft ulfm)."""
+    if why is not None:
+        st.core.revoke(why)
+    _abort_across(st, _REVOKED + (why or "the communicator was revoked"))
     return 0
 
 

@@ -16,8 +16,8 @@ from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 
 from .ccore cimport *
-from ..errors import (ArgumentError, CollectiveMismatchError, PeerDeadError, PgascolError, RootRefusedError,
-                     PgascolTimeoutError, TeamAbortedError, TeamClosedError)
+from ..errors import (ArgumentError, CollectiveMismatchError, PeerDeadError, PgascolError, RevokedError,
+                     RootRefusedError, PgascolTimeoutError, TeamAbortedError, TeamClosedError, in_mpi)
 
 # Names of the C enums, in order.
 #: The transfers whose cost a team measures (pgc_xfer in csrc/team/team.h).
@@ -119,14 +119,23 @@ def sweep_stale_segments():
     return pgc_team_sweep_stale()
 
 
-cdef int _raise(int code, pgc_error *err) except -1:
-    """Turn a C error code into the matching Python exception."""
+cdef int _raise(int code, pgc_error *err, int cause=PGC_OK) except -1:
+    """Turn a C error code into the matching Python exception. cause: for
+    PGC_EABORTED, the code the aborting member gave (the team header's
+    abort_code): a revoked team raises RevokedError, one a death aborted
+    carries MPI's ERR_PROC_FAILED. Once MPI is loaded, an MPI.Exception
+    too (pgascol/errors.py, in_mpi)."""
     msg = err.msg.decode(errors="replace") if err.msg[0] else "pgascol error %d" % code
     cls = {PGC_EINVAL: ArgumentError, PGC_ETIMEDOUT: PgascolTimeoutError,
            PGC_EPEERDEAD: PeerDeadError, PGC_EABORTED: TeamAbortedError,
            PGC_ECLOSED: TeamClosedError, PGC_EMISMATCH: CollectiveMismatchError,
            PGC_EREFUSED: RootRefusedError}.get(code, PgascolError)
-    raise cls(msg, err.peer, err.sys_errno)
+    if code == PGC_EABORTED and cause == PGC_EREVOKED:
+        cls = RevokedError
+    exc = in_mpi(cls)(msg, err.peer, err.sys_errno)
+    if code == PGC_EABORTED and cause == PGC_EPEERDEAD:
+        exc._error_class = PeerDeadError("").Get_error_class()
+    raise exc
 
 
 # ---------------------------------------------------------------- the GIL
@@ -338,7 +347,7 @@ cdef class Team:
 
     cdef int _check(self, int rc) except -1:
         if rc != PGC_OK:
-            _raise(rc, &self.t.err)
+            _raise(rc, &self.t.err, self.t.hdr.abort_code)
         return 0
 
     cdef pgc_team *_begin(self, size_t nbytes) except NULL:
@@ -503,6 +512,14 @@ cdef class Team:
     def abort(self, str message):
         """Give up on the team: every member's current or next wait fails."""
         pgc_team_abort(self._use(), PGC_EABORTED, message.encode()[:250])
+
+    def revoke(self, str message):
+        """Abort the team for a revoked communicator (Comm.Revoke): every
+        member's current or next wait raises RevokedError, this member's
+        too (its own last error forgotten: it is no cause of this one)."""
+        cdef pgc_team *t = self._use()
+        memset(&t.err, 0, sizeof(t.err))
+        pgc_team_abort(t, PGC_EREVOKED, message.encode()[:250])
 
     @property
     def stats_paused(self):

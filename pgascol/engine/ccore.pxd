@@ -1,11 +1,11 @@
 # Declarations of the C core (csrc/) for the Cython layer. No logic here.
-from libc.stdint cimport uint32_t, uint64_t
+from libc.stdint cimport int32_t, uint32_t, uint64_t
 
 
 cdef extern from "base/common.h" nogil:
     enum:
         PGC_OK, PGC_EINVAL, PGC_ENOMEM, PGC_ESYS, PGC_ETIMEDOUT, PGC_EPEERDEAD, PGC_EABORTED, PGC_ECLOSED,
-        PGC_EMISMATCH, PGC_EREFUSED
+        PGC_EMISMATCH, PGC_EREFUSED, PGC_EREVOKED
     ctypedef struct pgc_error:
         int code
         int peer
@@ -79,6 +79,7 @@ cdef extern from "team/team.h" nogil:
         int kind
 
     ctypedef struct pgc_header:
+        int32_t abort_code
         uint64_t size
         uint64_t staging_stride
         uint64_t inline_slot
