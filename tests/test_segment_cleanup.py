@@ -161,6 +161,9 @@ def _check_survivors(s, every=False):
         assert "died or exited" in outcome["message"], (rank, outcome)
         if outcome["type"] == "PeerDeadError":
             assert outcome["peer"] == victim
+        # ULFM's class for a dead peer, on the one who saw it and on those its abort told
+        assert outcome["error_class"] == outcome["ERR_PROC_FAILED"], (rank, outcome)
+        assert outcome["is_mpi_exception"], (rank, outcome)
 
 
 LAUNCH_MODES = ["auto-cleanup", pytest.param("no-auto-cleanup", marks=pytest.mark.skipif(

@@ -434,7 +434,9 @@ def _survive(team, comm, victim):
         team.core.barrier()
         outcome = {"type": None, "message": "barrier returned"}
     except pgascol.PgascolError as exc:
-        outcome = {"type": type(exc).__name__, "message": str(exc), "peer": exc.peer}
+        outcome = {"type": type(exc).__name__, "message": str(exc), "peer": exc.peer,
+                   "error_class": exc.Get_error_class(), "ERR_PROC_FAILED": MPI.ERR_PROC_FAILED,
+                   "is_mpi_exception": isinstance(exc, MPI.Exception)}
     outcome["victim_local_rank"] = victim
     _write(os.path.join(_result_dir(), f"survivor-{comm.Get_rank()}.json"), json.dumps(outcome))
     # Leave together: a rank that ends early (without MPI_Finalize) may make
