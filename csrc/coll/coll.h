@@ -345,7 +345,10 @@ static inline uint32_t pgc_ring_slots(const pgc_team *t)
 
 /* ---- the collectives (0 or PGC_E*, details in t->err) ---- */
 int pgc_barrier(pgc_team *t);
-int pgc_bcast(pgc_team *t, void *buf, size_t bytes, int root);
+/* dtype: the basic type of this member's elements (a pgc_dtype), or -1 where
+ * the caller states none; every member must state the same (team.h:
+ * PGC_SIG_ROOTED), as for Gather(v) and Scatter(v). */
+int pgc_bcast(pgc_team *t, void *buf, size_t bytes, int root, int dtype);
 
 int pgc_reduce(pgc_team *t, const void *sendbuf, void *recvbuf, size_t count,
                pgc_dtype dtype, pgc_op op, int root);
@@ -364,9 +367,9 @@ int pgc_exscan(pgc_team *t, const void *sendbuf, void *recvbuf, size_t count,
  * which one it is (statistics). counts/displs are significant where MPI says
  * so (at the root for Gatherv/Scatterv). */
 int pgc_gather(pgc_team *t, pgc_coll coll, const void *sendbuf, size_t sendbytes,
-               void *recvbuf, const size_t *recvbytes, const size_t *displs, int root);
+               void *recvbuf, const size_t *recvbytes, const size_t *displs, int root, int dtype);
 int pgc_scatter(pgc_team *t, pgc_coll coll, const void *sendbuf, const size_t *sendbytes,
-                const size_t *displs, void *recvbuf, size_t recvbytes, int root);
+                const size_t *displs, void *recvbuf, size_t recvbytes, int root, int dtype);
 /* pgc_allgather's flags. PGC_RECV_COLD: the caller's receive buffer leaves
  * the cache before anyone reads it (a hierarchical Allreduce larger than
  * the cache, gathered segment by segment): the member writes it with

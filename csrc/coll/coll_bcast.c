@@ -323,11 +323,11 @@ static int bcast_tree_ack(pgc_team *t, const tree_links *n, pgc_path path)
     return PGC_OK;
 }
 
-int pgc_bcast(pgc_team *t, void *buf, size_t bytes, int root)
+int pgc_bcast(pgc_team *t, void *buf, size_t bytes, int root, int dtype)
 {
     if (root < 0 || root >= t->nranks)
         return pgc_set_error(&t->err, PGC_EINVAL, -1, 0, "Bcast: root %d out of range [0, %d)", root, t->nranks);
-    int rc = pgc_coll_begin(t, PGC_COLL_BCAST, (uint32_t)root);
+    int rc = pgc_coll_begin(t, PGC_COLL_BCAST, PGC_SIG_ROOTED(dtype, root));
     if (rc)
         return rc;
     pgc_path path = pgc_choose_path(t, PGC_COLL_BCAST, bytes, 0);

@@ -173,7 +173,7 @@ static int gather_sender_work(pgc_team *t, pgc_path path, const void *sendbuf, s
 }
 
 int pgc_gather(pgc_team *t, pgc_coll coll, const void *sendbuf, size_t sendbytes,
-               void *recvbuf, const size_t *recvbytes, const size_t *displs, int root)
+               void *recvbuf, const size_t *recvbytes, const size_t *displs, int root, int dtype)
 {
     const char *name = pgc_coll_name(coll);
     CHECK_COLL(t, coll, PGC_COLL_GATHER, PGC_COLL_GATHERV);
@@ -193,7 +193,7 @@ int pgc_gather(pgc_team *t, pgc_coll coll, const void *sendbuf, size_t sendbytes
     }
     pgc_ring g;
     int rc = pgc_xchg_ring(t, &g, 1, name);
-    if (rc || (rc = pgc_coll_begin(t, coll, (uint32_t)root)))
+    if (rc || (rc = pgc_coll_begin(t, coll, PGC_SIG_ROOTED(dtype, root))))
         return pgc_coll_end(t, rc);
     if (t->rank == root) {
         int pushed = pgc_xchg_holds(t, recvbuf, recvbytes, displs, root);
@@ -311,7 +311,7 @@ static int scatter_receiver_work(pgc_team *t, pgc_coll coll, void *recvbuf, size
 }
 
 int pgc_scatter(pgc_team *t, pgc_coll coll, const void *sendbuf, const size_t *sendbytes,
-                const size_t *displs, void *recvbuf, size_t recvbytes, int root)
+                const size_t *displs, void *recvbuf, size_t recvbytes, int root, int dtype)
 {
     const char *name = pgc_coll_name(coll);
     CHECK_COLL(t, coll, PGC_COLL_SCATTER, PGC_COLL_SCATTERV);
@@ -331,7 +331,7 @@ int pgc_scatter(pgc_team *t, pgc_coll coll, const void *sendbuf, const size_t *s
     }
     pgc_ring g;
     int rc = pgc_xchg_ring(t, &g, t->nranks > 1 ? (uint32_t)t->nranks - 1 : 1, name);
-    if (rc || (rc = pgc_coll_begin(t, coll, (uint32_t)root)))
+    if (rc || (rc = pgc_coll_begin(t, coll, PGC_SIG_ROOTED(dtype, root))))
         return pgc_coll_end(t, rc);
     if (t->rank == root) {
         size_t total;

@@ -118,7 +118,7 @@ static void describe_sig(uint64_t sig, char *out, size_t size)
     switch (coll) {
     case PGC_COLL_BCAST: case PGC_COLL_GATHER: case PGC_COLL_GATHERV:
     case PGC_COLL_SCATTER: case PGC_COLL_SCATTERV:
-        snprintf(out, size, "%s (root %u)", name, (unsigned)arg);
+        snprintf(out, size, "%s (root %d)", name, PGC_SIG_ROOT(arg));
         break;
     case PGC_COLL_REDUCE: case PGC_COLL_ALLREDUCE: case PGC_COLL_REDUCE_SCATTER:
     case PGC_COLL_REDUCE_SCATTER_BLOCK: case PGC_COLL_SCAN: case PGC_COLL_EXSCAN:
@@ -127,6 +127,36 @@ static void describe_sig(uint64_t sig, char *out, size_t size)
     default:
         snprintf(out, size, "%s", name);
     }
+}
+
+/* The basic type a signature states (PGC_SIG_ROOTED, PGC_SIG_REDUCTION:
+ * a pgc_dtype, or -1 for none), or -2 for a collective that states none. */
+static int sig_basic(uint64_t sig)
+{
+    pgc_coll coll = pgc_sig_coll(sig);
+    uint64_t arg = pgc_sig_arg(sig);
+    if (pgc_sig_kind(sig) & PGC_SIG_REFUSED)
+        return -2;
+    if (coll == PGC_COLL_BCAST || pgc_root_refusal_ends_call(coll))
+        return PGC_SIG_BASIC(arg);
+    if (coll == PGC_COLL_REDUCE || coll == PGC_COLL_ALLREDUCE || coll == PGC_COLL_REDUCE_SCATTER ||
+        coll == PGC_COLL_REDUCE_SCATTER_BLOCK || coll == PGC_COLL_SCAN || coll == PGC_COLL_EXSCAN)
+        return (int)PGC_SIG_DTYPE(arg);
+    return -2;
+}
+
+/* Two signatures of one collective (up to the v form) that state different
+ * basic types: the members' type signatures differ. */
+static int types_differ(uint64_t mine, uint64_t theirs)
+{
+    return pgc_same_family(pgc_sig_coll(mine), pgc_sig_coll(theirs)) && sig_basic(mine) != -2 &&
+           sig_basic(theirs) != -2 && sig_basic(mine) != sig_basic(theirs);
+}
+
+static const char *basic_name(uint64_t sig)
+{
+    int basic = sig_basic(sig);
+    return basic < 0 ? "bytes of no stated type" : pgc_dtype_name((pgc_dtype)basic);
 }
 
 int pgc_signature_mismatch(pgc_team *t, int peer, uint64_t theirs)
@@ -151,7 +181,7 @@ int pgc_signature_mismatch(pgc_team *t, int peer, uint64_t theirs)
     else if ((pgc_sig_kind(theirs) & PGC_SIG_REFUSED) && !(pgc_sig_kind(t->sig) & PGC_SIG_REFUSED) &&
              pgc_same_family(pgc_sig_coll(theirs), pgc_sig_coll(t->sig)) &&
              pgc_root_refusal_ends_call(pgc_sig_coll(t->sig)) &&
-             peer == (int)pgc_sig_arg(t->sig)) {
+             peer == PGC_SIG_ROOT(pgc_sig_arg(t->sig))) {
         /* The root refused before anything moved, and nobody waits on a
          * member but the root: every member that needs it ends the call
          * with the root's reason (pgc_coll_end, coll.h), no abort. */
@@ -169,6 +199,12 @@ int pgc_signature_mismatch(pgc_team *t, int peer, uint64_t theirs)
                       "%s: local rank %d passed other arguments than this rank (local rank %d): the "
                       "arrays, root, nbytes, flags, algorithm, operator and counts must agree on every rank",
                       collname, peer, t->rank);
+    else if (types_differ(t->sig, theirs))
+        pgc_set_error(&t->err, PGC_EMISMATCH, peer, 0,
+                      "%s: local rank %d passes its elements as %s where this rank (local rank %d) passes "
+                      "%s: the type signatures differ (MPI calls the program erroneous, even at the same "
+                      "byte count); every rank must pass the same basic type",
+                      collname, peer, basic_name(theirs), t->rank, basic_name(t->sig));
     else if (strcmp(mine, other) == 0 && pgc_sig_coll(theirs) == pgc_sig_coll(t->sig) &&
              pgc_sig_coll(t->sig) != PGC_COLL_REDUCE_SCATTER)
         /* a reduction of another shape (team.h: PGC_SIG_REDUCTION) */

@@ -309,6 +309,17 @@ static inline int pgc_same_family(pgc_coll a, pgc_coll b)
            (a == PGC_COLL_GATHERV && b == PGC_COLL_GATHER) || (a == PGC_COLL_SCATTER && b == PGC_COLL_SCATTERV) ||
            (a == PGC_COLL_SCATTERV && b == PGC_COLL_SCATTER);
 }
+/* A rooted collective's signature argument (Bcast, Gather(v), Scatter(v)):
+ * the root (32 bits) and the basic type of the member's elements (5 bits:
+ * pgc_dtype + 1, 0 where the caller states none, as the inner legs of
+ * other collectives do). The engine moves bytes, so members whose byte
+ * counts agree would otherwise never see that the root sends MPI.INT x 2n
+ * where the others receive MPI.DOUBLE x n (an erroneous program to MPI):
+ * folded into the word every member already publishes, the check costs
+ * nothing more. */
+#define PGC_SIG_ROOTED(dtype, root) ((uint64_t)(((dtype) + 1) & 0x1f) << 40 | (uint32_t)(root))
+#define PGC_SIG_ROOT(arg) ((int)(uint32_t)(arg))
+#define PGC_SIG_BASIC(arg) ((int)((arg) >> 40 & 0x1f) - 1) /* a pgc_dtype, or -1: not stated */
 /* A reduction's signature argument: datatype (4 bits), operator (4 bits)
  * and its shape (42 bits: pgc_sig_shape), so members that reduce different
  * counts (or Reduce to different roots, or split Reduce_scatter's vector

@@ -8,7 +8,7 @@ cdef int _bcast(_State st, object buf, int root) except -1:
     cdef Py_ssize_t n = m.count * m.esize
     _need(m, n, "buffer")
     if not st.hier:
-        st.core.c_bcast(m.ptr, n, root)
+        st.core.c_bcast(m.ptr, n, root, _basic(m))
         _done(st, PGC_COLL_BCAST, P_ENGINE, m, None)
         return 1
     try:
@@ -25,14 +25,15 @@ cdef int _hier_bcast(_State st, _Msg m, Py_ssize_t n, int root) except -1:
     so the leaders' transfer of segment i overlaps the node copy of i-1."""
     cdef int rn = st.node_of[root], rl = st.local_of[root]
     cdef Team core = st.core
+    cdef int dtype = _basic(m)      # on each node leg (PGC_SIG_ROOTED)
     if st.nidx == rn and rl != 0:
-        core.c_bcast(m.ptr, n, rl)
+        core.c_bcast(m.ptr, n, rl, dtype)
     cdef bint node_phase = st.nidx != rn or rl == 0
     if n <= _SEGMENT:      # the same choice on every leader: it depends on n only
         if st.lrank == 0:
             _mpi_wait(st, [st.xcomm.Ibcast([m.obj, n, _BYTE], root=rn)], "Bcast")
         if node_phase:
-            core.c_bcast(m.ptr, n, 0)
+            core.c_bcast(m.ptr, n, 0, dtype)
         return 0
     mv = _u8(m.obj)
     cdef Py_ssize_t off = 0, prev = -1, plen = 0, seg
@@ -42,7 +43,7 @@ cdef int _hier_bcast(_State st, _Msg m, Py_ssize_t n, int root) except -1:
         if st.lrank == 0 and seg:
             req = [st.xcomm.Ibcast([mv[off:off + seg], seg, _BYTE], root=rn)]
         if prev >= 0 and node_phase:
-            core.c_bcast(m.ptr + prev, plen, 0)
+            core.c_bcast(m.ptr + prev, plen, 0, dtype)
         if req is not None:
             _mpi_wait(st, req, "Bcast")
             req = None

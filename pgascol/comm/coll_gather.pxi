@@ -30,13 +30,15 @@ cdef int _gather(_State st, object sendbuf, object recvbuf, int root, bint v) ex
             _pack(r, root)      # the root's own block, where the engine leaves it
     st.root_only = False
     cdef int coll = PGC_COLL_GATHERV if v else PGC_COLL_GATHER
+    cdef int dtype = _basic(r if at_root else s)     # what every rank states (PGC_SIG_ROOTED)
     if not st.hier:
         st.core.c_gather(v, NULL if s is None else s.ptr, sb, NULL if r is None else r.ptr,
-                         NULL if lay is None else lay.counts, NULL if lay is None else lay.displs, root)
+                         NULL if lay is None else lay.counts, NULL if lay is None else lay.displs, root,
+                         dtype)
         _done(st, coll, P_ENGINE, s, r)
         return 1
     try:
-        _hier_gather(st, s, sb, r, lay, root, v)
+        _hier_gather(st, s, sb, r, lay, root, v, dtype)
     except RootRefusedError as exc:
         _root_refused_across(exc, coll, root)
     except PgascolError as exc:
@@ -107,7 +109,7 @@ cdef int _place_node_message(_State st, _Layout lay, object u8, int node, object
 
 
 cdef int _hier_gather(_State st, _Msg s, Py_ssize_t sb, _Msg r, _Layout lay, int root,
-                      bint v) except -1:
+                      bint v, int dtype) except -1:
     """Every other node gathers its blocks at its leader, which sends them
     to the root in one message (pcomm); the root's node gathers on the
     engine meanwhile. With nodes of consecutive ranks and blocks one after
@@ -120,7 +122,7 @@ cdef int _hier_gather(_State st, _Msg s, Py_ssize_t sb, _Msg r, _Layout lay, int
     cdef _Layout ml
     if st.nidx == rn:
         if st.rank != root:
-            core.c_gather(True, s.ptr, sb, NULL, NULL, NULL, rl)
+            core.c_gather(True, s.ptr, sb, NULL, NULL, NULL, rl, dtype)
             return 0
         in_order = st.in_rank_order and lay.consecutive()
         dst = _u8(r.obj)
@@ -133,7 +135,7 @@ cdef int _hier_gather(_State st, _Msg s, Py_ssize_t sb, _Msg r, _Layout lay, int
                 reqs.append(st.pcomm.Irecv([b, len(b), _BYTE], source=st.members[n][0], tag=TAG_GATHER))
         ml = _members_layout(st, lay, rn)
         try:
-            core.c_gather(True, NULL if s is None else s.ptr, sb, r.ptr, ml.counts, ml.displs, rl)
+            core.c_gather(True, NULL if s is None else s.ptr, sb, r.ptr, ml.counts, ml.displs, rl, dtype)
         except BaseException:
             for req in reqs:        # no receive may stay posted into this call's buffers
                 req.Cancel()
@@ -145,11 +147,11 @@ cdef int _hier_gather(_State st, _Msg s, Py_ssize_t sb, _Msg r, _Layout lay, int
         return 0
     ml = _node_sizes(st, sb, v)
     if ml is None:
-        core.c_gather(True, s.ptr, sb, NULL, NULL, NULL, 0)
+        core.c_gather(True, s.ptr, sb, NULL, NULL, NULL, 0, dtype)
         return 0
     tot = ml.displs[st.lsize - 1] + ml.counts[st.lsize - 1]
     b = st.scratch(0, tot)
-    core.c_gather(True, s.ptr, sb, <char *>cnp.PyArray_DATA(b), ml.counts, ml.displs, 0)
+    core.c_gather(True, s.ptr, sb, <char *>cnp.PyArray_DATA(b), ml.counts, ml.displs, 0, dtype)
     _mpi_wait(st, [st.pcomm.Isend([b, tot, _BYTE], dest=root, tag=TAG_GATHER)], "Gather")
     return 0
 
@@ -181,13 +183,15 @@ cdef int _scatter(_State st, object sendbuf, object recvbuf, int root, bint v) e
                                 % ("v" if v else "", lay.counts[root], rb))
     st.root_only = False
     cdef int coll = PGC_COLL_SCATTERV if v else PGC_COLL_SCATTER
+    cdef int dtype = _basic(s if at_root else r)     # what every rank states (PGC_SIG_ROOTED)
     if not st.hier:
         st.core.c_scatter(v, NULL if s is None else s.ptr, NULL if lay is None else lay.counts,
-                          NULL if lay is None else lay.displs, NULL if r is None else r.ptr, rb, root)
+                          NULL if lay is None else lay.displs, NULL if r is None else r.ptr, rb, root,
+                          dtype)
         _done(st, coll, P_ENGINE, s, r)
         return 1
     try:
-        _hier_scatter(st, s, lay, r, rb, root, v)
+        _hier_scatter(st, s, lay, r, rb, root, v, dtype)
     except RootRefusedError as exc:
         _root_refused_across(exc, coll, root)
     except PgascolError as exc:
@@ -197,7 +201,7 @@ cdef int _scatter(_State st, object sendbuf, object recvbuf, int root, bint v) e
 
 
 cdef int _hier_scatter(_State st, _Msg s, _Layout lay, _Msg r, Py_ssize_t rb, int root,
-                       bint v) except -1:
+                       bint v, int dtype) except -1:
     """Gather's mirror: the root sends every other node its members' blocks
     in one message (pcomm; with nodes of consecutive ranks and blocks one
     after another, straight out of the send buffer), its leader scatters
@@ -210,7 +214,7 @@ cdef int _hier_scatter(_State st, _Msg s, _Layout lay, _Msg r, Py_ssize_t rb, in
     cdef char *rptr = NULL if r is None else r.ptr
     if st.nidx == rn:
         if st.rank != root:
-            core.c_scatter(True, NULL, NULL, NULL, rptr, rb, rl)
+            core.c_scatter(True, NULL, NULL, NULL, rptr, rb, rl, dtype)
             return 0
         in_order = st.in_rank_order and lay.consecutive()
         src = _u8(s.obj)
@@ -220,12 +224,12 @@ cdef int _hier_scatter(_State st, _Msg s, _Layout lay, _Msg r, Py_ssize_t rb, in
                 b = _node_message(st, lay, src, n, in_order, True)
                 reqs.append(st.pcomm.Isend([b, len(b), _BYTE], dest=st.members[n][0], tag=TAG_SCATTER))
         ml = _members_layout(st, lay, rn)
-        core.c_scatter(True, s.ptr, ml.counts, ml.displs, rptr, rb, rl)
+        core.c_scatter(True, s.ptr, ml.counts, ml.displs, rptr, rb, rl, dtype)
         _mpi_wait(st, reqs, "Scatter")
         return 0
     ml = _node_sizes(st, rb, v)
     if ml is None:
-        core.c_scatter(True, NULL, NULL, NULL, rptr, rb, 0)
+        core.c_scatter(True, NULL, NULL, NULL, rptr, rb, 0, dtype)
         return 0
     tot = ml.displs[st.lsize - 1] + ml.counts[st.lsize - 1]
     # any tag: the root may send its refusal instead (_refuse_across), in
@@ -235,7 +239,7 @@ cdef int _hier_scatter(_State st, _Msg s, _Layout lay, _Msg r, Py_ssize_t rb, in
     status = MPI.Status()
     _mpi_wait(st, [st.pcomm.Irecv([b, cap, _BYTE], source=root, tag=MPI.ANY_TAG)], "Scatter", [status])
     _root_message(st, status, b, tot, root, "Scatter")
-    core.c_scatter(True, <char *>cnp.PyArray_DATA(b), ml.counts, ml.displs, rptr, rb, 0)
+    core.c_scatter(True, <char *>cnp.PyArray_DATA(b), ml.counts, ml.displs, rptr, rb, 0, dtype)
     return 0
 
 

@@ -155,3 +155,34 @@ def _type_name(dt):
         return dt.Get_name() or repr(dt)
     except Exception:
         return repr(dt)
+
+
+cdef int _derived_basic(object dt) except -2:
+    """The one predefined type a derived datatype is built of, as a dtype
+    code; -1 for a mix of several (a struct), which then agrees only with
+    datatypes that mix too. Decoded on each call: the handle of a freed
+    derived type may be reused for another one."""
+    found = set()
+    todo, decoded = [dt], []
+    try:
+        while todo:
+            cur = todo.pop()
+            if cur.is_predefined:
+                info = _predefined_info(cur)
+                found.add(-1 if info is None else info[1])
+                continue
+            base, combiner, params = cur.decode()
+            parts = params["datatypes"] if combiner == "STRUCT" else [base]
+            for d in parts:
+                if not d.is_predefined:
+                    decoded.append(d)
+                todo.append(d)
+    except Exception:
+        return -1
+    finally:
+        for d in decoded:
+            try:
+                d.Free()
+            except Exception:
+                pass
+    return found.pop() if len(found) == 1 else -1

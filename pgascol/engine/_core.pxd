@@ -18,7 +18,7 @@ cdef class Team:
     cdef void c_refuse(self, int coll, const char *reason) noexcept
     cdef int c_to_mpi(self, int coll) except -1
     # The caller has checked the buffers (size, writable) and holds them.
-    cdef int c_bcast(self, char *buf, size_t nbytes, int root) except -1
+    cdef int c_bcast(self, char *buf, size_t nbytes, int root, int dtype=*) except -1
     cdef int c_elementwise(self, int which, const char *sendbuf, char *recvbuf, size_t count,
                            int dtype, int op) except -1
     cdef int c_reduce(self, const char *sendbuf, char *recvbuf, size_t count, int dtype, int op,
@@ -26,9 +26,9 @@ cdef class Team:
     cdef int c_reduce_scatter(self, bint block, const char *sendbuf, char *recvbuf,
                               const size_t *recvcounts, int dtype, int op) except -1
     cdef int c_gather(self, bint v, const char *sendbuf, size_t sendbytes, char *recvbuf,
-                      const size_t *recvbytes, const size_t *displs, int root) except -1
+                      const size_t *recvbytes, const size_t *displs, int root, int dtype=*) except -1
     cdef int c_scatter(self, bint v, const char *sendbuf, const size_t *sendbytes,
-                       const size_t *displs, char *recvbuf, size_t recvbytes, int root) except -1
+                       const size_t *displs, char *recvbuf, size_t recvbytes, int root, int dtype=*) except -1
     cdef int c_allgather(self, bint v, const char *sendbuf, size_t sendbytes, char *recvbuf,
                          const size_t *recvbytes, const size_t *displs, bint recv_cold) except -1
     cdef int c_alltoall(self, bint v, const char *sendbuf, const size_t *sendbytes,

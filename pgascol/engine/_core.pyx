@@ -617,10 +617,10 @@ cdef class Team:
         cdef pgc_team *t = self._begin(0)
         return self._end(pgc_coll_to_mpi(t, <pgc_coll>coll))
 
-    cdef int c_bcast(self, char *buf, size_t nbytes, int root) except -1:
+    cdef int c_bcast(self, char *buf, size_t nbytes, int root, int dtype=-1) except -1:
         self._root(root)
         cdef pgc_team *t = self._begin(nbytes)
-        return self._end(pgc_bcast(t, buf, nbytes, root))
+        return self._end(pgc_bcast(t, buf, nbytes, root, dtype))
 
     def bcast(self, buf, size_t nbytes, int root):
         """Broadcast nbytes of buf from member root."""
@@ -720,18 +720,18 @@ cdef class Team:
     # match (csrc/coll/coll_gather.c).
 
     cdef int c_gather(self, bint v, const char *sendbuf, size_t sendbytes, char *recvbuf,
-                      const size_t *recvbytes, const size_t *displs, int root) except -1:
+                      const size_t *recvbytes, const size_t *displs, int root, int dtype=-1) except -1:
         self._root(root)
         cdef pgc_team *t = self._begin(_sum(recvbytes, self.t.nranks) if recvbytes != NULL else sendbytes)
         return self._end(pgc_gather(t, PGC_COLL_GATHERV if v else PGC_COLL_GATHER, sendbuf, sendbytes,
-                                    recvbuf, recvbytes, displs, root))
+                                    recvbuf, recvbytes, displs, root, dtype))
 
     cdef int c_scatter(self, bint v, const char *sendbuf, const size_t *sendbytes,
-                       const size_t *displs, char *recvbuf, size_t recvbytes, int root) except -1:
+                       const size_t *displs, char *recvbuf, size_t recvbytes, int root, int dtype=-1) except -1:
         self._root(root)
         cdef pgc_team *t = self._begin(_sum(sendbytes, self.t.nranks) if sendbytes != NULL else recvbytes)
         return self._end(pgc_scatter(t, PGC_COLL_SCATTERV if v else PGC_COLL_SCATTER, sendbuf, sendbytes,
-                                     displs, recvbuf, recvbytes, root))
+                                     displs, recvbuf, recvbytes, root, dtype))
 
     cdef int c_allgather(self, bint v, const char *sendbuf, size_t sendbytes, char *recvbuf,
                          const size_t *recvbytes, const size_t *displs, bint recv_cold) except -1:

@@ -140,7 +140,7 @@ cdef extern from "coll/coll.h" nogil:
     void pgc_costs_seed(pgc_team *t, const uint32_t *ps_per_byte)
     unsigned long long pgc_probe_interval_ns(uint32_t backoff)
     int pgc_barrier(pgc_team *t)
-    int pgc_bcast(pgc_team *t, void *buf, size_t nbytes, int root)
+    int pgc_bcast(pgc_team *t, void *buf, size_t nbytes, int root, int dtype)
     int pgc_reduce(pgc_team *t, const void *sendbuf, void *recvbuf, size_t count,
                    pgc_dtype dtype, pgc_op op, int root)
     int pgc_allreduce(pgc_team *t, const void *sendbuf, void *recvbuf, size_t count,
@@ -152,9 +152,9 @@ cdef extern from "coll/coll.h" nogil:
     int pgc_exscan(pgc_team *t, const void *sendbuf, void *recvbuf, size_t count,
                    pgc_dtype dtype, pgc_op op)
     int pgc_gather(pgc_team *t, pgc_coll coll, const void *sendbuf, size_t sendbytes,
-                   void *recvbuf, const size_t *recvbytes, const size_t *displs, int root)
+                   void *recvbuf, const size_t *recvbytes, const size_t *displs, int root, int dtype)
     int pgc_scatter(pgc_team *t, pgc_coll coll, const void *sendbuf, const size_t *sendbytes,
-                    const size_t *displs, void *recvbuf, size_t recvbytes, int root)
+                    const size_t *displs, void *recvbuf, size_t recvbytes, int root, int dtype)
     unsigned PGC_RECV_COLD
     int pgc_allgather(pgc_team *t, pgc_coll coll, const void *sendbuf, size_t sendbytes,
                       void *recvbuf, const size_t *recvbytes, const size_t *displs, unsigned flags)

@@ -39,7 +39,7 @@ static int sweep(pgc_team *t, void *arg)
             if (t->rank == root)
                 for (size_t i = 0; i < n; i++)
                     buf[i] = pat(seed, root, i);
-            int rc = pgc_bcast(t, buf, n, root);
+            int rc = pgc_bcast(t, buf, n, root, -1);
             CHECK_MEMBER(t, rc == 0, "bcast %zu bytes from %d: %d %s", n, root, rc, t->err.msg);
             if (rc)
                 return 1;
@@ -67,7 +67,7 @@ static int back_to_back(pgc_team *t, void *arg)
         if (t->rank == root)
             for (size_t i = 0; i < n; i++)
                 buf[i] = pat(k, root, i);
-        int rc = pgc_bcast(t, buf, n, root);
+        int rc = pgc_bcast(t, buf, n, root, -1);
         CHECK_MEMBER(t, rc == 0, "call %u: %d %s", k, rc, t->err.msg);
         if (rc)
             return 1;
@@ -91,7 +91,7 @@ static int mismatch(pgc_team *t, void *arg)
     (void)arg;
     uint8_t *buf = calloc(1, 200000);
     size_t n = t->rank == t->nranks - 1 ? 200000 : 100000;
-    int rc = pgc_bcast(t, buf, n, 0);
+    int rc = pgc_bcast(t, buf, n, 0, -1);
     /* members that got all of the root's bytes before the abort may succeed */
     if (t->rank == t->nranks - 1)
         CHECK_MEMBER(t, rc == PGC_EINVAL, "mismatch returned %d (%s)", rc, t->err.msg);

@@ -114,7 +114,7 @@ static void run_gather(ctx_t *c, size_t B, int var, int root, unsigned seed)
     }
     int isroot = me == root;
     int rc = pgc_gather(t, var == FIXED ? PGC_COLL_GATHER : PGC_COLL_GATHERV, sb, cnt[me],
-                        isroot ? c->recv : NULL, isroot ? cnt : NULL, isroot ? dsp : NULL, root);
+                        isroot ? c->recv : NULL, isroot ? cnt : NULL, isroot ? dsp : NULL, root, -1);
     memset(c->send, SCRIBBLE, cnt[me]); /* reuse at once */
     CHECK_MEMBER(t, rc == 0, "Gather %s B=%zu root=%d: rc %d: %s", vname[var], B, root, rc, t->err.msg);
     if (isroot) {
@@ -142,7 +142,7 @@ static void run_scatter(ctx_t *c, size_t B, int var, int root, unsigned seed)
     memset(c->recv, SENT, cnt[me] + 64);
     void *rb = var == INPLACE && isroot ? NULL : c->recv;
     int rc = pgc_scatter(t, var == FIXED ? PGC_COLL_SCATTER : PGC_COLL_SCATTERV, isroot ? c->send : NULL,
-                         isroot ? cnt : NULL, isroot ? dsp : NULL, rb, cnt[me], root);
+                         isroot ? cnt : NULL, isroot ? dsp : NULL, rb, cnt[me], root, -1);
     if (isroot)
         memset(c->send, SCRIBBLE, span);
     CHECK_MEMBER(t, rc == 0, "Scatter %s B=%zu root=%d: rc %d: %s", vname[var], B, root, rc, t->err.msg);
@@ -234,9 +234,9 @@ static int body(pgc_team *t, void *arg)
     int fail0 = atomic_load(&check_n->fail);
     /* arguments every member sees alike are refused without breaking the team */
     size_t one[MAXP] = {0}, zero[MAXP] = {0};
-    CHECK_MEMBER(t, pgc_gather(t, PGC_COLL_GATHER, c.send, 0, c.recv, one, zero, P) == PGC_EINVAL,
+    CHECK_MEMBER(t, pgc_gather(t, PGC_COLL_GATHER, c.send, 0, c.recv, one, zero, P, -1) == PGC_EINVAL,
                  "bad root accepted");
-    CHECK_MEMBER(t, pgc_scatter(t, PGC_COLL_SCATTER, c.send, one, zero, c.recv, 0, -1) == PGC_EINVAL,
+    CHECK_MEMBER(t, pgc_scatter(t, PGC_COLL_SCATTER, c.send, one, zero, c.recv, 0, -1, -1) == PGC_EINVAL,
                  "bad root accepted");
     CHECK_MEMBER(t, pgc_allgather(t, PGC_COLL_BCAST, c.send, 0, c.recv, one, zero, 0) == PGC_EINVAL,
                  "bad coll accepted");
@@ -329,7 +329,7 @@ static int run_ahead_body(pgc_team *t, void *arg)
             fill_block(send + dsp[q], cnt[q], seed, root, q);
         memset(recv, SENT, sizeof recv);
         int rc = pgc_scatter(t, PGC_COLL_SCATTERV, send, me == root ? cnt : NULL, me == root ? dsp : NULL,
-                             recv, cnt[me], root);
+                             recv, cnt[me], root, -1);
         memset(send, SCRIBBLE, sizeof send);
         for (size_t i = 0; i < cnt[me] && !rc; i++)
             bad |= recv[i] != pat(seed, root, me, i);
@@ -380,10 +380,10 @@ static int mismatch_body(pgc_team *t, void *arg)
     uint64_t t0 = pgc_now_ns();
     switch (a->op) {
     case 0: /* the last member expects one byte more than the root sends */
-        rc = pgc_scatter(t, PGC_COLL_SCATTERV, s, cnt, dsp, r, a->B + (me == odd), 0);
+        rc = pgc_scatter(t, PGC_COLL_SCATTERV, s, cnt, dsp, r, a->B + (me == odd), 0, -1);
         break;
     case 1: /* the last member sends one byte more than the root expects */
-        rc = pgc_gather(t, PGC_COLL_GATHERV, s, a->B + (me == odd), r, cnt, dsp, 0);
+        rc = pgc_gather(t, PGC_COLL_GATHERV, s, a->B + (me == odd), r, cnt, dsp, 0, -1);
         break;
     case 2: /* member 0 expects one byte more from the last member */
         rcnt[odd] += me == 0;
@@ -394,7 +394,7 @@ static int mismatch_body(pgc_team *t, void *arg)
         rc = pgc_alltoall(t, PGC_COLL_ALLTOALLV, s, cnt, dsp, r, rcnt, dsp);
         break;
     default: /* a local refusal (no counts at the root) must not hang the others */
-        rc = pgc_gather(t, PGC_COLL_GATHERV, s, a->B, r, me == 0 ? NULL : cnt, dsp, 0);
+        rc = pgc_gather(t, PGC_COLL_GATHERV, s, a->B, r, me == 0 ? NULL : cnt, dsp, 0, -1);
         break;
     }
     sh->rc[me] = rc;

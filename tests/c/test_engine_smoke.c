@@ -15,7 +15,7 @@ static int body(pgc_team *t, void *arg)
             size_t n = sizes[si];
             for (size_t i = 0; i < n; i++)
                 buf[i] = t->rank == root ? (char)(i * 7 + root + si) : 0;
-            if (pgc_bcast(t, buf, n, root))
+            if (pgc_bcast(t, buf, n, root, -1))
                 return 1;
             for (size_t i = 0; i < n; i++)
                 if (buf[i] != (char)(i * 7 + root + si)) {

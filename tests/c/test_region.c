@@ -112,7 +112,7 @@ static int collectives(pgc_team *t, void *arg)
     CHECK_MEMBER(t, !bad, "Alltoall: %d wrong bytes", bad);
     /* Gather to the last member: pushes into its receive buffer */
     memset(send, 'a' + me, BLOCK);
-    if ((rc = pgc_gather(t, PGC_COLL_GATHER, send, BLOCK, recv, counts, displs, P - 1)))
+    if ((rc = pgc_gather(t, PGC_COLL_GATHER, send, BLOCK, recv, counts, displs, P - 1, -1)))
         return rc;
     if (me == P - 1) {
         bad = 0;

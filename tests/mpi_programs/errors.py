@@ -254,7 +254,8 @@ def _shape_differs(name, call, words):
     than the others: every member splits the vector by its own count, so
     without the shape in the signature they would fold garbage. Every rank
     raises a mismatch naming it, at once or at its next call, and none
-    returns a result it believes."""
+    returns a result it believes. Also for other mismatches of the
+    signature (a basic type that differs at the same byte count)."""
     c = _flat_comm()
     if c is None:
         return
@@ -268,7 +269,7 @@ def _shape_differs(name, call, words):
             assert all(w in str(exc) for w in words), str(exc)
             assert time.monotonic() - start < 2.5
         else:
-            raise AssertionError("rank %d: a %s of another shape went unnoticed" % (ME, name))
+            raise AssertionError("rank %d: a mismatched %s went unnoticed" % (ME, name))
     finally:
         c.Free()
 
@@ -539,3 +540,64 @@ def test_world_still_usable():
     c.Allreduce(MPI.IN_PLACE, x)
     assert np.all(x == P)
     c.Free()
+
+
+def test_a_root_datatype_differing_at_the_same_byte_count_is_a_mismatch():
+    """MPI.INT x 2n at the root where the others pass MPI.DOUBLE x n (and
+    the mirror, and one rank's Bcast or Reduce type): erroneous to MPI,
+    caught before any data moves: every rank raises a mismatch naming the
+    collective, at once or at its next call; the odd rank's receive buffer
+    stays untouched."""
+    odd = P - 1
+
+    def _types_differ(name, call):
+        _shape_differs(name, call, ["the type signatures differ"])
+
+    for n in (4, 100_000):      # inline and staged
+        out = np.zeros(n)
+        sent = np.arange(2 * n * P, dtype=np.int32)
+        _types_differ("Scatter", lambda c: c.Scatter([sent, 2 * n, MPI.INT], [np.zeros(2 * n, np.int32), MPI.INT])
+                      if ME == 0 else c.Scatter(None, out, root=0))
+        assert not out.any()
+        _types_differ("Gather", lambda c: c.Gather(np.ones(n), np.zeros(n * P), root=0) if ME == 0
+                      else c.Gather(np.ones(2 * n, np.int32), None, root=0))
+        got = np.zeros(n, np.int64 if ME == odd else np.float64)
+        _types_differ("Bcast", lambda c: c.Bcast(np.ones(n) if ME == 0 else got, root=0))
+        assert ME != odd or not got.any()       # the others may take the root's bytes
+        _types_differ("Reduce", lambda c: c.Reduce(np.ones(n, np.int64 if ME == odd else np.float64),
+                                                   np.zeros(n), root=0))
+
+
+def test_the_same_type_signature_in_other_datatypes_is_no_mismatch():
+    """MPI matches type signatures, not datatypes: a contiguous derived type
+    of two MPI.INT against MPI.INT x 2, a vector of MPI.DOUBLE against
+    MPI.DOUBLE, uint8 arrays against bytes. On every layout of nodes."""
+    c = pgascol.Comm(WORLD.Dup())
+    pair = MPI.INT.Create_contiguous(2).Commit()
+    strided = MPI.DOUBLE.Create_vector(3, 1, 2).Commit()
+    try:
+        for root in {0, P - 1}:
+            n = 5
+            out = np.zeros(2 * n, np.int32)
+            sent = np.arange(2 * n * P, dtype=np.int32)
+            c.Scatter([sent, n, pair] if ME == root else None, [out, 2 * n, MPI.INT], root=root)
+            assert (out == sent[2 * n * ME:2 * n * (ME + 1)]).all(), out
+            buf = np.zeros(6)
+            if ME == root:
+                buf[:] = np.arange(6)
+                c.Bcast([buf, 1, strided], root=root)
+            else:
+                c.Bcast([buf, 3, MPI.DOUBLE], root=root)
+                assert list(buf[:3]) == [0, 2, 4], buf
+            b = bytearray(b"pgascol!") if ME == root else np.zeros(8, np.uint8)
+            c.Bcast(b, root=root)
+            assert bytes(b) == b"pgascol!", b
+            got = np.zeros(2 * P, np.int32) if ME == root else None
+            c.Gather([np.full(1, ME, np.int64).view(np.int32), 1, pair],
+                     [got, 2, MPI.INT] if ME == root else None, root=root)
+            if ME == root:
+                assert list(got.view(np.int64)) == list(range(P)), got
+    finally:
+        pair.Free()
+        strided.Free()
+        c.Free()
