@@ -571,11 +571,13 @@ cdef class _Layout:
         return [self.displs[i] for i in range(self.n)]
 
 
-cdef int _basic(_Msg m) except -2:
+cdef inline int _basic(_Msg m) except -2:
     """The basic type of a message's elements, as the engine's dtype code,
     for the signature of a rooted collective (PGC_SIG_ROOTED,
     csrc/team/team.h): a contiguous message's own (a derived contiguous
     type's base, as MPI's type signature has it), a packed one's from its
     datatype (_derived_basic)."""
-    return _derived_basic(m.utype) if m.packed else m.code
+    if not m.packed:
+        return m.code       # every small call: no further call
+    return _derived_basic(m.utype)
 
