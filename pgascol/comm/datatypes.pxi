@@ -98,7 +98,11 @@ cdef tuple _predefined_info(object dt):
         return None
     if size <= 0 or lb != 0 or extent != size:
         return None     # gaps (DOUBLE_INT, ...): packed (_packed)
-    info = _DT[dt.handle] = (dt, _DT[_BYTE.handle][1], OPC_MPI, size)
+    # its code: the unsigned integer of its size, as what its bytes are moved
+    # as; the basic type a rooted collective states (_basic), so that it
+    # agrees with ranks describing the same bytes with that table type
+    code = _core.DTYPES.get({1: "uint8", 2: "uint16", 4: "uint32", 8: "uint64"}.get(size), _DT[_BYTE.handle][1])
+    info = _DT[dt.handle] = (dt, code, OPC_MPI, size)
     return info
 
 
