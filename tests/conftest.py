@@ -6,6 +6,8 @@ count, environment, ...) is launched once and all of its pytest items read
 their outcome from that one run.
 """
 
+from pathlib import Path
+
 import pytest
 
 from tests.mpi_harness import MPIJobCache, find_launcher
@@ -13,6 +15,11 @@ from tests.mpi_harness import MPIJobCache, find_launcher
 # Programs in mpi_programs/ only make sense under the MPI launcher; never let
 # pytest collect them in its own process.
 collect_ignore_glob = ["mpi_programs/*"]
+# mpi4py's vendored suite runs under the launcher (test_mpi4py_suite.py);
+# only its two collective modules also run here, in one process.
+collect_ignore = [str(p.relative_to(Path(__file__).parent)) for p in
+                  (Path(__file__).parent / "mpi4py_suite").glob("*.py")
+                  if p.name not in ("test_cco_buf.py", "test_cco_vec.py")]
 
 
 @pytest.fixture(scope="session")

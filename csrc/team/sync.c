@@ -17,6 +17,15 @@
 #define SLEEP_SLICE_NS (50ull * 1000 * 1000)     /* longest single futex sleep */
 #define LIVENESS_EVERY_NS (100ull * 1000 * 1000) /* how often a sleeper checks its peers */
 
+/* pgc_set_wait_progress's hook. Relaxed: a wait sees the hook or not, both
+ * are correct; it is only read in the sleeping phase. */
+static void (*_Atomic wait_progress)(void);
+
+void pgc_set_wait_progress(void (*hook)(void))
+{
+    atomic_store_explicit(&wait_progress, hook, memory_order_relaxed);
+}
+
 /* Shared (not FUTEX_PRIVATE) futex calls: the words live in a segment mapped
  * by several processes. */
 static int futex_wait(_Atomic uint32_t *word, uint32_t expected, uint64_t timeout_ns)
@@ -302,6 +311,9 @@ int pgc_wait_slow(pgc_team *t, int peer, _Atomic uint64_t *word, uint64_t target
      *    abort and the timeout between slices. */
     pgc_ctl *owner = pgc_ctl_of(t, peer);
     uint64_t next_check = start + LIVENESS_EVERY_NS;
+    void (*progress)(void) = atomic_load_explicit(&wait_progress, memory_order_relaxed);
+    uint64_t max_slice = progress ? PGC_PROGRESS_EVERY_NS : SLEEP_SLICE_NS;
+    uint64_t next_progress = start;
     for (;;) {
         uint32_t bell = atomic_load_explicit(&owner->doorbell, memory_order_acquire);
         /* seq_cst RMW: pairs with the fence in pgc_publish (see there). */
@@ -309,7 +321,7 @@ int pgc_wait_slow(pgc_team *t, int peer, _Atomic uint64_t *word, uint64_t target
         int ready = pgc_reached(atomic_load_explicit(word, memory_order_seq_cst), target);
         uint64_t now = pgc_now_ns();
         if (!ready && !is_aborted(t) && now < deadline) {
-            uint64_t slice = deadline - now < SLEEP_SLICE_NS ? deadline - now : SLEEP_SLICE_NS;
+            uint64_t slice = deadline - now < max_slice ? deadline - now : max_slice;
             futex_wait(&owner->doorbell, bell, slice);
         }
         atomic_fetch_sub_explicit(&owner->sleepers, 1, memory_order_relaxed);
@@ -318,6 +330,10 @@ int pgc_wait_slow(pgc_team *t, int peer, _Atomic uint64_t *word, uint64_t target
         if (is_aborted(t))
             return aborted_error(t);
         now = pgc_now_ns();
+        if (progress && now >= next_progress) {
+            progress();
+            next_progress = now + PGC_PROGRESS_EVERY_NS;
+        }
         /* Only the member we wait for: one that finished its part of the
          * collective and exited (its program ended) is gone legitimately,
          * and a dead one that somebody needs is found by whoever waits on

@@ -7,7 +7,8 @@
  * the member that must act next when members outnumber CPUs), then sleep on
  * a shared futex with a timeout. A publisher pays for a wake-up only when someone sleeps. While it
  * sleeps, a waiter checks that the member it waits for is alive and that the
- * team was not aborted; it fails after the team timeout. */
+ * team was not aborted, and calls the progress hook if one is set; it fails
+ * after the team timeout. */
 #ifndef PGC_SYNC_H
 #define PGC_SYNC_H
 
@@ -32,6 +33,15 @@ void pgc_publish(pgc_team *t, _Atomic uint64_t *word, uint64_t value);
 
 /* Wait until `word`, owned by member `peer`, reaches `target`. 0 or PGC_E*. */
 int pgc_wait_slow(pgc_team *t, int peer, _Atomic uint64_t *word, uint64_t target);
+
+/* A process-wide hook called between the futex slices of a wait that sleeps
+ * (never while it spins or yields), at most every PGC_PROGRESS_EVERY_NS;
+ * slices are that short while one is set. The comm layer registers one that
+ * makes MPI progress: a peer's MPI call (e.g. an RMA flush under MPICH) may
+ * need this process to enter MPI before the peer can reach the collective we
+ * wait in. NULL removes it. */
+#define PGC_PROGRESS_EVERY_NS (2ull * 1000 * 1000)
+void pgc_set_wait_progress(void (*hook)(void));
 
 /* The peer is in another collective (or refused this one): abort the team
  * with a message naming both; returns PGC_EMISMATCH. */

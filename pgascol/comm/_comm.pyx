@@ -81,6 +81,26 @@ _ARGUMENT_ERRORS = (TypeError, ValueError, KeyError, IndexError, BufferError, At
                     OverflowError)
 
 
+# ----------------------------------------------------------------- MPI progress in long waits
+
+cdef object _PROGRESS_COMM = MPI.Intracomm(MPI.COMM_WORLD)   # a plain object, never pgascol's
+
+
+def _mpi_progress():
+    """Enter MPI once (an Iprobe that matches nothing needed): the engine calls
+    this between the sleeps of a long wait (_core.set_wait_progress). Under
+    MPICH a peer's MPI call, e.g. an RMA Flush, may need this process to
+    progress before the peer can reach the collective this rank waits in.
+    Only where this thread may call MPI (not after MPI_Finalize, not outside
+    the main thread under MPI_THREAD_FUNNELED)."""
+    if MPI.Is_initialized() and not MPI.Is_finalized() and (
+            MPI.Query_thread() != MPI.THREAD_FUNNELED or MPI.Is_thread_main()):
+        _PROGRESS_COMM.Iprobe(MPI.ANY_SOURCE, MPI.ANY_TAG)
+
+
+_core.set_wait_progress(_mpi_progress)
+
+
 cdef int _engine(object comm, int coll, object sendbuf, object recvbuf, object op, object recvcounts,
                  int root) except -1:
     """Run buffer collective `coll` through pgascol: 1 if it ran, 0 if MPI must

@@ -119,6 +119,28 @@ def sweep_stale_segments():
     return pgc_team_sweep_stale()
 
 
+cdef object _wait_progress = None
+
+
+cdef void _call_wait_progress() noexcept nogil:
+    # from a sleeping wait (csrc/team/sync.c), with or without the GIL; an
+    # exception is reported as unraisable, the wait goes on
+    with gil:
+        if _wait_progress is not None:  # unset since this wait began
+            _wait_progress()
+
+
+def set_wait_progress(fn):
+    """Call fn() (no arguments, with the GIL) between the sleeps of every long
+    engine wait, at most every PGC_PROGRESS_EVERY_NS (2 ms); None: no hook.
+    The comm layer registers one that makes MPI progress."""
+    global _wait_progress
+    pgc_set_wait_progress(NULL)
+    _wait_progress = fn
+    if fn is not None:
+        pgc_set_wait_progress(_call_wait_progress)
+
+
 cdef int _raise(int code, pgc_error *err, int cause=PGC_OK) except -1:
     """Turn a C error code into the matching Python exception. cause: for
     PGC_EABORTED, the code the aborting member gave (the team header's

@@ -126,6 +126,7 @@ cdef extern from "team/sync.h" nogil:
     int pgc_check_peers(pgc_team *t)
     int pgc_check_aborted(pgc_team *t)
     int pgc_member_alive(const pgc_team *t, int r)
+    void pgc_set_wait_progress(void (*hook)() noexcept nogil)
 
 
 cdef extern from "base/cma.h" nogil:

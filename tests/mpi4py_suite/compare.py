@@ -1,0 +1,90 @@
+"""Run mpi4py's whole test suite plain and in zero-code mode and fail on any
+test whose outcome differs (see README.md):
+
+    python tests/mpi4py_suite/compare.py --np 2 [--launcher "mpiexec"] [--timeout 900]
+
+Each run is `LAUNCHER -n NP python [-m pgascol] outcomes.py OUTDIR`, bounded by
+PGASCOL_TIMEOUT inside and by --timeout around it. A test's outcome is compared
+rank by rank; a test one run did not finish counts as "not run" (a hang or a
+crash). Outcomes that are the same in both runs (environment failures) pass.
+Exit status 0 when nothing differs except the tests in ACCEPTED."""
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RUNNER = os.path.join(HERE, "outcomes.py")
+
+# Differences known and documented (README.md, section on the drop-in mode):
+# test id -> reason. Nothing broader than named tests.
+ACCEPTED = {}
+
+
+def run(mode, np_, launcher, timeout, outdir):
+    """One launch of the suite; returns (exit status or "timeout", stderr tail)."""
+    python = [sys.executable] + (["-m", "pgascol"] if mode == "zero-code" else [])
+    env = {**os.environ, "PGASCOL_TIMEOUT": os.environ.get("PGASCOL_TIMEOUT", "30")}
+    cmd = [*launcher, "-n", str(np_), *python, RUNNER, outdir]
+    try:
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        return "timeout", (exc.stderr or b"")[-3000:].decode(errors="replace")
+    return proc.returncode, proc.stderr[-3000:]
+
+
+def outcomes(outdir, np_):
+    """{(rank, test id): outcome}; a test started but not ended is "not run"."""
+    result = {}
+    for rank in range(np_):
+        path = os.path.join(outdir, "rank-%d.jsonl" % rank)
+        if not os.path.exists(path):
+            continue
+        with open(path) as f:
+            for line in f:
+                record = json.loads(line)
+                if "start" in record:
+                    result.setdefault((rank, record["start"]), "not run")
+                elif "id" in record:
+                    key = (rank, record["id"])
+                    if result.get(key) in (None, "not run", "pass"):  # a failed subtest stays
+                        result[key] = record["outcome"]
+    return result
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--np", type=int, default=2)
+    parser.add_argument("--launcher", default="mpiexec", help="the launcher command (split like a shell)")
+    parser.add_argument("--timeout", type=float, default=900, help="seconds per run")
+    args = parser.parse_args(argv)
+    launcher = shlex.split(args.launcher)
+    found, status = {}, {}
+    with tempfile.TemporaryDirectory(prefix="mpi4py-suite-") as tmp:
+        for mode in ("plain", "zero-code"):
+            outdir = os.path.join(tmp, mode)
+            os.mkdir(outdir)
+            status[mode], tail = run(mode, args.np, launcher, args.timeout, outdir)
+            found[mode] = outcomes(outdir, args.np)
+            print("%s: exit %s, %d outcomes" % (mode, status[mode], len(found[mode])))
+            if status[mode] != 0:
+                print(tail)
+    plain, zero = found["plain"], found["zero-code"]
+    differ = sorted(k for k in plain.keys() | zero.keys() if plain.get(k, "not run") != zero.get(k, "not run"))
+    unexpected = [k for k in differ if k[1] not in ACCEPTED]
+    for rank, test in differ:
+        note = "accepted: " + ACCEPTED[test] if test in ACCEPTED else "DIFFERS"
+        print("rank %d %s: plain %s, zero-code %s (%s)" % (
+            rank, test, plain.get((rank, test), "not run"), zero.get((rank, test), "not run"), note))
+    if not plain:
+        print("the plain run recorded nothing")
+        return 1
+    print("%d tests per run, %d differences, %d not accepted" % (len(plain), len(differ), len(unexpected)))
+    return 1 if unexpected else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
