@@ -313,7 +313,10 @@ int pgc_wait_slow(pgc_team *t, int peer, _Atomic uint64_t *word, uint64_t target
     uint64_t next_check = start + LIVENESS_EVERY_NS;
     void (*progress)(void) = atomic_load_explicit(&wait_progress, memory_order_relaxed);
     uint64_t max_slice = progress ? PGC_PROGRESS_EVERY_NS : SLEEP_SLICE_NS;
-    uint64_t next_progress = start;
+    /* the first call once the wait has lasted a progress period: a short
+     * wait (the peer is a few microseconds behind, or a doorbell rung for
+     * an earlier step of the collective woke us) never pays for it */
+    uint64_t next_progress = start + PGC_PROGRESS_EVERY_NS;
     for (;;) {
         uint32_t bell = atomic_load_explicit(&owner->doorbell, memory_order_acquire);
         /* seq_cst RMW: pairs with the fence in pgc_publish (see there). */

@@ -35,7 +35,8 @@ void pgc_publish(pgc_team *t, _Atomic uint64_t *word, uint64_t value);
 int pgc_wait_slow(pgc_team *t, int peer, _Atomic uint64_t *word, uint64_t target);
 
 /* A process-wide hook called between the futex slices of a wait that sleeps
- * (never while it spins or yields), at most every PGC_PROGRESS_EVERY_NS;
+ * (never while it spins or yields, never in its first PGC_PROGRESS_EVERY_NS),
+ * at most every PGC_PROGRESS_EVERY_NS;
  * slices are that short while one is set. The comm layer registers one that
  * makes MPI progress: a peer's MPI call (e.g. an RMA flush under MPICH) may
  * need this process to enter MPI before the peer can reach the collective we

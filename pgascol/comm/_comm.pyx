@@ -101,6 +101,20 @@ def _mpi_progress():
 _core.set_wait_progress(_mpi_progress)
 
 
+cdef int _ANY_SOURCE = MPI.ANY_SOURCE, _ANY_TAG = MPI.ANY_TAG
+
+
+cdef inline int _poke_mpi() except -1:
+    """Enter MPI once at the end of a Barrier (called by a user on a live
+    communicator, so MPI may be called here). MPI's Barrier progresses MPI
+    while it waits: a program that completes an RMA epoch (Win.Complete,
+    Win.Unlock, ...) or sends a message before a Barrier and tests for it
+    after the Barrier finds it done. The node engine's Barrier never enters
+    MPI, so without this a Win.Test after it sees nothing under MPICH."""
+    _PROGRESS_COMM.Iprobe(_ANY_SOURCE, _ANY_TAG)
+    return 0
+
+
 cdef int _engine(object comm, int coll, object sendbuf, object recvbuf, object op, object recvcounts,
                  int root) except -1:
     """Run buffer collective `coll` through pgascol: 1 if it ran, 0 if MPI must

@@ -15,6 +15,7 @@ import shlex
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RUNNER = os.path.join(HERE, "outcomes.py")
@@ -55,6 +56,20 @@ def outcomes(outdir, np_):
     return result
 
 
+def slowest(outdir, count=8):
+    """The `count` longest tests of rank 0's run, [(seconds, test id)]."""
+    began, took = {}, []
+    path = os.path.join(outdir, "rank-0.jsonl")
+    if os.path.exists(path):
+        with open(path) as f:
+            for record in map(json.loads, f):
+                if "start" in record and "t" in record:
+                    began[record["start"]] = record["t"]
+                elif record.get("id") in began and "t" in record:
+                    took.append((record["t"] - began.pop(record["id"]), record["id"]))
+    return sorted(took, reverse=True)[:count]
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--np", type=int, default=2)
@@ -67,9 +82,12 @@ def main(argv=None):
         for mode in ("plain", "zero-code"):
             outdir = os.path.join(tmp, mode)
             os.mkdir(outdir)
+            began = time.monotonic()
             status[mode], tail = run(mode, args.np, launcher, args.timeout, outdir)
             found[mode] = outcomes(outdir, args.np)
-            print("%s: exit %s, %d outcomes" % (mode, status[mode], len(found[mode])))
+            print("%s: exit %s, %d outcomes, %.0f s" % (mode, status[mode], len(found[mode]),
+                                                         time.monotonic() - began), flush=True)
+            print("  slowest: " + ", ".join("%s %.1f s" % (test, t) for t, test in slowest(outdir)))
             if status[mode] != 0:
                 print(tail)
     plain, zero = found["plain"], found["zero-code"]

@@ -7,11 +7,13 @@ was in. Run it plain or in zero-code mode (compare.py runs both):
     mpiexec -n 2 python -m pgascol tests/mpi4py_suite/outcomes.py OUTDIR
 
 Lines: {"start": id} when a test begins, {"id": id, "outcome": o} when it
-ends, o one of pass, fail, error, skip, xfail, xpass; {"done": true} last.
+ends, o one of pass, fail, error, skip, xfail, xpass; {"done": true} last;
+each event but the last with "t", the monotonic clock in seconds.
 The set-up follows the suite's own main.py (no CuPy, no Numba)."""
 import json
 import os
 import sys
+import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -23,6 +25,7 @@ class JsonResult(unittest.TextTestResult):
     out = None  # the rank's open file, set by main()
 
     def _write(self, **record):
+        record["t"] = round(time.monotonic(), 3)
         self.out.write(json.dumps(record) + "\n")
         self.out.flush()
 
