@@ -4,6 +4,7 @@ pgascol.Comm over COMM_WORLD, a Dup and a Split; 1 to 4 ranks, one node and
 virtual nodes."""
 import json
 import os
+import shlex
 import subprocess
 import sys
 
@@ -57,3 +58,30 @@ def _run_suite(np_, node_size, node_map):
                 assert set(stats.get(op, {})) == {"mpi"}, (op, stats)
             else:
                 assert accelerated & set(stats.get(op, {})), (op, stats)
+
+
+COMPARE = REPO_ROOT / "tests" / "mpi4py_suite" / "compare.py"
+# Rank counts of the whole-suite comparison per MPI (CI runs this file under
+# both): each costs two runs of the suite. compare.py takes any count by hand.
+WHOLE_SUITE_NP = {"mpich": (2, 3), "openmpi": (2,)}
+
+
+@pytest.mark.parametrize("np_", [2, 3])
+def test_mpi4py_whole_suite_same_outcomes(np_):
+    """mpi4py's whole test suite (vendored, tests/mpi4py_suite/) run plain and
+    in zero-code mode (`python -m pgascol`): every test has the same outcome
+    on every rank (compare.py; only its documented ACCEPTED tests may differ)."""
+    launcher, impl = find_launcher()
+    if np_ not in WHOLE_SUITE_NP.get(impl, (2,)):
+        pytest.skip("np=%d is compared under %s" % (np_, ", ".join(
+            "%s (np %s)" % (k, ", ".join(map(str, v))) for k, v in WHOLE_SUITE_NP.items())))
+    env = {**os.environ, "PGASCOL_TIMEOUT": "30",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
+    for name in ("PGASCOL_NODE_SIZE", "PGASCOL_NODE_MAP"):
+        env.pop(name, None)
+    with cleaned_mpi_shm():
+        proc = subprocess.run([sys.executable, str(COMPARE), "--np", str(np_), "--timeout", "900",
+                               "--launcher", shlex.join(launcher)],
+                              env=env, capture_output=True, text=True, timeout=1900, cwd=REPO_ROOT)
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
+    assert " 0 not accepted" in proc.stdout, proc.stdout
