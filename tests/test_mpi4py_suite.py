@@ -80,8 +80,8 @@ def test_mpi4py_whole_suite_same_outcomes(np_):
     for name in ("PGASCOL_NODE_SIZE", "PGASCOL_NODE_MAP"):
         env.pop(name, None)
     with cleaned_mpi_shm():
-        proc = subprocess.run([sys.executable, str(COMPARE), "--np", str(np_), "--timeout", "900",
+        proc = subprocess.run([sys.executable, str(COMPARE), "--np", str(np_), "--timeout", "1200",
                                "--launcher", shlex.join(launcher)],
-                              env=env, capture_output=True, text=True, timeout=1900, cwd=REPO_ROOT)
+                              env=env, capture_output=True, text=True, timeout=2500, cwd=REPO_ROOT)
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
     assert " 0 not accepted" in proc.stdout, proc.stdout
