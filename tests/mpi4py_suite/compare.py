@@ -22,11 +22,7 @@ RUNNER = os.path.join(HERE, "outcomes.py")
 
 # Differences known and documented (README.md, section on the drop-in mode):
 # test id -> reason. Nothing broader than named tests.
-ACCEPTED = {
-    "test_ulfm.TestULFMWorld.testRevoke":
-        "under Open MPI (ULFM) a collective on a revoked pgascol communicator succeeds instead of "
-        "raising ERR_REVOKED; skipped in both runs under MPICH (no ULFM)",
-}
+ACCEPTED = {}
 
 
 def run(mode, np_, launcher, timeout, outdir):
