@@ -170,7 +170,8 @@ def test_calibrate_with_a_node_of_one_rank_ends_on_every_rank(tmp_path):
 def test_info_shows_the_upc_algorithms(tmp_path):
     out = _info(PGASCOL_UPC_CALIBRATION=str(tmp_path / "none.json")).stdout
     assert "default algorithm by size [built in" in out, out
-    assert "one node: broadcast push <= 16384 B, pull above; scatter push <= 16384 B" in out, out
+    assert ("one node: broadcast last <= 4096 B, push <= 16384 B, pull above; "
+            "scatter last <= 4096 B, push <= 16384 B") in out, out
     assert "across nodes: broadcast hier-flat;" in out and "exchange hier;" in out, out
     out = _info(PGASCOL_UPC_BROADCAST="binomial-pull-static").stdout
     assert "broadcast binomial-pull-static (PGASCOL_UPC_BROADCAST)" in out, out
