@@ -134,8 +134,10 @@ def test_scenario_exception_mid_access():
             if i == 20 and ME == VICTIM:
                 objects[0][1000 + i]            # out of range: IndexOutOfRangeError
             _access(objects, i)
-        except Exception:
+        except Exception as exc:
             traceback.print_exc()
+            sys.stderr.flush()
+            _write("error", type(exc).__name__)     # the launcher may drop stderr it had not relayed yet
             _write("aborting", str(ME))
             WORLD.Abort(1)
         pgas.barrier(comm)
