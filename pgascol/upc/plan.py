@@ -53,8 +53,10 @@ ALL, ENTERED, STEP0, DONE = _core.UPC_ALL, _core.UPC_ENTERED, _core.UPC_STEP0, _
 #: (numpy's folds and a Gatherv: FUNC, NONCOMM_FUNC). prefix_reduce:
 #: allgather (every block's total to everyone), three-phase (the PGASCol thesis's,
 #: where each rank holds one run in rank order on nodes of consecutive
-#: ranks; a C program on one node), auto (three-phase where it applies,
-#: else allgather).
+#: ranks; a C program on one node), hier (each rank's scan in C, then
+#: pgascol.Comm's Exscan of the runs' totals; where each rank holds one
+#: run, in rank order, with an operator MPI has, else allgather), auto
+#: (across nodes hier, else three-phase, where they apply; else allgather).
 _TREES = tuple("binomial-%s%s" % (d, f) for d in ("pull", "push") for f in ("", "-static", "-dynamic"))
 ALGORITHMS = {
     "broadcast": ("pull", "push", "last") + _TREES + ("numa", "hier", "hier-flat", "hier-binomial"),
@@ -65,13 +67,13 @@ ALGORITHMS = {
     "permute": ("push", "pull", "hier"),
     "reduce": ("auto",) + tuple(t + d + f for t in ("", "binomial-") for d in ("pull", "push")
                                 for f in ("", "-static", "-dynamic")) + ("hier", "gather"),
-    "prefix_reduce": ("auto", "allgather", "three-phase"),
+    "prefix_reduce": ("auto", "allgather", "three-phase", "hier"),
 }
 #: The reductions' algorithms that fold in numpy, those FUNC and
 #: NONCOMM_FUNC may run, and those that run across nodes.
 REDUCTION_PYTHON = {"reduce": "gather", "prefix_reduce": "allgather"}
-REDUCTION_ANY_OP = {"reduce": ("auto", "gather"), "prefix_reduce": ("auto", "allgather", "three-phase")}
-REDUCTION_ACROSS = {"reduce": ("hier", "gather"), "prefix_reduce": ("allgather", "three-phase")}
+REDUCTION_ANY_OP = {"reduce": ("auto", "gather"), "prefix_reduce": ("auto", "allgather", "three-phase", "hier")}
+REDUCTION_ACROSS = {"reduce": ("hier", "gather"), "prefix_reduce": ("allgather", "three-phase", "hier")}
 #: all_reduce's default on one node (reduction_default): a flat pull below
 #: this many ranks, a binomial pull from there on; unfragmented at every
 #: size (docs/PERFORMANCE.md, "Decisions": "UPC reduce is a flat pull").
@@ -81,8 +83,8 @@ REDUCE_TREE_MIN_RANKS = 16
 def reduction_default(coll, nranks, nnodes, nbytes, op):
     """What 'auto' runs for a reduction with a built-in operator (nbytes:
     the longest run of a rank, in bytes; no size changes the choice on the
-    machine measured). prefix_reduce: 'auto' (three-phase where the layout
-    allows, else allgather: reduce.py)."""
+    machine measured). prefix_reduce: 'auto' (across nodes hier, else
+    three-phase, where the layout and operator allow; else allgather: reduce.py)."""
     if coll == "prefix_reduce":
         return "auto"
     if nnodes > 1:

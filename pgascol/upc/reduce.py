@@ -323,10 +323,12 @@ def _prefix_plan(key, dst, src, op, nelems, blk_size, func, flags, algorithm):
     layout, lo, hi = s.array.layout, s.offset, s.offset + nelems
     agreed = _agreement(what, (OPERATORS.index(op), nelems, s.offset, d.offset, flags), ctx.comm)
     alg = _algorithm("prefix_reduce", algorithm, ctx, oper, 0)
+    runs = _one_run_each(layout, ctx.size, lo, hi)
+    if alg == "hier" or (alg == "auto" and ctx.nnodes > 1):
+        if runs and oper.name in _MPI_OPS:
+            return _hier_prefix(key, ctx, s, d, oper, out_mode, nelems, agreed)
     if alg == "three-phase" or (alg == "auto" and (ctx.nnodes > 1 or oper.code is not None)):
-        owners = [r for r in range(ctx.size) for _ in _starts_of(layout, r, lo, hi, False)]
-        ordered = [layout.owner(g) for g in sorted(g for r in range(ctx.size) for g in _starts_of(layout, r, lo, hi, False))]
-        if (ctx.nnodes == 1 or ctx.state.in_rank_order) and len(owners) == len(set(owners)) and ordered == sorted(ordered):
+        if (ctx.nnodes == 1 or ctx.state.in_rank_order) and runs:
             if ctx.nnodes == 1 and oper.code is not None:
                 return _prefix_program(key, ctx, s, d, oper, flags, in_mode, out_mode, nelems)
             return _three_phase(key, ctx, s, d, oper, out_mode, nelems, agreed)
@@ -361,6 +363,39 @@ def _prefix_plan(key, dst, src, op, nelems, blk_size, func, flags, algorithm):
             if later.any():
                 scan[later] = oper.combine(totals[before[later]], scan[later])
             d.array.local()[dfirst:dfirst + count] = scan
+        if out_mode == P.ALLSYNC:
+            comm.Barrier()
+    return P.keep(ctx, key, run, (s.array, d.array))
+
+
+def _one_run_each(layout, nranks, lo, hi):
+    """Whether each rank's elements of [lo, hi) are one run, the runs in rank order."""
+    owners = [r for r in range(nranks) for _ in _starts_of(layout, r, lo, hi, False)]
+    ordered = [layout.owner(g) for g in sorted(g for r in range(nranks) for g in _starts_of(layout, r, lo, hi, False))]
+    return len(owners) == len(set(owners)) and ordered == sorted(ordered)
+
+
+def _hier_prefix(key, ctx, s, d, oper, out_mode, nelems, agreed):
+    """all_prefix_reduce where each rank holds one run, in rank order, with
+    an operator MPI has: every rank scans its run (in C), pgascol.Comm's
+    Exscan gives it the fold of the runs before it (the twin's movement: on
+    each node in shared memory, then among the node leaders over MPI), which
+    it combines on the left of its scan. One collective for the data where
+    the three-phase one makes three, each a round trip over MPI."""
+    first, count = s.array.layout.runs(ctx.rank, s.offset, s.offset + nelems)
+    dfirst, _ = d.array.layout.runs(ctx.rank, d.offset, d.offset + nelems)
+    total, before = np.empty(1, oper.dtype), np.empty(1, oper.dtype)
+    identity, mpi_op, comm = _identity(oper), _MPI_OPS[oper.name][0], ctx.comm
+
+    def run():
+        agreed()                            # also IN_ALLSYNC's barrier (_agreement)
+        scan = oper.scan(s.array.local()[first:first + count]) if count else None
+        total[0] = scan[-1] if count else identity
+        comm.Exscan(total, before, op=mpi_op)
+        if count:
+            # Exscan leaves rank 0's before undefined; an earlier rank without
+            # elements contributed the identity
+            d.array.local()[dfirst:dfirst + count] = oper.combine(before, scan) if ctx.rank else scan
         if out_mode == P.ALLSYNC:
             comm.Barrier()
     return P.keep(ctx, key, run, (s.array, d.array))
