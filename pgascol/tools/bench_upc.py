@@ -114,8 +114,12 @@ def bandwidth(coll, nbytes, P, t_us):
 
 def algorithms(upc, coll, nnodes):
     """The named variants of a collective, as pgascol.upc lists them, that
-    this job can run (across nodes, where the collective has hier* ones, those)."""
+    this job can run (across nodes: a reduction's that run there, plan.REDUCTION_ACROSS;
+    for the others, where the collective has hier* ones, those)."""
+    from ..upc.plan import REDUCTION_ACROSS
     names = [a for a in upc.ALGORITHMS.get(coll, ()) if a]
+    if nnodes > 1 and coll in REDUCTION_ACROSS:
+        return [a for a in names if a in REDUCTION_ACROSS[coll]]
     return [a for a in names if a.startswith("hier")] if nnodes > 1 and "hier" in names else names
 
 
