@@ -203,8 +203,8 @@ def test_calibrate_upc_stores_defaults_that_info_and_calls_use(tmp_path):
                 assert plan.default(coll, nbytes, 1, 2) == defaults.choose(coll, nbytes, "node", "node:2",
                                                                            ALGORITHMS[coll])
             assert plan.default(coll, 4, 1, 3) == defaults.BUILTIN[coll]["node"][0][1]
-        # a reduction's 'auto' with a built-in operator runs the measured winner (three-phase: 'auto',
-        # which runs it where the layout allows), on 2 ranks; on 3 the built-in choice
+        # a reduction's 'auto' with a built-in operator runs the measured winner (three-phase and hier
+        # where the layout allows them, else allgather), on 2 ranks; on 3 the built-in choice
         from pgascol.upc import reduce
         from pgascol.upc.ops import ADD, Operator
         add = Operator(ADD, np.dtype(np.float64), None, "test")
@@ -212,7 +212,7 @@ def test_calibrate_upc_stores_defaults_that_info_and_calls_use(tmp_path):
             for nbytes in (4, 1 << 16):
                 want = defaults.choose(coll, nbytes, "node", "node:2", ALGORITHMS[coll])
                 got = reduce._algorithm(coll, None, SimpleNamespace(nnodes=1, size=2), add, nbytes)
-                assert got == ("auto" if want == "three-phase" else want), (coll, nbytes, got, want)
+                assert got == want, (coll, nbytes, got, want)
             assert reduce._algorithm(coll, None, SimpleNamespace(nnodes=1, size=3), add, 4) == \
                 plan.reduction_default(coll, 3, 1, 4, "ADD")
     finally:

@@ -138,15 +138,20 @@ def _checked(what, coll, src, op, nelems, blk_size, func, flags, algorithm):
     return nelems, s, oper, in_mode, out_mode
 
 
+def _requested(coll, requested):
+    """(the algorithm asked for: `requested`, else PGASCOL_UPC_<COLL>, else 'auto'; where it was asked)."""
+    if requested is None:
+        return os.environ.get("PGASCOL_UPC_" + coll.upper()) or "auto", "PGASCOL_UPC_" + coll.upper()
+    return requested or "auto", "algorithm="
+
+
 def _algorithm(coll, requested, ctx, oper, nbytes):
     """The algorithm a reduction runs: `requested`, else PGASCOL_UPC_<COLL>,
     else 'auto', which the calibrated rules (defaults.py) or else
     plan.reduction_default resolve by the team's shape and the bytes per rank. The variants that fold in C take the built-in
     operators; FUNC and NONCOMM_FUNC run 'gather' / 'allgather'."""
-    names, source = P.ALGORITHMS[coll], "algorithm="
-    if requested is None:
-        requested, source = os.environ.get("PGASCOL_UPC_" + coll.upper()) or None, "PGASCOL_UPC_" + coll.upper()
-    requested = requested or "auto"
+    names = P.ALGORITHMS[coll]
+    requested, source = _requested(coll, requested)
     if requested not in names:
         raise ArgumentError("upc.all_%s: %s%r is not one of its algorithms (%s)"
                             % (coll, source, requested, ", ".join(names)))
@@ -161,7 +166,7 @@ def _algorithm(coll, requested, ctx, oper, nbytes):
         usable = [a for a in names if a != "auto" and (ctx.nnodes == 1 or a in P.REDUCTION_ACROSS[coll])]
         chosen = (_defaults.choose(coll, nbytes, *_defaults.shape_of(ctx.nnodes, ctx.size), usable) or
                   P.reduction_default(coll, ctx.size, ctx.nnodes, nbytes, oper.name))
-        return "auto" if chosen == "three-phase" else chosen    # where the layout allows it (_prefix_plan)
+        return chosen               # three-phase, hier: where the layout allows them (_prefix_plan)
     if ctx.nnodes > 1 and requested not in P.REDUCTION_ACROSS[coll]:
         raise ArgumentError("upc.all_%s: algorithm %r runs inside one node; this communicator spans %d nodes, "
                             "where it runs %s" % (coll, requested, ctx.nnodes, " or ".join(P.REDUCTION_ACROSS[coll])))
@@ -332,7 +337,7 @@ def _prefix_plan(key, dst, src, op, nelems, blk_size, func, flags, algorithm):
             if ctx.nnodes == 1 and oper.code is not None:
                 return _prefix_program(key, ctx, s, d, oper, flags, in_mode, out_mode, nelems)
             return _three_phase(key, ctx, s, d, oper, out_mode, nelems, agreed)
-        if alg == "three-phase":
+        if _requested("prefix_reduce", algorithm)[0] == "three-phase":
             raise ArgumentError("%s: algorithm 'three-phase' needs each rank's elements to be one run, in rank "
                                 "order, and nodes of consecutive ranks" % what)
     first, count = layout.runs(ctx.rank, lo, hi)
