@@ -176,8 +176,12 @@ def test_reduce_and_prefix():
                 for root in range(P):
                     upc.all_reduce((out, root), src, op, n, block)
                     assert out[root] == want, (op, block, out[root], want)
+            exscans = sum(pgascol.stats(COMM).get("Exscan", {}).values())
             upc.all_prefix_reduce(dst, src, upc.ADD, n, block)
             assert (dst[:] == np.cumsum(vals)).all()
+            # across nodes, with one run per rank in rank order, the default is hier: one Exscan
+            hier = MULTI and (block in ("*", 0) or n <= block * P)
+            assert sum(pgascol.stats(COMM).get("Exscan", {}).values()) - exscans == int(hier), (block, hier)
             mats = (vals % 5 + 1) * 1000 + vals
             _fresh()
             for lo, hi in src.owned():
