@@ -51,6 +51,16 @@ def test_split_and_rebuild_every_format(fmt):
     G = formats.check(A, fmt, (3, 2) if fmt == "bsr" else None)
     counts, fields = formats.split(G, fmt, 3)
     assert len(counts) == 3 and all(len(f[0]) for f in fields)
+    if fmt == "dia":                    # per rank: its rows of the diagonals that cross them
+        ends = [np.cumsum([0] + kind) for _, kind, _ in fields]
+        parts = []
+        for r in range(3):
+            length, idx, val = (f[0][e[r]:e[r + 1]] for f, e in zip(fields, ends))
+            piece = dict(ptr=np.concatenate(([0], np.cumsum(length))), idx=idx, val=val)
+            parts.append(formats.to_scipy(fmt, G.shape, None, None, piece, sum(counts[:r]), counts[r]))
+            assert parts[-1].shape == (counts[r], 12) and parts[-1].format == "dia"
+        assert abs(sp.vstack(parts) - A).max() == 0
+        return
     ptr = np.concatenate(([0], np.cumsum(fields[0][0])))
     piece = dict(ptr=ptr, idx=fields[1][0], val=fields[2][0])
     whole = formats.to_scipy(fmt, G.shape, formats.uplo_of(G, fmt), (3, 2), piece, 0, sum(counts))
@@ -88,8 +98,15 @@ def test_kernels_against_scipy(dt, idt):
     y = np.zeros(9 * k, dt)
     _kernels.coo(rows, idx, A.data, x.reshape(-1), k, y, k, k, dt(1), False)
     assert np.allclose(y.reshape(9, k), A @ x, atol=tol)
-    D = sp.dia_array(A)
-    y = np.zeros(9 * k, dt)
-    _kernels.dia(D.offsets.astype(idt), np.ascontiguousarray(D.data[:, :7]).reshape(-1), 7, 9, 7,
-                 x.reshape(-1), k, y, k, k, dt(1), False, False)
-    assert np.allclose(y.reshape(9, k), A @ x, atol=tol)
+    # DIA by rows, rows 2..7 (a piece of 6 rows at lo = 2) against the same rows of A
+    off = np.unique(sp.coo_array(A).col - sp.coo_array(A).row).astype(idt)
+    val = np.stack([np.concatenate([A[[i], [i + o]] if 0 <= i + o < 7 else [0] for i in range(2, 8)])
+                    for o in off]).astype(dt).reshape(-1)
+    runs = np.array([(d, i0, i1, 2 + i0 + o) for d, o in enumerate(off)
+                     for i0, i1 in [(max(0, -2 - o), min(6, 7 - 2 - o))] if i1 > i0], np.int64).reshape(-1)
+    y = np.ones(6 * k, dt)
+    _kernels.dia_gather(runs, val, 6, x.reshape(-1), k, k, y, k, k, dt(2), dt(3), False)
+    assert np.allclose(y.reshape(6, k), 2 * (A[2:8] @ x) + 3, atol=tol)
+    z = np.zeros(7 * k, dt)
+    _kernels.dia_scatter(runs, val, 6, xt[2:8].reshape(-1), k, z, k, k, k, dt(1), True)
+    assert np.allclose(z.reshape(7, k), A[2:8].conj().T @ xt[2:8], atol=tol)

@@ -6,8 +6,8 @@ dense operands are row-major, element (i, t) of x at x[i*sx + t] (or at
 x[xi[p] + t] where the caller has folded the row stride into remapped
 indices), of y at y[i*ldy + t]. Two shapes of loop:
 
-- gather (a row-compressed piece times x: CSR, BSR, skyline by rows, and
-  the transposes of the column-compressed ones): y[i] = beta*y[i] +
+- gather (a row-compressed piece times x: CSR, BSR, skyline by rows, DIA
+  by row blocks, and the transposes of the column-compressed ones): y[i] = beta*y[i] +
   alpha * sum_p a_p x[col_p], one pass over each output row, beta = 0
   never reading y (so garbage in y cannot leak in);
 - scatter (a compressed piece transposed: y[col_p] += alpha * a_p x[i]):
@@ -133,9 +133,10 @@ def bsr_gather(const index[::1] ptr, const index[::1] bidx, const scalar[::1] va
 
 
 def bsr_scatter(const index[::1] ptr, const index[::1] bidx, const scalar[::1] val, Py_ssize_t R, Py_ssize_t C,
-                const scalar[::1] x, Py_ssize_t ldx, scalar[::1] y, Py_ssize_t ldy, Py_ssize_t k,
+                const scalar[::1] x, Py_ssize_t ldx, scalar[::1] y, Py_ssize_t sy, Py_ssize_t ldy, Py_ssize_t k,
                 scalar alpha, bint conj):
-    """The transpose: y[(bidx_p*C + c)*ldy + t] += alpha * a_p[r, c] x[(I*R + r)*ldx + t]."""
+    """The transpose: y[bidx_p*sy + c*ldy + t] += alpha * a_p[r, c] x[(I*R + r)*ldx + t]
+    (sy: y's stride per block column, C*ldy unless remapped)."""
     cdef Py_ssize_t mb = ptr.shape[0] - 1, I, p, r, c, t, xo, yo
     cdef scalar a
     with nogil:
@@ -145,7 +146,7 @@ def bsr_scatter(const index[::1] ptr, const index[::1] bidx, const scalar[::1] v
                     xo = (I * R + r) * ldx
                     for c in range(C):
                         a = alpha * cj(val[(p * R + r) * C + c], conj)
-                        yo = (bidx[p] * C + c) * ldy
+                        yo = bidx[p] * sy + c * ldy
                         for t in range(k):
                             y[yo + t] = y[yo + t] + a * x[xo + t]
 
@@ -185,25 +186,77 @@ def sky_scatter(const index[::1] ptr, const index[::1] first, const scalar[::1] 
                     y[yo + q * ldy + t] = y[yo + q * ldy + t] + a * x[i * ldx + t]
 
 
-def dia(const index[::1] offsets, const scalar[::1] data, Py_ssize_t width, Py_ssize_t m, Py_ssize_t n,
-        const scalar[::1] x, Py_ssize_t ldx, scalar[::1] y, Py_ssize_t ldy, Py_ssize_t k,
-        scalar alpha, bint trans, bint conj):
-    """scipy's DIA: data[d*width + j] is A[j - offsets_d, j]. Not trans:
-    y[j - off] += alpha a x[j]; trans: y[j] += alpha a x[j - off]."""
-    cdef Py_ssize_t d, j, j0, j1, t, off, xo, yo
+cdef inline Py_ssize_t chunk_rows(Py_ssize_t k) noexcept nogil:
+    """Rows of y (or x) kept in cache while every diagonal passes over them."""
+    return 8192 // k if k < 128 else 64
+
+
+def dia_gather(const long long[::1] runs, const scalar[::1] val, Py_ssize_t nl,
+               const scalar[::1] x, Py_ssize_t sx, Py_ssize_t ldx, scalar[::1] y, Py_ssize_t ldy, Py_ssize_t k,
+               scalar alpha, scalar beta, bint conj):
+    """A DIA piece of nl rows, diagonal d's values val[d*nl + i] for local
+    row i, read as runs (d, i0, i1, base): rows i0 <= i < i1 of diagonal d
+    read x[base*sx + (i - i0)*ldx + t]. y[i*ldy + t] = beta*y + alpha *
+    sum over the runs, by chunks of rows (each chunk scaled by beta, then
+    every run passes over it while it is in cache; beta 0: y not read)."""
+    cdef Py_ssize_t nruns = runs.shape[0] // 4, step = chunk_rows(k), c0, c1, q, d, i, i0, a0, a1, t, xo, yo
     cdef scalar a
     with nogil:
-        for d in range(offsets.shape[0]):
-            off = offsets[d]
-            j0 = off if off > 0 else 0                  # rows j - off >= 0
-            j1 = m + off if m + off < n else n          # rows j - off < m, columns j < n
-            if j1 > width:
-                j1 = width
-            for j in range(j0, j1):
-                a = alpha * cj(data[d * width + j], conj)
-                if trans:
-                    xo, yo = (j - off) * ldx, j * ldy
-                else:
-                    xo, yo = j * ldx, (j - off) * ldy
+        c0 = 0
+        while c0 < nl:
+            c1 = c0 + step if c0 + step < nl else nl
+            if beta != 1:
+                for i in range(c0, c1):
+                    for t in range(k):
+                        y[i * ldy + t] = 0 if beta == 0 else beta * y[i * ldy + t]
+            for q in range(nruns):
+                d, i0 = runs[4 * q], runs[4 * q + 1]
+                a0 = i0 if i0 > c0 else c0
+                a1 = runs[4 * q + 2] if runs[4 * q + 2] < c1 else c1
+                for i in range(a0, a1):
+                    a = alpha * cj(val[d * nl + i], conj)
+                    xo, yo = runs[4 * q + 3] * sx + (i - i0) * ldx, i * ldy
+                    for t in range(k):
+                        y[yo + t] = y[yo + t] + a * x[xo + t]
+            c0 = c1
+
+
+def dia_scatter(const long long[::1] runs, const scalar[::1] val, Py_ssize_t nl,
+                const scalar[::1] x, Py_ssize_t ldx, scalar[::1] y, Py_ssize_t sy, Py_ssize_t ldy, Py_ssize_t k,
+                scalar alpha, bint conj):
+    """The transpose of dia_gather: y[base*sy + (i - i0)*ldy + t] += alpha
+    a x[i*ldx + t] for the runs' rows i of the piece, by chunks of rows."""
+    cdef Py_ssize_t nruns = runs.shape[0] // 4, step = chunk_rows(k), c0, c1, q, d, i, i0, a0, a1, t, xo, yo
+    cdef scalar a
+    with nogil:
+        c0 = 0
+        while c0 < nl:
+            c1 = c0 + step if c0 + step < nl else nl
+            for q in range(nruns):
+                d, i0 = runs[4 * q], runs[4 * q + 1]
+                a0 = i0 if i0 > c0 else c0
+                a1 = runs[4 * q + 2] if runs[4 * q + 2] < c1 else c1
+                for i in range(a0, a1):
+                    a = alpha * cj(val[d * nl + i], conj)
+                    xo, yo = i * ldx, runs[4 * q + 3] * sy + (i - i0) * ldy
+                    for t in range(k):
+                        y[yo + t] = y[yo + t] + a * x[xo + t]
+            c0 = c1
+
+
+def sky_runs_scatter(const long long[::1] runs, const index[::1] ptr, const scalar[::1] val,
+                     const scalar[::1] x, Py_ssize_t ldx, scalar[::1] y, Py_ssize_t sy, Py_ssize_t ldy,
+                     Py_ssize_t k, scalar alpha, bint conj):
+    """sky_scatter read as runs (i, q0, q1, base): values q0 <= q < q1 of
+    line i go to y[base*sy + (q - q0)*ldy + t] += alpha a x[i*ldx + t]."""
+    cdef Py_ssize_t nruns = runs.shape[0] // 4, n, i, q, q0, t, xo, yo
+    cdef scalar a
+    with nogil:
+        for n in range(nruns):
+            i, q0 = runs[4 * n], runs[4 * n + 1]
+            xo = i * ldx
+            for q in range(q0, runs[4 * n + 2]):
+                a = alpha * cj(val[ptr[i] + q], conj)
+                yo = runs[4 * n + 3] * sy + (q - q0) * ldy
                 for t in range(k):
                     y[yo + t] = y[yo + t] + a * x[xo + t]

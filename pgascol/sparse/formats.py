@@ -13,7 +13,14 @@ lengths in entries, from which the receiver rebuilds the offsets):
   coo:      len (rows, as CSR), idx (column), val
   bsr:      len (blocks per block row), idx (block column), val (R*C per block)
   sky:      len, first (global index of each line's first entry), val
-  dia:      len (width per diagonal, constant), idx (offset), val (width per diagonal)"""
+  dia:      len (the rank's rows, per diagonal), idx (offset), val (per diagonal,
+            its entries in the rank's rows: val[d*rows + i] is A[lo+i, lo+i+offset_d])
+
+DIA is split by row blocks, as the row formats: a rank keeps, of every
+diagonal that crosses its rows, the part in its rows (zero where the column
+falls outside A), so that y = A x is written in place and x needs only a
+halo. Its fields' per-rank element counts are given explicitly (split's
+kind a list) since its lines (rows) are not its arrays' units (diagonals)."""
 import numpy as np
 import scipy.sparse as sp
 
@@ -29,9 +36,7 @@ def index_dtype(*sizes):
 
 
 def axis(fmt, uplo):
-    """Which dimension the format distributes: "row", "col" or "diag"."""
-    if fmt == "dia":
-        return "diag"
+    """Which dimension the format distributes: "row" or "col"."""
     if fmt == "csc" or (fmt == "sky" and uplo == "U"):
         return "col"
     return "row"
@@ -130,12 +135,25 @@ def uplo_of(G, fmt):
 
 
 def line_weights(G, fmt):
-    """Entries per line of the canonical global matrix (skyline: its envelope)."""
+    """Entries per line of the canonical global matrix (skyline: its
+    envelope; DIA: the diagonals crossing each row inside A, its work)."""
     if fmt == "dia":
-        return np.full(len(G.offsets), G.shape[1])
+        m, n = G.shape
+        starts, ends = _dia_rows(G.offsets, m, n)
+        edges = np.zeros(m + 1, np.int64)
+        np.add.at(edges, starts, 1)
+        np.add.at(edges, ends, -1)
+        return np.cumsum(edges[:-1])
     if fmt == "sky":
         return _skyline(G)[0]
     return np.diff(G.indptr)
+
+
+def _dia_rows(offsets, m, n):
+    """The rows [start, end) in which each diagonal has its column inside A."""
+    off = np.asarray(offsets, np.int64)
+    starts = np.clip(-off, 0, m)
+    return starts, np.maximum(np.clip(n - off, 0, m), starts)
 
 
 def _skyline(G):
@@ -158,20 +176,13 @@ def _skyline(G):
 
 
 def split(G, fmt, nranks):
-    """(lines per rank, [(global array, per-line or per-entry, unit)]):
-    each rank's piece a contiguous slice of every array. unit: elements per
-    entry (R*C for BSR values, the width for DIA's)."""
-    if fmt == "dia":
-        width = G.shape[1]
-        data = np.zeros((len(G.offsets), width), G.dtype)
-        w = min(width, G.data.shape[1])
-        data[:, :w] = G.data[:, :w]
-        order = np.argsort(np.arange(len(G.offsets)) % nranks, kind="stable")     # cyclically
-        per_rank = np.bincount(np.arange(len(G.offsets)) % nranks, minlength=nranks).tolist()
-        lens = np.full(len(G.offsets), width)
-        return per_rank, [(lens, "line", 1), (np.asarray(G.offsets)[order], "line", 1),
-                          (data[order].reshape(-1), "line", width)]
+    """(lines per rank, [(global array, kind, unit)]): each rank's piece a
+    contiguous slice of every array; kind "line" or "entry" (per line, per
+    entry) or the elements of each rank (DIA). unit: elements per entry
+    (R*C for BSR values)."""
     counts = balanced(line_weights(G, fmt), nranks)
+    if fmt == "dia":
+        return counts, _dia_split(G, counts)
     if fmt == "sky":
         length, first, val = _skyline(G)
         return counts, [(length, "line", 1), (first, "line", 1), (val, "entry", 1)]
@@ -180,13 +191,41 @@ def split(G, fmt, nranks):
                     (np.ascontiguousarray(G.data).reshape(-1), "entry", unit)]
 
 
+def _dia_split(G, counts):
+    """DIA's fields by row blocks: rank r keeps the diagonals that cross its
+    rows [lo, hi) inside A, each as its hi - lo values by row."""
+    m, n = G.shape
+    off = np.asarray(G.offsets, np.int64)
+    starts, ends = _dia_rows(off, m, n)
+    byrow = np.zeros((len(off), m), G.dtype)       # byrow[d, i] = A[i, i + off_d]
+    for d, o in enumerate(off):                     # (a loop over diagonals, not rows)
+        j0, j1 = starts[d] + o, min(ends[d] + o, G.data.shape[1])
+        if j1 > j0:
+            byrow[d, starts[d]:starts[d] + j1 - j0] = G.data[d, j0:j1]
+    bounds = np.concatenate(([0], np.cumsum(counts)))
+    lens, offs, vals = [], [], []
+    for lo, hi in zip(bounds[:-1], bounds[1:]):     # (a loop over ranks)
+        keep = (np.maximum(starts, lo) < np.minimum(ends, hi)).nonzero()[0]
+        lens.append(np.full(len(keep), hi - lo))
+        offs.append(off[keep])
+        vals.append(byrow[keep, lo:hi].reshape(-1))
+    return [(np.concatenate(lens), [len(a) for a in lens], 1), (np.concatenate(offs), [len(a) for a in offs], 1),
+            (np.concatenate(vals), [len(a) for a in vals], 1)]
+
+
 def to_scipy(fmt, shape, uplo, blocksize, piece, lo, nlines):
     """A piece as a scipy matrix of the global shape restricted to its lines
     (rows [lo, lo+nlines) by rows, columns by columns; DIA: its diagonals)."""
     ptr, idx, val = piece["ptr"], piece["idx"], piece["val"]
     m, n = shape
-    if fmt == "dia":
-        return sp.dia_array((val.reshape(len(idx), n), idx), shape=shape)
+    if fmt == "dia":                                # my rows, as scipy's DIA of nlines x n
+        off = np.asarray(idx, np.int64)
+        starts, ends = _dia_rows(off + lo, nlines, n)
+        data = np.zeros((len(off), n), val.dtype)
+        rows = val.reshape(len(off), nlines)
+        for d, o in enumerate(off + lo):            # local row i, column i + o: data[d, i + o]
+            data[d, starts[d] + o:ends[d] + o] = rows[d, starts[d]:ends[d]]
+        return sp.dia_array((data, off + lo), shape=(nlines, n))
     if fmt == "sky":
         length = np.diff(ptr)
         line = np.repeat(np.arange(nlines), length)

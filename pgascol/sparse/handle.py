@@ -48,7 +48,7 @@ class SparseMatrix:
     def _vector_counts(self):
         """Rows and columns per rank: the distributed dimension as the lines
         go, the other one like it when A is square (so that y = A x and x
-        share a layout), else evenly; DIA evenly."""
+        share a layout), else evenly."""
         m, n = self.shape
         P = self._ctx.size
         if self.format == "bsr":
@@ -57,9 +57,7 @@ class SparseMatrix:
             return rows, (rows if (m, R) == (n, C) else formats.even(n, P, C))
         if self.axis == "row":
             return self.line_counts, (self.line_counts if m == n else formats.even(n, P))
-        if self.axis == "col":
-            return (self.line_counts if m == n else formats.even(m, P)), self.line_counts
-        return formats.even(m, P), formats.even(n, P)
+        return (self.line_counts if m == n else formats.even(m, P)), self.line_counts
 
     # ------------------------------------------------------------ lifetime
 
@@ -116,13 +114,17 @@ class SparseMatrix:
         return self._piece["rows"]
 
     def _window(self):
-        """Skyline: the range [lo, hi) of indices that my lines touch."""
+        """Skyline and DIA: the range [lo, hi) of indices that my lines touch."""
         if "window" not in self._plans:
-            p = self._piece
-            lens = np.diff(p["ptr"])
-            ne = lens > 0
-            first = p["idx"][ne]
-            self._plans["window"] = ((int(first.min()), int((first + lens[ne]).max())) if ne.any() else (0, 0))
+            if self.format == "dia":
+                _, i0, i1, first, _ = plan.dia_runs(self, [0, self.shape[1]])
+                last = first + i1 - i0
+            else:
+                p = self._piece
+                lens = np.diff(p["ptr"])
+                first = p["idx"][lens > 0]
+                last = first + lens[lens > 0]
+            self._plans["window"] = (int(first.min()), int(last.max())) if len(first) else (0, 0)
         return self._plans["window"]
 
     def _plan(self, D, scatter=False):
@@ -138,7 +140,8 @@ class SparseMatrix:
             counts = self.col_counts if self.axis == "row" else self.row_counts
             me = self._ctx.rank
             direct = [r == me for r in range(self._ctx.size)] if scatter else self._ctx.on_node
-            ex = plan.Exchange(self, counts, p["idx"], unit, direct)
+            units = np.arange(*self._window()) if self.format in ("dia", "sky") else p["idx"]
+            ex = plan.Exchange(self, counts, units, unit, direct)
             self._plans[name] = ex if not scatter or ex.narrow(self, sum(counts) * unit) else None
         ex = self._plans[name]
         if ex is None:
@@ -146,11 +149,14 @@ class SparseMatrix:
         _, starts = D.a.node_segment()
         key = ("remap", name, D.ld, starts.tobytes())
         if key not in self._plans:
+            if sum(1 for k in self._plans if k[0] == "remap") >= 4:      # a few layouts of x at most
+                self._plans = {k: v for k, v in self._plans.items() if k[0] != "remap"}
+            if self.format in ("dia", "sky"):
+                self._plans[key] = plan.RunRemap(self, ex, starts, D.ld)
+                return ex, self._plans[key]
             val = p["val"].reshape(-1, self.blocksize[0] * self.blocksize[1]) if self.format == "bsr" else p["val"]
             rows = self._rows() if self.format == "coo" else None
             ptr = None if self.format == "coo" else p["ptr"]
-            if sum(1 for k in self._plans if k[0] == "remap") >= 4:      # a few layouts of x at most
-                self._plans = {k: v for k, v in self._plans.items() if k[0] != "remap"}
             self._plans[key] = plan.Remap(self, ex, len(p["ptr"]) - 1, ptr, p["idx"], val, rows, starts, D.ld)
         return ex, self._plans[key]
 
@@ -158,7 +164,7 @@ class SparseMatrix:
 
     def local(self):
         """This rank's piece as a scipy matrix: its rows (m_local x n) by
-        rows, its columns (m x n_local) by columns, its diagonals (m x n) DIA."""
+        rows (DIA too), its columns (m x n_local) by columns."""
         self._live()
         return formats.to_scipy(self.format, self.shape, self.uplo, self.blocksize, self._piece, self.lo,
                                 self.line_counts[self._ctx.rank])
@@ -246,6 +252,9 @@ def _meta(G, fmt, counts, fields):
     ptr = np.concatenate(([0], np.cumsum(fields[0][0])))       # where each line's entries start
     per = []
     for a, kind, unit in fields:
+        if isinstance(kind, list):                            # given per rank (DIA)
+            per.append(kind)
+            continue
         ends = bounds if kind == "line" else ptr[bounds]
         per.append((np.diff(ends) * unit).tolist())
     dtypes = [idt.str, idt.str, np.dtype(G.dtype).str]

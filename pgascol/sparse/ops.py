@@ -1,8 +1,8 @@
 """SpMV and SpMM on the handles: y <- alpha op(A) x + beta y.
 
 Which way the data go depends only on whether op(A)'s rows are the
-handle's lines (`aligned`: CSR, COO, BSR, lower skyline not transposed;
-CSC, upper skyline transposed):
+handle's lines (`aligned`: CSR, COO, BSR, DIA, lower skyline not
+transposed; CSC, upper skyline transposed):
 
 - aligned: each rank computes its own rows of y in place, reading the x
   entries its lines touch. Formats with explicit indices (CSR, CSC, COO,
@@ -12,16 +12,20 @@ CSC, upper skyline transposed):
   those of other nodes go to a halo buffer filled by neighbour messages
   of only the needed entries (Isend/Irecv on the handle's own
   communicator), posted before the node part is multiplied and waited
-  for after it (PETSc's split of the local matrix). Skyline lines touch a
-  contiguous range of x: it is read into a window (GlobalArray.get).
+  for after it (PETSc's split of the local matrix). DIA's row block
+  touches one contiguous range of x: the same plan over that range, its
+  diagonals read as runs (plan.RunRemap: a diagonal's rows whose x
+  entries one rank owns, read in place on the node, from the halo off
+  it). Skyline lines touch a contiguous range of x: it is read into a
+  window (GlobalArray.get).
 - not aligned (the transposes of row formats, CSC and upper skyline not
-  transposed): CSC, CSR and COO by the plan's exchange reversed
+  transposed): CSC, CSR, COO and DIA by the plan's exchange reversed
   (plan.scatter: contributions to my own rows of y added in place, those
   to other ranks' rows sent to their owners) when the halos are narrow;
-  otherwise, and for BSR, skyline and DIA, each rank multiplies its lines
-  by its own x part (DIA: by the x range its diagonals touch), into a
-  private partial y of full length, and the communicator's Reduce_scatter
-  sums the partials into y's layout (Allreduce when y is replicated).
+  otherwise, and for BSR and skyline, each rank multiplies its lines
+  by its own x part into a private partial y of full length, and the
+  communicator's Reduce_scatter sums the partials into y's layout
+  (Allreduce when y is replicated).
 
 Synchronisation: every product begins with a PGAS barrier (the first
 step of its collective argument check: whatever every rank wrote to x
@@ -55,7 +59,7 @@ from ..pgas.layout import Irregular
 from . import _kernels, plan
 
 TRANS = ("N", "T", "C")
-SCATTERED = ("csr", "csc", "coo")     # not aligned: plan.scatter when narrow (else a partial y, Reduce_scatter)
+SCATTERED = ("csr", "csc", "coo", "bsr", "dia", "sky")   # not aligned: plan.scatter when narrow (else a partial y, Reduce_scatter)
 
 
 def mv(A, x, y, alpha=1, beta=1, trans="N"):
@@ -150,7 +154,7 @@ def _scalar(v, dtype, what):
 
 def _apply(A, x, y, alpha, beta, trans, matrices):
     X, Y, alpha, beta = _check(A, x, y, alpha, beta, trans, matrices)
-    aligned = A.axis != "diag" and (A.axis == "row") == (trans == "N")
+    aligned = (A.axis == "row") == (trans == "N")
     xcounts, ycounts = (A.col_counts, A.row_counts) if trans == "N" else (A.row_counts, A.col_counts)
     guard, what = plan.Guard(), "pgascol.sparse." + ("mm" if matrices else "mv")
     if not X.glob:
@@ -237,37 +241,31 @@ def _gather(A, X, Y, alpha, beta, conj, guard):
 
 
 def _reduce(A, X, Y, alpha, beta, trans, ycounts, guard):
-    """Not aligned (or DIA): partial y of full length, then Reduce_scatter
-    (entered by a rank whose local work failed too, with zeros)."""
+    """Not aligned: the reversed exchange where it is narrow, else a partial
+    y of full length, then Reduce_scatter (entered by a rank whose local
+    work failed too, with zeros)."""
     ex, rm = A._plan(Y, scatter=True) if A.format in SCATTERED else (None, None)
     if ex is not None:
         return plan.scatter(A, ex, rm, X, Y, alpha, beta, conj=trans == "C", guard=guard)
     k = X.k
     partial = np.zeros(Y.rows * k, A.dtype)
-    if A.format == "dia":
-        x = np.empty(X.rows * X.ld, A.dtype)
-        if len(x):
-            guard.run(X.a.get, 0, x)
-    else:
-        x = _flat(X)
-    guard.run(_scatter_local, A, x, X.ld, partial, k, alpha, trans)
+    guard.run(_scatter_local, A, _flat(X), X.ld, partial, k, alpha, trans)
     mine = np.empty(ycounts[A._ctx.rank] * k, A.dtype)
     A.comm.Reduce_scatter(partial, mine, recvcounts=[c * k for c in ycounts])
     guard.run(plan.axpby, _flat(Y).reshape(-1, Y.ld)[:, :k], beta, mine.reshape(-1, k))
 
 
 def _scatter_local(A, x, ldx, partial, k, alpha, trans):
-    """partial += alpha op(my piece) x (x: my lines' rows, DIA: all of x)."""
+    """partial += alpha op(my piece) x (x: my lines' rows)."""
     p, conj = A._piece, trans == "C"
     fmt = A.format
     if fmt == "dia":
-        m, n = A.shape
-        _kernels.dia(p["idx"], p["val"], n, m, n, x, ldx, partial, k, k, alpha, trans != "N", conj)
+        plan.scatter_kernel(A, plan.dia_part(A, len(partial) // k), x, ldx, partial, k, k, k, alpha, conj)
     elif fmt == "sky":
         _kernels.sky_scatter(p["ptr"], p["idx"], p["val"], x, ldx, partial, k, 0, k, alpha, conj)
     elif fmt == "bsr":
         R, C = A.blocksize
-        _kernels.bsr_scatter(p["ptr"], p["idx"], p["val"], R, C, x, ldx, partial, k, k, alpha, conj)
+        _kernels.bsr_scatter(p["ptr"], p["idx"], p["val"], R, C, x, ldx, partial, C * k, k, k, alpha, conj)
     elif fmt == "coo":
         _kernels.coo(p["idx"], A._rows(), p["val"], x, ldx, partial, k, k, alpha, conj)
     else:
@@ -286,7 +284,7 @@ def _replicated(A, X, Y, alpha, beta, trans, aligned, ycounts, guard):
         A.comm.Allgatherv(mine, [y, [c * k for c in ycounts]])
         return
     partial = np.zeros(Y.rows * k, A.dtype)
-    guard.run(_scatter_local, A, x if A.format == "dia" else x[A.lo * k:], k, partial, k, alpha, trans)
+    guard.run(_scatter_local, A, x[A.lo * k:], k, partial, k, alpha, trans)
     total = np.empty_like(partial)
     A.comm.Allreduce(partial, total)
     guard.run(plan.axpby, y, beta, total)
@@ -299,5 +297,8 @@ def _gather_replicated(A, x, y, k, alpha, beta, conj):
     if A.format == "sky":
         _kernels.sky_gather(p["ptr"], p["idx"], p["val"], x, k, 0, y, k, k, alpha, beta, conj)
         return
-    rows = A._rows() if A.format == "coo" else None
-    plan.kernel(A, (p["ptr"], p["idx"], p["val"], rows), x, k * A._unit, k, y, k, k, alpha, beta, conj)
+    if A.format == "dia":
+        part = plan.dia_part(A, A.shape[1])
+    else:
+        part = (p["ptr"], p["idx"], p["val"], A._rows() if A.format == "coo" else None)
+    plan.kernel(A, part, x, k * A._unit, k, y, k, k, alpha, beta, conj)

@@ -30,7 +30,8 @@ class Exchange:
         self.unit = unit
         self.xoff = np.concatenate(([0], np.cumsum(xcounts))).astype(np.int64)
         self.owner = np.searchsorted(self.xoff, units.astype(np.int64) * unit, side="right") - 1
-        self.on = np.asarray(direct, bool)[self.owner] if len(units) else np.ones(0, bool)
+        self.direct = np.asarray(direct, bool)
+        self.on = self.direct[self.owner] if len(units) else np.ones(0, bool)
         self.halo = np.unique(units[~self.on]).astype(np.int64)
         self.sources, self.send = [], []
         if all(direct):
@@ -100,6 +101,69 @@ class Remap:
             self.off = _part_of(off, lines, ptr, h, val, rows, idt)
 
 
+class RunRemap:
+    """A DIA or skyline piece's runs (dia_runs, sky_runs: stretches of
+    consecutive indices of x, or of y when scattering, that one rank owns)
+    split as Remap splits a piece: those on the node, their base an element
+    offset into the node's segment (row stride ld), and those of the halo,
+    their base an index into the halo."""
+
+    def __init__(self, A, ex, starts, ld):
+        runs = dia_runs if A.format == "dia" else sky_runs
+        line, q0, q1, first, owner = runs(A, ex.xoff)
+        on = ex.direct[owner]
+        base = np.where(on, starts[owner] + (first - ex.xoff[owner]) * ld, np.searchsorted(ex.halo, first))
+        table = np.stack([line, q0, q1, base], 1).astype(np.int64)
+        self.node = _runs_part(A, table[on])
+        self.has_off = not on.all()
+        self.off = _runs_part(A, table[~on])
+
+
+def _runs_part(A, table):
+    """What the run kernels take: (runs flat, values, rows of the piece or its offsets)."""
+    p = A._piece
+    return table.reshape(-1), p["val"], (A.line_counts[A._ctx.rank] if A.format == "dia" else p["ptr"])
+
+
+def sky_runs(A, bounds):
+    """A skyline piece read as runs: each line's stretch of indices first ..
+    first + length - 1 cut where it crosses a bound (a rank's part):
+    arrays (line, q0, q1, first index, r), values q0 <= q < q1 of the line."""
+    bounds = np.asarray(bounds, np.int64)
+    p = A._piece
+    lens = np.diff(p["ptr"]).astype(np.int64)
+    lines = np.nonzero(lens)[0]
+    f, e = p["idx"][lines].astype(np.int64), p["idx"][lines] + lens[lines]
+    r0 = np.searchsorted(bounds, f, side="right") - 1
+    cnt = np.searchsorted(bounds, e - 1, side="right") - r0
+    at = np.repeat(np.arange(len(lines)), cnt)
+    r = r0[at] + np.arange(len(at)) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+    u0, u1 = np.maximum(f[at], bounds[r]), np.minimum(e[at], bounds[r + 1])
+    return lines[at], u0 - f[at], u1 - f[at], u0, r
+
+
+def dia_runs(A, bounds):
+    """A DIA piece read by runs: for every diagonal d and every range
+    [bounds[r], bounds[r+1]) of indices of x (a rank's part), the rows i0 <=
+    i < i1 of my piece whose column i + lo + offset_d lies in it, from index
+    `first` on: arrays (d, i0, i1, first, r). bounds from 0 to n: rows
+    whose column falls outside A are in no run."""
+    bounds = np.asarray(bounds, np.int64)
+    nl = A.line_counts[A._ctx.rank]
+    shift = A._piece["idx"].astype(np.int64)[:, None] + A.lo     # row i's column: i + shift
+    i0 = np.clip(bounds[None, :-1] - shift, 0, nl)
+    i1 = np.clip(bounds[None, 1:] - shift, 0, nl)
+    d, r = np.nonzero(i1 > i0)
+    return d, i0[d, r], i1[d, r], i0[d, r] + shift[d, 0], r
+
+
+def dia_part(A, n):
+    """The runs of my DIA piece over the whole of an x of n indices (one
+    part, base the index itself): for replicated x or a partial y."""
+    d, i0, i1, first, _ = dia_runs(A, [0, n])
+    return _runs_part(A, np.stack([d, i0, i1, first], 1).astype(np.int64))
+
+
 def _part_of(mask, lines, ptr, idx, val, rows, idt):
     """(ptr, idx, val, rows) of the entries in mask, in their order."""
     if ptr is not None:
@@ -143,11 +207,11 @@ def scatter(A, ex, rm, X, Y, alpha, beta, conj, guard):
     got = [np.empty(len(rows) * k, A.dtype) for _, rows in ex.send]
     reqs = [(s, A._mpi.Irecv(buf, source=s, tag=8)) for (s, _), buf in zip(ex.send, got)]
     if rm.has_off:
-        guard.run(scatter_kernel, A, rm.off, x, X.ld, halo, k * unit, k, alpha, conj)
+        guard.run(scatter_kernel, A, rm.off, x, X.ld, halo, k * unit, k, k, alpha, conj)
     w = unit * k
     reqs += [(r, A._mpi.Isend(halo[a * w:b * w], dest=r, tag=8)) for r, a, b in ex.sources]
     guard.run(axpby, mine, beta, 0)
-    guard.run(scatter_kernel, A, rm.node, x, X.ld, ys, 1, k, alpha, conj)
+    guard.run(scatter_kernel, A, rm.node, x, X.ld, ys, 1, Y.ld, k, alpha, conj)
     ex.finish(A, reqs)                  # bounded; the halo (sent) lives until here
     for (_, rows), buf in zip(ex.send, got):
         guard.run(_add_rows, mine, rows, buf.reshape(-1, k))
@@ -157,13 +221,26 @@ def _add_rows(mine, rows, add):
     mine[rows] += add                   # rows: distinct (one sender's), so no add.at needed
 
 
-def scatter_kernel(A, part, x, sx, y, ldy, k, alpha, conj):
-    """y[idx_p*ldy + t] += alpha op(a_p) x[line*sx + t] for a remapped part."""
+def scatter_kernel(A, part, x, ldx, y, sy, ldy, k, alpha, conj):
+    """y[idx_p*sy + t] += alpha op(a_p) x[line*ldx + t] for a remapped part
+    (BSR: a block's column c at y[idx_p*sy + c*ldy]; DIA, skyline: a run's
+    entries from y[base*sy] on, row stride ldy)."""
+    if A.format == "dia":
+        runs, val, nl = part
+        _kernels.dia_scatter(runs, val, nl, x, ldx, y, sy, ldy, k, alpha, conj)
+        return
+    if A.format == "sky":
+        runs, val, ptr = part
+        _kernels.sky_runs_scatter(runs, ptr, val, x, ldx, y, sy, ldy, k, alpha, conj)
+        return
     ptr, idx, val, rows = part
-    if A.format == "coo":
-        _kernels.coo(idx, rows, val, x, sx, y, ldy, k, alpha, conj)
+    if A.format == "bsr":
+        R, C = A.blocksize
+        _kernels.bsr_scatter(ptr, idx, val, R, C, x, ldx, y, sy, ldy, k, alpha, conj)
+    elif A.format == "coo":
+        _kernels.coo(idx, rows, val, x, ldx, y, sy, k, alpha, conj)
     else:
-        _kernels.csr_scatter(ptr, idx, val, x, sx, y, ldy, k, alpha, conj)
+        _kernels.csr_scatter(ptr, idx, val, x, ldx, y, sy, k, alpha, conj)
 
 
 class Guard:
@@ -189,7 +266,12 @@ class Guard:
 def kernel(A, part, x, sx, ldx, y, ldy, k, alpha, beta, conj):
     """y = beta*y + alpha op(part) x for an aligned part (ptr, idx, val, rows):
     x's entry for index i, column c at x[i*sx + c] (sx: x's stride per
-    index, ldx its row stride where an index is an element offset)."""
+    index, ldx its row stride where an index is an element offset; DIA: a
+    run's rows from x[base*sx] on, row stride ldx)."""
+    if A.format == "dia":
+        runs, val, nl = part
+        _kernels.dia_gather(runs, val, nl, x, sx, ldx, y, ldy, k, alpha, beta, conj)
+        return
     ptr, idx, val, rows = part
     if A.format == "bsr":
         R, C = A.blocksize

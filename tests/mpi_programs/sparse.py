@@ -278,22 +278,24 @@ def test_mm_operands_in_other_layouts_are_redistributed():
 
 
 def test_the_halo_holds_only_entries_of_other_nodes_that_the_rows_touch():
-    """A tridiagonal matrix: a rank's rows touch one column past each end of
-    its range; those of ranks on its node are read in place (no halo), the
-    others arrive by message, and nothing else does."""
+    """A tridiagonal matrix, CSR and DIA (split by rows too): a rank's rows
+    touch one column past each end of its range; those of ranks on its node
+    are read in place (no halo), the others arrive by message, and nothing
+    else does."""
     n = 30
     G = sp.csr_array(sp.diags_array([np.ones(n - 1), 2 * np.ones(n), np.ones(n - 1)], offsets=[-1, 0, 1]))
-    with make(G, "csr", "root0") as A, A.vector("col", fill=1.0) as x, A.vector("row") as y:
-        sparse.mv(A, x, y, 1.0, 0.0)
-        close(y[:], G @ np.ones(n), np.float64, "tridiagonal")
-        ex = A._plans["exchange"]
-        ctx = A._ctx
-        lo, hi = A.lo, A.lo + A.row_counts[ME]
-        touched = {c for c in (lo - 1, hi) if 0 <= c < n and hi > lo}
-        owner = np.searchsorted(np.cumsum(A.col_counts), sorted(touched), side="right")
-        expected = sorted(c for c, r in zip(sorted(touched), owner) if not ctx.on_node[r])
-        assert ex.halo.tolist() == expected, (ex.halo, expected)
-        assert sum(len(rows) for _, rows in ex.send) == len(expected) or ctx.nnodes == 1
+    for fmt in ("csr", "dia"):
+        with make(G, fmt, "root0") as A, A.vector("col", fill=1.0) as x, A.vector("row") as y:
+            sparse.mv(A, x, y, 1.0, 0.0)
+            close(y[:], G @ np.ones(n), np.float64, "tridiagonal " + fmt)
+            ex = A._plans["exchange"]
+            ctx = A._ctx
+            lo, hi = A.lo, A.lo + A.row_counts[ME]
+            touched = {c for c in (lo - 1, hi) if 0 <= c < n and hi > lo}
+            owner = np.searchsorted(np.cumsum(A.col_counts), sorted(touched), side="right")
+            expected = sorted(c for c, r in zip(sorted(touched), owner) if not ctx.on_node[r])
+            assert ex.halo.tolist() == expected, (fmt, ex.halo, expected)
+            assert sum(len(rows) for _, rows in ex.send) == len(expected) or ctx.nnodes == 1
 
 
 FAILING = P - 1
@@ -309,12 +311,14 @@ def banded(n, dt=np.float64):
 
 
 def test_the_reversed_exchange_of_narrow_transposed_products():
-    """csc N, csr T, coo C on a banded matrix take plan.scatter (a Reduce_scatter
-    otherwise); against scipy, beta 0 and not, global and replicated."""
+    """csc N, csr T, coo C, bsr T, dia C, lower sky T and upper sky N on a
+    banded matrix take plan.scatter (a Reduce_scatter otherwise); against
+    scipy, beta 0 and not, global and replicated."""
     for dt in (np.float64, np.complex128):
-        G = banded(7 * P + 3, dt)
-        for fmt, trans in (("csc", "N"), ("csr", "T"), ("coo", "C")):
-            with make(G, fmt, "root0") as A:
+        B = banded(8 * P + 4, dt)
+        for fmt, trans, G in (("csc", "N", B), ("csr", "T", B), ("coo", "C", B), ("bsr", "T", B), ("dia", "C", B),
+                              ("sky", "T", sp.tril(B, format="csr")), ("sky", "N", sp.triu(B, format="csr"))):
+            with make(G, fmt, "root0", (2, 2)) as A:
                 check_mv(A, G, trans, dt, 21, "%s %s %s" % (fmt, trans, np.dtype(dt)))
                 assert A._plans["reverse"] is not None, "%s %s did not take the reversed exchange" % (fmt, trans)
 
@@ -359,7 +363,8 @@ def test_a_failure_mid_product_ends_every_rank_and_leaves_everything_usable():
     gather, scatter, partial = (plan, "kernel"), (plan, "scatter_kernel"), (ops, "_scatter_local")
     cases = [("csr", "N", gather, gather), ("csr", "N", (plan.Exchange, "_pack"), gather),
              ("coo", "N", gather, gather), ("csr", "T", scatter, partial), ("coo", "C", scatter, partial),
-             ("csc", "N", scatter, partial), ("dia", "N", partial, partial), ("sky", "T", partial, partial)]
+             ("csc", "N", scatter, partial), ("dia", "N", gather, gather), ("dia", "T", scatter, partial),
+             ("sky", "T", scatter, partial)]
     for fmt, trans, where, where_replicated in cases:
         H = sp.tril(G, format="csr") if fmt == "sky" else G
         with make(H, fmt, "root0") as A, A.vector("col") as x, A.vector("row") as y:
