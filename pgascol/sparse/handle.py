@@ -42,7 +42,7 @@ class SparseMatrix:
         self.lo = int(np.sum(self.line_counts[:self._ctx.rank])) * unit   # first row/column of my lines
         self._piece = piece
         self._plans = {}
-        self._mpi = MPI.Intracomm(comm).Dup()      # the halo's messages: never mixed with the caller's
+        self._mpi = None                # its own communicator (_made: once every rank has its piece)
         self._freed = False
 
     def _vector_counts(self):
@@ -127,22 +127,26 @@ class SparseMatrix:
             self._plans["window"] = (int(first.min()), int(last.max())) if len(first) else (0, 0)
         return self._plans["window"]
 
-    def _plan(self, D, scatter=False):
+    def _plan(self, D, guard, scatter=False):
         """The exchange (built once, collectively: every rank's first
         product with global operands of that direction) and the remap for
         D's layout. D: x, whose entries my lines read (gather), or y, into
         whose rows my lines add (scatter, plan.scatter); (None, None) when
-        a scatter's halo is too wide to gain on a Reduce_scatter (narrow)."""
-        p = self._piece
-        unit = self._unit
+        a scatter's halo is too wide to gain on a Reduce_scatter (narrow).
+
+        A failure while the exchange is built, on any rank, raises
+        OperationFailedError on every rank (Exchange.verdict) and keeps no
+        plan; one while the remap is built (local) is the product's
+        (guard: the remap None, the product fails on every rank at its end)."""
         name = "reverse" if scatter else "exchange"
         if name not in self._plans:
+            building = plan.Guard()
             counts = self.col_counts if self.axis == "row" else self.row_counts
-            me = self._ctx.rank
-            direct = [r == me for r in range(self._ctx.size)] if scatter else self._ctx.on_node
-            units = np.arange(*self._window()) if self.format in ("dia", "sky") else p["idx"]
-            ex = plan.Exchange(self, counts, units, unit, direct)
-            self._plans[name] = ex if not scatter or ex.narrow(self, sum(counts) * unit) else None
+            direct = [r == self._ctx.rank for r in range(self._ctx.size)] if scatter else self._ctx.on_node
+            units = building.run(self._units)
+            ex = plan.Exchange(self, counts, units, self._unit, direct, building)
+            total = ex.verdict(self, building, "pgascol.sparse: building the exchange plan of %r" % self)
+            self._plans[name] = ex if not scatter or ex.narrow(total, sum(counts) * self._unit) else None
         ex = self._plans[name]
         if ex is None:
             return None, None
@@ -151,14 +155,25 @@ class SparseMatrix:
         if key not in self._plans:
             if sum(1 for k in self._plans if k[0] == "remap") >= 4:      # a few layouts of x at most
                 self._plans = {k: v for k, v in self._plans.items() if k[0] != "remap"}
-            if self.format in ("dia", "sky"):
-                self._plans[key] = plan.RunRemap(self, ex, starts, D.ld)
-                return ex, self._plans[key]
-            val = p["val"].reshape(-1, self.blocksize[0] * self.blocksize[1]) if self.format == "bsr" else p["val"]
-            rows = self._rows() if self.format == "coo" else None
-            ptr = None if self.format == "coo" else p["ptr"]
-            self._plans[key] = plan.Remap(self, ex, len(p["ptr"]) - 1, ptr, p["idx"], val, rows, starts, D.ld)
+            rm = guard.run(self._remap, ex, starts, D.ld)
+            if rm is None:
+                return ex, None
+            self._plans[key] = rm
         return ex, self._plans[key]
+
+    def _units(self):
+        """The indices of x (y when scattering) that my lines touch, with
+        repeats: DIA's and skyline's window, else the piece's own indices."""
+        return np.arange(*self._window()) if self.format in ("dia", "sky") else self._piece["idx"]
+
+    def _remap(self, ex, starts, ld):
+        if self.format in ("dia", "sky"):
+            return plan.RunRemap(self, ex, starts, ld)
+        p = self._piece
+        val = p["val"].reshape(-1, self.blocksize[0] * self.blocksize[1]) if self.format == "bsr" else p["val"]
+        rows = self._rows() if self.format == "coo" else None
+        ptr = None if self.format == "coo" else p["ptr"]
+        return plan.Remap(self, ex, len(p["ptr"]) - 1, ptr, p["idx"], val, rows, starts, ld)
 
     # ------------------------------------------------------------ for tests and inspection
 
@@ -208,16 +223,19 @@ def from_scipy(comm, A, root=0, format="csr", blocksize=None):
         G = formats.check(A, fmt, blocksize)
         return key, (G, formats.split(G, fmt, ctx.size))
     mine = agree(comm, "pgascol.sparse.from_scipy", prepare, ctx.barrier)
+    built = plan.Guard()                # the steps after the agreement (_made: their verdict)
     if root is None:
         G, (counts, fields) = mine
-        meta = _meta(G, fmt, counts, fields)
-        arrays = [_own_slice(a, cnt, ctx.rank) for (a, _, _), cnt in zip(fields, meta["counts"])]
+        meta = built.run(_meta, G, fmt, counts, fields)
+        arrays = built.run(lambda: [_own_slice(a, cnt, ctx.rank) for (a, _, _), cnt in zip(fields, meta["counts"])])
     else:
-        meta = comm.bcast(None if mine is None else _meta(mine[0], fmt, *mine[1]), root=root)
-        fields = None if mine is None else mine[1][1]
-        arrays = [_scatter(comm, None if fields is None else fields[i][0], cnt, dt, root)
-                  for i, (cnt, dt) in enumerate(zip(meta["counts"], meta["dtypes"]))]
-    return _handle(comm, meta, arrays)
+        meta = comm.bcast(None if mine is None else built.run(_meta, mine[0], fmt, *mine[1]), root=root)
+        arrays = None
+        if meta is not None:            # (None: it failed on the root)
+            fields = None if mine is None else mine[1][1]
+            arrays = [_scatter(comm, None if fields is None else fields[i][0], cnt, dt, root, built)
+                      for i, (cnt, dt) in enumerate(zip(meta["counts"], meta["dtypes"]))]
+    return _made(comm, "pgascol.sparse.from_scipy", built, meta, arrays)
 
 
 def from_local_rows(comm, rows, shape=None, format="csr"):
@@ -235,13 +253,14 @@ def from_local_rows(comm, rows, shape=None, format="csr"):
     G = agree(comm, "pgascol.sparse.from_local_rows", prepare, ctx.barrier)
     counts = comm.allgather(G.shape[0])
     m = sum(counts)
-    fields = formats.split(G, "csr", 1)[1]
     shape = (m, G.shape[1]) if shape is None else tuple(shape)
-    if shape != (m, G.shape[1]):
+    if shape != (m, G.shape[1]):        # (the same verdict on every rank: counts and shape agreed)
         raise ArgumentError("shape %r, but the ranks' rows make %r" % (shape, (m, G.shape[1])))
     nnz = comm.allreduce(G.nnz)
+    built = plan.Guard()
+    fields = built.run(formats.split, G, "csr", 1)
     meta = dict(shape=shape, dtype=np.dtype(G.dtype).str, format=fmt, uplo=None, blocksize=None, nnz=nnz, lines=counts)
-    return _handle(comm, meta, [f[0] for f in fields])
+    return _made(comm, "pgascol.sparse.from_local_rows", built, meta, fields and [f[0] for f in fields[1]])
 
 
 def _meta(G, fmt, counts, fields):
@@ -268,16 +287,30 @@ def _own_slice(a, counts, rank):
     return a[lo:lo + counts[rank]]
 
 
-def _scatter(comm, a, counts, dtype, root):
-    """Scatterv of one field: rank r receives counts[r] elements."""
+def _scatter(comm, a, counts, dtype, root, built):
+    """Scatterv of one field: rank r receives counts[r] elements. A root
+    whose preparation failed (built) still sends (zeros)."""
     dt = np.dtype(dtype)
     recv = np.empty(counts[comm.Get_rank()], dt)
     send = None
-    if a is not None:
+    if comm.Get_rank() == root:
         displs = np.concatenate(([0], np.cumsum(counts)[:-1])).tolist()
-        send = [np.ascontiguousarray(a, dt), (counts, displs), from_numpy_dtype(dt)]
+        data = built.run(np.ascontiguousarray, a, dt)
+        send = [np.zeros(sum(counts), dt) if data is None else data, (counts, displs), from_numpy_dtype(dt)]
     comm.Scatterv(send, [recv, from_numpy_dtype(dt)], root=root)
     return recv
+
+
+def _made(comm, what, built, meta, arrays):
+    """The handle, once every rank knows that building it went well on all
+    (one Allreduce); else OperationFailedError on every rank, no handle
+    made: a failure after the argument check on one rank (built) ends the
+    others at once instead of leaving them in a collective."""
+    A = None if meta is None else built.run(_handle, comm, meta, arrays)    # (None: failed on the root)
+    if comm.allreduce(int(built.exc is not None)):
+        plan.fail_everywhere(comm, built.exc, what, "no handle was made; the communicator remains usable")
+    A._mpi = MPI.Intracomm(comm).Dup()      # the halo's messages: never mixed with the caller's
+    return A
 
 
 def _handle(comm, meta, arrays):

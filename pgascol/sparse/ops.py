@@ -40,9 +40,11 @@ zeros), so nobody waits for it; the closing barrier counts the failed
 ranks (pgas.barrier_count: an Allreduce instead of the barrier) and every
 rank raises OperationFailedError naming them and their causes. y is then
 undefined; the handle, x and the communicator stay usable (tests:
-sparse.py's test_a_failure_mid_product_*). Not covered: a failure while
-a handle builds its exchange plan (its first product with an x layout),
-and a rank that dies (PGASCOL_TIMEOUT and peer liveness, as everywhere).
+sparse.py's test_a_failure_mid_product_*). A failure while a handle
+builds its exchange plan (its first product with an x layout, collective)
+raises OperationFailedError on every rank at once, the plan not kept
+(handle._plan). A rank that dies is found by the waits' peer liveness
+check (or PGASCOL_TIMEOUT), as everywhere.
 
 Operands: pgas GlobalArrays (mv) and pgas Matrices distributed by rows
 (mm) laid out as A.vector / A.matrix make them; any other layout is copied
@@ -54,7 +56,7 @@ import numpy as np
 from .. import pgas
 from ..engine import _core
 from ..comm.agree import agree
-from ..errors import ArgumentError, OperationFailedError
+from ..errors import ArgumentError
 from ..pgas.layout import Irregular
 from . import _kernels, plan
 
@@ -181,14 +183,9 @@ def _close(A, guard, what, yname):
     OperationFailedError naming the ranks and causes (one allgather, on
     failure only). Every rank took its part in the product's messages and
     collectives, so the communicator and the handle stay usable."""
-    if not pgas.barrier_count(A.comm, guard.exc is not None):
-        return
-    exc = guard.exc
-    causes = A.comm.allgather(None if exc is None else "%s: %s" % (type(exc).__name__, exc))
-    raise OperationFailedError("%s failed on %s; %s is undefined, the handle, the other operands and the "
-                               "communicator remain usable" % (what, ", ".join(
-                                   "rank %d (%s)" % (r, c) for r, c in enumerate(causes) if c is not None),
-                                   yname)) from exc
+    if pgas.barrier_count(A.comm, guard.exc is not None):
+        plan.fail_everywhere(A.comm, guard.exc, what, "%s is undefined, the handle, the other operands and "
+                             "the communicator remain usable" % yname)
 
 
 def _fit(A, D, counts, keep=True):
@@ -236,7 +233,7 @@ def _gather(A, X, Y, alpha, beta, conj, guard):
         p = A._piece
         guard.run(_kernels.sky_gather, p["ptr"], p["idx"], p["val"], win, X.ld, lo, y, Y.ld, X.k, alpha, beta, conj)
         return
-    ex, rm = A._plan(X)
+    ex, rm = A._plan(X, guard)
     plan.multiply(A, ex, rm, X, y, Y.ld, alpha, beta, conj, guard)
 
 
@@ -244,7 +241,7 @@ def _reduce(A, X, Y, alpha, beta, trans, ycounts, guard):
     """Not aligned: the reversed exchange where it is narrow, else a partial
     y of full length, then Reduce_scatter (entered by a rank whose local
     work failed too, with zeros)."""
-    ex, rm = A._plan(Y, scatter=True) if A.format in SCATTERED else (None, None)
+    ex, rm = A._plan(Y, guard, scatter=True) if A.format in SCATTERED else (None, None)
     if ex is not None:
         return plan.scatter(A, ex, rm, X, Y, alpha, beta, conj=trans == "C", guard=guard)
     k = X.k

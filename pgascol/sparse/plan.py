@@ -15,6 +15,7 @@ exactly those entries, posted before the node part is multiplied."""
 import numpy as np
 from mpi4py import MPI
 
+from ..errors import OperationFailedError
 from ..pgas import GlobalArray
 from . import _kernels, formats
 
@@ -25,36 +26,61 @@ class Exchange:
     myself only, as other ranks' rows are written by their owners) rather
     than through the halo. The same on every rank when all are direct."""
 
-    def __init__(self, A, xcounts, units, unit, direct):
-        ctx = A._ctx
+    def __init__(self, A, xcounts, units, unit, direct, guard):
+        """Collective. The local steps run under guard (a rank whose own
+        step failed still takes its part in the alltoall, asking for
+        nothing); A._plan then gives the verdict (verdict())."""
         self.unit = unit
+        self.halo, self.sources, self.send = np.zeros(0, np.int64), [], []
+        wanted = guard.run(self._split, xcounts, units, direct, A._ctx.size)
+        if all(direct):
+            return
+        asked = A._mpi.alltoall(wanted if wanted is not None else [[]] * A._ctx.size)
+        guard.run(self._asked, asked, A._ctx.rank)
+
+    def _split(self, xcounts, units, direct, nranks):
+        """Which units are read in place, which come by the halo, from whom:
+        the units wanted of each rank."""
+        unit = self.unit
         self.xoff = np.concatenate(([0], np.cumsum(xcounts))).astype(np.int64)
         self.owner = np.searchsorted(self.xoff, units.astype(np.int64) * unit, side="right") - 1
         self.direct = np.asarray(direct, bool)
         self.on = self.direct[self.owner] if len(units) else np.ones(0, bool)
         self.halo = np.unique(units[~self.on]).astype(np.int64)
-        self.sources, self.send = [], []
-        if all(direct):
-            return
         hown = np.searchsorted(self.xoff, self.halo * unit, side="right") - 1
-        wanted = [[] for _ in range(ctx.size)]
+        wanted = [[] for _ in range(nranks)]
         for r in np.unique(hown):
             a, b = np.searchsorted(hown, [r, r + 1])
             self.sources.append((int(r), int(a), int(b)))
             wanted[r] = self.halo[a:b]
-        asked = A._mpi.alltoall(wanted)
-        me = ctx.rank
+        return wanted
+
+    def _asked(self, asked, me):
+        """The rows of my part that each rank asked for."""
+        unit = self.unit
         for s, units_s in enumerate(asked):
             if len(units_s):
                 rows = (np.asarray(units_s, np.int64)[:, None] * unit - self.xoff[me] + np.arange(unit)).reshape(-1)
                 self.send.append((s, rows))
 
-    def narrow(self, A, n):
-        """Whether the halos of all ranks together hold at most half of the
-        n entries of the vector (collective): then the reversed exchange
-        (scatter) moves less than a Reduce_scatter of partial vectors of
-        full length. NAS CG's random columns at np=2 touch every row."""
-        return A._mpi.allreduce(len(self.halo) * self.unit) * 2 <= n
+    def verdict(self, A, guard, what):
+        """Collective, once per plan: the entries of all ranks' halos
+        together, or OperationFailedError on every rank when building the
+        plan failed on any (one Allreduce either way)."""
+        counts = np.array([len(self.halo) * self.unit, guard.exc is not None], np.int64)
+        A._mpi.Allreduce(MPI.IN_PLACE, counts)
+        if counts[1]:
+            fail_everywhere(A._mpi, guard.exc, what, "no plan was kept; the handle, the operands and the "
+                            "communicator remain usable")
+        return int(counts[0])
+
+    @staticmethod
+    def narrow(total, n):
+        """Whether the halos of all ranks together (total, from verdict())
+        hold at most half of the n entries of the vector: then the reversed
+        exchange (scatter) moves less than a Reduce_scatter of partial
+        vectors of full length. NAS CG's random columns at np=2 touch every row."""
+        return total * 2 <= n
 
     def start(self, A, X, k, guard):
         """Post the receives and the sends: (halo buffer, requests, buffers
@@ -186,9 +212,10 @@ def multiply(A, ex, rm, X, y, ldy, alpha, beta, conj, guard):
     k = X.k
     xs, _ = X.a.node_segment()
     halo, reqs, bufs = ex.start(A, X, k, guard)
-    guard.run(kernel, A, rm.node, xs, 1, X.ld, y, ldy, k, alpha, beta, conj)
+    if rm is not None:                  # (None: its remap failed on this rank, guard holds why)
+        guard.run(kernel, A, rm.node, xs, 1, X.ld, y, ldy, k, alpha, beta, conj)
     ex.finish(A, reqs)                  # bounded; the send buffers (bufs) live until here
-    if rm.has_off:
+    if rm is not None and rm.has_off:
         guard.run(kernel, A, rm.off, halo, k * ex.unit, k, y, ldy, k, alpha, A.dtype.type(1), conj)
 
 
@@ -206,12 +233,13 @@ def scatter(A, ex, rm, X, Y, alpha, beta, conj, guard):
     halo = np.zeros(len(ex.halo) * unit * k, A.dtype)
     got = [np.empty(len(rows) * k, A.dtype) for _, rows in ex.send]
     reqs = [(s, A._mpi.Irecv(buf, source=s, tag=8)) for (s, _), buf in zip(ex.send, got)]
-    if rm.has_off:
+    if rm is not None and rm.has_off:   # (None: its remap failed on this rank, guard holds why)
         guard.run(scatter_kernel, A, rm.off, x, X.ld, halo, k * unit, k, k, alpha, conj)
     w = unit * k
     reqs += [(r, A._mpi.Isend(halo[a * w:b * w], dest=r, tag=8)) for r, a, b in ex.sources]
     guard.run(axpby, mine, beta, 0)
-    guard.run(scatter_kernel, A, rm.node, x, X.ld, ys, 1, Y.ld, k, alpha, conj)
+    if rm is not None:
+        guard.run(scatter_kernel, A, rm.node, x, X.ld, ys, 1, Y.ld, k, alpha, conj)
     ex.finish(A, reqs)                  # bounded; the halo (sent) lives until here
     for (_, rows), buf in zip(ex.send, got):
         guard.run(_add_rows, mine, rows, buf.reshape(-1, k))
@@ -241,6 +269,15 @@ def scatter_kernel(A, part, x, ldx, y, sy, ldy, k, alpha, conj):
         _kernels.coo(idx, rows, val, x, ldx, y, sy, k, alpha, conj)
     else:
         _kernels.csr_scatter(ptr, idx, val, x, ldx, y, sy, k, alpha, conj)
+
+
+def fail_everywhere(comm, exc, what, consequence):
+    """Collective, once the ranks know that some step failed on at least
+    one of them: OperationFailedError on every rank, naming the failed ranks
+    and their causes (one allgather), chained to this rank's own exception."""
+    causes = comm.allgather(None if exc is None else "%s: %s" % (type(exc).__name__, exc))
+    raise OperationFailedError("%s failed on %s; %s" % (what, ", ".join(
+        "rank %d (%s)" % (r, c) for r, c in enumerate(causes) if c is not None), consequence)) from exc
 
 
 class Guard:

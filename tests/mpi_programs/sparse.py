@@ -341,18 +341,55 @@ class Fail:
         setattr(self.owner, self.name, self.saved)
 
 
-def failing_product(A, x, y, where, trans="N"):
-    """mv with `where` failing on rank FAILING: every rank raises
+def fails_everywhere(fn, where):
+    """fn() with `where` failing on rank FAILING: every rank raises
     OperationFailedError naming it and the cause, long before PGASCOL_TIMEOUT."""
     from pgascol.errors import OperationFailedError
     limit = min(5.0, float(os.environ.get("PGASCOL_TIMEOUT", "20")) / 2)
     t = MPI.Wtime()
     with Fail(*where):
-        exc = expect(OperationFailedError, sparse.mv, A, x, y, 1.0, 0.0, trans)
+        exc = expect(OperationFailedError, fn)
     took = MPI.Wtime() - t
     assert "rank %d (RuntimeError: deliberate failure in %s)" % (FAILING, where[1]) in str(exc), str(exc)
     assert took < limit, "the failure took %.1f s to reach rank %d" % (took, ME)
     assert (exc.__cause__ is not None) == (ME == FAILING)
+
+
+def failing_product(A, x, y, where, trans="N"):
+    fails_everywhere(lambda: sparse.mv(A, x, y, 1.0, 0.0, trans), where)
+
+
+def test_a_failure_while_building_ends_every_rank_and_leaves_everything_usable():
+    """One rank raises after the argument check while the others are in a
+    collective of the build (the root's metadata before its bcast, a piece,
+    the split of local rows; a product's first exchange plan, gather and
+    scatter; its remap): OperationFailedError on every rank at once, no
+    handle or plan kept, and the same build or product succeeds after."""
+    from pgascol.sparse import handle, plan
+    n = 6 * P + 5
+    G = banded(n)
+    xg = rand(n, np.float64, 14)
+    for fmt, dist, where in (("csr", "rootlast", (handle, "_meta")), ("dia", "root0", (handle, "_handle")),
+                             ("bsr", "replicated", (handle, "_meta")), ("coo", "local", (handle.formats, "split"))):
+        fails_everywhere(lambda: make(G, fmt, dist, (1, 1)), where)
+        with make(G, fmt, dist, (1, 1)) as A:
+            back = A.to_scipy(root=0)
+            assert ME != 0 or abs(back - G).max() == 0, (fmt, dist)
+    for fmt, trans, where in (("csr", "N", (plan.Exchange, "_split")), ("csr", "T", (plan.Exchange, "_asked")),
+                              ("dia", "N", (handle.SparseMatrix, "_remap")), ("csc", "N", (plan.Exchange, "_split"))):
+        with make(G, fmt, "root0") as A, A.vector("col") as x, A.vector("row") as y:
+            if trans != "N":
+                x, y = y, x
+            fill(x, xg)
+            pgas.barrier(COMM)
+            failing_product(A, x, y, where, trans)
+            if where[1] == "_remap":        # the product's own failure: no remap kept where it failed
+                assert ME != FAILING or not any(k[0] == "remap" for k in A._plans if isinstance(k, tuple))
+            else:                           # the plan's: no exchange kept anywhere
+                assert "exchange" not in A._plans and "reverse" not in A._plans, list(A._plans)
+            sparse.mv(A, x, y, 1.0, 0.0, trans)
+            close(y[:], op(G, trans) @ xg, np.float64, "%s %s after a failed plan" % (fmt, trans))
+    COMM.Barrier()
 
 
 def test_a_failure_mid_product_ends_every_rank_and_leaves_everything_usable():
