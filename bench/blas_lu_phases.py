@@ -1,7 +1,10 @@
-"""Where pgascol.blas's LU with partial pivoting spends its time: the
-panel's Allgatherv (_gather_column), the panel's getrf, the row
-interchanges and the local trsm and gemm, summed per rank over one call
-(the second of two), beside the whole call's time (the slowest rank's).
+"""Where pgascol.blas's LU with partial pivoting spends its time, summed
+per rank over one call (the second of two), beside the whole call's time
+(the slowest rank's): the local gemm and trsm, the barriers (waiting
+included), and on one node the panel's factorization by one rank
+(factor_panel) and the interchanges in place (swap_rows); across nodes
+the panel's Allgatherv (gather_column), its getrf on every rank and the
+interchanges' Alltoallv (interchange).
 
     mpiexec -n 2 python bench/blas_lu_phases.py 4096 256"""
 import collections
@@ -38,8 +41,9 @@ def main(n, nb):
     comm = pgascol.Comm(MPI.COMM_WORLD)
     me = comm.Get_rank()
     blas.set_threads(1)
-    for name in ("_gather_column", "_getrf", "_interchange"):
+    for name in ("_gather_column", "_getrf", "_interchange", "_factor_panel", "_swap_rows"):
         setattr(factor, name, timed(name.strip("_"), getattr(factor, name)))
+    factor.ops.sync = timed("barrier", factor.ops.sync)
     factor.K = Kernels
     a = pgas.matrix(comm, (n, n), block=nb, dist="row")
     rows = np.array([i for lo, hi in a.owned_rows() for i in range(lo, min(hi, n))], int)

@@ -13,8 +13,9 @@ one collective moves the panel:
   its rows of the block column and updates its trailing rows;
 - lu with pivoting: one Allgatherv of the block column (rows >= k), every
   rank runs LAPACK's getrf on it (identical input, identical pivots), the
-  row interchanges of the rest of the matrix move by one-sided gets of the
-  source rows between two barriers, then as without pivoting.
+  row interchanges of the rest of the matrix move in one Alltoallv (each
+  moved row from its source's owner to its destination's), then as
+  without pivoting.
 
 The factors overwrite a (L below the diagonal, U or L^T/L^H on and above
 as LAPACK's); lu returns the pivots (0-based, LAPACK's ipiv - 1) on every rank."""
@@ -24,6 +25,7 @@ import scipy.linalg.lapack as lapack
 from ..errors import ArgumentError, PgascolError
 from . import _kernels as K
 from . import operands as ops
+from ..pgas import array as pgas_array
 
 
 def _setup(a, what):
@@ -125,25 +127,18 @@ def _potrf(tile):
 
 def _getrf(panel):
     fn = getattr(lapack, {"f": "sgetrf", "d": "dgetrf", "F": "cgetrf", "D": "zgetrf"}[panel.dtype.char])
-    lu, piv, info = fn(panel)
-    return np.ascontiguousarray(lu), piv, info
-
-
-def _lu_tile_nopivot(t):
-    """LU of one tile without pivoting, in place (unit L below, U on and above)."""
-    w = t.shape[0]
-    for j in range(w):
-        if t[j, j] == 0:
-            raise PgascolError("lu without pivoting: zero pivot at row %d of a diagonal tile" % j)
-        t[j + 1:, j] /= t[j, j]
-        t[j + 1:, j + 1:] -= np.outer(t[j + 1:, j], t[j, j + 1:])
+    lu, piv, info = fn(panel, overwrite_a=1)      # in place when panel is in Fortran order
+    return lu, piv, info
 
 
 def lu(a, pivoting=True):
     """a = P L U in place (L unit lower, U upper); returns the pivots: row i
     was interchanged with row piv[i] (0-based), on every rank. Without
-    pivoting, piv[i] = i."""
+    pivoting, piv[i] = i. A singular matrix (an exactly zero pivot) raises
+    on every rank at the block step that meets it."""
     a, ctx, n, nb, nblocks, mine, pos = _setup(a, "lu")
+    if ctx.nnodes == 1 and ctx.size > 1:
+        return _lu_node(a, ctx, n, nb, nblocks, pivoting)
     ops.sync(ctx)
     aloc = a.local()
     piv = np.arange(n)
@@ -153,22 +148,16 @@ def lu(a, pivoting=True):
         if pivoting:
             panel = _gather_column(ctx, a, aloc, k, k0, k1, mine, pos, nb, n)
             lu_p, p, info = _getrf(panel)
+            if info > 0:
+                raise PgascolError("lu: the matrix is singular: U(%d, %d) is exactly zero"
+                                   % (k0 + info - 1, k0 + info - 1))
             piv[k0:k1] = k0 + p[:w]
-            _interchange(ctx, a, aloc, k0, k1, p[:w], mine, pos, nb, n)
+            _interchange(ctx, a, aloc, k0, p[:w], pos, nb, n)
             for i in mine:
                 if i >= k:
                     i0 = i * nb
                     aloc[_rows(i, nb, n, pos), k0:k1] = lu_p[i0 - k0:i0 - k0 + min(nb, n - i0)]
-        # the owner of block row k: its tile factored, then its row of U
-        row = np.empty((w, n - k0), a.dtype)
-        if owner == ctx.rank:
-            rk = _rows(k, nb, n, pos)
-            if not pivoting:
-                _lu_tile_nopivot(aloc[rk, k0:k1])
-            K.trsm(True, True, 0, True, 1.0, np.ascontiguousarray(aloc[rk, k0:k1]), aloc[rk, k1:n])
-            row[...] = aloc[rk, k0:n]
-        ctx.comm.Bcast(row, root=owner)
-        ukk, uk = np.ascontiguousarray(np.triu(row[:, :w])), row[:, w:]
+        ukk, uk = _u_row(ctx, a, aloc, k, k0, k1, owner, pos, nb, n, pivoting)
         for i in mine:
             if i <= k:
                 continue
@@ -180,27 +169,207 @@ def lu(a, pivoting=True):
     return piv
 
 
-def _interchange(ctx, a, aloc, k0, k1, p, mine, pos, nb, n):
+def _u_row(ctx, a, aloc, k, k0, k1, owner, pos, nb, n, pivoting):
+    """Block row k of U on every rank, (tile, right of it): its owner factors
+    the tile (without pivoting) and solves the row, then one Bcast, whose
+    last element says on every rank whether the tile had a zero pivot."""
+    w = k1 - k0
+    buf = np.zeros(w * (n - k0) + 1, a.dtype)
+    row = buf[:-1].reshape(w, n - k0)
+    if owner == ctx.rank:
+        rk = _rows(k, nb, n, pos)
+        zero = None if pivoting else _lu_tile_nopivot(aloc[rk, k0:k1])
+        if zero is None:
+            K.trsm(True, True, 0, True, 1.0, np.ascontiguousarray(aloc[rk, k0:k1]), aloc[rk, k1:n])
+            row[...] = aloc[rk, k0:n]
+        else:
+            buf[-1] = zero + 1
+    ctx.comm.Bcast(buf, root=owner)
+    if buf[-1] != 0:
+        raise PgascolError("lu without pivoting: zero pivot at row %d" % (k0 + int(buf[-1].real) - 1))
+    return np.ascontiguousarray(np.triu(row[:, :w])), row[:, w:]
+
+
+def _lu_tile_nopivot(t):
+    """LU of one tile without pivoting, in place (unit L below, U on and
+    above); the row of the first zero pivot, else None."""
+    w = t.shape[0]
+    for j in range(w):
+        if t[j, j] == 0:
+            return j
+        t[j + 1:, j] /= t[j, j]
+        t[j + 1:, j + 1:] -= np.outer(t[j + 1:, j], t[j, j + 1:])
+    return None
+
+
+def _interchange(ctx, a, aloc, k0, p, pos, nb, n):
     """Apply the panel's row interchanges (LAPACK's, p 0-based from k0) to
-    the columns outside the panel: each rank reads the source rows of its
-    own changed rows with one-sided gets, a barrier, then writes them."""
+    whole rows (the panel's columns are overwritten after): one Alltoallv in
+    which each moved row goes from its source's owner to its destination's
+    owner, rows that stay on a rank included (sent to itself), so no rank
+    writes a row before every rank has read its sources."""
     perm = np.arange(n - k0)
     for j, q in enumerate(p):
         perm[j], perm[q] = perm[q], perm[j]
-    moved = np.flatnonzero(perm != np.arange(n - k0))
+    moved = k0 + np.flatnonzero(perm != np.arange(n - k0))
+    if not len(moved):
+        return
+    src = k0 + perm[moved - k0]
+    dst_owner = np.array([a.owner(g) for g in moved])
+    src_owner = np.array([a.owner(g) for g in src])
+    local = lambda g: pos[g // nb] + g % nb                            # noqa: E731
+    send_rows = [local(g) for r in range(ctx.size) for g in src[(src_owner == ctx.rank) & (dst_owner == r)]]
+    recv_rows = [local(g) for r in range(ctx.size) for g in moved[(dst_owner == ctx.rank) & (src_owner == r)]]
+    scount = [int(np.count_nonzero((src_owner == ctx.rank) & (dst_owner == r))) * n for r in range(ctx.size)]
+    rcount = [int(np.count_nonzero((dst_owner == ctx.rank) & (src_owner == r))) * n for r in range(ctx.size)]
+    send, recv = aloc[send_rows], np.empty((len(recv_rows), n), a.dtype)
+    t = ops.MPI._typedict[a.dtype.char]
+    displs = lambda c: np.concatenate(([0], np.cumsum(c)[:-1])).astype(int).tolist()   # noqa: E731
+    ctx.comm.Alltoallv([send, scount, displs(scount), t], [recv, rcount, displs(rcount), t])
+    aloc[recv_rows] = recv
+
+
+#: A panel's factorization (getrf, or the tile's LU and trsm without
+#: pivoting) counted as this many of its flops in trailing-update flops,
+#: when the look-ahead shares out the rows (_shares): getrf on a tall
+#: panel runs at about 2/3 of gemm's speed.
+PANEL_WEIGHT = 1.5
+
+
+def _lu_node(a, ctx, n, nb, nblocks, pivoting):
+    """LU on one node: every rank reads and writes every rank's rows in
+    place (the parts are in shared memory), so the work of a block step is
+    shared out regardless of who owns the rows. Step k, after a barrier:
+    every rank applies the panel's interchanges to its share of the columns
+    and solves its share of U's block row k (one barrier); then updates its
+    share of the trailing rows in panel k+1's columns first (one barrier),
+    after which rank (k+1) % P factors panel k+1 (one getrf, in place,
+    pivots published in a small global array) while the others update the
+    rest of the trailing matrix: a look-ahead of one panel, the factoring
+    rank given fewer trailing rows so the step stays balanced. Three
+    barriers per step, no data copied between ranks except the panel."""
+    P, me = ctx.size, ctx.rank
+    parts = [a.part(r) for r in range(P)]
+    pub = pgas_array(ctx.comm, P * (nb + 1), np.int64, block=nb + 1)   # per rank: pivots, info
+    try:
+        piv = _lu_node_steps(a, ctx, n, nb, nblocks, pivoting, parts, pub)
+    finally:
+        pub.free()
+    return piv
+
+
+def _lu_node_steps(a, ctx, n, nb, nblocks, pivoting, parts, pub):
+    P, me = ctx.size, ctx.rank
+
+    def block(i):                       # block row i of the view, in its owner's part
+        r = a.owner(i * nb)
+        lb = (i - (r - a.first) % P) // P
+        return parts[r][lb * nb:lb * nb + min(nb, n - i * nb)]
+
+    piv = np.arange(n)
     ops.sync(ctx)
-    got = []
-    for t in moved:
-        g = k0 + t
-        if a.owner(g) != ctx.rank:
-            continue
-        src = k0 + perm[t]
-        buf = np.empty(n, a.dtype)
-        a.arr.get((a.i0 + src) * a.ld + a.j0, buf)
-        got.append((g, buf))
+    if me == 0:
+        _factor_panel(block, pub, 0, nb, nblocks, n, pivoting)
     ops.sync(ctx)
-    for g, buf in got:
-        r = pos[g // nb] + g % nb
-        aloc[r, :k0] = buf[:k0]
-        aloc[r, k1:] = buf[k1:]
-    ops.sync(ctx)
+    for k in range(nblocks):
+        k0, k1 = k * nb, min(n, k * nb + nb)
+        got = np.array(pub.node_view(k % P))
+        if got[nb]:
+            ops.sync(ctx)
+            raise PgascolError("lu: the matrix is singular: U(%d, %d) is exactly zero" % ((k0 + got[nb] - 1,) * 2)
+                               if pivoting else "lu without pivoting: zero pivot at row %d" % (k0 + got[nb] - 1))
+        cols = [_share(k0, P, me), _share(n - k1, P, me, k1)]
+        if pivoting:
+            piv[k0:k1] = k0 + got[:k1 - k0]
+            _swap_rows(block, nb, k0, got[:k1 - k0], n, cols)
+        top = block(k)
+        if cols[1].stop > cols[1].start:
+            K.trsm(True, True, 0, True, 1.0, np.ascontiguousarray(top[:, k0:k1]), top[:, cols[1]])
+        ops.sync(ctx)                                   # U's block row k and the interchanges complete
+        if k + 1 == nblocks:
+            break
+        k2 = min(n, k1 + nb)
+        mine = _trailing_rows(block, k, k1, k2, nb, nblocks, n, P, me)
+        for rows in mine:                               # look-ahead: panel k+1's columns first
+            K.gemm(0, 0, -1.0, rows[:, k0:k1], top[:, k1:k2], 1.0, rows[:, k1:k2])
+        ops.sync(ctx)
+        if me == (k + 1) % P:
+            _factor_panel(block, pub, k + 1, nb, nblocks, n, pivoting)
+        if k2 < n:
+            for rows in mine:
+                K.gemm(0, 0, -1.0, rows[:, k0:k1], top[:, k2:n], 1.0, rows[:, k2:n])
+        ops.sync(ctx)                                   # panel k+1 factored, trailing matrix updated
+    return piv
+
+
+def _share(extent, P, r, lo=0):
+    """Rank r's part of [lo, lo + extent) split evenly in P."""
+    return slice(lo + extent * r // P, lo + extent * (r + 1) // P)
+
+
+def _trailing_rows(block, k, k1, k2, nb, nblocks, n, P, me):
+    """The caller's share of the trailing rows [k1, n) at step k, as views of
+    whole rows (pieces of block rows): rank (k+1) % P, which factors panel
+    k+1 meanwhile, gets that many trailing-row updates fewer."""
+    rows, f = n - k1, (k + 1) % P
+    panel = PANEL_WEIGHT * (n - k1) * nb * nb / max(2.0 * nb * (n - k2), 1.0)   # in rows of update
+    each = (rows + panel) / P
+    sizes = [max(0.0, each - panel) if r == f else each for r in range(P)]
+    scale = rows / sum(sizes)
+    bounds = np.rint(np.concatenate(([0.0], np.cumsum(sizes))) * scale).astype(int) + k1
+    g0, g1 = bounds[me], min(bounds[me + 1], n)
+    out = []
+    for i in range(g0 // nb, -(-g1 // nb)):
+        lo, hi = max(g0, i * nb), min(g1, i * nb + nb)
+        if hi > lo:
+            out.append(block(i)[lo - i * nb:hi - i * nb])
+    return out
+
+
+def _factor_panel(block, pub, k, nb, nblocks, n, pivoting):
+    """Factor panel k (rows >= k*nb of its nb columns) in place and publish
+    its pivots and info in the caller's part of pub."""
+    k0, k1 = k * nb, min(n, k * nb + nb)
+    w = k1 - k0
+    blocks = [block(i) for i in range(k, nblocks)]
+    panel = np.empty((n - k0, w), blocks[0].dtype, order="F")    # getrf's own order: factored in place
+    row = 0
+    for b in blocks:
+        panel[row:row + len(b)] = b[:, k0:k1]
+        row += len(b)
+    out = pub.local()
+    out[:] = 0
+    if pivoting:
+        panel, p, info = _getrf(panel)
+        out[:w] = p[:w]
+    else:
+        panel = np.ascontiguousarray(panel)
+        zero = _lu_tile_nopivot(panel[:w])
+        info = 0 if zero is None else zero + 1
+        if not info and len(panel) > w:
+            K.trsm(False, False, 0, False, 1.0, np.ascontiguousarray(np.triu(panel[:w])), panel[w:])
+    out[nb] = info
+    row = 0
+    for b in blocks:
+        b[:, k0:k1] = panel[row:row + len(b)]
+        row += len(b)
+
+
+def _swap_rows(block, nb, k0, p, n, cols):
+    """Apply the panel's interchanges (p 0-based from k0) to the caller's
+    share of the columns left and right of the panel, in place: the source
+    rows read block row by block row, then written likewise."""
+    perm = np.arange(n - k0)
+    for j, q in enumerate(p):
+        perm[j], perm[q] = perm[q], perm[j]
+    moved = k0 + np.flatnonzero(perm != np.arange(n - k0))
+    src = k0 + perm[moved - k0]
+    for c in cols:
+        if c.stop > c.start and len(moved):
+            vals = np.empty((len(moved), c.stop - c.start), block(k0 // nb).dtype)
+            for i in np.unique(src // nb):
+                at = src // nb == i
+                vals[at] = block(i)[src[at] - i * nb, c]
+            for i in np.unique(moved // nb):
+                at = moved // nb == i
+                block(i)[moved[at] - i * nb, c] = vals[at]

@@ -87,3 +87,44 @@ def test_factorizations_refuse_other_distributions():
                 assert "by rows" in str(exc)
             else:
                 raise AssertionError("no error")
+
+
+def test_lu_pivots_rows_across_ranks():
+    """The largest entry of each column in the last block row (another
+    rank's, another node's on virtual nodes): every panel's interchanges
+    move rows between ranks, in both directions; pivots as LAPACK's."""
+    rng = np.random.default_rng(3)
+    A = rng.standard_normal((N, N))
+    A[N - 4:, :] *= 100.0
+    A[:4, N // 2:] *= 100.0
+    for block in (1, 3, 8):
+        a = mat(A, block)
+        piv = factor.lu(a)
+        lu_ref, piv_ref = sl.lu_factor(A)
+        assert np.array_equal(piv, piv_ref), (block, piv, piv_ref)
+        assert np.allclose(gathered(a), lu_ref, atol=1e-10)
+        a.free()
+
+
+def test_lu_singular_raises_on_every_rank():
+    """An exactly zero pivot: PgascolError on every rank, the communicator
+    usable after (a barrier and a second factorization)."""
+    from pgascol.errors import PgascolError
+    rng = np.random.default_rng(4)
+    for pivoting, block in ((True, 3), (True, 8), (False, 3)):
+        A = rng.standard_normal((N, N)) + (0 if pivoting else N * np.eye(N))
+        A[:, 7] = 0.0                          # column 7 zero: U(7, 7) = 0 with or without pivoting
+        if not pivoting:
+            A[7, :] = 0.0
+        a = mat(A, block)
+        try:
+            factor.lu(a, pivoting=pivoting)
+        except PgascolError as exc:
+            assert "7" in str(exc), str(exc)
+        else:
+            raise AssertionError("no error for a singular matrix (pivoting=%s)" % pivoting)
+        a.free()
+    COMM.Barrier()
+    a = mat(rng.standard_normal((N, N)), 3)
+    factor.lu(a)
+    a.free()
