@@ -91,6 +91,8 @@ class Vec:
             self.block, self.first = None, 0
             self._owned = [lay.owned(r) for r in range(P)]
             self._base = [0] * P
+        self._sizes = [_count(o) for o in self._owned]
+        self._sets = [_index_set(o) for o in self._owned]
 
     def layout_key(self):
         """What two vectors must share for their parts to be co-located."""
@@ -106,7 +108,11 @@ class Vec:
         return self._owned[r]
 
     def local_size(self, r):
-        return _count(self._owned[r])
+        return self._sizes[r]
+
+    def index_set(self, r):
+        """Rank r's elements of the view: a slice when they are one run."""
+        return self._sets[r]
 
     def part(self, r):
         """Rank r's elements (a same-node rank's, or the caller's): a view."""
@@ -158,6 +164,8 @@ class Mat:
         self._owned = [_ranges(self.first, P, r, self.extent, b) for r in range(P)]
         # each rank's first row (by rows) or column (by columns) of the view, in its part
         self._base = [_count(_ranges(0, P, r, start, b)) for r in range(P)]
+        self._sizes = [_count(o) for o in self._owned]
+        self._sets = [_index_set(o) for o in self._owned]
 
     @property
     def shape(self):
@@ -168,10 +176,10 @@ class Mat:
         return self._owned[r]
 
     def count(self, r):
-        return _count(self._owned[r])
+        return self._sizes[r]
 
     def index_set(self, r=None):
-        return _index_set(self._owned[self.ctx.rank if r is None else r])
+        return self._sets[self.ctx.rank if r is None else r]
 
     def owner(self, k):
         """The rank of row (by rows) or column (by columns) k."""
@@ -253,7 +261,7 @@ def vector(name, x, dtype=None):
         v = x
     elif isinstance(x, GlobalArray) and not isinstance(x, Matrix):
         x._live()
-        v = Vec(name, x)
+        v = _whole(x, name, lambda: Vec(name, x))
     else:
         raise ArgumentError("%s must be a pgascol.pgas global array (a vector) or a blas.subvector, not %r"
                             % (name, x))
@@ -267,11 +275,21 @@ def matrix(name, a, dtype=None):
         v = a
     elif isinstance(a, Matrix):
         a._live()
-        v = Mat(name, a, 0, a.rows, a.cols, a.ld, a.dist, a.bsize)
+        v = _whole(a, name, lambda: Mat(name, a, 0, a.rows, a.cols, a.ld, a.dist, a.bsize))
     else:
         raise ArgumentError("%s must be a pgascol.pgas.Matrix or a blas.submatrix, not %r" % (name, a))
     v.name = name
     return _typed(v, dtype)
+
+
+def _whole(arr, name, make):
+    """The view of a whole array in the role `name`, made once and kept on
+    the array (its layout never changes; a freed array fails _live first):
+    a call's fixed cost is then its checks against the other operands."""
+    views = arr.__dict__.setdefault("_blas_views", {})
+    if name not in views:
+        views[name] = make()
+    return views[name]
 
 
 def _typed(v, dtype):
@@ -352,14 +370,14 @@ def assemble(v, parts=None):
     if isinstance(v, Vec):
         out = np.empty(v.n, v.dtype)
         for r, part in enumerate(parts):
-            out[_index_set(v.owned(r))] = part
+            out[v.index_set(r)] = part
         return out
     out = np.empty((v.rows, v.cols), v.dtype)
     for r, part in enumerate(parts):
         if v.dist == "row":
-            out[_index_set(v.owned(r)), :] = part
+            out[v.index_set(r), :] = part
         else:
-            out[:, _index_set(v.owned(r))] = part
+            out[:, v.index_set(r)] = part
     return out
 
 
@@ -368,7 +386,7 @@ def reduce_scatter(ctx, partial, y):
     whole m x n matrix y) into the caller's part of y: one Reduce_scatter,
     the parts in rank order (a matrix's rows by rows, columns by columns)."""
     by_cols = isinstance(y, Mat) and y.dist == "col"
-    order = [_index_set(y.owned(r)) for r in range(ctx.size)]
+    order = [y.index_set(r) for r in range(ctx.size)]
     parts = [partial[:, o] if by_cols else partial[o] for o in order]
     send = np.concatenate([p.reshape(-1) for p in parts]) if ctx.size > 1 else partial.reshape(-1)
     counts = [p.size for p in parts]
