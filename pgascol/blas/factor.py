@@ -2,20 +2,25 @@
 of NB rows (the UPCBLAS thesis's applications, right-looking, one block column
 per step): Cholesky (gemm- and syrk-based trailing updates) and LU without
 and with partial pivoting. Every rank holds its own block rows; per step
-one collective moves the panel:
+one collective moves the panel (LU on one node: read in place):
 
 - cholesky: one Allgatherv of the block column below the diagonal (the
   ranks' parts of it); every rank factors the diagonal tile and solves the
   panel (redundant, NB^2 (n - k) flops), keeps its own rows of L and
   updates its own rows of the trailing matrix;
-- lu (no pivoting): the owner of the diagonal block row factors its tile
-  and solves its row of U; one Bcast of that block row; every rank solves
-  its rows of the block column and updates its trailing rows;
-- lu with pivoting: one Allgatherv of the block column (rows >= k), every
-  rank runs LAPACK's getrf on it (identical input, identical pivots), the
-  row interchanges of the rest of the matrix move in one Alltoallv (each
-  moved row from its source's owner to its destination's), then as
-  without pivoting.
+- lu on one node (_lu_node): the parts are in shared memory, so a block
+  step's work is shared out in place regardless of who owns the rows, with
+  a look-ahead of one panel: rank (k+1) % P factors panel k+1 (once) while
+  the others update the rest of step k's trailing matrix;
+- lu across nodes, no pivoting: the owner of the diagonal block row
+  factors its tile and solves its row of U; one Bcast of that block row;
+  every rank solves its rows of the block column and updates its trailing
+  rows;
+- lu across nodes with pivoting: one Allgatherv of the block column (rows
+  >= k), every rank runs LAPACK's getrf on it (identical input, identical
+  pivots), the row interchanges of the rest of the matrix move in one
+  Alltoallv (each moved row from its source's owner to its
+  destination's), then as without pivoting.
 
 The factors overwrite a (L below the diagonal, U or L^T/L^H on and above
 as LAPACK's); lu returns the pivots (0-based, LAPACK's ipiv - 1) on every rank."""
@@ -231,24 +236,24 @@ def _interchange(ctx, a, aloc, k0, p, pos, nb, n):
 
 #: A panel's factorization (getrf, or the tile's LU and trsm without
 #: pivoting) counted as this many of its flops in trailing-update flops,
-#: when the look-ahead shares out the rows (_shares): getrf on a tall
+#: when the look-ahead shares out the columns (_columns): getrf on a tall
 #: panel runs at about 2/3 of gemm's speed.
 PANEL_WEIGHT = 1.5
 
 
 def _lu_node(a, ctx, n, nb, nblocks, pivoting):
     """LU on one node: every rank reads and writes every rank's rows in
-    place (the parts are in shared memory), so the work of a block step is
-    shared out regardless of who owns the rows. Step k, after a barrier:
-    every rank applies the panel's interchanges to its share of the columns
-    and solves its share of U's block row k (one barrier); then updates its
-    share of the trailing rows in panel k+1's columns first (one barrier),
-    after which rank (k+1) % P factors panel k+1 (one getrf, in place,
-    pivots published in a small global array) while the others update the
-    rest of the trailing matrix: a look-ahead of one panel, the factoring
-    rank given fewer trailing rows so the step stays balanced. Three
-    barriers per step, no data copied between ranks except the panel."""
-    P, me = ctx.size, ctx.rank
+    place (the parts are in shared memory), so a block step's work is
+    shared out by columns regardless of who owns the rows. Step k: each rank
+    takes a range of the columns right of panel k and, for those columns
+    alone, applies the panel's interchanges, solves U's block row and
+    updates every trailing row; rank (k+1) % P takes panel k+1's columns
+    first and then factors panel k+1 (once, in place, pivots and info
+    published in a small global array): a look-ahead of one panel, that
+    rank given fewer of the other columns so the step stays balanced. A
+    column's work depends only on panel k and on that column, so the step
+    needs one barrier, at its end."""
+    P = ctx.size
     parts = [a.part(r) for r in range(P)]
     pub = pgas_array(ctx.comm, P * (nb + 1), np.int64, block=nb + 1)   # per rank: pivots, info
     try:
@@ -273,32 +278,27 @@ def _lu_node_steps(a, ctx, n, nb, nblocks, pivoting, parts, pub):
     ops.sync(ctx)
     for k in range(nblocks):
         k0, k1 = k * nb, min(n, k * nb + nb)
+        k2 = min(n, k1 + nb)
         got = np.array(pub.node_view(k % P))
         if got[nb]:
             ops.sync(ctx)
             raise PgascolError("lu: the matrix is singular: U(%d, %d) is exactly zero" % ((k0 + got[nb] - 1,) * 2)
                                if pivoting else "lu without pivoting: zero pivot at row %d" % (k0 + got[nb] - 1))
-        cols = [_share(k0, P, me), _share(n - k1, P, me, k1)]
         if pivoting:
             piv[k0:k1] = k0 + got[:k1 - k0]
-            _swap_rows(block, nb, k0, got[:k1 - k0], n, cols)
-        top = block(k)
-        if cols[1].stop > cols[1].start:
-            K.trsm(True, True, 0, True, 1.0, np.ascontiguousarray(top[:, k0:k1]), top[:, cols[1]])
-        ops.sync(ctx)                                   # U's block row k and the interchanges complete
-        if k + 1 == nblocks:
-            break
-        k2 = min(n, k1 + nb)
-        mine = _trailing_rows(block, k, k1, k2, nb, nblocks, n, P, me)
-        for rows in mine:                               # look-ahead: panel k+1's columns first
-            K.gemm(0, 0, -1.0, rows[:, k0:k1], top[:, k1:k2], 1.0, rows[:, k1:k2])
-        ops.sync(ctx)
-        if me == (k + 1) % P:
-            _factor_panel(block, pub, k + 1, nb, nblocks, n, pivoting)
-        if k2 < n:
-            for rows in mine:
-                K.gemm(0, 0, -1.0, rows[:, k0:k1], top[:, k2:n], 1.0, rows[:, k2:n])
-        ops.sync(ctx)                                   # panel k+1 factored, trailing matrix updated
+            _swap_rows(block, nb, k0, got[:k1 - k0], n, [_share(k0, P, me)])     # L's columns left of the panel
+        top, below = block(k), [block(i) for i in range(k + 1, nblocks)]
+        lkk = np.ascontiguousarray(top[:, k0:k1])
+        ahead = k + 1 < nblocks and me == (k + 1) % P
+        for c in _columns(k1, k2, n, nb, P, me, (k + 1) % P if k + 1 < nblocks else None):
+            if pivoting:
+                _swap_rows(block, nb, k0, got[:k1 - k0], n, [c])
+            K.trsm(True, True, 0, True, 1.0, lkk, top[:, c])
+            for b in below:
+                K.gemm(0, 0, -1.0, b[:, k0:k1], top[:, c], 1.0, b[:, c])
+            if ahead and c.start == k1:                 # panel k+1's columns are done: factor it
+                _factor_panel(block, pub, k + 1, nb, nblocks, n, pivoting)
+        ops.sync(ctx)                                   # step k complete, panel k+1 factored
     return piv
 
 
@@ -307,23 +307,18 @@ def _share(extent, P, r, lo=0):
     return slice(lo + extent * r // P, lo + extent * (r + 1) // P)
 
 
-def _trailing_rows(block, k, k1, k2, nb, nblocks, n, P, me):
-    """The caller's share of the trailing rows [k1, n) at step k, as views of
-    whole rows (pieces of block rows): rank (k+1) % P, which factors panel
-    k+1 meanwhile, gets that many trailing-row updates fewer."""
-    rows, f = n - k1, (k + 1) % P
-    panel = PANEL_WEIGHT * (n - k1) * nb * nb / max(2.0 * nb * (n - k2), 1.0)   # in rows of update
-    each = (rows + panel) / P
-    sizes = [max(0.0, each - panel) if r == f else each for r in range(P)]
-    scale = rows / sum(sizes)
-    bounds = np.rint(np.concatenate(([0.0], np.cumsum(sizes))) * scale).astype(int) + k1
-    g0, g1 = bounds[me], min(bounds[me + 1], n)
-    out = []
-    for i in range(g0 // nb, -(-g1 // nb)):
-        lo, hi = max(g0, i * nb), min(g1, i * nb + nb)
-        if hi > lo:
-            out.append(block(i)[lo - i * nb:hi - i * nb])
-    return out
+def _columns(k1, k2, n, nb, P, me, ahead):
+    """The caller's columns right of panel k at step k, as slices: rank
+    `ahead` takes panel k+1's [k1, k2) first and, of [k2, n), as much less
+    than the others as factoring the panel costs (PANEL_WEIGHT)."""
+    if ahead is None:
+        return [c for c in [_share(n - k1, P, me, k1)] if c.stop > c.start]
+    extra = (k2 - k1) * (1 + PANEL_WEIGHT / 2)        # getrf of m x nb ~ m nb^2 flops, a column's update 2 m nb
+    each = (n - k2 + extra) / P
+    sizes = [max(0.0, each - extra) if r == ahead else each for r in range(P)]
+    bounds = np.rint(np.concatenate(([0.0], np.cumsum(sizes))) * (n - k2) / max(sum(sizes), 1e-9)).astype(int) + k2
+    out = [slice(k1, k2)] if me == ahead else []
+    return out + [c for c in [slice(int(bounds[me]), int(bounds[me + 1]))] if c.stop > c.start]
 
 
 def _factor_panel(block, pub, k, nb, nblocks, n, pivoting):
