@@ -84,7 +84,7 @@ def main(op, n, rounds):
         comm.Barrier()
     if me == 0:
         print("%s n=%d np=%d, best of %d: %s" % (op, n, P, rounds, "  ".join(
-            "%s %.2f ms (x%.2f)" % (k, v * 1e3, best["numpy"] / v) for k, v in best.items())), flush=True)
+            "%s %.3f ms (x%.2f)" % (k, v * 1e3, best["numpy"] / v) for k, v in best.items())), flush=True)
     for a in arrays:
         a.free()
 
