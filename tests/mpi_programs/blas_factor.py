@@ -128,3 +128,31 @@ def test_lu_singular_raises_on_every_rank():
     a = mat(rng.standard_normal((N, N)), 3)
     factor.lu(a)
     a.free()
+
+
+def test_lu_of_a_submatrix():
+    """A view starting at block row 1 (on rank 1) and column 2: pivots and
+    factors as LAPACK's on the view, the rest of the matrix untouched."""
+    from pgascol import blas
+    rng = np.random.default_rng(5)
+    M, block = 29, 3
+    G = rng.standard_normal((M + block + 2, M + 4))
+    for pivoting in (True, False):
+        H = G.copy()
+        if not pivoting:
+            H[block:block + M, 2:2 + M] += M * np.eye(M)
+        a = mat(H, block)
+        piv = factor.lu(blas.submatrix(a, block, 2, M, M), pivoting=pivoting)
+        got = gathered(a)
+        view = got[block:block + M, 2:2 + M]
+        if pivoting:
+            lu_ref, piv_ref = sl.lu_factor(H[block:block + M, 2:2 + M])
+            assert np.array_equal(piv, piv_ref), (piv, piv_ref)
+            assert np.allclose(view, lu_ref, atol=1e-10)
+        else:
+            L, U = np.tril(view, -1) + np.eye(M), np.triu(view)
+            assert np.allclose(L @ U, H[block:block + M, 2:2 + M], atol=1e-10)
+        outside = np.ones(H.shape, bool)
+        outside[block:block + M, 2:2 + M] = False
+        assert np.array_equal(got[outside], H[outside])
+        a.free()
