@@ -154,8 +154,7 @@ def lu(a, pivoting=True):
             panel = _gather_column(ctx, a, aloc, k, k0, k1, mine, pos, nb, n)
             lu_p, p, info = _getrf(panel)
             if info > 0:
-                raise PgascolError("lu: the matrix is singular: U(%d, %d) is exactly zero"
-                                   % (k0 + info - 1, k0 + info - 1))
+                raise _zero_pivot(True, k0 + info - 1)
             piv[k0:k1] = k0 + p[:w]
             _interchange(ctx, a, aloc, k0, p[:w], pos, nb, n)
             for i in mine:
@@ -191,8 +190,15 @@ def _u_row(ctx, a, aloc, k, k0, k1, owner, pos, nb, n, pivoting):
             buf[-1] = zero + 1
     ctx.comm.Bcast(buf, root=owner)
     if buf[-1] != 0:
-        raise PgascolError("lu without pivoting: zero pivot at row %d" % (k0 + int(buf[-1].real) - 1))
+        raise _zero_pivot(False, k0 + int(buf[-1].real) - 1)
     return np.ascontiguousarray(np.triu(row[:, :w])), row[:, w:]
+
+
+def _zero_pivot(pivoting, i):
+    """The error every rank raises for an exactly zero pivot at row i."""
+    if pivoting:
+        return PgascolError("lu: the matrix is singular: U(%d, %d) is exactly zero" % (i, i))
+    return PgascolError("lu without pivoting: zero pivot at row %d" % i)
 
 
 def _lu_tile_nopivot(t):
@@ -282,8 +288,7 @@ def _lu_node_steps(a, ctx, n, nb, nblocks, pivoting, parts, pub):
         got = np.array(pub.node_view(k % P))
         if got[nb]:
             ops.sync(ctx)
-            raise PgascolError("lu: the matrix is singular: U(%d, %d) is exactly zero" % ((k0 + got[nb] - 1,) * 2)
-                               if pivoting else "lu without pivoting: zero pivot at row %d" % (k0 + got[nb] - 1))
+            raise _zero_pivot(pivoting, k0 + int(got[nb]) - 1)
         if pivoting:
             piv[k0:k1] = k0 + got[:k1 - k0]
             _swap_rows(block, nb, k0, got[:k1 - k0], n, [_share(k0, P, me)])     # L's columns left of the panel
