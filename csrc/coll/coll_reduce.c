@@ -131,6 +131,62 @@ static inline int wait_member(pgc_team *t, int r, uint32_t step)
     return r == t->rank ? PGC_OK : pgc_wait_step(t, r, step);
 }
 
+/* ---- Reduce_scatter's recvcounts, compared exactly ---- */
+
+/* Where member r keeps its block bounds start[1..P-1] in this collective:
+ * its inline slot of this seq, after the inline path's payload (reduce_plan
+ * keeps both in the slot; team.c sizes slots for P - 1 words). The
+ * signature states only the total; every member splits the vector by its
+ * own recvcounts, so members that pass other ones would fold garbage. */
+static inline size_t *rs_bounds_of(const pgc_team *t, const rplan *p, int r)
+{
+    size_t off = p->path == PGC_PATH_INLINE ? PGC_ALIGN_UP(p->total * p->esz, sizeof(size_t)) : 0;
+    return (size_t *)((char *)pgc_inline_of(t, r, t->seq) + off);
+}
+
+/* Before our first post (release: with it), in a slot whose readers of
+ * seq - PGC_RUNAHEAD are done (both starts wait for that). */
+static inline void rs_put_bounds(pgc_team *t, const rplan *p)
+{
+    if (p->kind == RK_RSCATTER)
+        memcpy(rs_bounds_of(t, p, t->rank), p->start + 1, (size_t)(t->nranks - 1) * sizeof(size_t));
+}
+
+static int rs_bounds_differ(pgc_team *t, const rplan *p, int peer, const size_t *theirs)
+{
+    int j = 0;
+    while (theirs[j] == p->start[j + 1])
+        j++;
+    size_t lo = j ? theirs[j - 1] : 0;
+    pgc_set_error(&t->err, PGC_EMISMATCH, peer, 0,
+                  "%s: local rank %d passed other recvcounts than this rank (local rank %d): recvcounts[%d] "
+                  "is %zu there and %zu here; every rank must pass the same recvcounts",
+                  pgc_coll_name(p->coll), peer, t->rank, j, theirs[j] - lo, p->start[j + 1] - p->start[j]);
+    pgc_team_abort(t, PGC_EMISMATCH, t->err.msg);
+    return PGC_EMISMATCH;
+}
+
+/* Once we posted step 1, before reading anybody's data: every peer's
+ * bounds against ours, in full. Every member compares every peer, so any
+ * two members that differ both fail before folding; where the recvcounts
+ * agree (the common case) this is P - 1 waits the fold makes anyway and a
+ * compare of words on the line of the peer's payload (inline) or one more
+ * line (cico). */
+static int rs_check_bounds(pgc_team *t, const rplan *p)
+{
+    const int me = t->rank, P = t->nranks;
+    for (int s = 1; s < P; s++) {
+        int j = (me + s) % P;
+        int rc = pgc_wait_step(t, j, 1);
+        if (rc)
+            return rc;
+        const size_t *theirs = rs_bounds_of(t, p, j);
+        if (PGC_UNLIKELY(memcmp(theirs, p->start + 1, (size_t)(P - 1) * sizeof(size_t)) != 0))
+            return rs_bounds_differ(t, p, j, theirs);
+    }
+    return PGC_OK;
+}
+
 /* Member r exposed its buffers in this collective (after a wait on r in
  * this collective). */
 static inline int exposes(const pgc_team *t, int r)
@@ -224,8 +280,9 @@ static int reduce_inline_start(pgc_team *t, const rplan *p)
     if (rc)
         return rc;
     memcpy(pgc_inline_of(t, t->rank, t->seq), p->in, p->total * p->esz);
+    rs_put_bounds(t, p);
     pgc_post_step(t, 1);
-    return PGC_OK;
+    return p->kind == RK_RSCATTER ? rs_check_bounds(t, p) : PGC_OK;
 }
 
 /* Work: fold the slots of the members this member needs into its receive
@@ -289,6 +346,7 @@ static int reduce_cico_start(pgc_team *t, const rplan *p)
         atomic_store_explicit(&ctl->out_addr, (uint64_t)(uintptr_t)p->out, memory_order_relaxed);
     }
     pgc_desc_put(t, p->expose ? PGC_PATH_CMA : PGC_PATH_CICO, p->total);
+    rs_put_bounds(t, p);
     return PGC_OK;
 }
 
@@ -332,6 +390,8 @@ static int reduce_cico_work(pgc_team *t, const rplan *p)
             }
         /* release: the staged pieces are visible to whoever sees 2w+1 */
         pgc_post_step(t, 2 * w + 1);
+        if (w == 0 && k == RK_RSCATTER && (rc = rs_check_bounds(t, p)))
+            return rc;
 
         /* c. Fold our block's piece: x_r is slot `me` of member r's half. */
         const size_t m = piece_len(p, me, wpos);
@@ -476,6 +536,10 @@ static int reduce_plan(pgc_team *t, rplan *p)
     size_t folded = p->kind == RK_RSCATTER ? bytes : bytes * (size_t)P;
     if (p->path == PGC_PATH_INLINE && folded > PGC_INLINE_FOLD_MAX)
         p->path = PGC_PATH_CICO;
+    /* Reduce_scatter's block bounds follow the payload in the inline slot */
+    if (p->path == PGC_PATH_INLINE && p->kind == RK_RSCATTER &&
+        PGC_ALIGN_UP(bytes, sizeof(size_t)) + (size_t)(P - 1) * sizeof(size_t) > t->hdr->inline_slot)
+        p->path = PGC_PATH_CICO;
     if (p->path == PGC_PATH_CMA)
         p->path = PGC_PATH_CICO; /* the pipeline, each member exposing or not (run) */
     if (p->path != PGC_PATH_CICO || P == 1)
@@ -522,13 +586,9 @@ static int reduce_plan(pgc_team *t, rplan *p)
  * start, work, ack and end. */
 static int reduce_run(pgc_team *t, rplan *p)
 {
-    /* the shape: the count, the root of a Reduce, and Reduce_scatter's
-     * block bounds (its recvcounts) */
-    uint64_t split = 0;
-    for (int j = 1; j <= (p->kind == RK_RSCATTER ? t->nranks : 0); j++)
-        split = pgc_sig_mix(split | 1, p->start[j]);
-    uint64_t shape = pgc_sig_shape(p->total, p->kind == RK_REDUCE ? (uint64_t)p->root : 0, (uint64_t)t->nranks,
-                                   split);
+    /* the shape: the count and the root of a Reduce (Reduce_scatter's
+     * block bounds: rs_check_bounds) */
+    uint64_t shape = pgc_sig_shape(p->total, p->kind == RK_REDUCE ? (uint64_t)p->root : 0, (uint64_t)t->nranks);
     t->sig_elems = p->total;
     int rc = pgc_coll_begin(t, p->coll, PGC_SIG_REDUCTION(p->dt, p->op, shape));
     if (rc)

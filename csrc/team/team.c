@@ -18,17 +18,23 @@
 /* A word of private memory that peers read to probe single copy. */
 static volatile uint64_t cma_probe_word = 0x70676173636f6cull;
 
-static size_t inline_slot_size(const pgc_config *cfg)
+/* An inline slot holds inline_max bytes (capped), and at least a
+ * Reduce_scatter's nranks - 1 block bounds (coll_reduce.c: rs_bounds_of),
+ * which only teams of more than 1025 members with the largest slots, or
+ * small PGASCOL_INLINE_MAX, make count. */
+static size_t inline_slot_size(const pgc_config *cfg, int nranks)
 {
     size_t s = PGC_ALIGN_UP(cfg->inline_max ? cfg->inline_max : 1, PGC_CACHELINE);
-    return s > PGC_INLINE_SLOT_MAX ? PGC_INLINE_SLOT_MAX : s;
+    size_t bounds = PGC_ALIGN_UP((size_t)(nranks - 1) * sizeof(size_t), PGC_CACHELINE);
+    s = s > PGC_INLINE_SLOT_MAX ? PGC_INLINE_SLOT_MAX : s;
+    return s > bounds ? s : bounds;
 }
 
 static void compute_layout(pgc_header *h, int nranks, const pgc_config *cfg)
 {
     size_t page = cfg->hugepages ? (size_t)2 << 20 : PGC_PAGE;
     h->nranks = (uint32_t)nranks;
-    h->inline_slot = inline_slot_size(cfg);
+    h->inline_slot = inline_slot_size(cfg, nranks);
     h->members_offset = PGC_ALIGN_UP(sizeof(pgc_header), PGC_CACHELINE);
     h->member_stride = sizeof(pgc_ctl) + sizeof(pgc_member) + sizeof(pgc_desc) +
                        PGC_RUNAHEAD * h->inline_slot;

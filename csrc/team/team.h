@@ -336,26 +336,25 @@ static inline int pgc_same_family(pgc_coll a, pgc_coll b)
  * 0) on a team of n members, exactly: total * n + root while that is below
  * 2^41 (2 TiB of int8: no node's memory holds such a vector), so two
  * members whose counts or roots differ always sign differently; beyond, a
- * hash with the top bit set. Reduce_scatter's recvcounts are `hash`: 0 for
- * the other reductions, else a 64-bit hash of the block bounds
- * (pgc_sig_mix), folded in so that the shape stays exact in the total and
- * the split goes unseen with probability 2^-41 (the signature has no room
- * for a vector). */
+ * hash with the top bit set. Reduce_scatter's recvcounts do not fit a word:
+ * the shape states their sum, and the members compare the block bounds
+ * themselves, in full, before reading each other's data (rs_check_bounds,
+ * coll_reduce.c). */
 static inline uint64_t pgc_sig_mix(uint64_t h, uint64_t v)
 {
     h = (h ^ v) * 0x9e3779b97f4a7c15ull;
     return h ^ h >> 29;
 }
-static inline uint64_t pgc_sig_shape(uint64_t total, uint64_t root, uint64_t n, uint64_t hash)
+static inline uint64_t pgc_sig_shape(uint64_t total, uint64_t root, uint64_t n)
 {
     const uint64_t exact_max = 1ull << (PGC_SIG_SHAPE_BITS - 1);
     /* every factor below 2^20 (the common case, without a division):
      * total * n + root < 2^40 + 2^20 */
-    if (!hash && ((total | n) >> 20) == 0 && root < n)
+    if (((total | n) >> 20) == 0 && root < n)
         return total * n + root;
-    if (!hash && n && total < (exact_max - root) / n)
+    if (n && total < (exact_max - root) / n)
         return total * n + root;
-    return exact_max | (pgc_sig_mix(pgc_sig_mix(pgc_sig_mix(hash, total), root), n) & (exact_max - 1));
+    return exact_max | (pgc_sig_mix(pgc_sig_mix(pgc_sig_mix(0, total), root), n) & (exact_max - 1));
 }
 /* A UPC collective's signature argument is an 18-bit hash of what its
  * members must agree on (root, nbytes, flags, algorithm, operator, counts:

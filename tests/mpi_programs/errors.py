@@ -326,6 +326,27 @@ def test_reduce_scatter_of_other_recvcounts_is_a_mismatch():
                    ["other recvcounts", "every rank must pass the same recvcounts"])
 
 
+# Per team size: two first blocks a, b of a vector of 2^23 int8 split
+# [a, 2^23 - a, 0, ...] whose block bounds a 41-bit hash of the shape (the
+# signature before the members compared the bounds in full) told apart from
+# no other. Found by hashing every a below 2^23 and sorting.
+_EQUAL_HASH_SPLITS = {2: (4163525, 5887940), 3: (1377336, 8278009), 4: (636180, 3374131),
+                      8: (2507564, 7411116)}
+
+
+def test_reduce_scatter_of_recvcounts_of_equal_hash_is_a_mismatch():
+    """Rank 0 splits the same total otherwise, by recvcounts whose hash
+    equals the others': the members compare the bounds themselves."""
+    if P not in _EQUAL_HASH_SPLITS:
+        return
+    total, first = 1 << 23, _EQUAL_HASH_SPLITS[P][ME == 0]
+    counts = [first, total - first] + [0] * (P - 2)
+    _shape_differs("Reduce_scatter",
+                   lambda c: c.Reduce_scatter(np.ones(total, np.int8), np.zeros(counts[ME], np.int8),
+                                              counts),
+                   ["other recvcounts", "recvcounts[0] is", "every rank must pass the same recvcounts"])
+
+
 def test_ranks_that_all_take_themselves_for_the_root_learn_it_at_the_next_call():
     """Every rank calls a small Bcast with itself as the root (once, or
     twice in a row): a root waits for nobody, so none of them can tell in
