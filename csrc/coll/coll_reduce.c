@@ -148,8 +148,11 @@ static inline size_t *rs_bounds_of(const pgc_team *t, const rplan *p, int r)
  * seq - PGC_RUNAHEAD are done (both starts wait for that). */
 static inline void rs_put_bounds(pgc_team *t, const rplan *p)
 {
-    if (p->kind == RK_RSCATTER)
-        memcpy(rs_bounds_of(t, p, t->rank), p->start + 1, (size_t)(t->nranks - 1) * sizeof(size_t));
+    if (p->kind != RK_RSCATTER)
+        return;
+    size_t *mine = rs_bounds_of(t, p, t->rank);
+    for (int j = 1; j < t->nranks; j++) /* a few words: no library call */
+        mine[j - 1] = p->start[j];
 }
 
 static int rs_bounds_differ(pgc_team *t, const rplan *p, int peer, const size_t *theirs)
@@ -181,7 +184,10 @@ static int rs_check_bounds(pgc_team *t, const rplan *p)
         if (rc)
             return rc;
         const size_t *theirs = rs_bounds_of(t, p, j);
-        if (PGC_UNLIKELY(memcmp(theirs, p->start + 1, (size_t)(P - 1) * sizeof(size_t)) != 0))
+        size_t differ = 0;
+        for (int b = 1; b < P; b++)
+            differ |= theirs[b - 1] ^ p->start[b];
+        if (PGC_UNLIKELY(differ))
             return rs_bounds_differ(t, p, j, theirs);
     }
     return PGC_OK;

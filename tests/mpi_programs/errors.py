@@ -592,10 +592,12 @@ def test_a_root_datatype_differing_at_the_same_byte_count_is_a_mismatch():
 def test_the_same_type_signature_in_other_datatypes_is_no_mismatch():
     """MPI matches type signatures, not datatypes: a contiguous derived type
     of two MPI.INT against MPI.INT x 2, a vector of MPI.DOUBLE against
-    MPI.DOUBLE, uint8 arrays against bytes. On every layout of nodes."""
+    MPI.DOUBLE, a struct {double, double} against MPI.DOUBLE x 2, uint8
+    arrays against bytes. On every layout of nodes."""
     c = pgascol.Comm(WORLD.Dup())
     pair = MPI.INT.Create_contiguous(2).Commit()
     strided = MPI.DOUBLE.Create_vector(3, 1, 2).Commit()
+    doubles = MPI.Datatype.Create_struct([1, 1], [0, 8], [MPI.DOUBLE, MPI.DOUBLE]).Commit()
     try:
         for root in {0, P - 1}:
             n = 5
@@ -618,7 +620,15 @@ def test_the_same_type_signature_in_other_datatypes_is_no_mismatch():
                      [got, 2, MPI.INT] if ME == root else None, root=root)
             if ME == root:
                 assert list(got.view(np.int64)) == list(range(P)), got
+            mine = np.array([ME, -ME], np.float64)
+            both = np.zeros(2 * P) if ME == root else None
+            c.Gather([mine, 1, doubles], [both, 2, MPI.DOUBLE] if ME == root else None, root=root)
+            if ME == root:
+                assert list(both) == [v for r in range(P) for v in (r, -r)], both
+            c.Bcast([mine, 1, doubles] if ME == root else [mine, 2, MPI.DOUBLE], root=root)
+            assert list(mine) == [root, -root], mine
     finally:
         pair.Free()
         strided.Free()
+        doubles.Free()
         c.Free()
