@@ -13,6 +13,8 @@
  *           members it needs and folds their slots in rank order into its
  *           receive buffer (Reduce: only the root; Reduce_scatter: its own
  *           block; Scan: members 0..rank; Exscan: 0..rank-1).
+ *           Reduce_scatter's members also compare their block bounds
+ *           first, on both paths (rs_check_bounds).
  *   cico    (everything larger) partitioned copy-in/copy-out. The vector is
  *           split into P blocks (Reduce_scatter: the recvcounts blocks;
  *           otherwise near-equal blocks with 64-byte aligned boundaries) and
