@@ -11,7 +11,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 CLI = [sys.executable, "-m", "pgascol.tools.bench"]
-FORMATS = ("csr", "coo", "bsr", "csc", "dia", "sky")
+FORMATS = ("csr", "coo", "bsr", "csc", "dia", "dia-rows", "sky")
 
 
 def cli(*args, timeout=300):
@@ -39,7 +39,7 @@ def test_sparse_run_writes_the_schema_and_compare_reads_it(tmp_path, vns):
         assert (op, "upcblas") in cases, op
     assert ("spmm3/band-20000/csr", "upcblas") not in cases
     skipped = {(s["matrix"], s["format"]) for s in meta["skipped"]}
-    assert skipped == {("nas-s", "dia"), ("nas-s", "sky")}, meta["skipped"]
+    assert skipped == {("nas-s", "dia"), ("nas-s", "dia-rows"), ("nas-s", "sky")}, meta["skipped"]
     for x in doc["results"]:
         assert 0 < x["t_min_us"] <= x["t_avg_us"] <= x["t_max_us"], x
         assert x["np"] == (1 if x["impl"] == "scipy" else 2) and x["gflops"] > 0 and x["gbs"] > 0
@@ -52,7 +52,7 @@ def test_sparse_run_writes_the_schema_and_compare_reads_it(tmp_path, vns):
 
 def test_sparse_refuses_unknown_names_before_launching():
     for option, name, what in (("--matrices", "nosuch", "matrix"), ("--formats", "ell", "format"),
-                               ("--upcblas-formats", "ell", "format")):
+                               ("--upcblas-formats", "ell", "format"), ("--upcblas-formats", "dia-rows", "format")):
         r = cli("sparse", "--np", 2, "--quick", option, name)
         assert r.returncode == 2 and "unknown %s %r" % (what, name) in r.stderr, r.stdout + r.stderr
         assert "launching" not in r.stdout

@@ -43,15 +43,21 @@ def test_balanced_by_nonzeros():
     assert sum(formats.balanced(np.arange(100), 7)) == 100
 
 
-@pytest.mark.parametrize("fmt", formats.FORMATS)
+@pytest.mark.parametrize("fmt", formats.FORMATS + ("dia-rows",))
 def test_split_and_rebuild_every_format(fmt):
+    fmt, _, how = fmt.partition("-")
     A = _random((12, 12), np.float64, 1)
     if fmt == "sky":
         A = sp.csr_array(sp.tril(A))
     G = formats.check(A, fmt, (3, 2) if fmt == "bsr" else None)
-    counts, fields = formats.split(G, fmt, 3)
+    counts, fields = formats.split(G, fmt, 3, how or None)
     assert len(counts) == 3 and all(len(f[0]) for f in fields)
-    if fmt == "dia":                    # per rank: its rows of the diagonals that cross them
+    if fmt == "dia" and how != "rows":  # by diagonals: diagonal d whole (12 values) on rank d % 3
+        assert counts == np.bincount(np.arange(len(G.offsets)) % 3).tolist()
+        bounds = np.cumsum([0] + counts)
+        assert [sorted(fields[1][0][a:b]) for a, b in zip(bounds, bounds[1:])] == \
+            [sorted(G.offsets[r::3]) for r in range(3)]
+    if how == "rows":                   # per rank: its rows of the diagonals that cross them
         ends = [np.cumsum([0] + kind) for _, kind, _ in fields]
         parts = []
         for r in range(3):
@@ -63,8 +69,17 @@ def test_split_and_rebuild_every_format(fmt):
         return
     ptr = np.concatenate(([0], np.cumsum(fields[0][0])))
     piece = dict(ptr=ptr, idx=fields[1][0], val=fields[2][0])
-    whole = formats.to_scipy(fmt, G.shape, formats.uplo_of(G, fmt), (3, 2), piece, 0, sum(counts))
+    lines = 12 if fmt == "dia" else sum(counts)         # (DIA by diagonals: every row of them)
+    whole = formats.to_scipy(fmt, G.shape, formats.uplo_of(G, fmt), (3, 2), piece, 0, lines)
     assert abs(sp.csr_array(whole) - A).max() == 0
+
+
+def test_split_names_dia_only():
+    assert formats.split_of("dia", None) == "diagonals" and formats.split_of("dia", "rows") == "rows"
+    assert formats.split_of("csr", None) is None
+    for fmt, split, words in (("csr", "rows", "format dia only"), ("dia", "cols", "must be one of")):
+        with pytest.raises(ArgumentError, match=words):
+            formats.split_of(fmt, split)
 
 
 def test_check_refuses_what_is_not_a_canonical_matrix():

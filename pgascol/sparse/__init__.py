@@ -14,9 +14,12 @@ handles, as PETSc does), SpMV and SpMM with halo exchange.
             sparse.mv(H, x, y, alpha=1.0, beta=0.0)              # y = A x
         x.free(); y.free()
 
-Formats csr, coo, bsr, lower skyline, dia (by rows, balanced by nonzeros;
-dia: each rank holds its rows' part of every diagonal), csc and upper
-skyline (by columns, balanced by nonzeros); float32, float64, complex64, complex128. The operands of mv
+Formats csr, coo, bsr, lower skyline (by rows, balanced by nonzeros), csc
+and upper skyline (by columns, balanced by nonzeros), dia by diagonals
+dealt cyclically (the default, partial products summed by Reduce_scatter)
+or, with from_scipy(..., split="rows"), by rows (each rank holds its rows'
+part of every diagonal, y written in place); float32, float64, complex64,
+complex128. The operands of mv
 and mm: global arrays / pgas matrices laid out as the handle's vectors,
 or numpy arrays replicated on every rank."""
 from .handle import SparseMatrix, from_local_rows, from_scipy  # noqa: F401

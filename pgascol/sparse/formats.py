@@ -2,7 +2,8 @@
 into the ranks' pieces, and how a piece is rebuilt as scipy for local().
 
 A piece is `lines` (the compressed dimension: rows of CSR, COO, BSR and
-lower skyline, columns of CSC and upper skyline, diagonals of DIA) and its
+lower skyline and of DIA split by rows, columns of CSC and upper skyline,
+diagonals of DIA split by diagonals) and its
 arrays. `split()` returns the global arrays reordered so that each rank's
 piece is one contiguous slice of each (what Scatterv sends), with the
 number of lines per rank; no Python loop over lines anywhere.
@@ -16,17 +17,25 @@ lengths in entries, from which the receiver rebuilds the offsets):
   dia:      len (the rank's rows, per diagonal), idx (offset), val (per diagonal,
             its entries in the rank's rows: val[d*rows + i] is A[lo+i, lo+i+offset_d])
 
-DIA is split by row blocks, as the row formats: a rank keeps, of every
-diagonal that crosses its rows, the part in its rows (zero where the column
-falls outside A), so that y = A x is written in place and x needs only a
-halo. Its fields' per-rank element counts are given explicitly (split's
-kind a list) since its lines (rows) are not its arrays' units (diagonals)."""
+DIA has two splits (SPLITS, the `split` keyword of from_scipy):
+- "diagonals" (the default, UPCBLAS's): the diagonals dealt cyclically,
+  rank r keeping diagonals r, r+P, ... whole (all m rows: lo 0); every
+  rank touches every row of y, so partial products are summed by
+  Reduce_scatter (ops.py).
+- "rows": by row blocks, as the row formats: a rank keeps, of every
+  diagonal that crosses its rows, the part in its rows, so that y = A x
+  is written in place and x needs only a halo. Its fields' per-rank
+  element counts are given explicitly (split's kind a list) since its
+  lines (rows) are not its arrays' units (diagonals).
+Both store a diagonal by row (zero where the column falls outside A), so
+one pair of kernels (dia_gather, dia_scatter) serves both."""
 import numpy as np
 import scipy.sparse as sp
 
 from ..errors import ArgumentError
 
 FORMATS = ("csr", "coo", "bsr", "csc", "dia", "sky")
+SPLITS = {"dia": ("diagonals", "rows")}     # the splits a format offers, its default first
 DTYPES = tuple(np.dtype(t) for t in ("f4", "f8", "c8", "c16"))
 
 
@@ -35,8 +44,23 @@ def index_dtype(*sizes):
     return np.dtype(np.int32 if max(sizes, default=0) < 2 ** 31 - 1 else np.int64)
 
 
-def axis(fmt, uplo):
-    """Which dimension the format distributes: "row" or "col"."""
+def split_of(fmt, split):
+    """The split format fmt takes (its default for None), or ArgumentError:
+    an unknown one, or one given to a format that has a single distribution."""
+    if split is None:
+        return SPLITS.get(fmt, (None,))[0]
+    if fmt not in SPLITS:
+        raise ArgumentError("split is for format %s only (format %r has one distribution)"
+                            % (" or ".join(SPLITS), fmt))
+    if split not in SPLITS[fmt]:
+        raise ArgumentError("split of format %s must be one of %s, not %r" % (fmt, ", ".join(SPLITS[fmt]), split))
+    return split
+
+
+def axis(fmt, uplo, split=None):
+    """Which dimension the format distributes: "row", "col" or "diag"."""
+    if split == "diagonals":
+        return "diag"
     if fmt == "csc" or (fmt == "sky" and uplo == "U"):
         return "col"
     return "row"
@@ -175,11 +199,13 @@ def _skyline(G):
     return length, first, val
 
 
-def split(G, fmt, nranks):
+def split(G, fmt, nranks, how=None):
     """(lines per rank, [(global array, kind, unit)]): each rank's piece a
     contiguous slice of every array; kind "line" or "entry" (per line, per
-    entry) or the elements of each rank (DIA). unit: elements per entry
-    (R*C for BSR values)."""
+    entry) or the elements of each rank (DIA by rows). unit: elements per
+    entry (R*C for BSR values, m for DIA's by diagonals). how: DIA's split."""
+    if fmt == "dia" and how != "rows":
+        return _dia_cyclic(G, nranks)
     counts = balanced(line_weights(G, fmt), nranks)
     if fmt == "dia":
         return counts, _dia_split(G, counts)
@@ -191,17 +217,36 @@ def split(G, fmt, nranks):
                     (np.ascontiguousarray(G.data).reshape(-1), "entry", unit)]
 
 
-def _dia_split(G, counts):
-    """DIA's fields by row blocks: rank r keeps the diagonals that cross its
-    rows [lo, hi) inside A, each as its hi - lo values by row."""
+def _dia_by_row(G):
+    """(offsets, starts, ends, byrow): byrow[d, i] = A[i, i + offset_d]
+    (zero outside A), the rows [start, end) where diagonal d lies in A."""
     m, n = G.shape
     off = np.asarray(G.offsets, np.int64)
     starts, ends = _dia_rows(off, m, n)
-    byrow = np.zeros((len(off), m), G.dtype)       # byrow[d, i] = A[i, i + off_d]
+    byrow = np.zeros((len(off), m), G.dtype)
     for d, o in enumerate(off):                     # (a loop over diagonals, not rows)
         j0, j1 = starts[d] + o, min(ends[d] + o, G.data.shape[1])
         if j1 > j0:
             byrow[d, starts[d]:starts[d] + j1 - j0] = G.data[d, j0:j1]
+    return off, starts, ends, byrow
+
+
+def _dia_cyclic(G, nranks):
+    """DIA's fields by diagonals: diagonal d to rank d % P, whole (m values
+    by row); a rank's diagonals in their order."""
+    off, _, _, byrow = _dia_by_row(G)
+    deal = np.arange(len(off)) % nranks
+    order = np.argsort(deal, kind="stable")
+    m = G.shape[0]
+    counts = np.bincount(deal, minlength=nranks).tolist()
+    return counts, [(np.full(len(off), m), "line", 1), (off[order], "line", 1),
+                    (byrow[order].reshape(-1), "line", m)]
+
+
+def _dia_split(G, counts):
+    """DIA's fields by row blocks: rank r keeps the diagonals that cross its
+    rows [lo, hi) inside A, each as its hi - lo values by row."""
+    off, starts, ends, byrow = _dia_by_row(G)
     bounds = np.concatenate(([0], np.cumsum(counts)))
     lens, offs, vals = [], [], []
     for lo, hi in zip(bounds[:-1], bounds[1:]):     # (a loop over ranks)

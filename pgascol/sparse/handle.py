@@ -29,17 +29,19 @@ class SparseMatrix:
     vectors hold (A.vector("row") and A.vector("col")). Freed by free()
     (collective) or at the end of a ``with`` block, never by the GC."""
 
-    def __init__(self, comm, shape, dtype, fmt, uplo, blocksize, nnz, counts, piece):
+    def __init__(self, comm, shape, dtype, fmt, uplo, blocksize, nnz, counts, piece, split=None):
         self.comm = comm
         self._ctx = context.of(comm)
         self.shape = tuple(int(s) for s in shape)
         self.dtype = np.dtype(dtype)
         self.format, self.uplo, self.blocksize, self.nnz = fmt, uplo, blocksize, int(nnz)
-        self.axis = formats.axis(fmt, uplo)
+        self.split = split                        # DIA: "diagonals" (cyclic) or "rows"; else None
+        self.axis = formats.axis(fmt, uplo, split)
         self.line_counts = list(counts)           # lines of each rank (rows, columns or diagonals)
         self.row_counts, self.col_counts = self._vector_counts()
         unit = blocksize[0] if fmt == "bsr" else 1
-        self.lo = int(np.sum(self.line_counts[:self._ctx.rank])) * unit   # first row/column of my lines
+        first = int(np.sum(self.line_counts[:self._ctx.rank])) * unit
+        self.lo = 0 if self.axis == "diag" else first     # first row/column of my lines (diagonals: whole)
         self._piece = piece
         self._plans = {}
         self._mpi = None                # its own communicator (_made: once every rank has its piece)
@@ -48,9 +50,11 @@ class SparseMatrix:
     def _vector_counts(self):
         """Rows and columns per rank: the distributed dimension as the lines
         go, the other one like it when A is square (so that y = A x and x
-        share a layout), else evenly."""
+        share a layout), else evenly; by diagonals evenly."""
         m, n = self.shape
         P = self._ctx.size
+        if self.axis == "diag":
+            return formats.even(m, P), formats.even(n, P)
         if self.format == "bsr":
             R, C = self.blocksize
             rows = [c * R for c in self.line_counts]
@@ -112,6 +116,11 @@ class SparseMatrix:
             p = self._piece["ptr"]
             self._piece["rows"] = np.repeat(np.arange(len(p) - 1), np.diff(p)).astype(p.dtype)
         return self._piece["rows"]
+
+    def _dia_rows(self):
+        """DIA: (first row, rows) of my piece's diagonals: my row block, or
+        all of A's rows when split by diagonals."""
+        return self.lo, (self.shape[0] if self.axis == "diag" else self.line_counts[self._ctx.rank])
 
     def _window(self):
         """Skyline and DIA: the range [lo, hi) of indices that my lines touch."""
@@ -179,10 +188,11 @@ class SparseMatrix:
 
     def local(self):
         """This rank's piece as a scipy matrix: its rows (m_local x n) by
-        rows (DIA too), its columns (m x n_local) by columns."""
+        rows (DIA by rows too), its columns (m x n_local) by columns, its
+        diagonals (m x n) DIA by diagonals."""
         self._live()
-        return formats.to_scipy(self.format, self.shape, self.uplo, self.blocksize, self._piece, self.lo,
-                                self.line_counts[self._ctx.rank])
+        lo, nlines = self._dia_rows() if self.format == "dia" else (self.lo, self.line_counts[self._ctx.rank])
+        return formats.to_scipy(self.format, self.shape, self.uplo, self.blocksize, self._piece, lo, nlines)
 
     def to_scipy(self, root=0):
         """The whole matrix as CSR on root (None elsewhere); collective."""
@@ -201,35 +211,41 @@ class SparseMatrix:
 
     def __repr__(self):
         state = "freed" if self._freed else "%d ranks" % self._ctx.size
+        fmt = self.format if self.split is None else "%s by %s" % (self.format, self.split)
         return "<pgascol.sparse.SparseMatrix %dx%d %s %s, %d nonzeros, %s>" % (
-            self.shape[0], self.shape[1], self.format, self.dtype, self.nnz, state)
+            self.shape[0], self.shape[1], fmt, self.dtype, self.nnz, state)
 
 
 # ---------------------------------------------------------------- construction
 
-def from_scipy(comm, A, root=0, format="csr", blocksize=None):
+def from_scipy(comm, A, root=0, format="csr", blocksize=None, split=None):
     """Distribute scipy.sparse matrix A (collective): held by `root` (A is
     ignored elsewhere: pass None), or by every rank with root=None
-    (replicated: each rank takes its piece, nothing moves)."""
+    (replicated: each rank takes its piece, nothing moves). split: how
+    format dia is distributed, "diagonals" (the default: cyclically, partial
+    products summed by Reduce_scatter) or "rows" (row blocks balanced by
+    stored entries, y written in place, x by halo); refused for the other
+    formats, which have one distribution each."""
     ctx = context.of(comm)
     fmt = format.lower() if isinstance(format, str) else format
 
     def prepare():
         if root is not None and not 0 <= operator.index(root) < ctx.size:
             raise ArgumentError("root %r out of range for %d ranks" % (root, ctx.size))
-        key = (root, fmt, None if blocksize is None else tuple(blocksize))
+        how = formats.split_of(fmt, split) if fmt in formats.FORMATS else None
+        key = (root, fmt, None if blocksize is None else tuple(blocksize), how)
         if root is not None and ctx.rank != root:
             return key, None            # A is significant on the root only (mpi4py's rule)
         G = formats.check(A, fmt, blocksize)
-        return key, (G, formats.split(G, fmt, ctx.size))
+        return key, (G, formats.split(G, fmt, ctx.size, how))
     mine = agree(comm, "pgascol.sparse.from_scipy", prepare, ctx.barrier)
     built = plan.Guard()                # the steps after the agreement (_made: their verdict)
     if root is None:
         G, (counts, fields) = mine
-        meta = built.run(_meta, G, fmt, counts, fields)
+        meta = built.run(_meta, G, fmt, counts, fields, split)
         arrays = built.run(lambda: [_own_slice(a, cnt, ctx.rank) for (a, _, _), cnt in zip(fields, meta["counts"])])
     else:
-        meta = comm.bcast(None if mine is None else built.run(_meta, mine[0], fmt, *mine[1]), root=root)
+        meta = comm.bcast(None if mine is None else built.run(_meta, mine[0], fmt, *mine[1], split), root=root)
         arrays = None
         if meta is not None:            # (None: it failed on the root)
             fields = None if mine is None else mine[1][1]
@@ -263,7 +279,7 @@ def from_local_rows(comm, rows, shape=None, format="csr"):
     return _made(comm, "pgascol.sparse.from_local_rows", built, meta, fields and [f[0] for f in fields[1]])
 
 
-def _meta(G, fmt, counts, fields):
+def _meta(G, fmt, counts, fields, split=None):
     """What every rank needs before receiving its piece: the elements of
     each field per rank and their dtypes (indices int32 where they fit)."""
     idt = formats.index_dtype(*G.shape, G.nnz if fmt != "sky" else len(fields[2][0]))
@@ -279,7 +295,7 @@ def _meta(G, fmt, counts, fields):
     dtypes = [idt.str, idt.str, np.dtype(G.dtype).str]
     return dict(shape=G.shape, dtype=np.dtype(G.dtype).str, format=fmt, uplo=formats.uplo_of(G, fmt),
                 blocksize=G.blocksize if fmt == "bsr" else None, nnz=G.nnz, lines=counts, counts=per,
-                dtypes=dtypes)
+                dtypes=dtypes, split=formats.split_of(fmt, split))
 
 
 def _own_slice(a, counts, rank):
@@ -322,4 +338,4 @@ def _handle(comm, meta, arrays):
     piece = dict(ptr=ptr, idx=np.ascontiguousarray(idx, idt), val=np.ascontiguousarray(val, meta["dtype"]))
     return SparseMatrix(comm, meta["shape"], meta["dtype"], meta["format"], meta["uplo"],
                         None if meta["blocksize"] is None else tuple(meta["blocksize"]), meta["nnz"],
-                        meta["lines"], piece)
+                        meta["lines"], piece, meta.get("split"))

@@ -1,8 +1,9 @@
 """SpMV and SpMM on the handles: y <- alpha op(A) x + beta y.
 
 Which way the data go depends only on whether op(A)'s rows are the
-handle's lines (`aligned`: CSR, COO, BSR, DIA, lower skyline not
-transposed; CSC, upper skyline transposed):
+handle's lines (`aligned`: CSR, COO, BSR, DIA split by rows, lower
+skyline not transposed; CSC, upper skyline transposed; never DIA split by
+diagonals):
 
 - aligned: each rank computes its own rows of y in place, reading the x
   entries its lines touch. Formats with explicit indices (CSR, CSC, COO,
@@ -26,6 +27,11 @@ transposed; CSC, upper skyline transposed):
   by its own x part into a private partial y of full length, and the
   communicator's Reduce_scatter sums the partials into y's layout
   (Allreduce when y is replicated).
+- DIA split by diagonals (the default, UPCBLAS's cyclic deal), either
+  way: each rank reads the whole of x (GlobalArray.get), multiplies its
+  diagonals (each all of A's rows long) into a partial y of full length,
+  and Reduce_scatter sums the partials: the same run kernels as by rows,
+  with one run per diagonal.
 
 Synchronisation: every product begins with a PGAS barrier (the first
 step of its collective argument check: whatever every rank wrote to x
@@ -156,7 +162,7 @@ def _scalar(v, dtype, what):
 
 def _apply(A, x, y, alpha, beta, trans, matrices):
     X, Y, alpha, beta = _check(A, x, y, alpha, beta, trans, matrices)
-    aligned = (A.axis == "row") == (trans == "N")
+    aligned = A.axis != "diag" and (A.axis == "row") == (trans == "N")
     xcounts, ycounts = (A.col_counts, A.row_counts) if trans == "N" else (A.row_counts, A.col_counts)
     guard, what = plan.Guard(), "pgascol.sparse." + ("mm" if matrices else "mv")
     if not X.glob:
@@ -240,23 +246,33 @@ def _gather(A, X, Y, alpha, beta, conj, guard):
 def _reduce(A, X, Y, alpha, beta, trans, ycounts, guard):
     """Not aligned: the reversed exchange where it is narrow, else a partial
     y of full length, then Reduce_scatter (entered by a rank whose local
-    work failed too, with zeros)."""
-    ex, rm = A._plan(Y, guard, scatter=True) if A.format in SCATTERED else (None, None)
+    work failed too, with zeros). DIA by diagonals: from the whole of x."""
+    scattered = A.format in SCATTERED and A.axis != "diag"
+    ex, rm = A._plan(Y, guard, scatter=True) if scattered else (None, None)
     if ex is not None:
         return plan.scatter(A, ex, rm, X, Y, alpha, beta, conj=trans == "C", guard=guard)
     k = X.k
     partial = np.zeros(Y.rows * k, A.dtype)
-    guard.run(_scatter_local, A, _flat(X), X.ld, partial, k, alpha, trans)
+    if A.axis == "diag":
+        x = np.empty(X.rows * X.ld, A.dtype)
+        if len(x):
+            guard.run(X.a.get, 0, x)
+    else:
+        x = _flat(X)
+    guard.run(_scatter_local, A, x, X.ld, partial, k, alpha, trans)
     mine = np.empty(ycounts[A._ctx.rank] * k, A.dtype)
     A.comm.Reduce_scatter(partial, mine, recvcounts=[c * k for c in ycounts])
     guard.run(plan.axpby, _flat(Y).reshape(-1, Y.ld)[:, :k], beta, mine.reshape(-1, k))
 
 
 def _scatter_local(A, x, ldx, partial, k, alpha, trans):
-    """partial += alpha op(my piece) x (x: my lines' rows)."""
+    """partial += alpha op(my piece) x (x: my lines' rows; DIA by
+    diagonals: all of x, and not transposed too)."""
     p, conj = A._piece, trans == "C"
     fmt = A.format
-    if fmt == "dia":
+    if fmt == "dia" and trans == "N":
+        plan.kernel(A, plan.dia_part(A, A.shape[1]), x, ldx, ldx, partial, k, k, alpha, A.dtype.type(1), conj)
+    elif fmt == "dia":
         plan.scatter_kernel(A, plan.dia_part(A, len(partial) // k), x, ldx, partial, k, k, k, alpha, conj)
     elif fmt == "sky":
         _kernels.sky_scatter(p["ptr"], p["idx"], p["val"], x, ldx, partial, k, 0, k, alpha, conj)

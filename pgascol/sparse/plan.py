@@ -148,7 +148,7 @@ class RunRemap:
 def _runs_part(A, table):
     """What the run kernels take: (runs flat, values, rows of the piece or its offsets)."""
     p = A._piece
-    return table.reshape(-1), p["val"], (A.line_counts[A._ctx.rank] if A.format == "dia" else p["ptr"])
+    return table.reshape(-1), p["val"], (A._dia_rows()[1] if A.format == "dia" else p["ptr"])
 
 
 def sky_runs(A, bounds):
@@ -173,10 +173,11 @@ def dia_runs(A, bounds):
     [bounds[r], bounds[r+1]) of indices of x (a rank's part), the rows i0 <=
     i < i1 of my piece whose column i + lo + offset_d lies in it, from index
     `first` on: arrays (d, i0, i1, first, r). bounds from 0 to n: rows
-    whose column falls outside A are in no run."""
+    whose column falls outside A are in no run. (Split by diagonals, my
+    piece's rows are all of A's: lo 0.)"""
     bounds = np.asarray(bounds, np.int64)
-    nl = A.line_counts[A._ctx.rank]
-    shift = A._piece["idx"].astype(np.int64)[:, None] + A.lo     # row i's column: i + shift
+    lo, nl = A._dia_rows()
+    shift = A._piece["idx"].astype(np.int64)[:, None] + lo       # row i's column: i + shift
     i0 = np.clip(bounds[None, :-1] - shift, 0, nl)
     i1 = np.clip(bounds[None, 1:] - shift, 0, nl)
     d, r = np.nonzero(i1 > i0)
@@ -185,7 +186,7 @@ def dia_runs(A, bounds):
 
 def dia_part(A, n):
     """The runs of my DIA piece over the whole of an x of n indices (one
-    part, base the index itself): for replicated x or a partial y."""
+    part, base the index itself): for replicated or whole x, or a partial y."""
     d, i0, i1, first, _ = dia_runs(A, [0, n])
     return _runs_part(A, np.stack([d, i0, i1, first], 1).astype(np.int64))
 

@@ -23,8 +23,9 @@ dst, a (global array, offset) pair, and returns it.
 The sparse operands live in private memory on rank thread_src, or on every
 rank (replicated) when thread_src is the number of ranks: UPCBLAS's
 semantics. As in UPCBLAS every call distributes them anew: it builds a
-temporary handle (sparse.from_scipy, rows balanced by nonzeros), multiplies
-and frees it. This is the slow path, kept for fidelity with ported code;
+temporary handle (sparse.from_scipy in the thesis's distributions: rows
+or columns balanced by nonzeros, DIA's diagonals dealt cyclically),
+multiplies and frees it. This is the slow path, kept for fidelity with ported code;
 a loop that multiplies by one matrix should create the handle once
 (sparse.from_scipy) and call sparse.mv / sparse.mm, which does not move the
 matrix again (pgascol-bench sparse measures both)."""

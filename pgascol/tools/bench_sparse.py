@@ -3,7 +3,7 @@ scipy.sparse in one process, PETSc's MatMult (when petsc4py imports) and
 UPCBLAS's per-call redistribution, side by side in one MPI job.
 
     pgascol-bench sparse [--np N] [--matrices lap2d,lap3d,nas-a,nas-b,powerlaw,band]
-                         [--formats csr,coo,bsr,csc,dia,sky] [--cols 1,8]
+                         [--formats csr,coo,bsr,csc,dia,dia-rows,sky] [--cols 1,8]
                          [--rounds R] [--upcblas-formats csr] [--virtual-node-size K]
                          [--json FILE] [--quick]
 
@@ -15,9 +15,12 @@ row on average), band a random 2M x 2M band matrix of 9 diagonals (the
 one whose lower triangle a skyline holds without padding; --quick:
 smaller ones). Rank 0 builds each whole and the
 handle is made once from it (sparse.from_scipy, not timed). Format sky
-holds the matrix's lower triangle; dia is skipped beyond 64 diagonals and
-sky when its envelope exceeds 4 nonzeros a row on average (the reason is
-printed). bsr uses 2 x 2 blocks (3 x 3, 5 x 5 when 2 does not divide n).
+holds the matrix's lower triangle; dia is DIA split by diagonals (the
+default: cyclically, partials summed by Reduce_scatter), dia-rows the same
+matrix with split="rows" (row blocks, y in place, x by halo); both are
+skipped beyond 64 diagonals and sky when its envelope exceeds 4 nonzeros a
+row on average (the reason is printed). bsr uses 2 x 2 blocks (3 x 3, 5 x
+5 when 2 does not divide n).
 
 Per matrix, format and column count k (1: SpMV, y = A x with vectors;
 k > 1: SpMM with row-distributed matrices B and C) the rounds alternate:
@@ -47,7 +50,8 @@ import sys
 import time
 
 MATRICES = ("lap2d", "lap3d", "nas-a", "nas-b", "powerlaw", "band")
-FORMATS = ("csr", "coo", "bsr", "csc", "dia", "sky")
+FORMATS = ("csr", "coo", "bsr", "csc", "dia", "dia-rows", "sky")     # dia-rows: format dia, split="rows"
+UPC_FORMATS = tuple(f for f in FORMATS if "-" not in f)            # UPCBLAS's entry points: the thesis's split
 MAX_DIAGONALS = 64
 MAX_ENVELOPE_PER_ROW = 4
 TRIAD_BYTES = 32 << 20
@@ -82,6 +86,7 @@ def describe(G, fmt):
     m, n = G.shape
     v = G.dtype.itemsize
     i = 4 if max(m, n, G.nnz) < 2 ** 31 - 1 else 8
+    fmt = fmt.partition("-")[0]
     if fmt == "dia":
         ndiag = len(np.unique(G.tocoo().col - G.tocoo().row))
         if ndiag > MAX_DIAGONALS:
@@ -230,7 +235,8 @@ class _Case:
         m, n = shape
         self.nnz = nnz
         self.bytes = matrix_bytes + k * (m + n) * 8
-        self.H = sparse.from_scipy(comm, S, root=0, format=fmt, blocksize=blocksize)
+        base, _, split = fmt.partition("-")
+        self.H = sparse.from_scipy(comm, S, root=0, format=base, blocksize=blocksize, split=split or None)
         rng = np.random.default_rng(me)
         if k == 1:
             self.x, self.y = self.H.vector("col"), self.H.vector("row")
@@ -308,7 +314,7 @@ def cmd_sparse(args, argv):
     from .bench import BenchError, run_worker_job, write_results
     rounds = args.rounds or (3 if args.quick else 5)
     for what, given, known in (("matrix", args.matrices, MATRICES), ("format", args.formats, FORMATS),
-                               ("format", args.upcblas_formats, FORMATS)):
+                               ("format", args.upcblas_formats, UPC_FORMATS)):
         for item in filter(None, (given or "").split(",")):
             if item not in known:
                 raise BenchError("unknown %s %r (one of %s)" % (what, item, ", ".join(known)))
@@ -331,8 +337,8 @@ def add_parser(sub):
     s.add_argument("--cols", default="1,8", help="column counts; 1 is SpMV (default %(default)s)")
     s.add_argument("--rounds", type=int, help="rounds per case (default 5; --quick 3)")
     s.add_argument("--upcblas-formats", default="csr",
-                   help="formats also timed through UPCBLAS's per-call redistribution (default %(default)s; "
-                        "empty: none)")
+                   help="formats also timed through UPCBLAS's per-call redistribution, from: %s "
+                        "(default %%(default)s; empty: none)" % ",".join(UPC_FORMATS))
     s.add_argument("--virtual-node-size", type=int, metavar="K")
     s.add_argument("--mpi-launcher", metavar="CMD")
     s.add_argument("--json", metavar="FILE")

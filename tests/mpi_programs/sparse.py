@@ -22,7 +22,7 @@ from tests.mpi_programs.blas_common import expect, rand
 WORLD = MPI.COMM_WORLD
 ME, P = WORLD.Get_rank(), WORLD.Get_size()
 COMM = pgascol.Comm(WORLD)
-FORMATS = ("csr", "coo", "bsr", "csc", "dia", "sky")
+FORMATS = ("csr", "coo", "bsr", "csc", "dia", "dia-rows", "sky")    # dia: by diagonals; dia-rows: split="rows"
 TYPES = (np.float32, np.float64, np.complex64, np.complex128)
 TOL = {np.float32: 1e-4, np.float64: 1e-12, np.complex64: 1e-4, np.complex128: 1e-12}
 SAMPLE = os.environ.get("PGASCOL_SPARSE_TEST_SAMPLE", "all")
@@ -55,8 +55,10 @@ def matrix(shape, dt, seed, fmt="csr", density=0.3):
 
 
 def make(G, fmt, dist, blocksize=None):
-    """The handle of G distributed from rank 0, from the last rank, replicated, or from local rows."""
-    kw = {"blocksize": blocksize} if fmt == "bsr" else {}
+    """The handle of G distributed from rank 0, from the last rank, replicated,
+    or from local rows; fmt "dia-rows": DIA with split="rows"."""
+    fmt, _, split = fmt.partition("-")
+    kw = {"blocksize": blocksize} if fmt == "bsr" else {"split": split} if split else {}
     if dist == "local":
         counts = [len(r) for r in np.array_split(np.arange(G.shape[0]), P)]
         lo = sum(counts[:ME])
@@ -108,10 +110,10 @@ def test_to_scipy_and_local_every_format_and_distribution():
             back = A.to_scipy(root=0)
             if ME == 0:
                 assert abs(back - G).max() == 0, (fmt, dist)
-            assert A.nnz == G.nnz or fmt in ("bsr", "dia", "sky")
+            assert A.nnz == G.nnz or fmt in ("bsr", "dia", "dia-rows", "sky")
             assert sum(A.row_counts) == G.shape[0] and sum(A.col_counts) == G.shape[1]
-            assert A.format == fmt and A.dtype == np.float64 and A.shape == G.shape
-            assert A.local().format == {"sky": "csr" if A.uplo == "L" else "csc"}.get(fmt, fmt)
+            assert A.format == fmt.partition("-")[0] and A.dtype == np.float64 and A.shape == G.shape
+            assert A.local().format == {"sky": "csr" if A.uplo == "L" else "csc", "dia-rows": "dia"}.get(fmt, fmt)
 
 
 def test_mv_every_format_type_distribution_shape_and_trans():
@@ -134,10 +136,10 @@ def test_a_rank_with_no_rows():
     """Every nonzero in the last row (by rows) or column (by columns): by
     nonzeros, one rank takes it and the others have nothing."""
     last_row = sp.csr_array(np.pad(np.ones((1, 6)), ((5, 0), (0, 0))))
-    for fmt in ("csr", "coo", "bsr", "sky", "csc", "dia"):
+    for fmt in ("csr", "coo", "bsr", "sky", "csc", "dia", "dia-rows"):
         H = last_row.T.tocsr() if fmt == "csc" else last_row
         with make(H, fmt, "root0", (1, 2)) as A:
-            if P > 1 and fmt != "dia":
+            if P > 1 and not fmt.startswith("dia"):
                 assert 0 in A.line_counts, (fmt, A.line_counts)
             for trans in "NT":
                 check_mv(A, H, trans, np.float64, 7, "no rows %s %s" % (fmt, trans))
@@ -168,7 +170,7 @@ def test_mm_with_1_3_and_64_columns():
 
 def test_a_handle_reused_while_x_changes():
     G = matrix((40, 40), np.float64, 9)
-    for fmt in ("csr", "csc", "sky", "dia"):
+    for fmt in ("csr", "csc", "sky", "dia", "dia-rows"):
         H = sp.csr_array(sp.tril(G)) if fmt == "sky" else G
         with make(H, fmt, "root0") as A, A.vector("col") as x, A.vector("row") as y:
             for it in range(12):
@@ -195,6 +197,26 @@ def test_operands_in_other_layouts_are_redistributed():
 def fill_any(a, g):
     idx = np.concatenate([np.arange(lo, hi) for lo, hi in a.owned()] or [np.zeros(0, int)])
     a.local()[:] = g[idx]
+
+
+def test_dia_split_by_diagonals_or_by_rows():
+    """DIA by diagonals (the default): diagonal d whole on rank d % P, every
+    product through a partial y and Reduce_scatter (no exchange plan); by
+    rows: rank r's row block of every diagonal crossing it, y in place.
+    A split refused for the other formats and an unknown one, on every rank."""
+    G = matrix((11, 9), np.float64, 4)
+    offsets = sp.dia_array(G).offsets
+    with make(G, "dia", "root0") as A, make(G, "dia-rows", "rootlast") as B:
+        assert (A.split, A.axis, B.split, B.axis) == ("diagonals", "diag", "rows", "row")
+        assert A.line_counts == np.bincount(np.arange(len(offsets)) % P, minlength=P).tolist()
+        assert A.local().shape == G.shape and sorted(A.local().offsets) == sorted(offsets[ME::P])
+        assert B.line_counts == B.row_counts and B.local().shape == (B.row_counts[ME], 9)
+        for H in (A, B):
+            check_mv(H, G, "N", np.float64, 3, "dia by " + H.split)
+        assert not A._plans and "exchange" in B._plans
+    for fmt, split, words in (("csr", "rows", "format dia only"), ("dia", "cols", "must be one of")):
+        exc = expect(ArgumentError, sparse.from_scipy, COMM, G if ME == 0 else None, 0, fmt, None, split)
+        assert words in str(exc), str(exc)
 
 
 def test_index_dtype_is_int32_where_it_fits():
@@ -279,13 +301,13 @@ def test_mm_operands_in_other_layouts_are_redistributed():
 
 
 def test_the_halo_holds_only_entries_of_other_nodes_that_the_rows_touch():
-    """A tridiagonal matrix, CSR and DIA (split by rows too): a rank's rows
+    """A tridiagonal matrix, CSR and DIA split by rows: a rank's rows
     touch one column past each end of its range; those of ranks on its node
     are read in place (no halo), the others arrive by message, and nothing
     else does."""
     n = 30
     G = sp.csr_array(sp.diags_array([np.ones(n - 1), 2 * np.ones(n), np.ones(n - 1)], offsets=[-1, 0, 1]))
-    for fmt in ("csr", "dia"):
+    for fmt in ("csr", "dia-rows"):
         with make(G, fmt, "root0") as A, A.vector("col", fill=1.0) as x, A.vector("row") as y:
             sparse.mv(A, x, y, 1.0, 0.0)
             close(y[:], G @ np.ones(n), np.float64, "tridiagonal " + fmt)
@@ -312,12 +334,12 @@ def banded(n, dt=np.float64):
 
 
 def test_the_reversed_exchange_of_narrow_transposed_products():
-    """csc N, csr T, coo C, bsr T, dia C, lower sky T and upper sky N on a
+    """csc N, csr T, coo C, bsr T, dia (by rows) C, lower sky T and upper sky N on a
     banded matrix take plan.scatter (a Reduce_scatter otherwise); against
     scipy, beta 0 and not, global and replicated."""
     for dt in (np.float64, np.complex128):
         B = banded(8 * P + 4, dt)
-        for fmt, trans, G in (("csc", "N", B), ("csr", "T", B), ("coo", "C", B), ("bsr", "T", B), ("dia", "C", B),
+        for fmt, trans, G in (("csc", "N", B), ("csr", "T", B), ("coo", "C", B), ("bsr", "T", B), ("dia-rows", "C", B),
                               ("sky", "T", sp.tril(B, format="csr")), ("sky", "N", sp.triu(B, format="csr"))):
             with make(G, fmt, "root0", (2, 2)) as A:
                 check_mv(A, G, trans, dt, 21, "%s %s %s" % (fmt, trans, np.dtype(dt)))
@@ -388,7 +410,7 @@ def test_a_failure_while_building_ends_every_rank_and_leaves_everything_usable()
             back = A.to_scipy(root=0)
             assert ME != 0 or abs(back - G).max() == 0, (fmt, dist)
     for fmt, trans, where in (("csr", "N", (plan.Exchange, "_split")), ("csr", "T", (plan.Exchange, "_asked")),
-                              ("dia", "N", (handle.SparseMatrix, "_remap")), ("csc", "N", (plan.Exchange, "_split"))):
+                              ("dia-rows", "N", (handle.SparseMatrix, "_remap")), ("csc", "N", (plan.Exchange, "_split"))):
         if where[1] == "_asked" and P == 1:
             continue                    # one rank: nobody to ask, the step does not run
         with make(G, fmt, "root0") as A, operands(A, trans, xg) as (x, y):
@@ -410,7 +432,8 @@ def test_a_failure_mid_product_ends_every_rank_and_leaves_everything_usable():
     gather, scatter, partial = (plan, "kernel"), (plan, "scatter_kernel"), (ops, "_scatter_local")
     cases = [("csr", "N", gather, gather), ("csr", "N", (plan.Exchange, "_pack"), gather),
              ("coo", "N", gather, gather), ("csr", "T", scatter, partial), ("coo", "C", scatter, partial),
-             ("csc", "N", scatter, partial), ("dia", "N", gather, gather), ("dia", "T", scatter, partial),
+             ("csc", "N", scatter, partial), ("dia", "N", partial, partial), ("dia-rows", "N", gather, gather),
+             ("dia-rows", "T", scatter, partial),
              ("sky", "T", scatter, partial)]
     for fmt, trans, where, where_replicated in cases:
         H = sp.tril(G, format="csr") if fmt == "sky" else G
