@@ -217,6 +217,16 @@ def split(G, fmt, nranks, how=None):
                     (np.ascontiguousarray(G.data).reshape(-1), "entry", unit)]
 
 
+def local_rows(G, fmt, lo):
+    """The fields of one rank's own rows G (CSR, rows lo.. of A) as a piece
+    of format csr, coo or dia by rows (offsets made global: the column
+    minus A's row, not G's)."""
+    if fmt != "dia":
+        return split(G, "csr", 1)[1]
+    lens, off, val = _dia_split(sp.dia_array(G), [G.shape[0]])
+    return [lens, (off[0] - lo, off[1], off[2]), val]
+
+
 def _dia_by_row(G):
     """(offsets, starts, ends, byrow): byrow[d, i] = A[i, i + offset_d]
     (zero outside A), the rows [start, end) where diagonal d lies in A."""

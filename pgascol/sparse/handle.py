@@ -254,16 +254,20 @@ def from_scipy(comm, A, root=0, format="csr", blocksize=None, split=None):
     return _made(comm, "pgascol.sparse.from_scipy", built, meta, arrays)
 
 
-def from_local_rows(comm, rows, shape=None, format="csr"):
+def from_local_rows(comm, rows, shape=None, format="csr", split=None):
     """Each rank's own consecutive rows (a scipy matrix of its rows, all
-    columns; ranks in row order): no data moves. format: a row format
-    csr or coo."""
+    columns; ranks in row order): no data moves. format: a row format csr
+    or coo, or dia with split="rows" (by diagonals, data would move:
+    from_scipy makes that one)."""
     ctx = context.of(comm)
     fmt = format.lower() if isinstance(format, str) else format
 
     def prepare():
-        if fmt not in ("csr", "coo"):
-            raise ArgumentError("from_local_rows makes format csr or coo, not %r" % (fmt,))
+        if fmt not in ("csr", "coo", "dia"):
+            raise ArgumentError("from_local_rows makes format csr, coo or dia, not %r" % (fmt,))
+        if formats.split_of(fmt, split) not in (None, "rows"):
+            raise ArgumentError('from_local_rows makes dia split by rows only: pass split="rows" '
+                                '(from_scipy splits by diagonals)')
         G = formats.check(rows, "csr", None)
         return (G.shape[1], np.dtype(G.dtype).str, fmt, None if shape is None else tuple(shape)), G
     G = agree(comm, "pgascol.sparse.from_local_rows", prepare, ctx.barrier)
@@ -274,9 +278,10 @@ def from_local_rows(comm, rows, shape=None, format="csr"):
         raise ArgumentError("shape %r, but the ranks' rows make %r" % (shape, (m, G.shape[1])))
     nnz = comm.allreduce(G.nnz)
     built = plan.Guard()
-    fields = built.run(formats.split, G, "csr", 1)
-    meta = dict(shape=shape, dtype=np.dtype(G.dtype).str, format=fmt, uplo=None, blocksize=None, nnz=nnz, lines=counts)
-    return _made(comm, "pgascol.sparse.from_local_rows", built, meta, fields and [f[0] for f in fields[1]])
+    fields = built.run(formats.local_rows, G, fmt, sum(counts[:ctx.rank]))
+    meta = dict(shape=shape, dtype=np.dtype(G.dtype).str, format=fmt, uplo=None, blocksize=None, nnz=nnz, lines=counts,
+                split=split)
+    return _made(comm, "pgascol.sparse.from_local_rows", built, meta, fields and [f[0] for f in fields])
 
 
 def _meta(G, fmt, counts, fields, split=None):

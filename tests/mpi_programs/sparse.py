@@ -62,7 +62,7 @@ def make(G, fmt, dist, blocksize=None):
     if dist == "local":
         counts = [len(r) for r in np.array_split(np.arange(G.shape[0]), P)]
         lo = sum(counts[:ME])
-        return sparse.from_local_rows(COMM, G[lo:lo + counts[ME]], format=fmt)
+        return sparse.from_local_rows(COMM, G[lo:lo + counts[ME]], format=fmt, **kw)
     root = {"root0": 0, "rootlast": P - 1, "replicated": None}[dist]
     return sparse.from_scipy(COMM, G if root is None or ME == root else None, root=root, format=fmt, **kw)
 
@@ -123,7 +123,7 @@ def test_mv_every_format_type_distribution_shape_and_trans():
              FORMATS, TYPES, ("root0", "rootlast", "replicated", "local"), ((12, 12), (13, 8), (6, 10)), "NTC")
              if d == "root0" or (TYPES.index(t) + FORMATS.index(f) + "NTC".index(tr)) % 4 == 1]
     for i, (fmt, dt, dist, shape, trans) in enumerate(sampled(cases)):
-        if dist == "local" and fmt not in ("csr", "coo"):
+        if dist == "local" and fmt not in ("csr", "coo", "dia-rows"):
             continue
         if fmt == "bsr" and shape == (13, 8):
             shape = (14, 8)                         # a shape the 2 x 2 blocks divide
@@ -217,6 +217,13 @@ def test_dia_split_by_diagonals_or_by_rows():
     for fmt, split, words in (("csr", "rows", "format dia only"), ("dia", "cols", "must be one of")):
         exc = expect(ArgumentError, sparse.from_scipy, COMM, G if ME == 0 else None, 0, fmt, None, split)
         assert words in str(exc), str(exc)
+    mine = G[np.array_split(np.arange(11), P)[ME]]
+    for fmt, split, words in (("csr", "rows", "format dia only"), ("dia", None, 'split="rows"')):
+        exc = expect(ArgumentError, sparse.from_local_rows, COMM, mine, None, fmt, split)
+        assert words in str(exc), str(exc)
+    with make(G, "dia-rows", "local") as C:     # each rank's own rows, nothing moved
+        assert C.split == "rows" and C.line_counts == [len(r) for r in np.array_split(np.arange(11), P)]
+        check_mv(C, G, "T", np.float64, 5, "dia by rows from local rows")
 
 
 def test_index_dtype_is_int32_where_it_fits():
