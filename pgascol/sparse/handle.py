@@ -269,7 +269,7 @@ def from_local_rows(comm, rows, shape=None, format="csr", split=None):
             raise ArgumentError('from_local_rows makes dia split by rows only: pass split="rows" '
                                 '(from_scipy splits by diagonals)')
         G = formats.check(rows, "csr", None)
-        return (G.shape[1], np.dtype(G.dtype).str, fmt, None if shape is None else tuple(shape)), G
+        return (G.shape[1], np.dtype(G.dtype).str, fmt, split, None if shape is None else tuple(shape)), G
     G = agree(comm, "pgascol.sparse.from_local_rows", prepare, ctx.barrier)
     counts = comm.allgather(G.shape[0])
     m = sum(counts)
