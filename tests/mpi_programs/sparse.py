@@ -214,6 +214,7 @@ def test_dia_split_by_diagonals_or_by_rows():
         for H in (A, B):
             check_mv(H, G, "N", np.float64, 3, "dia by " + H.split)
         assert not A._plans and "exchange" in B._plans
+        _upcblas_dia_is_split_by_diagonals(A, G)
     for fmt, split, words in (("csr", "rows", "format dia only"), ("dia", "cols", "must be one of")):
         exc = expect(ArgumentError, sparse.from_scipy, COMM, G if ME == 0 else None, 0, fmt, None, split)
         assert words in str(exc), str(exc)
@@ -224,6 +225,28 @@ def test_dia_split_by_diagonals_or_by_rows():
     with make(G, "dia-rows", "local") as C:     # each rank's own rows, nothing moved
         assert C.split == "rows" and C.line_counts == [len(r) for r in np.array_split(np.arange(11), P)]
         check_mv(C, G, "T", np.float64, 5, "dia by rows from local rows")
+
+
+def _upcblas_dia_is_split_by_diagonals(A, G):
+    """UPCBLAS's per-call susmv_dia builds its handle by diagonals (the thesis's split)."""
+    from pgascol.sparse import upcblas
+    made, real = [], upcblas.from_scipy
+
+    def spy(*args, **kw):
+        made.append(real(*args, **kw))
+        return made[-1]
+    xg = rand(G.shape[1], np.float64, 8)
+    upcblas.from_scipy = spy
+    try:
+        with A.vector("col") as x, A.vector("row", fill=1.0) as y:
+            fill(x, xg)
+            pgas.barrier(COMM)
+            arrays = upcblas.arrays_of(G, "dia") if ME == 0 else (None,) * upcblas.NARGS["dia"]
+            upcblas.upc_blas_dsusmv_dia(0, 2.0, *arrays, x, y, 0)
+            close(y[:], 2 * (G @ xg) + 1, np.float64, "upc_blas_dsusmv_dia")
+    finally:
+        upcblas.from_scipy = real
+    assert [H.split for H in made] == ["diagonals"], made
 
 
 def test_index_dtype_is_int32_where_it_fits():
