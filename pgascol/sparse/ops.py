@@ -253,8 +253,8 @@ def _reduce(A, X, Y, alpha, beta, trans, ycounts, guard):
         return plan.scatter(A, ex, rm, X, Y, alpha, beta, conj=trans == "C", guard=guard)
     k = X.k
     partial = np.zeros(Y.rows * k, A.dtype)
-    if A.axis == "diag":
-        x = np.empty(X.rows * X.ld, A.dtype)
+    if A.axis == "diag":                    # (a rank without diagonals reads none of x)
+        x = np.empty(X.rows * X.ld if len(A._piece["idx"]) else 0, A.dtype)
         if len(x):
             guard.run(X.a.get, 0, x)
     else:
