@@ -157,7 +157,7 @@ cdef int _engine(object comm, int coll, object sendbuf, object recvbuf, object o
         _revoke(st, None)
         raise       # a rank revoked the communicator: pass it on (ULFM)
     except PgascolError as exc:
-        _abort_across(st, exc)
+        _abort_across(st, exc, root if _root_refusal_ends_call(coll) else -1)
         raise       # the engine's own (the collective began, or the team is aborted)
     except MPI.Exception as exc:
         if _ULFM and exc.Get_error_class() == MPI.ERR_REVOKED:
@@ -183,7 +183,7 @@ cdef int _engine(object comm, int coll, object sendbuf, object recvbuf, object o
                 if st.hier:
                     _to_mpi_across(st, coll)
             except PgascolError as exc:
-                _abort_across(st, exc)
+                _abort_across(st, exc, root if _root_refusal_ends_call(coll) else -1)
                 raise
     return done
 

@@ -163,7 +163,7 @@ cdef class _State:
         if self.alerts:     # eager sends: complete, or left to MPI (their peers gave up)
             _Testall(self.alerts)
             self.alerts = []
-        if self.pcomm is not None and self.lrank == 0 and _drain_alerts(self):
+        if self.pcomm is not None and _drain_alerts(self):     # leaders', roots' (_abort_across)
             self.alerted = True
         if self.alerted or (self.hier and _given_up(self)):
             # Alerts may still be on their way to this communicator, and
@@ -232,10 +232,9 @@ cdef int _mpi_wait(_State st, object reqs, str what, object statuses=None) excep
 
 cdef int _mpi_check(_State st, double start, double now, str what) except -1:
     """A bounded inter-node wait's check, every 100 ms: another node's
-    alert (leaders), the node team's health, and PGASCOL_TIMEOUT (which
-    aborts the node team)."""
-    if st.lrank == 0:
-        _check_alerts(st, what)
+    alert, the node team's health, and PGASCOL_TIMEOUT (which aborts the
+    node team)."""
+    _check_alerts(st, what)     # a leader's, or a Gather(v)/Scatter(v) root's (_abort_across)
     st.core.check_alive()
     if now - start > st.timeout:
         msg = ("%s: the inter-node MPI phase did not complete within PGASCOL_TIMEOUT=%gs "
@@ -360,18 +359,23 @@ cdef bint _drain_alerts(_State st) except -1:
     return any_
 
 
-cdef int _abort_across(_State st, object exc) except -1:
+cdef int _abort_across(_State st, object exc, int root=-1) except -1:
     """This rank's node team gave up in a hierarchical collective (exc): its
     leader tells the other nodes' leaders (TAG_ABORT), which give up at
     their next check (_check_alerts) instead of waiting for this node until
-    PGASCOL_TIMEOUT."""
-    if not st.hier or st.lrank != 0 or st.told:     # once per communicator: it is not used again
+    PGASCOL_TIMEOUT. root: the root of the Gather(v) or Scatter(v) given up
+    (else -1), which talks to the other nodes' leaders itself
+    (_hier_gather, _hier_scatter, _refuse_across): told too if it is no
+    leader, and it tells them too if this rank is it."""
+    if not st.hier or st.told or (st.lrank != 0 and st.rank != root):   # once: the communicator is not used again
         return 0
     st.told = st.alerted = True
     why = str(exc).encode(errors="replace")[:255]
-    for n in range(st.nnodes):
-        if n != st.nidx:
-            st.alerts.append(st.pcomm.Isend([why, len(why), _BYTE], dest=st.members[n][0], tag=TAG_ABORT))
+    dests = [st.members[n][0] for n in range(st.nnodes) if n != st.nidx]
+    if root >= 0 and st.node_of[root] != st.nidx and st.local_of[root] != 0:
+        dests.append(root)
+    for q in dests:
+        st.alerts.append(st.pcomm.Isend([why, len(why), _BYTE], dest=q, tag=TAG_ABORT))
     return 0
 
 
@@ -468,8 +472,13 @@ cdef int _refused(_State st, int coll, object exc, int root) except -1:
             # only the root could see it: every other rank is in the call
             # (a misuse of what every rank passes may be refused by the
             # other nodes' leaders too, which would then neither send nor
-            # receive)
-            _refuse_across(st, coll, reason)
+            # receive; one whose node gave the call up says so, TAG_ABORT,
+            # met in _refuse_across, which aborts this node team: this rank
+            # still raises its own reason)
+            try:
+                _refuse_across(st, coll, reason)
+            except PgascolError:
+                pass
         elif st.hier:
             # the other nodes may wait for this rank in MPI until they give
             # up and say so (TAG_ABORT), after it freed the communicator:

@@ -216,6 +216,67 @@ def test_root_only_misuse_leaves_the_communicator_usable():
         c.Free()
 
 
+def _misuse_on_two_ranks(name, n, root, q):
+    """A Gatherv or Scatterv whose root passes a negative count (only it
+    can see that) while rank q passes a non-buffer (so it takes the call to
+    MPI); the others' calls are right."""
+    d = MPI.DOUBLE
+    if ME == root:
+        spec = [np.zeros(n * P), [n] * (P - 1) + [-1], [n * k for k in range(P)], d]
+        return (lambda c: c.Scatterv(spec, np.zeros(n), root=root)) if name == "Scatterv" else \
+            (lambda c: c.Gatherv(np.zeros(n), spec, root=root))
+    mine = "not a buffer" if ME == q else np.zeros(n)
+    return (lambda c: c.Scatterv(None, mine, root=root)) if name == "Scatterv" else \
+        (lambda c: c.Gatherv(mine, None, root=root))
+
+
+def test_misuse_on_the_root_and_another_leader_ends_every_rank_at_once():
+    """Two ranks err, each in its own way: the root of a Gatherv or
+    Scatterv refuses its counts while another node's leader (on one node,
+    another rank) takes the call to MPI. Nobody may wait for a message
+    that never comes (a root that is no leader for that leader's blocks,
+    as it takes in what the other leaders send it): every rank ends its
+    call at once, the root with its own ArgumentError, the others
+    completing or with an error naming the collective; the next collective
+    then ends at once on every rank too (the communicator was given up)."""
+    if P == 1:
+        return
+    for name in ("Scatterv", "Gatherv"):
+        for n in (4, 100000):
+            for root in (0, P - 1):
+                c = pgascol.Comm(WORLD.Dup())
+                st = c._pg
+                if st.hier:
+                    q = [m[0] for i, m in enumerate(st.members) if i != st.node_of[root]][0]
+                else:
+                    q = (root + 1) % P
+                call = _misuse_on_two_ranks(name, n, root, q)
+                try:
+                    start = time.monotonic()
+                    try:
+                        call(c)
+                    except ArgumentError as exc:
+                        assert ME == root or isinstance(exc, pgascol.RootRefusedError), repr(exc)
+                        assert ME == root or str(exc).startswith(name), str(exc)
+                    except (TeamAbortedError, CollectiveMismatchError) as exc:
+                        assert ME != root and name in str(exc), (ME, str(exc))
+                    else:
+                        assert ME not in (root, q) and name == "Gatherv", (ME, name)
+                    assert time.monotonic() - start < 2.5, (ME, name, n, root, time.monotonic() - start)
+                    start = time.monotonic()
+                    y = np.zeros(3)
+                    try:
+                        c.Allreduce(np.full(3, ME, "d"), y)
+                    except pgascol.PgascolError:
+                        pass
+                    else:
+                        assert np.all(y == sum(range(P))), y
+                    assert time.monotonic() - start < 2.5, (ME, name, n, root, time.monotonic() - start)
+                finally:
+                    c.Free()
+                WORLD.Barrier()
+
+
 def test_calls_out_of_step_are_caught_before_data_moves():
     """Rank 0 calls a Bcast the others skip, then everybody calls Allreduce:
     rank 0's Allreduce would pair with the others' next call. Every rank
