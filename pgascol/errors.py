@@ -91,6 +91,16 @@ class RootRefusedError(ArgumentError):
     communicator stays usable."""
 
 
+class DatatypeMismatchError(ArgumentError):
+    """Ranks of a Bcast, Gather(v) or Scatter(v) passed other basic types at
+    the same byte count (the root 8 MPI.INT, a receiver 4 MPI.DOUBLE): MPI
+    calls the program erroneous but compares no type signatures, so the call
+    moved its bytes as MPI would, and the ranks that saw the difference
+    raise this once it completed; the communicator stays usable."""
+
+    ERROR_CLASS = "ERR_TYPE"
+
+
 class PeerDeadError(PgascolError):
     """A member of the node team died or exited in the middle of an operation."""
 

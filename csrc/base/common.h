@@ -40,6 +40,9 @@ enum {
                           * failed on every member that needed the root, the team is usable */
     PGC_EREVOKED = -10,  /* a member revoked the communicator (MPI's ULFM Revoke): the abort code
                           * of a team aborted by Comm.Revoke; waits report it as PGC_EABORTED */
+    PGC_ETYPE = -11,     /* members of a rooted collective stated other basic types at the same byte
+                          * count (team.h: PGC_SIG_ROOTED): the call moved its bytes as MPI would, the
+                          * members that saw the difference fail it, the team is usable */
 };
 
 typedef struct pgc_error {

@@ -185,7 +185,25 @@ void pgc_costs_fold(pgc_team *t, int rc)
         atomic_store_explicit(&c->ps_per_byte[k], e, memory_order_relaxed);
         atomic_store_explicit(&c->measured_ns[k], now, memory_order_relaxed);
     }
-    t->xfer_pending = 0;
+}
+
+/* pgc_coll_end with something pending: fold what the collective measured
+ * into the team's costs (discarded on failure), post DONE as pgc_coll_end
+ * does, and end a success in which a peer stated another basic type with
+ * PGC_ETYPE (the bytes moved, the team in step, t->err says which types). */
+int pgc_coll_end_pending(pgc_team *t, int rc)
+{
+    unsigned pending = t->end_pending;
+    t->end_pending = 0;
+    if (pending & PGC_END_FOLD)
+        pgc_costs_fold(t, rc);
+    if (rc == PGC_OK) {
+        pgc_post_step(t, PGC_STEP_DONE);
+        return pending & PGC_END_TYPES ? PGC_ETYPE : PGC_OK;
+    }
+    if (rc == PGC_EREFUSED)
+        pgc_coll_root_refused(t);
+    return rc;
 }
 
 void pgc_costs_seed(pgc_team *t, const uint32_t ps_per_byte[PGC_NXFER])

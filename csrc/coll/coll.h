@@ -132,7 +132,7 @@ static inline void pgc_xfer_note(pgc_team *t, pgc_xfer k, size_t bytes, uint64_t
     uint32_t s = ps == 0 ? 1 : ps > UINT32_MAX ? UINT32_MAX : (uint32_t)ps;
     if (t->xfer_best[k] == 0 || s < t->xfer_best[k])
         t->xfer_best[k] = s;
-    t->xfer_pending = 1;
+    t->end_pending |= PGC_END_FOLD;
 }
 /* The copy of the copy-in/copy-out paths (staging, copy-out, own block,
  * reduction pipeline, Bcast rings), with the loops of the team's pgc_simd
@@ -176,13 +176,14 @@ void pgc_costs_seed(pgc_team *t, const uint32_t ps_per_byte[PGC_NXFER]);
 
 /* ---- end ---- */
 
-/* End a collective with its result `rc`: fold what it measured into the
- * team's costs (discarded on failure), and on success (or the root's
- * refusal) post DONE for this seq. Returns rc. */
+/* End a collective with its result `rc`: on success (or the root's
+ * refusal) post DONE for this seq. Returns rc. What else is pending
+ * (t->end_pending) goes to pgc_coll_end_pending, in coll.c. */
+int pgc_coll_end_pending(pgc_team *t, int rc);
 static inline int pgc_coll_end(pgc_team *t, int rc)
 {
-    if (PGC_UNLIKELY(t->xfer_pending))
-        pgc_costs_fold(t, rc);
+    if (PGC_UNLIKELY(t->end_pending))
+        return pgc_coll_end_pending(t, rc);
     if (rc == PGC_OK)
         pgc_post_step(t, PGC_STEP_DONE);
     else if (rc == PGC_EREFUSED)

@@ -197,6 +197,19 @@ int pgc_signature_mismatch(pgc_team *t, int peer, uint64_t theirs)
         pgc_set_error(&t->err, PGC_EREFUSED, peer, 0, "%s: the root (local rank %d) refused its arguments",
                       collname, peer);
         return PGC_EREFUSED;
+    } else if (pgc_sig_types_only_differ(t->sig, theirs)) {
+        /* The byte counts agree (or a later check of them aborts): the
+         * collective moves its bytes as MPI would, and this member ends it
+         * with the difference (pgc_coll_end), the team usable. */
+        int root = PGC_SIG_ROOT(pgc_sig_arg(t->sig));
+        pgc_set_error(&t->err, PGC_ETYPE, peer, 0,
+                      "%s: local rank %d%s passes its elements as %s where this rank (local rank %d%s) "
+                      "passes %s: the type signatures differ (MPI calls the program erroneous, even at "
+                      "the same byte count); every rank must pass the basic type of the root (local rank %d)",
+                      collname, peer, peer == root ? ", the root," : "", basic_name(theirs), t->rank,
+                      t->rank == root ? ", the root" : "", basic_name(t->sig), root);
+        t->end_pending |= PGC_END_TYPES;
+        return PGC_OK;
     } else if (pgc_sig_kind(theirs) & PGC_SIG_REFUSED)
         pgc_set_error(&t->err, PGC_EMISMATCH, peer, 0,
                       "%s: local rank %d refused its arguments to %s (see the error it raised), "
@@ -245,7 +258,8 @@ int pgc_check_skipped_signatures(pgc_team *t, int peer, uint32_t last)
      * for the root of a small Bcast wait for nobody: this is where they learn
      * it, one collective late but before this one moves any data. Refusals
      * are left alone: a member that did not need the refusing one completed
-     * legitimately. */
+     * legitimately; so are basic types that differ alone: the collective
+     * completed as under MPI, and the members that saw it failed it. */
     _Atomic uint64_t *mine_ring = pgc_ctl_of(t, t->rank)->sig, *their_ring = pgc_ctl_of(t, peer)->sig;
     uint32_t from = t->seq - (PGC_SIG_RING - 1);
     if ((int32_t)(last + 1 - from) > 0)
@@ -256,7 +270,8 @@ int pgc_check_skipped_signatures(pgc_team *t, int peer, uint32_t last)
         uint64_t mine = atomic_load_explicit(&mine_ring[j & (PGC_SIG_RING - 1)], memory_order_relaxed);
         uint64_t theirs = atomic_load_explicit(&their_ring[j & (PGC_SIG_RING - 1)], memory_order_relaxed);
         if (theirs == mine || pgc_sig_seqbyte(mine) != (j & 0xffu) || pgc_sig_seqbyte(theirs) != (j & 0xffu) ||
-            ((pgc_sig_kind(mine) | pgc_sig_kind(theirs)) & PGC_SIG_REFUSED))
+            ((pgc_sig_kind(mine) | pgc_sig_kind(theirs)) & PGC_SIG_REFUSED) ||
+            pgc_sig_types_only_differ(mine, theirs))
             continue;
         char m[96], o[96];
         describe_sig(mine, m, sizeof m);

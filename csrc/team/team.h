@@ -192,6 +192,11 @@ typedef struct pgc_header {
     _Atomic uint64_t arrivals[PGC_RUNAHEAD] __attribute__((aligned(PGC_CACHELINE)));
 } pgc_header;
 
+/* pgc_team.end_pending's bits. */
+#define PGC_END_FOLD 1u  /* the collective timed copies: fold them into the costs (pgc_costs_fold) */
+#define PGC_END_TYPES 2u /* a peer stated another basic type (pgc_signature_mismatch, sync.c): the
+                          * collective ends with PGC_ETYPE, t->err says which */
+
 typedef struct pgc_team {
     pgc_segment seg;
     pgc_header *hdr;
@@ -226,7 +231,9 @@ typedef struct pgc_team {
      * (lowest) picoseconds per byte of its timed copies, 0: none; folded
      * into hdr->costs by pgc_coll_end. */
     uint32_t xfer_best[PGC_NXFER];
-    int xfer_pending;
+    /* What pgc_coll_end (coll.h) must do besides posting DONE, PGC_END_*:
+     * one word, so that a collective with nothing more to do tests one. */
+    unsigned end_pending;
     uint32_t xfer_seen;         /* transfers this member measured before (1 << pgc_xfer) */
     uint64_t stream_probe_ns;   /* when this member last staged the other way to re-measure it */
     /* Called once, by the first wait of a call that may block, then cleared:
@@ -317,9 +324,22 @@ static inline int pgc_same_family(pgc_coll a, pgc_coll b)
  * where the others receive MPI.DOUBLE x n (an erroneous program to MPI):
  * folded into the word every member already publishes, the check costs
  * nothing more. */
+#define PGC_SIG_BASIC_MASK (0x1full << 40)
 #define PGC_SIG_ROOTED(dtype, root) ((uint64_t)(((dtype) + 1) & 0x1f) << 40 | (uint32_t)(root))
 #define PGC_SIG_ROOT(arg) ((int)(uint32_t)(arg))
 #define PGC_SIG_BASIC(arg) ((int)((arg) >> 40 & 0x1f) - 1) /* a pgc_dtype, or -1: not stated */
+/* Two signatures of one rooted collective that differ in the basic type
+ * only (same seq, collective and root; neither refused). The byte counts
+ * decide what moves, and no member waits on data a peer of another type
+ * withholds, so the collective completes as under MPI (which compares no
+ * type signatures) and the members that see the difference end it with
+ * PGC_ETYPE, the team usable (pgc_signature_mismatch, sync.c). */
+static inline int pgc_sig_types_only_differ(uint64_t a, uint64_t b)
+{
+    pgc_coll coll = pgc_sig_coll(a);
+    return a != b && ((a ^ b) & ~PGC_SIG_BASIC_MASK) == 0 && !(pgc_sig_kind(a) & PGC_SIG_REFUSED) &&
+           (coll == PGC_COLL_BCAST || pgc_root_refusal_ends_call(coll));
+}
 /* A reduction's signature argument: datatype (4 bits), operator (4 bits)
  * and its shape (42 bits: pgc_sig_shape), so members that reduce different
  * counts (or Reduce to different roots, or split Reduce_scatter's vector

@@ -42,8 +42,8 @@ from ..engine.ccore cimport (
     PGC_COLL_GATHERV, PGC_COLL_SCATTER, PGC_COLL_SCATTERV, PGC_COLL_ALLGATHER, PGC_COLL_ALLGATHERV,
     PGC_COLL_ALLTOALL, PGC_COLL_ALLTOALLV, PGC_COLL_REDUCE_SCATTER, PGC_COLL_REDUCE_SCATTER_BLOCK,
     PGC_COLL_SCAN, PGC_COLL_EXSCAN, PGC_NCOLL)
-from ..errors import (ArgumentError, CollectiveMismatchError, PgascolError, PgascolTimeoutError,
-                      RevokedError, RootRefusedError, TeamAbortedError, in_mpi)
+from ..errors import (ArgumentError, CollectiveMismatchError, DatatypeMismatchError, PgascolError,
+                      PgascolTimeoutError, RevokedError, RootRefusedError, TeamAbortedError, in_mpi)
 from ..node.team import NodeTeam
 
 include "datatypes.pxi"
@@ -148,8 +148,8 @@ cdef int _engine(object comm, int coll, object sendbuf, object recvbuf, object o
                                    coll == PGC_COLL_REDUCE_SCATTER_BLOCK)
         else:
             done = _scan(st, sendbuf, recvbuf, op, coll == PGC_COLL_EXSCAN)
-    except RootRefusedError:
-        raise       # the engine's: the root refused, this rank's call is over
+    except (RootRefusedError, DatatypeMismatchError):
+        raise       # the engine's: the root refused, or the types differed; this rank's call is over
     except ArgumentError as exc:
         _refused(st, coll, exc, root)
         raise

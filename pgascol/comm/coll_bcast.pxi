@@ -11,11 +11,15 @@ cdef int _bcast(_State st, object buf, int root) except -1:
         st.core.c_bcast(m.ptr, n, root, _basic(m))
         _done(st, PGC_COLL_BCAST, P_ENGINE, m, None)
         return 1
+    st.core.holding = True
     try:
         _hier_bcast(st, m, n, root)
     except PgascolError as exc:
         _in_hierarchy(exc, PGC_COLL_BCAST)
+    finally:
+        held = st.core.take_held()
     _done(st, PGC_COLL_BCAST, P_HIER, m, None)
+    _raise_held(held, PGC_COLL_BCAST)
     return 1
 
 

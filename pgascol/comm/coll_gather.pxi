@@ -37,13 +37,17 @@ cdef int _gather(_State st, object sendbuf, object recvbuf, int root, bint v) ex
                          dtype)
         _done(st, coll, P_ENGINE, s, r)
         return 1
+    st.core.holding = True
     try:
         _hier_gather(st, s, sb, r, lay, root, v, dtype)
     except RootRefusedError as exc:
         _root_refused_across(exc, coll, root)
     except PgascolError as exc:
         _in_hierarchy(exc, coll)
+    finally:
+        held = st.core.take_held()
     _done(st, coll, P_HIER, s, r)
+    _raise_held(held, coll)
     return 1
 
 
@@ -190,13 +194,17 @@ cdef int _scatter(_State st, object sendbuf, object recvbuf, int root, bint v) e
                           dtype)
         _done(st, coll, P_ENGINE, s, r)
         return 1
+    st.core.holding = True
     try:
         _hier_scatter(st, s, lay, r, rb, root, v, dtype)
     except RootRefusedError as exc:
         _root_refused_across(exc, coll, root)
     except PgascolError as exc:
         _in_hierarchy(exc, coll)
+    finally:
+        held = st.core.take_held()
     _done(st, coll, P_HIER, s, r)
+    _raise_held(held, coll)
     return 1
 
 

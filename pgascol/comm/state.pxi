@@ -399,6 +399,18 @@ cdef int _revoke(_State st, str why) except -1:
     return 0
 
 
+cdef int _raise_held(object held, int coll) except -1:
+    """Raise what the node legs of a hierarchical Bcast, Gather(v) or
+    Scatter(v) held (Team.holding: their bytes moved, the team in step), once
+    every leg ran: the members of a leg compare basic types (PGC_SIG_ROOTED),
+    the leaders' messages carry bytes."""
+    if held is not None:
+        held.args = ("%s (hierarchical): in this node's leg (rooted at the root, or at the node's leader): %s"
+                     % (_COLL_NAMES[coll], held),) + tuple(held.args[1:])
+        raise held
+    return 0
+
+
 cdef int _in_hierarchy(object exc, int coll) except -1:
     """Re-raise an error of a hierarchical collective under the name of the
     collective the user called (the engine names its own step, e.g. the

@@ -6,6 +6,16 @@ from .ccore cimport pgc_team
 cdef class Team:
     cdef pgc_team *t
     cdef int busy
+    # Set by a collective of several engine calls (the legs of a hierarchical
+    # Bcast, Gather(v), Scatter(v)): a leg's PGC_ETYPE (its bytes moved, the
+    # team in step) is held, not raised, so that every later leg still runs
+    # and no peer waits for this rank; the caller raises it once the
+    # collective completed (take_held).
+    cdef public bint holding
+    cdef object held
+
+    cdef int _hold(self) except -1
+    cdef object take_held(self)
 
     cdef pgc_team *_use(self) except NULL
     cdef int _check(self, int rc) except -1

@@ -16,8 +16,9 @@ from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 
 from .ccore cimport *
-from ..errors import (ArgumentError, CollectiveMismatchError, PeerDeadError, PgascolError, RevokedError,
-                     RootRefusedError, PgascolTimeoutError, TeamAbortedError, TeamClosedError, in_mpi)
+from ..errors import (ArgumentError, CollectiveMismatchError, DatatypeMismatchError, PeerDeadError,
+                     PgascolError, RevokedError, RootRefusedError, PgascolTimeoutError, TeamAbortedError,
+                     TeamClosedError, in_mpi)
 
 # Names of the C enums, in order.
 #: The transfers whose cost a team measures (pgc_xfer in csrc/team/team.h).
@@ -151,7 +152,7 @@ cdef int _raise(int code, pgc_error *err, int cause=PGC_OK) except -1:
     cls = {PGC_EINVAL: ArgumentError, PGC_ETIMEDOUT: PgascolTimeoutError,
            PGC_EPEERDEAD: PeerDeadError, PGC_EABORTED: TeamAbortedError,
            PGC_ECLOSED: TeamClosedError, PGC_EMISMATCH: CollectiveMismatchError,
-           PGC_EREFUSED: RootRefusedError}.get(code, PgascolError)
+           PGC_EREFUSED: RootRefusedError, PGC_ETYPE: DatatypeMismatchError}.get(code, PgascolError)
     if code == PGC_EABORTED and cause == PGC_EREVOKED:
         cls = RevokedError
     exc = in_mpi(cls)(msg, err.peer, err.sys_errno)
@@ -369,8 +370,25 @@ cdef class Team:
 
     cdef int _check(self, int rc) except -1:
         if rc != PGC_OK:
+            if rc == PGC_ETYPE and self.holding:
+                self._hold()
+                return 0
             _raise(rc, &self.t.err, self.t.hdr.abort_code)
         return 0
+
+    cdef int _hold(self) except -1:
+        """Keep a leg's DatatypeMismatchError (the first) for take_held."""
+        try:
+            _raise(PGC_ETYPE, &self.t.err)
+        except DatatypeMismatchError as exc:
+            if self.held is None:
+                self.held = exc
+        return 0
+
+    cdef object take_held(self):
+        """Stop holding (see `holding`); the error held, if any, cleared."""
+        exc, self.held, self.holding = self.held, None, False
+        return exc
 
     cdef pgc_team *_begin(self, size_t nbytes) except NULL:
         """Enter an engine call moving about nbytes (the GIL: see _enter)."""

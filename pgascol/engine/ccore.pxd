@@ -5,7 +5,7 @@ from libc.stdint cimport int32_t, uint32_t, uint64_t
 cdef extern from "base/common.h" nogil:
     enum:
         PGC_OK, PGC_EINVAL, PGC_ENOMEM, PGC_ESYS, PGC_ETIMEDOUT, PGC_EPEERDEAD, PGC_EABORTED, PGC_ECLOSED,
-        PGC_EMISMATCH, PGC_EREFUSED, PGC_EREVOKED
+        PGC_EMISMATCH, PGC_EREFUSED, PGC_EREVOKED, PGC_ETYPE
     ctypedef struct pgc_error:
         int code
         int peer

@@ -9,7 +9,11 @@
  * with rotating roots and sizes, the root scribbling over its buffer right
  * after return (a late reader would see it). Then a size mismatch: the
  * member that sees it fails with EINVAL, the others fail or finish, and
- * nobody hangs. Prints "N passed, M failed"; exits 1 on failure. */
+ * nobody hangs. Then basic types that differ at the same byte count: the
+ * bytes move, a flat reader of the other type fails with PGC_ETYPE, every
+ * other member completes or fails so, and the next calls succeed on every
+ * member (no abort, none at the next call either). Prints "N passed, M
+ * failed"; exits 1 on failure. */
 #include "check.h"
 #include "team_fork.h"
 
@@ -102,6 +106,45 @@ static int mismatch(pgc_team *t, void *arg)
     return 0;
 }
 
+/* The last member states int32 where the others state float64, at every
+ * size of the sweep's kind (inline, staged over the ring, single copy). */
+static int types_differ(pgc_team *t, void *arg)
+{
+    (void)arg;
+    static const size_t sizes[] = {8, 200, 40000, 600000};
+    uint8_t *buf = malloc(600000);
+    int odd = t->nranks - 1;
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++)
+        for (int root = 0; root < t->nranks; root += t->nranks > 1 ? t->nranks - 1 : 1) {
+            size_t n = sizes[s];
+            for (size_t i = 0; i < n; i++)
+                buf[i] = t->rank == root ? pat(7, root, i) : 0;
+            int flat_reader = t->cfg.bcast_tree_min == 0 && t->rank != root;
+            int rc = pgc_bcast(t, buf, n, root, t->rank == odd ? PGC_INT32 : PGC_FLOAT64);
+            int saw = t->nranks > 1 && (t->rank == odd) != (root == odd) && flat_reader;
+            CHECK_MEMBER(t, saw ? rc == PGC_ETYPE : rc == PGC_OK || rc == PGC_ETYPE,
+                         "types differ, %zu bytes, root %d: returned %d (%s)", n, root, rc, t->err.msg);
+            if (rc == PGC_ETYPE)
+                CHECK_MEMBER(t, strstr(t->err.msg, "int32") && strstr(t->err.msg, "float64"), "message: %s",
+                             t->err.msg);
+            size_t bad = 0;
+            for (size_t i = 0; i < n; i++)
+                bad += buf[i] != pat(7, root, i);
+            CHECK_MEMBER(t, bad == 0, "types differ, %zu bytes, root %d: %zu bytes wrong", n, root, bad);
+            /* the same types: every member completes, now and at the next
+             * call; the barrier first, as the root of an inline Bcast waits
+             * for nobody: PGC_SIG_RING calls ahead it would reuse the slot
+             * of the signature a slow reader has yet to see */
+            CHECK_MEMBER(t, pgc_barrier(t) == PGC_OK, "barrier: %s", t->err.msg);
+            for (int k = 0; k < 2; k++) {
+                rc = pgc_bcast(t, buf, n, root, PGC_FLOAT64);
+                CHECK_MEMBER(t, rc == PGC_OK, "next call %d: returned %d (%s)", k, rc, t->err.msg);
+            }
+        }
+    free(buf);
+    return 0;
+}
+
 int main(void)
 {
     if (check_share()) {
@@ -124,6 +167,8 @@ int main(void)
                     f = pgc_test_fork(P, &cfg, mismatch, NULL);
                     CHECK(f == 0, "P=%d radix=%d cma=%d mismatch: %d members failed", P, radices[ri], cma, f);
                 }
+                f = pgc_test_fork(P, &cfg, types_differ, NULL);
+                CHECK(f == 0, "P=%d radix=%d cma=%d types differ: %d members failed", P, radices[ri], cma, f);
             }
     return check_summary();
 }

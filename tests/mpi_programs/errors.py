@@ -624,30 +624,96 @@ def test_world_still_usable():
     c.Free()
 
 
-def test_a_root_datatype_differing_at_the_same_byte_count_is_a_mismatch():
-    """MPI.INT x 2n at the root where the others pass MPI.DOUBLE x n (and
-    the mirror, and one rank's Bcast or Reduce type): erroneous to MPI,
-    caught before any data moves: every rank raises a mismatch naming the
-    collective, at once or at its next call; the odd rank's receive buffer
-    stays untouched."""
-    odd = P - 1
+def _typed(buf, odd):
+    """buf as MPI.INT (its bytes as int32) on the rank that passes the
+    other type, as MPI.DOUBLE elsewhere: the same byte count."""
+    return [buf.view(np.int32), MPI.INT] if odd else [buf.view(np.float64), MPI.DOUBLE]
 
-    def _types_differ(name, call):
-        _shape_differs(name, call, ["the type signatures differ"])
 
-    for n in (4, 100_000):      # inline and staged
-        out = np.zeros(n)
-        sent = np.arange(2 * n * P, dtype=np.int32)
-        _types_differ("Scatter", lambda c: c.Scatter([sent, 2 * n, MPI.INT], [np.zeros(2 * n, np.int32), MPI.INT])
-                      if ME == 0 else c.Scatter(None, out, root=0))
-        assert not out.any()
-        _types_differ("Gather", lambda c: c.Gather(np.ones(n), np.zeros(n * P), root=0) if ME == 0
-                      else c.Gather(np.ones(2 * n, np.int32), None, root=0))
-        got = np.zeros(n, np.int64 if ME == odd else np.float64)
-        _types_differ("Bcast", lambda c: c.Bcast(np.ones(n) if ME == 0 else got, root=0))
-        assert ME != odd or not got.any()       # the others may take the root's bytes
-        _types_differ("Reduce", lambda c: c.Reduce(np.ones(n, np.int64 if ME == odd else np.float64),
-                                                   np.zeros(n), root=0))
+def _differing_type_calls(n, root, odd):
+    """Bcast, Gather(v), Scatter(v) of n doubles a rank, rank `odd` passing
+    its bytes as 2n MPI.INT: name, call(c) -> what this rank's buffer must
+    hold after it (the bytes MPI would move), where the buffer is."""
+    me_odd = ME == odd
+    blocks = np.arange(n * P, dtype=np.float64) + 1
+    mine = blocks[n * ME:n * (ME + 1)]
+    counts, displs = [n] * P, [n * k for k in range(P)]
+
+    def vec(buf, odd_):
+        spec, t = _typed(buf, odd_)
+        k = 2 if odd_ else 1
+        return [spec, [c * k for c in counts], [d * k for d in displs], t]
+
+    def bcast(c):
+        buf = blocks[:n].copy() if ME == root else np.zeros(n)
+        c.Bcast(_typed(buf, me_odd), root=root)
+        return buf, blocks[:n]
+
+    def gather(v):
+        def call(c):
+            out = np.zeros(n * P) if ME == root else None
+            spec = (vec(out, me_odd) if v else _typed(out, me_odd)) if ME == root else None
+            (c.Gatherv if v else c.Gather)(_typed(mine.copy(), me_odd), spec, root=root)
+            return out, blocks if ME == root else None
+        return call
+
+    def scatter(v):
+        def call(c):
+            out = np.zeros(n)
+            spec = (vec(blocks.copy(), me_odd) if v else _typed(blocks.copy(), me_odd)) if ME == root else None
+            (c.Scatterv if v else c.Scatter)(spec, _typed(out, me_odd), root=root)
+            return out, mine
+        return call
+
+    return [("Bcast", bcast), ("Gather", gather(False)), ("Gatherv", gather(True)),
+            ("Scatter", scatter(False)), ("Scatterv", scatter(True))]
+
+
+def _must_raise(c, name, n, root, odd):
+    """Whether this rank must see the difference on one node: a Bcast
+    reader (when the team broadcasts flat) and a Scatter receiver wait on
+    the root, a Gather root on every sender. The others see it if they wait
+    on a peer of the other type (a root whose readers pull from its buffer,
+    or take more than its staging ring holds; a Gather sender that pushes
+    its block, or streams more than its ring holds), or complete."""
+    if c._pg.hier or P == 1 or (ME != odd and ME != root):
+        return False
+    if name == "Bcast":
+        return ME != root and not 0 < c._pg.core.config["bcast_tree_min"] <= P
+    return (ME == root) == name.startswith("Gather")
+
+
+def test_a_root_datatype_differing_at_the_same_byte_count_is_refused_and_the_comm_stays_usable():
+    """A root that sends n doubles as 2n MPI.INT where the others receive
+    MPI.DOUBLE (and one rank that passes MPI.INT where the root and the
+    others pass MPI.DOUBLE): erroneous to MPI, which compares no type
+    signatures and moves the bytes. So does pgascol; every rank that waited
+    on a peer of the other type raises DatatypeMismatchError, an
+    ArgumentError naming the collective, both types and the root, at once
+    once the call completed; the others complete; nobody aborts, at once or
+    at its next call: the next collectives work on every rank. Roots 0 and
+    P-1, inline and staged sizes, one node and virtual nodes (types are
+    compared within each node's leg: the leaders' messages carry bytes)."""
+    c = pgascol.Comm(WORLD.Dup())
+    try:
+        for n, root in ((4, 0), (100_000, 0), (4, P - 1), (100_000, P - 1)):
+            for odd in {root, (root + 1) % P}:
+                for name, call in _differing_type_calls(n, root, odd):
+                    start = time.monotonic()
+                    try:
+                        got, want = call(c)
+                    except pgascol.DatatypeMismatchError as exc:
+                        assert isinstance(exc, ArgumentError) and str(exc).startswith(name), str(exc)
+                        assert "int32" in str(exc) and "float64" in str(exc), str(exc)
+                        assert "the type signatures differ" in str(exc), str(exc)
+                        assert time.monotonic() - start < 2.5
+                    else:
+                        assert not _must_raise(c, name, n, root, odd), (ME, name, n, root, odd)
+                        if want is not None:
+                            assert got.tobytes() == want.tobytes(), (name, n, root, odd)
+                    _still_usable(c)
+    finally:
+        c.Free()
 
 
 def test_the_same_type_signature_in_other_datatypes_is_no_mismatch():
