@@ -716,6 +716,16 @@ def test_a_root_datatype_differing_at_the_same_byte_count_is_refused_and_the_com
         c.Free()
 
 
+def test_a_reduction_datatype_differing_at_the_same_byte_count_is_a_mismatch():
+    """One rank reduces int64 where the others reduce float64: its members
+    fold typed elements, so unlike the rooted data movers this stays a
+    mismatch (the team aborted): every rank raises naming it, at once or at
+    its next call."""
+    odd = P - 1
+    _shape_differs("Reduce", lambda c: c.Reduce(np.ones(4, np.int64 if ME == odd else np.float64),
+                                                np.zeros(4), root=0), ["the type signatures differ"])
+
+
 def test_the_same_type_signature_in_other_datatypes_is_no_mismatch():
     """MPI matches type signatures, not datatypes: a contiguous derived type
     of two MPI.INT against MPI.INT x 2, a vector of MPI.DOUBLE against
