@@ -230,7 +230,7 @@ cdef int _hier_scatter(_State st, _Msg s, _Layout lay, _Msg r, Py_ssize_t rb, in
         for n in range(st.nnodes):
             if n != rn:
                 b = _node_message(st, lay, src, n, in_order, True)
-                reqs.append(st.pcomm.Isend([b, len(b), _BYTE], dest=st.members[n][0], tag=TAG_SCATTER))
+                reqs.append(st.pcomm.Isend([b, len(b), _BYTE], dest=st.members[n][0], tag=TAG_SCATTER + 1 + dtype))
         ml = _members_layout(st, lay, rn)
         core.c_scatter(True, s.ptr, ml.counts, ml.displs, rptr, rb, rl, dtype)
         _mpi_wait(st, reqs, "Scatter")
@@ -246,7 +246,7 @@ cdef int _hier_scatter(_State st, _Msg s, _Layout lay, _Msg r, Py_ssize_t rb, in
     b = st.scratch(0, cap)
     status = MPI.Status()
     _mpi_wait(st, [st.pcomm.Irecv([b, cap, _BYTE], source=root, tag=MPI.ANY_TAG)], "Scatter", [status])
-    _root_message(st, status, b, tot, root, "Scatter")
+    _root_message(st, status, b, tot, root, "Scatter", dtype)
     core.c_scatter(True, <char *>cnp.PyArray_DATA(b), ml.counts, ml.displs, rptr, rb, 0, dtype)
     return 0
 

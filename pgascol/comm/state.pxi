@@ -26,7 +26,8 @@ cdef enum:
 # Tags of the private point-to-point communicator of the hierarchy.
 cdef enum:
     TAG_GATHER = 11
-    TAG_SCATTER = 12
+    TAG_SCATTER = 32    # + 1 + the root's basic type (PGC_SIG_ROOTED's 5 bits: 32-63): a Scatter(v)'s
+                        # blocks for a node, whose tag tells their type (_root_message)
     TAG_REDUCE = 13
     TAG_PATH = 14       # between leaders: "my node takes this call to MPI" (1) or "mine does not" (0)
     TAG_ABORT = 15      # a leader to the others: its node team gave up, and why (_abort_across)
@@ -404,11 +405,21 @@ cdef int _raise_held(object held, int coll) except -1:
     Scatter(v) held (Team.holding: their bytes moved, the team in step), once
     every leg ran: the members of a leg compare basic types (PGC_SIG_ROOTED),
     the leaders' messages carry bytes."""
-    if held is not None:
+    if held is None:
+        return 0
+    name = _COLL_NAMES[coll]
+    if not str(held).startswith(name + " (hierarchical)"):      # a leg's, not the leaders' (_root_message)
         held.args = ("%s (hierarchical): in this node's leg (rooted at the root, or at the node's leader): %s"
-                     % (_COLL_NAMES[coll], held),) + tuple(held.args[1:])
-        raise held
-    return 0
+                     % (name, held),) + tuple(held.args[1:])
+    raise held
+
+
+cdef str _basic_name(int dtype):
+    """A basic type code's name, as the engine's messages give it."""
+    return "bytes of no stated type" if dtype < 0 else _DTYPE_NAMES[dtype]
+
+
+_DTYPE_NAMES = {code: name for name, code in _core.DTYPES.items()}
 
 
 cdef int _in_hierarchy(object exc, int coll) except -1:
@@ -537,19 +548,27 @@ cdef int _refuse_across(_State st, int coll, bytes reason) except -1:
     return 0
 
 
-cdef int _root_message(_State st, object status, object buf, Py_ssize_t nbytes, int root, str what) except -1:
+cdef int _root_message(_State st, object status, object buf, Py_ssize_t nbytes, int root, str what,
+                       int dtype) except -1:
     """A leader received the message of a hierarchical Scatter(v) from the
-    root (any tag, status): the node's blocks (TAG_SCATTER, nbytes of
-    them), or the root's refusal (TAG_REFUSED: the leader refuses the
-    node's leg with the root's reason, so its members end the call as the
-    root's own node does), or an alert of the root's node (TAG_PATH,
-    TAG_ABORT)."""
+    root (any tag, status): the node's blocks (TAG_SCATTER + 1 + the root's
+    basic type, nbytes of them; a type other than this leader's `dtype` is
+    held as a DatatypeMismatchError, raised once the call completed), or
+    the root's refusal (TAG_REFUSED: the leader refuses the node's leg with
+    the root's reason, so its members end the call as the root's own node
+    does), or an alert of the root's node (TAG_PATH, TAG_ABORT)."""
     cdef int tag = status.Get_tag()
     cdef Py_ssize_t got = status.Get_count(_BYTE)
-    if tag == TAG_SCATTER:
+    if tag >= TAG_SCATTER:
         if got != nbytes:
             raise ArgumentError("%s: the root (rank %d) sends %d bytes to this node, whose ranks receive %d"
                                 % (what, root, got, nbytes))
+        if tag - TAG_SCATTER - 1 != dtype:
+            st.core.hold(in_mpi(DatatypeMismatchError)(
+                "%s (hierarchical): the root (rank %d) sends its elements as %s where this rank (rank %d, its "
+                "node's leader) receives %s: the type signatures differ (MPI calls the program erroneous, even at "
+                "the same byte count); every rank must pass the basic type of the root"
+                % (what, root, _basic_name(tag - TAG_SCATTER - 1), st.rank, _basic_name(dtype))))
         return 0
     why = bytes(buf[:got])
     if tag == TAG_PATH:

@@ -15,6 +15,7 @@ cdef class Team:
     cdef object held
 
     cdef int _hold(self) except -1
+    cdef int hold(self, object exc) except -1
     cdef object take_held(self)
 
     cdef pgc_team *_use(self) except NULL

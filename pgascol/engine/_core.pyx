@@ -377,12 +377,17 @@ cdef class Team:
         return 0
 
     cdef int _hold(self) except -1:
-        """Keep a leg's DatatypeMismatchError (the first) for take_held."""
+        """Hold this leg's DatatypeMismatchError."""
         try:
             _raise(PGC_ETYPE, &self.t.err)
         except DatatypeMismatchError as exc:
-            if self.held is None:
-                self.held = exc
+            self.hold(exc)
+        return 0
+
+    cdef int hold(self, object exc) except -1:
+        """Keep exc, a DatatypeMismatchError (the first), for take_held."""
+        if self.held is None:
+            self.held = exc
         return 0
 
     cdef object take_held(self):

@@ -675,8 +675,14 @@ def _must_raise(c, name, n, root, odd):
     the root, a Gather root on every sender. The others see it if they wait
     on a peer of the other type (a root whose readers pull from its buffer,
     or take more than its staging ring holds; a Gather sender that pushes
-    its block, or streams more than its ring holds), or complete."""
-    if c._pg.hier or P == 1 or (ME != odd and ME != root):
+    its block, or streams more than its ring holds), or complete. Across
+    nodes, the leader of another node than the root's sees the root's type
+    in a Scatter (the tag of the root's message)."""
+    st = c._pg
+    if st.hier:
+        return (name.startswith("Scatter") and st.lrank == 0 and st.nidx != st.node_of[root]
+                and (ME == odd) != (root == odd))
+    if P == 1 or (ME != odd and ME != root):
         return False
     if name == "Bcast":
         return ME != root and not 0 < c._pg.core.config["bcast_tree_min"] <= P
@@ -693,7 +699,8 @@ def test_a_root_datatype_differing_at_the_same_byte_count_is_refused_and_the_com
     once the call completed; the others complete; nobody aborts, at once or
     at its next call: the next collectives work on every rank. Roots 0 and
     P-1, inline and staged sizes, one node and virtual nodes (types are
-    compared within each node's leg: the leaders' messages carry bytes)."""
+    compared within each node's leg, and in a Scatter between the root and
+    each other leader: the tag of the root's message states its type)."""
     c = pgascol.Comm(WORLD.Dup())
     try:
         for n, root in ((4, 0), (100_000, 0), (4, P - 1), (100_000, P - 1)):
