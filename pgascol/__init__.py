@@ -8,8 +8,8 @@ See README.md and docs/ARCHITECTURE.md."""
 __version__ = "0.1.0"
 
 from .errors import (ArgumentError, CollectiveMismatchError, DatatypeMismatchError,  # noqa: F401
-                     OperationFailedError, PeerDeadError, PgascolError, PgascolTimeoutError, RevokedError,
-                     RootRefusedError, TeamAbortedError, TeamClosedError)
+                     OperationFailedError, PeerDeadError, PeerRefusedError, PgascolError, PgascolTimeoutError,
+                     RevokedError, RootRefusedError, TeamAbortedError, TeamClosedError)
 
 # Loaded on first use (PEP 562), so that tools which only launch jobs
 # (pgascol-bench, the test harness) do not initialise MPI by importing pgascol.

@@ -84,7 +84,13 @@ class ArgumentError(PgascolError, ValueError):
     ERROR_CLASS = "ERR_ARG"
 
 
-class RootRefusedError(ArgumentError):
+class PeerRefusedError(ArgumentError):
+    """Another rank refused its arguments to this collective (it raised
+    ArgumentError, whose message this one repeats), so this rank's call
+    cannot complete: it ends at once instead of waiting for that rank."""
+
+
+class RootRefusedError(PeerRefusedError):
     """The root of a Gather(v) or Scatter(v) refused its arguments (it
     raised ArgumentError, whose message this one repeats) before any data
     moved: the collective failed on the ranks that needed the root, and the

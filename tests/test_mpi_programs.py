@@ -50,7 +50,9 @@ ERRORS_AT_8 = ("test_root_only_misuse_leaves_the_communicator_usable",
                "test_misuse_on_the_root_and_another_leader_ends_every_rank_at_once",
                "test_a_derived_datatype_on_one_rank_only",
                "test_ranks_on_different_paths_all_fail_at_once",
-               "test_a_root_datatype_differing_at_the_same_byte_count_is_refused_and_the_comm_stays_usable")
+               "test_a_root_datatype_differing_at_the_same_byte_count_is_refused_and_the_comm_stays_usable",
+               "test_a_refusal_of_its_own_arguments_across_nodes_ends_every_rank_at_once",
+               "test_refusals_every_rank_makes_alike_leave_no_alert_behind")
 ERRORS_NOT_AT_8 = tuple(n for n in list_test_functions("errors.py") if n not in ERRORS_AT_8)
 # The scenarios of node_team.py end their jobs abnormally: tests/test_segment_cleanup.py runs them.
 NODE_TEAM_SCENARIOS = tuple(n for n in list_test_functions("node_team.py") if n.startswith("test_scenario_"))

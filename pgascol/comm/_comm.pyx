@@ -42,8 +42,9 @@ from ..engine.ccore cimport (
     PGC_COLL_GATHERV, PGC_COLL_SCATTER, PGC_COLL_SCATTERV, PGC_COLL_ALLGATHER, PGC_COLL_ALLGATHERV,
     PGC_COLL_ALLTOALL, PGC_COLL_ALLTOALLV, PGC_COLL_REDUCE_SCATTER, PGC_COLL_REDUCE_SCATTER_BLOCK,
     PGC_COLL_SCAN, PGC_COLL_EXSCAN, PGC_NCOLL)
-from ..errors import (ArgumentError, CollectiveMismatchError, DatatypeMismatchError, PgascolError,
-                      PgascolTimeoutError, RevokedError, RootRefusedError, TeamAbortedError, in_mpi)
+from ..errors import (ArgumentError, CollectiveMismatchError, DatatypeMismatchError, PeerRefusedError,
+                      PgascolError, PgascolTimeoutError, RevokedError, RootRefusedError, TeamAbortedError,
+                      in_mpi)
 from ..node.team import NodeTeam
 
 include "datatypes.pxi"
@@ -124,7 +125,7 @@ cdef int _engine(object comm, int coll, object sendbuf, object recvbuf, object o
     cdef _State st = _st(comm)
     if st is None:
         return 0
-    st.root_only = False
+    st.seq += 1     # this call's number, the same on every rank (refusals name it)
     cdef int done
     try:
         if coll == PGC_COLL_BARRIER:
@@ -148,8 +149,8 @@ cdef int _engine(object comm, int coll, object sendbuf, object recvbuf, object o
                                    coll == PGC_COLL_REDUCE_SCATTER_BLOCK)
         else:
             done = _scan(st, sendbuf, recvbuf, op, coll == PGC_COLL_EXSCAN)
-    except (RootRefusedError, DatatypeMismatchError):
-        raise       # the engine's: the root refused, or the types differed; this rank's call is over
+    except (PeerRefusedError, DatatypeMismatchError):
+        raise       # the root or a rank this one waits for refused, or the types differed: the call is over
     except ArgumentError as exc:
         _refused(st, coll, exc, root)
         raise

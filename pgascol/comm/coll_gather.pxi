@@ -14,7 +14,6 @@ cdef int _gather(_State st, object sendbuf, object recvbuf, int root, bint v) ex
             return 0
         sb = s.count * s.esize
         _need(s, sb, "sendbuf")
-    st.root_only = at_root    # what follows, only the root sees (_refused)
     if at_root:
         r = _vector(recvbuf, True, st.size, True) if v else _simple(recvbuf, True, st.size, True)
         if r is None:
@@ -28,7 +27,6 @@ cdef int _gather(_State st, object sendbuf, object recvbuf, int root, bint v) ex
                                 % ("v" if v else "", sb, lay.counts[root]))
         if inplace and r.packed:
             _pack(r, root)      # the root's own block, where the engine leaves it
-    st.root_only = False
     cdef int coll = PGC_COLL_GATHERV if v else PGC_COLL_GATHER
     cdef int dtype = _basic(r if at_root else s)     # what every rank states (PGC_SIG_ROOTED)
     if not st.hier:
@@ -41,7 +39,7 @@ cdef int _gather(_State st, object sendbuf, object recvbuf, int root, bint v) ex
     try:
         _hier_gather(st, s, sb, r, lay, root, v, dtype)
     except RootRefusedError as exc:
-        _root_refused_across(exc, coll, root)
+        _root_refused_across(st, exc, coll, root)
     except PgascolError as exc:
         _in_hierarchy(exc, coll)
     finally:
@@ -145,7 +143,8 @@ cdef int _hier_gather(_State st, _Msg s, Py_ssize_t sb, _Msg r, _Layout lay, int
                 req.Cancel()
             _mpi_wait(st, reqs, "Gather")
             raise
-        _mpi_wait(st, reqs, "Gather")
+        _leaders_wait(st, reqs, [st.members[n][0] for n in range(st.nnodes) if n != rn],
+                      "Gatherv" if v else "Gather")
         for n, b in bufs:
             _place_node_message(st, lay, dst, n, b)
         return 0
@@ -173,7 +172,6 @@ cdef int _scatter(_State st, object sendbuf, object recvbuf, int root, bint v) e
             return 0
         rb = r.count * r.esize
         _need(r, rb, "recvbuf")
-    st.root_only = at_root    # what follows, only the root sees (_refused)
     if at_root:
         s = _vector(sendbuf, False, st.size, True) if v else _simple(sendbuf, False, st.size, True)
         if s is None:
@@ -185,7 +183,6 @@ cdef int _scatter(_State st, object sendbuf, object recvbuf, int root, bint v) e
         elif <Py_ssize_t>lay.counts[root] != rb:
             raise ArgumentError("Scatter%s: the root sends %d bytes to itself but receives %d"
                                 % ("v" if v else "", lay.counts[root], rb))
-    st.root_only = False
     cdef int coll = PGC_COLL_SCATTERV if v else PGC_COLL_SCATTER
     cdef int dtype = _basic(s if at_root else r)     # what every rank states (PGC_SIG_ROOTED)
     if not st.hier:
@@ -198,7 +195,7 @@ cdef int _scatter(_State st, object sendbuf, object recvbuf, int root, bint v) e
     try:
         _hier_scatter(st, s, lay, r, rb, root, v, dtype)
     except RootRefusedError as exc:
-        _root_refused_across(exc, coll, root)
+        _root_refused_across(st, exc, coll, root)
     except PgascolError as exc:
         _in_hierarchy(exc, coll)
     finally:
@@ -240,13 +237,15 @@ cdef int _hier_scatter(_State st, _Msg s, _Layout lay, _Msg r, Py_ssize_t rb, in
         core.c_scatter(True, NULL, NULL, NULL, rptr, rb, 0, dtype)
         return 0
     tot = ml.displs[st.lsize - 1] + ml.counts[st.lsize - 1]
-    # any tag: the root may send its refusal instead (_refuse_across), in
+    # any tag: the root may send its refusal instead (_refuse_leg), in
     # a message that must fit too
-    cdef Py_ssize_t cap = max(tot, _REFUSAL_MAX)
+    cdef Py_ssize_t cap = max(tot, _REFUSAL_MAX + 8)
     b = st.scratch(0, cap)
     status = MPI.Status()
-    _mpi_wait(st, [st.pcomm.Irecv([b, cap, _BYTE], source=root, tag=MPI.ANY_TAG)], "Scatter", [status])
-    _root_message(st, status, b, tot, root, "Scatter", dtype)
+    while True:     # a refusal of an earlier call (_refusal_of) is dropped
+        _mpi_wait(st, [st.pcomm.Irecv([b, cap, _BYTE], source=root, tag=MPI.ANY_TAG)], "Scatter", [status])
+        if _root_message(st, status, b, tot, root, "Scatter", dtype) > 0:
+            break
     core.c_scatter(True, <char *>cnp.PyArray_DATA(b), ml.counts, ml.displs, rptr, rb, 0, dtype)
     return 0
 

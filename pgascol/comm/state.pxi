@@ -31,7 +31,10 @@ cdef enum:
     TAG_REDUCE = 13
     TAG_PATH = 14       # between leaders: "my node takes this call to MPI" (1) or "mine does not" (0)
     TAG_ABORT = 15      # a leader to the others: its node team gave up, and why (_abort_across)
-    TAG_REFUSED = 16    # the root of a Scatter(v) to the other leaders: it refused, and why (_refuse_across)
+    # A refusal of call `seq` (_send_refusal): TAG_REFUSAL + seq % _SEQ_TAGS, so that
+    # a wait of a later call never matches one left over from an earlier call
+    TAG_REFUSAL = 1024
+cdef long long _SEQ_TAGS = 16384    # tags up to 17407: MPI guarantees 32767
 
 # The reason of a TAG_ABORT alert that revokes (_revoke, _abort_alert).
 cdef str _REVOKED = "revoked: "
@@ -84,7 +87,12 @@ cdef class _State:
     cdef bint agreeing          # in _to_mpi_across: its TAG_PATH messages are its own
     cdef bint told              # _abort_across told the other nodes
     cdef bint alerted           # TAG_PATH or TAG_ABORT messages were exchanged in a failure
-    cdef public bint root_only  # a Gather(v)/Scatter(v) root is parsing what only it passes
+    # The number of this rank's hierarchical call (_engine), the same on
+    # every rank, refused calls included: a refusal sent between nodes
+    # names it (_send_refusal).
+    cdef public long long seq
+    cdef object collecting      # (requests, sources) whose refusals a wait takes (_leaders_wait), or None
+    cdef list refusals          # (rank, reason) of the refusals _leaders_wait found
     cdef long long counters[<int>NCOLL_COUNTED][<int>NPATHS_]
 
     def __init__(self, comm, env=os.environ):
@@ -251,9 +259,20 @@ cdef object _ONE = np.ones(1, np.int8), _NO = np.zeros(1, np.int8)
 cdef int _check_alerts(_State st, str what) except -1:
     """A leader waiting in an inter-node leg: has another node's leader
     taken this call to MPI (TAG_PATH, _to_mpi_across: answer that this
-    node did not, so that it does not enter MPI) or given up (TAG_ABORT)?
-    Either way this node gives up too, at once instead of at the timeout."""
+    node did not, so that it does not enter MPI), given up (TAG_ABORT) or
+    refused its arguments to this call (_send_refusal; a refusal of an
+    earlier call has another tag and stays unread)? Each makes this node
+    give up too, at once instead of at the timeout; a wait that takes the
+    refusals of its sources itself (_leaders_wait, _drain) leaves them."""
     status = MPI.Status()
+    if st.collecting is not None:
+        _collect_refusals(st)
+    else:
+        m = st.pcomm.Improbe(MPI.ANY_SOURCE, _refusal_tag(st.seq), status)
+        if m is not None:
+            seq, why = _refusal_of(m, status)
+            if seq == st.seq:
+                _refusal_alert(st, status.Get_source(), why, what)
     m = None if st.agreeing else st.pcomm.Improbe(MPI.ANY_SOURCE, TAG_PATH, status)
     if m is not None:
         m.Recv([np.zeros(1, np.int8), 1, _BYTE])
@@ -291,6 +310,19 @@ cdef int _abort_alert(_State st, int src, bytes why, str what) except -1:
     msg = "%s: the node of rank %d gave up: %s" % (what, src, why.decode(errors="replace"))
     st.core.abort(msg)
     raise TeamAbortedError(msg)
+
+
+cdef int _refusal_alert(_State st, int src, bytes why, str what) except -1:
+    """Rank src, a leader, refused its arguments to this call (its
+    _send_refusal received) while this rank waits in an inter-node MPI
+    collective it never joined: the request can never complete, so the
+    node team gives the call up and this rank raises PeerRefusedError."""
+    st.alerted = True
+    _send_refusal(st, src, b"")     # the reply: in the call, given up (_refused waits for it)
+    msg = ("%s: rank %d refused its arguments (%s) while this rank waits for it between nodes; the call "
+           "is given up" % (what, src, why.decode(errors="replace")))
+    st.core.abort(msg)
+    raise PeerRefusedError(msg)
 
 
 cdef int _to_mpi_across(_State st, int coll) except -1:
@@ -350,13 +382,12 @@ cdef bint _drain_alerts(_State st) except -1:
     the collective before its next check): whether there were any."""
     status = MPI.Status()
     cdef bint any_ = False
-    for tag in (TAG_PATH, TAG_ABORT):
-        while True:
-            m = st.pcomm.Improbe(MPI.ANY_SOURCE, tag, status)
-            if m is None:
-                break
-            m.Recv([bytearray(max(status.Get_count(_BYTE), 1)), status.Get_count(_BYTE), _BYTE])
-            any_ = True
+    while True:     # TAG_PATH, TAG_ABORT, refusals of calls this rank had left (every rank refused)
+        m = st.pcomm.Improbe(MPI.ANY_SOURCE, MPI.ANY_TAG, status)
+        if m is None:
+            break
+        m.Recv([bytearray(max(status.Get_count(_BYTE), 1)), status.Get_count(_BYTE), _BYTE])
+        any_ = True
     return any_
 
 
@@ -366,7 +397,7 @@ cdef int _abort_across(_State st, object exc, int root=-1) except -1:
     their next check (_check_alerts) instead of waiting for this node until
     PGASCOL_TIMEOUT. root: the root of the Gather(v) or Scatter(v) given up
     (else -1), which talks to the other nodes' leaders itself
-    (_hier_gather, _hier_scatter, _refuse_across): told too if it is no
+    (_hier_gather, _hier_scatter, _refuse_leg): told too if it is no
     leader, and it tells them too if this rank is it."""
     if not st.hier or st.told or (st.lrank != 0 and st.rank != root):   # once: the communicator is not used again
         return 0
@@ -486,27 +517,62 @@ cdef int _refused(_State st, int coll, object exc, int root) except -1:
     peer waiting for this rank fails at once with a message naming it (and,
     in a Gather(v) or Scatter(v) whose root this is, with exc's message as
     a RootRefusedError, the team usable), and the sequence numbers stay in
-    step (pgc_coll_refuse in the C core). Across nodes such a root also
-    settles the inter-node leg (_refuse_across)."""
-    if st.core is not None:
-        reason = ("%s: %s" % (type(exc).__name__, exc)).encode(errors="replace")[:_REFUSAL_MAX - 1]
-        st.core.c_refuse(coll, reason)
-        if st.hier and st.rank == root and st.root_only and _root_refusal_ends_call(coll):
-            # only the root could see it: every other rank is in the call
-            # (a misuse of what every rank passes may be refused by the
-            # other nodes' leaders too, which would then neither send nor
-            # receive; one whose node gave the call up says so, TAG_ABORT,
-            # met in _refuse_across, which aborts this node team: this rank
-            # still raises its own reason)
-            try:
-                _refuse_across(st, coll, reason)
-            except PgascolError:
-                pass
-        elif st.hier:
-            # the other nodes may wait for this rank in MPI until they give
-            # up and say so (TAG_ABORT), after it freed the communicator:
-            # its private communicators are kept (free)
-            st.alerted = True
+    step (pgc_coll_refuse in the C core). On a hierarchy the other nodes
+    learn it too: in a Gather(v) or Scatter(v) the refusal takes the place
+    of this rank's inter-node messages (_refuse_leg); in any other
+    collective a leader tells the other leaders, which may wait for it in
+    MPI (_send_refusal, met in _check_alerts)."""
+    if st.core is None:
+        return 0
+    reason = ("%s: %s" % (type(exc).__name__, exc)).encode(errors="replace")[:_REFUSAL_MAX - 1]
+    if st.hier and _root_refusal_ends_call(coll) and 0 <= root < st.size:
+        _refuse_leg(st, coll, reason, root)
+        return 0
+    st.core.c_refuse(coll, reason)
+    if st.hier:
+        # every rank may have refused alike and left: the refusal names
+        # this call, so a leader's later calls never read it (another tag,
+        # _check_alerts); the other nodes may still wait for this rank in
+        # MPI after it freed the communicator: kept (free)
+        st.alerted = True
+        if st.lrank == 0:
+            for q in _other_leaders(st):
+                _send_refusal(st, q, reason)
+            # its node's members may wait for it in a later node leg of the
+            # call (an Allreduce's broadcast) and its next inter-node
+            # collective would meet the other leaders' of this call: unless
+            # every member refused too, its node team gives the call up
+            if st.core.c_refused_alike() and _leaders_meet(coll):
+                _refused_alike_across(st, coll)
+    return 0
+
+
+cdef inline bint _leaders_meet(int coll):
+    """The collectives whose inter-node leg no leader completes without
+    every other one: a leader in the call surely waits for a refusing one
+    (and replies to its refusal, _refusal_alert)."""
+    return (coll == PGC_COLL_BARRIER or coll == PGC_COLL_ALLREDUCE or coll == PGC_COLL_ALLGATHER
+            or coll == PGC_COLL_ALLGATHERV or coll == PGC_COLL_ALLTOALL or coll == PGC_COLL_ALLTOALLV
+            or coll == PGC_COLL_REDUCE_SCATTER or coll == PGC_COLL_REDUCE_SCATTER_BLOCK)
+
+
+cdef int _refused_alike_across(_State st, int coll) except -1:
+    """A leader refused `coll`, whose inter-node leg needs every leader,
+    and its node's members refused it too: every other leader either
+    refused it too (its own refusal comes) or waits for this one in MPI
+    and replies when it meets the refusal (_refusal_alert). Wait for each;
+    a reply means this rank's next inter-node collective would meet the
+    others' one of this call in MPI: its node team gives the call up, so
+    that call raises TeamAbortedError instead. Every leader refusing alike
+    leaves the communicator usable, and no refusal of the call unread."""
+    what = _COLL_NAMES[coll]
+    try:
+        replied = _drain(st, _other_leaders(st), -1, what)
+    except PgascolError:
+        return 0    # its node gave the call up meanwhile (an alert)
+    if replied:
+        st.core.abort("%s: this rank refused its arguments while rank %d is in the call: the call is given up"
+                      % (what, replied[0]))
     return 0
 
 
@@ -517,48 +583,187 @@ cdef inline bint _root_refusal_ends_call(int coll):
             or coll == PGC_COLL_SCATTERV)
 
 
-cdef int _refuse_across(_State st, int coll, bytes reason) except -1:
-    """The root of a hierarchical Gather(v) or Scatter(v) refused its
-    arguments (its node learnt it from pgc_coll_refuse). Scatter: every
-    other node's leader waits for the root's message (_hier_scatter), so
-    the root sends it the reason instead (TAG_REFUSED), which the leader
-    passes on to its node. Gather: every other node's leader sends the root
-    its node's blocks and completes, as a sender does under MPI; the root
-    takes those messages in and drops them, or they would meet its next
-    Gather."""
-    leaders = [st.members[n][0] for n in range(st.nnodes) if n != st.nidx]
-    if coll == PGC_COLL_SCATTER or coll == PGC_COLL_SCATTERV:
-        for q in leaders:
-            st.alerts.append(st.pcomm.Isend([reason, len(reason), _BYTE], dest=q, tag=TAG_REFUSED))
-        return 0
+cdef list _other_leaders(_State st):
+    return [st.members[n][0] for n in range(st.nnodes) if n != st.nidx]
+
+
+cdef inline int _refusal_tag(long long seq):
+    return TAG_REFUSAL + <int>(seq % _SEQ_TAGS)
+
+
+cdef int _send_refusal(_State st, int dest, bytes reason) except -1:
+    """Tell rank dest that this rank refused its arguments to call st.seq,
+    and why: the call's number (8 bytes) and the reason, tagged by the
+    number (_refusal_tag)."""
+    msg = int(st.seq).to_bytes(8, "little", signed=True) + reason
+    st.alerts.append(st.pcomm.Isend([msg, len(msg), _BYTE], dest=dest, tag=_refusal_tag(st.seq)))
+    return 0
+
+
+cdef tuple _refusal_of(object m, object status):
+    """Receive the refusal `m` matched (status): (its call's number, reason)."""
+    cdef Py_ssize_t n = status.Get_count(_BYTE)
+    buf = bytearray(max(n, 8))
+    m.Recv([buf, n, _BYTE])
+    return int.from_bytes(buf[:8], "little", signed=True), bytes(buf[8:n])
+
+
+# A node's leader names itself in the reason its node's members read.
+cdef str _LEADER = "this node's leader, rank "
+
+
+cdef int _refuse_leg(_State st, int coll, bytes reason, int root) except -1:
+    """This rank refused its arguments to a hierarchical Gather(v) or
+    Scatter(v). Its node learns it as from pgc_coll_refuse, once per node
+    leg the call has on this node (another node's byte counts come first in
+    a v form: _node_sizes), so every rank of the node stays in step whether
+    or not its peers refused too. A rank that exchanges inter-node messages
+    in the call (the root; another node's leader) puts its refusal in
+    their place, naming the call (_send_refusal), and takes in what it
+    would have received: each peer sends either its message or its own
+    refusal (_drain), so nothing is left to meet a later call and the
+    communicator stays usable. The root of a Scatter(v) sends every other
+    leader its refusal instead of the node's blocks (the leader refuses
+    its node's leg with the root's reason: _root_message); the root of a
+    Gather(v) takes in every other leader's message; another node's leader
+    sends the root of a Gather(v) its refusal instead of its node's blocks
+    (the root ends the call with PeerRefusedError: _leaders_wait), and
+    takes in the root's message of a Scatter(v)."""
+    cdef int rn = st.node_of[root]
+    cdef bint scatter = coll == PGC_COLL_SCATTER or coll == PGC_COLL_SCATTERV
+    what = _COLL_NAMES[coll]
+    leg = reason
+    if st.nidx != rn:
+        if coll == PGC_COLL_GATHERV or coll == PGC_COLL_SCATTERV:
+            st.core.c_refuse(PGC_COLL_GATHERV, reason)
+        if st.lrank == 0:
+            leg = ((_LEADER + "%d: " % st.rank).encode() + reason)[:_REFUSAL_MAX - 1]
+    st.core.c_refuse(coll, leg)
+    try:
+        if st.rank == root and scatter:
+            for q in _other_leaders(st):
+                _send_refusal(st, q, reason)
+        elif st.rank == root:
+            _drain(st, _other_leaders(st), TAG_GATHER, what)
+        elif st.nidx != rn and st.lrank == 0 and scatter:
+            _drain(st, [root], TAG_SCATTER, what)
+        elif st.nidx != rn and st.lrank == 0:
+            _send_refusal(st, root, reason)
+    except PgascolError:
+        pass    # its node gave the call up meanwhile (an alert, which aborted it): it raises its own error
+    return 0
+
+
+# A wait that takes refusals itself but from no source in particular (_drain).
+cdef tuple _NO_SOURCES = ((), ())
+
+
+cdef list _drain(_State st, list srcs, int tag, str what):
+    """A rank that refused its part of a hierarchical Gather(v) (the root)
+    or Scatter(v) (another node's leader) takes in what it would have
+    received: each of srcs sends either its message (tag, or for
+    TAG_SCATTER the tag of its blocks' type; dropped) or its own refusal of
+    this call. A leader that refused an Allreduce-like call
+    (tag -1: _refused) takes in each other leader's refusal or reply
+    (_refusal_alert: an empty reason). Bounded as every inter-node wait
+    (_mpi_check: alerts, the node team, PGASCOL_TIMEOUT). Returns the
+    sources that replied."""
     status = MPI.Status()
+    cdef int rtag = _refusal_tag(st.seq)
     cdef double start = _monotonic(), now, check = start + 0.1
-    while leaders:
-        for q in list(leaders):
-            m = st.pcomm.Improbe(q, TAG_GATHER, status)
-            if m is not None:
-                n = status.Get_count(_BYTE)
-                m.Recv([st.scratch(2, n), n, _BYTE])
-                leaders.remove(q)
-        now = _monotonic()
-        if leaders and now >= check:
-            _mpi_check(st, start, now, _COLL_NAMES[coll])
-            check = now + 0.1
-        os.sched_yield()
+    replied = []
+    st.collecting = _NO_SOURCES
+    try:
+        while srcs:
+            for q in list(srcs):
+                # a Scatter's blocks: any tag (their type's, _root_message)
+                m = st.pcomm.Improbe(q, MPI.ANY_TAG if tag == TAG_SCATTER else tag, status) if tag >= 0 else None
+                if m is not None:
+                    got = status.Get_tag()
+                    n = status.Get_count(_BYTE)
+                    buf = st.scratch(2, max(n, 8))
+                    m.Recv([buf, n, _BYTE])
+                    if got >= TAG_REFUSAL and int.from_bytes(bytes(buf[:8]), "little", signed=True) != st.seq:
+                        continue    # a refusal of an earlier call: dropped
+                    if got == TAG_PATH:
+                        _path_alert(st, q, what)
+                    if got == TAG_ABORT:
+                        _abort_alert(st, q, bytes(buf[:n]), what)
+                    srcs.remove(q)
+                    continue
+                m = st.pcomm.Improbe(q, rtag, status)
+                if m is None:
+                    continue
+                seq, why = _refusal_of(m, status)
+                if seq == st.seq:
+                    srcs.remove(q)
+                    if not why:
+                        replied.append(q)
+            now = _monotonic()
+            if srcs and now >= check:
+                _mpi_check(st, start, now, what)
+                check = now + 0.1
+            os.sched_yield()
+    finally:
+        st.collecting = None
+    return replied
+
+
+cdef int _leaders_wait(_State st, list reqs, list srcs, str what) except -1:
+    """The root of a hierarchical Gather(v) waits for the other leaders'
+    messages (reqs, from srcs): a leader that refused its arguments sends
+    its refusal of this call instead (_refuse_leg), which the wait's checks
+    take (_collect_refusals) and whose receive they cancel; the others
+    complete. Nothing is left in flight, so the root raises
+    PeerRefusedError naming the leader and its reason, and the
+    communicator stays usable."""
+    st.collecting = (reqs, srcs)
+    st.refusals = []
+    try:
+        _mpi_wait(st, reqs, what)
+    finally:
+        st.collecting = None
+    if st.refusals:
+        q, why = st.refusals[0]
+        raise PeerRefusedError("%s: rank %d refused its arguments: %s" % (what, q, why.decode(errors="replace")))
+    return 0
+
+
+cdef int _collect_refusals(_State st) except -1:
+    reqs, srcs = st.collecting
+    status = MPI.Status()
+    cdef int rtag = _refusal_tag(st.seq)
+    for i, q in enumerate(srcs):
+        m = st.pcomm.Improbe(q, rtag, status)
+        if m is None:
+            continue
+        seq, why = _refusal_of(m, status)
+        if seq == st.seq:
+            if reqs[i] != MPI.REQUEST_NULL:
+                reqs[i].Cancel()    # q sends nothing else in this call
+            st.refusals.append((q, why))
     return 0
 
 
 cdef int _root_message(_State st, object status, object buf, Py_ssize_t nbytes, int root, str what,
-                       int dtype) except -1:
+                       int dtype) except 0:
     """A leader received the message of a hierarchical Scatter(v) from the
     root (any tag, status): the node's blocks (TAG_SCATTER + 1 + the root's
-    basic type, nbytes of them; a type other than this leader's `dtype` is
-    held as a DatatypeMismatchError, raised once the call completed), or
-    the root's refusal (TAG_REFUSED: the leader refuses the node's leg with
+    basic type, nbytes of them: 1; a type other than this leader's `dtype`
+    is held as a DatatypeMismatchError, raised once the call completed), or
+    the root's refusal of this call (the leader refuses the node's leg with
     the root's reason, so its members end the call as the root's own node
-    does), or an alert of the root's node (TAG_PATH, TAG_ABORT)."""
+    does), or one of an earlier call (-1: dropped, receive again), or an
+    alert of the root's node (TAG_PATH, TAG_ABORT)."""
     cdef int tag = status.Get_tag()
     cdef Py_ssize_t got = status.Get_count(_BYTE)
+    if tag >= TAG_REFUSAL:
+        if int.from_bytes(bytes(buf[:8]), "little", signed=True) != st.seq:
+            return -1
+        why = bytes(buf[8:got])
+        st.core.c_refuse(PGC_COLL_SCATTERV, why)
+        raise RootRefusedError("%s: the root (rank %d) refused its arguments: %s"
+                               % (what, root, why.decode(errors="replace")))
     if tag >= TAG_SCATTER:
         if got != nbytes:
             raise ArgumentError("%s: the root (rank %d) sends %d bytes to this node, whose ranks receive %d"
@@ -569,25 +774,28 @@ cdef int _root_message(_State st, object status, object buf, Py_ssize_t nbytes, 
                 "node's leader) receives %s: the type signatures differ (MPI calls the program erroneous, even at "
                 "the same byte count); every rank must pass the basic type of the root"
                 % (what, root, _basic_name(tag - TAG_SCATTER - 1), st.rank, _basic_name(dtype))))
-        return 0
+        return 1
     why = bytes(buf[:got])
     if tag == TAG_PATH:
         _path_alert(st, root, what)
-    if tag == TAG_ABORT:
-        _abort_alert(st, root, why, what)
-    st.core.c_refuse(PGC_COLL_SCATTERV, why)
-    raise RootRefusedError("%s: the root (rank %d) refused its arguments: %s"
-                           % (what, root, why.decode(errors="replace")))
+    _abort_alert(st, root, why, what)
+    return 0
 
 
-cdef int _root_refused_across(object exc, int coll, int root) except -1:
+cdef int _root_refused_across(_State st, object exc, int coll, int root) except -1:
     """A RootRefusedError of a hierarchical Gather(v)/Scatter(v) (its node
     leg named the node's root by local rank): re-raised naming the user's
-    collective and its root."""
+    collective and the rank that refused, the root or this node's leader
+    (_refuse_leg)."""
     msg = str(exc)
     head, _, reason = msg.partition("refused its arguments: ")
     reason = reason or head
-    exc.args = ("%s: the root (rank %d) refused its arguments: %s" % (_COLL_NAMES[coll], root, reason),)
+    if reason.startswith(_LEADER):
+        leader, _, reason = reason[len(_LEADER):].partition(": ")
+        exc.args = ("%s: this node's leader (rank %s) refused its arguments: %s"
+                    % (_COLL_NAMES[coll], leader, reason),)
+    else:
+        exc.args = ("%s: the root (rank %d) refused its arguments: %s" % (_COLL_NAMES[coll], root, reason),)
     raise exc
 
 

@@ -655,6 +655,22 @@ cdef class Team:
         _leave(t)
         self.busy = 0
 
+    cdef bint c_refused_alike(self) noexcept:
+        """After c_refuse: wait until every peer is done with the refused
+        call, its signature compared with ours at the first wait on it
+        (pgc_wait_step_all): whether every peer refused it too. A peer in
+        the call is a mismatch, which aborts the team: a peer that would
+        wait for this member in a later step of the call fails at once."""
+        cdef pgc_team *t = self.t
+        if t == NULL or self.busy or pgc_check_aborted(t) != PGC_OK:
+            return False
+        self.busy = 1
+        _enter(t, 0)
+        cdef int rc = pgc_wait_step_all(t, PGC_STEP_DONE)
+        _leave(t)
+        self.busy = 0
+        return rc == PGC_OK
+
     cdef int c_to_mpi(self, int coll) except -1:
         """The caller runs collective `coll` on MPI: see pgc_coll_to_mpi.
         Raises (CollectiveMismatchError, TeamAbortedError, ...) when a peer

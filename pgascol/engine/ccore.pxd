@@ -127,6 +127,7 @@ cdef extern from "team/sync.h" nogil:
     int pgc_check_aborted(pgc_team *t)
     int pgc_member_alive(const pgc_team *t, int r)
     void pgc_set_wait_progress(void (*hook)() noexcept nogil)
+    int pgc_wait_step_all(pgc_team *t, uint32_t step)
 
 
 cdef extern from "base/cma.h" nogil:

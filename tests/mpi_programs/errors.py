@@ -1,14 +1,14 @@
 """Errors (mpi4py's test_exceptions, for collectives): pgascol.Comm when
 only some ranks err. The rank that sees the misuse raises at once. The
-others, already in the collective, raise an error naming the operation: at
-once if they wait for that rank in the node team (it refused the op), else a
-timeout within PGASCOL_TIMEOUT (or the team's abort by the first of them
-that timed out) (tests/test_mpi_programs.py sets it to 3 s). Also with
-virtual nodes, where the others wait in an inter-node MPI phase: those waits
-are bounded the same way. Ranks whose calls go out of step are caught before
-any data moves. A root that refuses its own arguments to a Gather(v) or
-Scatter(v) on one node leaves the communicator usable (RootRefusedError on
-the ranks that need it); ranks whose calls take different paths (MPI and
+others, already in the collective, raise an error naming the operation at
+once: on a node the team takes the op as refused, across nodes (virtual
+nodes) a refusing leader tells the others, which wait for it in an
+inter-node MPI phase (PeerRefusedError); any other wait is bounded by
+PGASCOL_TIMEOUT (tests/test_mpi_programs.py sets it to 3 s). Ranks whose
+calls go out of step are caught before any data moves. A root that refuses
+its own arguments to a Gather(v) or Scatter(v), or across nodes another
+node's leader, leaves the communicator usable (PeerRefusedError on the
+ranks that need it); ranks whose calls take different paths (MPI and
 pgascol) all fail at once, also across nodes."""
 import time
 
@@ -16,13 +16,18 @@ import numpy as np
 from mpi4py import MPI
 
 import pgascol
-from pgascol.errors import ArgumentError, CollectiveMismatchError, PgascolTimeoutError, TeamAbortedError
+from pgascol.errors import (ArgumentError, CollectiveMismatchError, PeerRefusedError, PgascolTimeoutError,
+                            TeamAbortedError)
 
 WORLD = MPI.COMM_WORLD
 ME, P = WORLD.Get_rank(), WORLD.Get_size()
 
 
-def _partial(op_name, call_bad, call_good):
+def _partial(op_name, call_bad, call_good, check_next=False):
+    """Rank 0 refuses, the others are in the call. check_next: the next
+    Allreduce then either raises or is right on every rank (across nodes,
+    rank 0's own next inter-node collective must not meet the others' one
+    of the refused call)."""
     c = pgascol.Comm(WORLD.Dup())
     start = time.monotonic()
     try:
@@ -36,11 +41,14 @@ def _partial(op_name, call_bad, call_good):
         else:
             try:
                 call_good(c)
-            except (PgascolTimeoutError, TeamAbortedError, CollectiveMismatchError) as exc:
-                # the first to time out (or to see the refusal) aborts the
-                # team: the others see that
+            except (PgascolTimeoutError, TeamAbortedError, CollectiveMismatchError, PeerRefusedError) as exc:
+                # the first to see the refusal aborts the team: the others
+                # see that; across nodes rank 0, a leader, told the other
+                # leaders, which wait for it in MPI (PeerRefusedError), and
+                # gave its node team up (its members in the call would
+                # wait for it in a later node leg)
                 assert op_name in str(exc), str(exc)
-                assert time.monotonic() - start < 30
+                assert time.monotonic() - start < 2.5, (ME, time.monotonic() - start, str(exc))
                 if not c._pg.hier:
                     # every rank waits for rank 0 in the node team: it
                     # refused the op, nobody needs the timeout
@@ -48,19 +56,29 @@ def _partial(op_name, call_bad, call_good):
                     assert "local rank 0 refused its arguments to " + op_name in str(exc), str(exc)
                     assert time.monotonic() - start < 2.5
             else:
-                raise AssertionError("no timeout on rank %d" % ME)
+                raise AssertionError("no error on rank %d" % ME)
+        if check_next and P > 1:
+            start = time.monotonic()
+            y = np.zeros(2)
+            try:
+                c.Allreduce(np.full(2, ME, "d"), y)
+            except pgascol.PgascolError:
+                pass
+            else:
+                assert np.all(y == sum(range(P))), (ME, y)
+            assert time.monotonic() - start < 2.5, (ME, time.monotonic() - start)
     finally:
         c.Free()
 
 
-def test_partial_allreduce_error_times_out_others():
+def test_partial_allreduce_error_fails_the_others_at_once():
     ro = np.zeros(4)
     ro.flags.writeable = False
     _partial("Allreduce", lambda c: c.Allreduce(np.ones(4), ro),
-             lambda c: c.Allreduce(np.ones(4), np.zeros(4)))
+             lambda c: c.Allreduce(np.ones(4), np.zeros(4)), check_next=True)
 
 
-def test_partial_bcast_error_times_out_others():
+def test_partial_bcast_error_fails_the_others_at_once():
     _partial("Bcast", lambda c: c.Bcast(np.zeros(4), root=P),
              lambda c: c.Bcast(np.zeros(4), root=0))
 
@@ -256,7 +274,9 @@ def test_misuse_on_the_root_and_another_leader_ends_every_rank_at_once():
                     try:
                         call(c)
                     except ArgumentError as exc:
-                        assert ME == root or isinstance(exc, pgascol.RootRefusedError), repr(exc)
+                        # a rank waiting for the root (the root's node, other
+                        # leaders) or for another leader (q's TAG_PATH) names it
+                        assert ME == root or isinstance(exc, pgascol.PeerRefusedError), repr(exc)
                         assert ME == root or str(exc).startswith(name), str(exc)
                     except (TeamAbortedError, CollectiveMismatchError) as exc:
                         assert ME != root and name in str(exc), (ME, str(exc))
@@ -775,4 +795,121 @@ def test_the_same_type_signature_in_other_datatypes_is_no_mismatch():
         pair.Free()
         strided.Free()
         doubles.Free()
+        c.Free()
+
+
+def _other_leader(st, root):
+    """A node's leader other than the root's node's (a hierarchy only)."""
+    return [m[0] for i, m in enumerate(st.members) if i != st.node_of[root]][-1]
+
+
+def _own_misuse(name, n, root, refusers):
+    """A Gatherv or Scatterv in which the ranks `refusers` each refuse what
+    they pass themselves (a send buffer shorter than its count, a read-only
+    receive buffer: misuse that every rank might make alike) and the
+    others' calls are right."""
+    d = MPI.DOUBLE
+    ro = np.zeros(n)
+    ro.flags.writeable = False
+    bad = ME in refusers
+    if name == "Gatherv":
+        send = [np.zeros(n - 1), n, d] if bad else np.full(n, ME, "d")
+        recv = [np.zeros(n * P), [n] * P, None, d] if ME == root else None
+        return lambda c: c.Gatherv(send, recv, root=root)
+    send = [np.zeros(n * P), [n] * P, None, d] if ME == root else None
+    recv = ro if bad else np.zeros(n)
+    return lambda c: c.Scatterv(send, recv, root=root)
+
+
+def test_a_refusal_of_its_own_arguments_across_nodes_ends_every_rank_at_once():
+    """On a hierarchy, ranks that exchange inter-node messages in a Gatherv
+    or Scatterv (the root, other nodes' leaders) refuse what they pass
+    themselves, one or two of them on different nodes: the refusal takes
+    the place of their messages, so every rank ends the call within a
+    fraction of a second (the refusers with their ArgumentError, a rank
+    that needed one of them with PeerRefusedError naming the collective,
+    the rank and its reason, the others completing), nothing is left in
+    flight, and the next collectives work on every rank. On one node, the
+    root alone (its node team's refusal)."""
+    if P == 1:
+        return
+    c = pgascol.Comm(WORLD.Dup())
+    st = c._pg
+    try:
+        for n in (4, 100000):
+            for root in (0, P - 1):
+                q = _other_leader(st, root) if st.hier else None
+                for refusers in ([root], [q], [root, q]):
+                    if None in refusers:
+                        continue
+                    for name in ("Gatherv", "Scatterv"):
+                        call = _own_misuse(name, n, root, refusers)
+                        start = time.monotonic()
+                        try:
+                            call(c)
+                        except pgascol.PeerRefusedError as exc:
+                            assert ME not in refusers, repr(exc)
+                            assert str(exc).startswith(name + ": "), str(exc)
+                            assert "refused its arguments: ArgumentError: " in str(exc), str(exc)
+                        except ArgumentError as exc:
+                            assert ME in refusers, repr(exc)
+                        elapsed = time.monotonic() - start
+                        assert elapsed < 2.5, (ME, name, n, root, refusers, elapsed)
+                        _still_usable(c)
+    finally:
+        c.Free()
+
+
+def _slow_allreduce(c, late):
+    """An Allreduce for which every rank but `late` waits 0.3 s: long
+    enough for an inter-node wait to look for alerts (every 100 ms)."""
+    if ME == late:
+        time.sleep(0.3)
+    y = np.zeros(2)
+    c.Allreduce(np.full(2, ME, "d"), y)
+    assert np.all(y == sum(range(P))), y
+
+
+def test_refusals_every_rank_makes_alike_leave_no_alert_behind():
+    """Every rank refuses the same misuse (a Bcast count past the buffer,
+    a read-only Allreduce result, a Gatherv or Scatterv buffer too short):
+    on a hierarchy each leader tells the others, which are out of the call
+    already. Those refusals name their call, so the correct calls that
+    follow (waits long enough to look for alerts, a Scatter from a leader
+    that sent one) never meet them; then a refusal by some ranks only, and
+    correct calls again."""
+    c = pgascol.Comm(WORLD.Dup())
+    d = MPI.DOUBLE
+    ro = np.zeros(4)
+    ro.flags.writeable = False
+    alike = [lambda: c.Bcast([np.zeros(3), 4, d], root=0),
+             lambda: c.Allreduce(np.ones(4), ro),
+             lambda: c.Gatherv([np.zeros(3), 4, d], [np.zeros(4 * P), [4] * P, None, d] if ME == 0 else None,
+                               root=0),
+             lambda: c.Scatterv([np.zeros(4 * P), [4] * P, None, d] if ME == P - 1 else None, ro, root=P - 1)]
+    try:
+        for k, call in enumerate(alike):
+            try:
+                call()
+            except PeerRefusedError as exc:
+                raise AssertionError("rank %d, call %d: %r" % (ME, k, exc))
+            except ArgumentError:
+                pass
+            else:
+                raise AssertionError("rank %d: call %d did not raise" % (ME, k))
+        for late in range(min(P, 3)):
+            _slow_allreduce(c, late)
+            _still_usable(c)
+        if P > 1:
+            st = c._pg
+            q = _other_leader(st, 0) if st.hier else 0
+            call = _own_misuse("Gatherv", 4, 0, [q])
+            try:
+                call(c)
+            except ArgumentError:
+                pass
+        for late in range(min(P, 2)):
+            _slow_allreduce(c, late)
+            _still_usable(c)
+    finally:
         c.Free()
