@@ -90,3 +90,21 @@ def test_mpi4py_whole_suite_same_outcomes(np_):
                               env=env, capture_output=True, text=True, timeout=2500, cwd=REPO_ROOT)
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
     assert " 0 not accepted" in proc.stdout, proc.stdout
+
+
+def test_a_run_past_its_timeout_says_where_each_rank_was(tmp_path):
+    """compare.py's run() cut short by its timeout (the suite takes longer
+    than 8 s) returns "timeout" with each rank's Python stacks, which the
+    comparison prints: a hang in CI says where every rank waits."""
+    sys.path.insert(0, str(COMPARE.parent))
+    try:
+        import compare
+    finally:
+        sys.path.pop(0)
+    launcher, _ = find_launcher()
+    with cleaned_mpi_shm():
+        status, text = compare.run("plain", 2, launcher, 8, str(tmp_path))
+    assert status == "timeout", (status, text)
+    for rank in (0, 1):
+        assert "rank %d, where it was when the run timed out" % rank in text, text
+    assert "outcomes.py" in text and "most recent call first" in text, text

@@ -12,10 +12,13 @@ import argparse
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
 import time
+
+import psutil
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RUNNER = os.path.join(HERE, "outcomes.py")
@@ -26,15 +29,56 @@ ACCEPTED = {}
 
 
 def run(mode, np_, launcher, timeout, outdir):
-    """One launch of the suite; returns (exit status or "timeout", stderr tail)."""
+    """One launch of the suite; returns (exit status or "timeout", stderr tail).
+    A run that outlives `timeout` is asked where its ranks are (SIGUSR1: each
+    writes its Python stacks, outcomes.py) before it is killed; the stacks
+    follow the tail."""
     python = [sys.executable] + (["-m", "pgascol"] if mode == "zero-code" else [])
     env = {**os.environ, "PGASCOL_TIMEOUT": os.environ.get("PGASCOL_TIMEOUT", "30")}
     cmd = [*launcher, "-n", str(np_), *python, RUNNER, outdir]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired as exc:
-        return "timeout", (exc.stderr or b"")[-3000:].decode(errors="replace")
-    return proc.returncode, proc.stderr[-3000:]
+        _, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        ranks = _ranks_of(outdir, proc.pid)
+        for rank in ranks:
+            _signal(rank, signal.SIGUSR1)
+        time.sleep(2)
+        for rank in ranks:
+            _signal(rank, signal.SIGKILL)
+        proc.kill()
+        _, err = proc.communicate()
+        return "timeout", (err or "")[-3000:] + _stacks(outdir, np_)
+    return proc.returncode, err[-3000:]
+
+
+def _ranks_of(outdir, launcher_pid):
+    """The live processes running this run's outcomes.py (the ranks, not
+    the launcher, whose command line names it too)."""
+    found = []
+    for p in psutil.process_iter(["cmdline"]):
+        cmdline = p.info["cmdline"] or []
+        if RUNNER in cmdline and outdir in cmdline and p.pid != launcher_pid:
+            found.append(p)
+    return found
+
+
+def _signal(process, signum):
+    try:
+        process.send_signal(signum)
+    except psutil.NoSuchProcess:
+        pass        # it ended meanwhile
+
+
+def _stacks(outdir, np_):
+    """Each rank's stacks as it wrote them on SIGUSR1 (nothing if it did not)."""
+    text = ""
+    for rank in range(np_):
+        path = os.path.join(outdir, "stack-%d.txt" % rank)
+        if os.path.exists(path) and os.path.getsize(path):
+            with open(path) as f:
+                text += "\n--- rank %d, where it was when the run timed out:\n%s" % (rank, f.read()[-4000:])
+    return text
 
 
 def outcomes(outdir, np_):

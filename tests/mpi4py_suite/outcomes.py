@@ -6,12 +6,15 @@ was in. Run it plain or in zero-code mode (compare.py runs both):
     mpiexec -n 2 python tests/mpi4py_suite/outcomes.py OUTDIR
     mpiexec -n 2 python -m pgascol tests/mpi4py_suite/outcomes.py OUTDIR
 
+A rank sent SIGUSR1 writes its threads' stacks to OUTDIR/stack-<N>.txt.
 Lines: {"start": id} when a test begins, {"id": id, "outcome": o} when it
 ends, o one of pass, fail, error, skip, xfail, xpass; {"done": true} last;
 each event but the last with "t", the monotonic clock in seconds.
 The set-up follows the suite's own main.py (no CuPy, no Numba)."""
+import faulthandler
 import json
 import os
+import signal
 import sys
 import time
 import unittest
@@ -74,6 +77,10 @@ def main(argv):
     sys.modules["numba"] = None
     from mpi4py import MPI
     rank = MPI.COMM_WORLD.Get_rank()
+    # compare.py sends SIGUSR1 to a run that outlives its timeout: every
+    # rank then writes where each of its threads is (stack-<rank>.txt)
+    stacks = open(os.path.join(outdir, "stack-%d.txt" % rank), "w")
+    faulthandler.register(signal.SIGUSR1, file=stacks, all_threads=True)
     suite = unittest.TestLoader().discover(HERE, pattern="test_*.py", top_level_dir=HERE)
     stream = sys.stderr if rank == 0 else open(os.devnull, "w")
     with open(os.path.join(outdir, "rank-%d.jsonl" % rank), "w") as out:
