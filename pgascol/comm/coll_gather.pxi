@@ -143,8 +143,7 @@ cdef int _hier_gather(_State st, _Msg s, Py_ssize_t sb, _Msg r, _Layout lay, int
                 req.Cancel()
             _mpi_wait(st, reqs, "Gather")
             raise
-        _leaders_wait(st, reqs, [st.members[n][0] for n in range(st.nnodes) if n != rn],
-                      "Gatherv" if v else "Gather")
+        _leaders_wait(st, reqs, _other_leaders(st), "Gatherv" if v else "Gather")   # in reqs' order
         for n, b in bufs:
             _place_node_message(st, lay, dst, n, b)
         return 0

@@ -605,7 +605,12 @@ cdef tuple _refusal_of(object m, object status):
     cdef Py_ssize_t n = status.Get_count(_BYTE)
     buf = bytearray(max(n, 8))
     m.Recv([buf, n, _BYTE])
-    return int.from_bytes(buf[:8], "little", signed=True), bytes(buf[8:n])
+    return _refusal_seq(buf), bytes(buf[8:n])
+
+
+cdef long long _refusal_seq(object buf):
+    """The call a refusal received into buf names (_send_refusal)."""
+    return int.from_bytes(bytes(buf[:8]), "little", signed=True)
 
 
 # A node's leader names itself in the reason its node's members read.
@@ -683,7 +688,7 @@ cdef list _drain(_State st, list srcs, int tag, str what):
                     n = status.Get_count(_BYTE)
                     buf = st.scratch(2, max(n, 8))
                     m.Recv([buf, n, _BYTE])
-                    if got >= TAG_REFUSAL and int.from_bytes(bytes(buf[:8]), "little", signed=True) != st.seq:
+                    if got >= TAG_REFUSAL and _refusal_seq(buf) != st.seq:
                         continue    # a refusal of an earlier call: dropped
                     if got == TAG_PATH:
                         _path_alert(st, q, what)
@@ -758,7 +763,7 @@ cdef int _root_message(_State st, object status, object buf, Py_ssize_t nbytes, 
     cdef int tag = status.Get_tag()
     cdef Py_ssize_t got = status.Get_count(_BYTE)
     if tag >= TAG_REFUSAL:
-        if int.from_bytes(bytes(buf[:8]), "little", signed=True) != st.seq:
+        if _refusal_seq(buf) != st.seq:
             return -1
         why = bytes(buf[8:got])
         st.core.c_refuse(PGC_COLL_SCATTERV, why)

@@ -14,7 +14,6 @@ cdef class Team:
     cdef public bint holding
     cdef object held
 
-    cdef int _hold(self) except -1
     cdef int hold(self, object exc) except -1
     cdef object take_held(self)
 

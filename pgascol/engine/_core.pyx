@@ -143,7 +143,11 @@ def set_wait_progress(fn):
 
 
 cdef int _raise(int code, pgc_error *err, int cause=PGC_OK) except -1:
-    """Turn a C error code into the matching Python exception. cause: for
+    raise _error(code, err, cause)
+
+
+cdef object _error(int code, pgc_error *err, int cause=PGC_OK):
+    """The Python exception matching a C error code. cause: for
     PGC_EABORTED, the code the aborting member gave (the team header's
     abort_code): a revoked team raises RevokedError, one a death aborted
     carries MPI's ERR_PROC_FAILED. Once MPI is loaded, an MPI.Exception
@@ -158,7 +162,7 @@ cdef int _raise(int code, pgc_error *err, int cause=PGC_OK) except -1:
     exc = in_mpi(cls)(msg, err.peer, err.sys_errno)
     if code == PGC_EABORTED and cause == PGC_EPEERDEAD:
         exc._error_class = PeerDeadError("").Get_error_class()
-    raise exc
+    return exc
 
 
 # ---------------------------------------------------------------- the GIL
@@ -371,17 +375,9 @@ cdef class Team:
     cdef int _check(self, int rc) except -1:
         if rc != PGC_OK:
             if rc == PGC_ETYPE and self.holding:
-                self._hold()
+                self.hold(_error(PGC_ETYPE, &self.t.err))
                 return 0
             _raise(rc, &self.t.err, self.t.hdr.abort_code)
-        return 0
-
-    cdef int _hold(self) except -1:
-        """Hold this leg's DatatypeMismatchError."""
-        try:
-            _raise(PGC_ETYPE, &self.t.err)
-        except DatatypeMismatchError as exc:
-            self.hold(exc)
         return 0
 
     cdef int hold(self, object exc) except -1:
