@@ -63,12 +63,7 @@ def _run_suite(np_, node_size, node_map):
 COMPARE = REPO_ROOT / "tests" / "mpi4py_suite" / "compare.py"
 # Rank counts of the whole-suite comparison per MPI (CI runs this file under
 # both): each costs two runs of the suite. compare.py takes any count by hand.
-# Open MPI: compared by hand (README): its zero-code suite at np=2 now and
-# then hangs in test_attributes (TestCommAttrWorld's set-up: one rank still in
-# MPI_Comm_dup's context-id agreement, the other already in the Split_type of
-# the new communicator's node team), so CI does not wait on it until that is
-# understood.
-WHOLE_SUITE_NP = {"mpich": (2, 3), "openmpi": ()}
+WHOLE_SUITE_NP = {"mpich": (2, 3), "openmpi": (2,)}
 
 
 @pytest.mark.parametrize("np_", [2, 3])

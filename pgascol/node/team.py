@@ -21,7 +21,8 @@ class NodeTeam:
     """The node-level view of a communicator.
 
     Attributes: comm (the parent), node_comm, leader_comm (None on
-    non-leaders), local_rank, local_size, node_index, num_nodes, layout
+    non-leaders; split_comm holds the communicator of the split that made it
+    on every rank), local_rank, local_size, node_index, num_nodes, layout
     (topology.NodeLayout), core (the C-level _core.Team)."""
 
     def __init__(self, comm, env=os.environ):
@@ -33,9 +34,13 @@ class NodeTeam:
                                                         self.topology)
         self.local_rank = self.node_comm.Get_rank()
         self.local_size = self.node_comm.Get_size()
-        self.leader_comm = comm.Split(0 if self.local_rank == 0 else MPI.UNDEFINED, comm.Get_rank())
-        if self.leader_comm == MPI.COMM_NULL:
-            self.leader_comm = None
+        # Every rank keeps a communicator from this split, the non-leaders
+        # theirs unused (split_comm): a split that gives some ranks
+        # COMM_NULL leaves the ranks' context-id tables out of step, after
+        # which Open MPI 5.0.11's context-id agreement of a later Dup of comm
+        # was seen to hang, ~1 job in 25 (README, "Tests").
+        self.split_comm = comm.Split(0 if self.local_rank == 0 else 1, comm.Get_rank())
+        self.leader_comm = self.split_comm if self.local_rank == 0 else None
         first = (self.leader_comm.Get_rank(), self.leader_comm.Get_size()) if self.leader_comm else None
         self.node_index, self.num_nodes = self.node_comm.bcast(first, root=0)
         self.core = None
@@ -44,8 +49,7 @@ class NodeTeam:
             self.core = self._create_segment(env)
         except BaseException:
             self.node_comm.Free()
-            if self.leader_comm is not None:
-                self.leader_comm.Free()
+            self.split_comm.Free()
             raise
 
     @staticmethod
@@ -229,8 +233,7 @@ class NodeTeam:
             self.core = None
             self.regions.clear()
             self.node_comm.Free()
-            if self.leader_comm is not None:
-                self.leader_comm.Free()
+            self.split_comm.Free()
 
     def describe(self):
         """A dict describing the team, for `pgascol info` and logs."""

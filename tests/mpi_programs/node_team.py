@@ -143,9 +143,15 @@ def test_leader_comm(comm):
         if is_leader:
             leader_info = (team.leader_comm.Get_size(), team.leader_comm.Get_rank(),
                            team.leader_comm.allgather(comm.Get_rank()))
+        # every rank holds a communicator of the split (the leaders', or the
+        # other ranks' unused one), so no rank's context ids fall out of step
+        split_members = team.split_comm.allgather(comm.Get_rank())
     finally:
         team.free()
+    assert team.split_comm == MPI.COMM_NULL     # freed with the team
     assert is_leader == (team.local_rank == 0)
+    others = [r for r in range(comm.Get_size()) if r not in want["leaders"]]
+    assert split_members == (want["leaders"] if is_leader else others), split_members
     if is_leader:
         size, rank, leaders = leader_info
         assert size == want["num_nodes"]
