@@ -34,7 +34,9 @@ cdef int _hier_bcast(_State st, _Msg m, Py_ssize_t n, int root) except -1:
         core.c_bcast(m.ptr, n, rl, dtype)
     cdef bint node_phase = st.nidx != rn or rl == 0
     if n <= _SEGMENT:      # the same choice on every leader: it depends on n only
-        if st.lrank == 0:
+        if st.lrank == 0 and n <= _TYPED_BCAST_MAX:
+            dtype = _leaders_bcast(st, m, n, root, dtype)   # a leader's node leg states the root's type
+        elif st.lrank == 0:
             _mpi_wait(st, [st.xcomm.Ibcast([m.obj, n, _BYTE], root=rn)], "Bcast")
         if node_phase:
             core.c_bcast(m.ptr, n, 0, dtype)
@@ -57,3 +59,38 @@ cdef int _hier_bcast(_State st, _Msg m, Py_ssize_t n, int root) except -1:
         else:
             prev = -1
     return 0
+
+
+# The Bcasts whose leaders carry the root's basic type between nodes: up to
+# this many bytes they broadcast the bytes and one more, the type, through a
+# work area (two copies of at most 64 KiB, one at the root's node's leader
+# before its Ibcast, one at each other leader after it; no further message).
+# Larger ones go straight between the users' buffers and carry no type: a
+# struct datatype over both would cost a type creation per call, a second
+# message a message (docs/ARCHITECTURE.md, "Datatypes that differ at the
+# same byte count").
+cdef Py_ssize_t _TYPED_BCAST_MAX = 64 << 10
+
+
+cdef int _leaders_bcast(_State st, _Msg m, Py_ssize_t n, int root, int mine) except -2:
+    """The leaders' Ibcast of a small hierarchical Bcast (n bytes, at most
+    _TYPED_BCAST_MAX) followed by the root's basic type. Returns the root's
+    type, which the leader's node leg then states, so that its members
+    compare theirs with the root's; a leader whose own (mine) differs
+    holds a DatatypeMismatchError. The root's node's leader states the root's
+    type as its node leg showed it (the type of the peer it met there if
+    it met another one: the root when its node broadcasts flat)."""
+    cdef int rn = st.node_of[root], theirs = mine
+    b = st.scratch(1, n + 1)
+    cdef char *p = <char *>cnp.PyArray_DATA(b)
+    if st.nidx == rn:
+        if st.local_of[root] != 0 and st.core.held is not None:
+            theirs = st.core.t.basic_seen
+        memcpy(p, m.ptr, n)
+        p[n] = <char>(theirs + 1)
+    _mpi_wait(st, [st.xcomm.Ibcast([b, n + 1, _BYTE], root=rn)], "Bcast")
+    if st.nidx != rn:
+        memcpy(m.ptr, p, n)
+        theirs = (<unsigned char>p[n]) - 1
+        _hold_root_type(st, "Bcast", root, theirs, mine)
+    return theirs

@@ -128,13 +128,15 @@ cdef int _hier_gather(_State st, _Msg s, Py_ssize_t sb, _Msg r, _Layout lay, int
             return 0
         in_order = st.in_rank_order and lay.consecutive()
         dst = _u8(r.obj)
-        reqs, bufs = [], []
+        reqs, bufs, into = [], [], []
+        tag = _gather_tag(st.seq, dtype, False)     # blocks of this root's type (others: _collect_types)
         for n in range(st.nnodes):
             if n != rn:
                 b = _node_message(st, lay, dst, n, in_order, False)
                 if not in_order:
                     bufs.append((n, b))
-                reqs.append(st.pcomm.Irecv([b, len(b), _BYTE], source=st.members[n][0], tag=TAG_GATHER))
+                into.append(b)
+                reqs.append(st.pcomm.Irecv([b, len(b), _BYTE], source=st.members[n][0], tag=tag))
         ml = _members_layout(st, lay, rn)
         try:
             core.c_gather(True, NULL if s is None else s.ptr, sb, r.ptr, ml.counts, ml.displs, rl, dtype)
@@ -143,7 +145,7 @@ cdef int _hier_gather(_State st, _Msg s, Py_ssize_t sb, _Msg r, _Layout lay, int
                 req.Cancel()
             _mpi_wait(st, reqs, "Gather")
             raise
-        _leaders_wait(st, reqs, _other_leaders(st), "Gatherv" if v else "Gather")   # in reqs' order
+        _leaders_wait(st, reqs, _other_leaders(st), "Gatherv" if v else "Gather", (into, dtype))   # in reqs' order
         for n, b in bufs:
             _place_node_message(st, lay, dst, n, b)
         return 0
@@ -154,7 +156,60 @@ cdef int _hier_gather(_State st, _Msg s, Py_ssize_t sb, _Msg r, _Layout lay, int
     tot = ml.displs[st.lsize - 1] + ml.counts[st.lsize - 1]
     b = st.scratch(0, tot)
     core.c_gather(True, s.ptr, sb, <char *>cnp.PyArray_DATA(b), ml.counts, ml.displs, 0, dtype)
-    _mpi_wait(st, [st.pcomm.Isend([b, tot, _BYTE], dest=root, tag=TAG_GATHER)], "Gather")
+    # the tag states this leader's type, and whether its node leg met another one (held)
+    tag = _gather_tag(st.seq, dtype, core.held is not None)
+    _mpi_wait(st, [st.pcomm.Isend([b, tot, _BYTE], dest=root, tag=tag)], "Gather")
+    return 0
+
+
+# The tags of a hierarchical Gather(v)'s blocks from a leader to the root:
+# per call (st.seq) one of _GATHER_SLOTS sets of 32 tags, 64-1023 (below
+# TAG_REFUSAL): the leader's basic type + 1 (0-15), + 16 if a member of its
+# node stated another one (its node leg held a DatatypeMismatchError). The
+# root receives the blocks of its own type from a node that stated no other
+# (the correct call: the tag it posts, nothing more exchanged) and finds the
+# others at its wait's checks (_collect_types); the call's set keeps a
+# receive left posted by one call from matching a leader's blocks of the
+# next ones (up to _GATHER_SLOTS - 1 calls ahead).
+cdef int _GATHER_SLOTS = 30
+
+
+cdef inline int _gather_tag(long long seq, int dtype, bint mixed):
+    return TAG_GATHER + 32 * <int>(seq % _GATHER_SLOTS) + 16 * mixed + 1 + dtype
+
+
+cdef int _collect_types(_State st, list reqs, list srcs, tuple typed, str what) except -1:
+    """At a check (every 100 ms) of the wait of a hierarchical Gather(v)'s
+    root for the other leaders' blocks (_leaders_wait): a leader whose
+    blocks have not come sent them on another tag of the call than the
+    root's type's (_gather_tag): its type or its node's differs. Receive
+    them where they belong (the bytes move as MPI moves them), cancel the
+    receive they did not match, and hold a DatatypeMismatchError, raised
+    once the call completed."""
+    into, mine = typed
+    status = MPI.Status()
+    cdef int base = _gather_tag(st.seq, -1, False), own = _gather_tag(st.seq, mine, False), tag, theirs
+    for i, q in enumerate(srcs):
+        if reqs[i].Test():
+            continue
+        for tag in range(base, base + 32):
+            m = None if tag == own else st.pcomm.Improbe(q, tag, status)
+            if m is None:
+                continue
+            reqs[i].Cancel()
+            reqs[i].Wait()      # a cancelled receive completes at once
+            reqs.append(m.Irecv([into[i], len(into[i]), _BYTE]))
+            theirs = (tag - base) % 16 - 1
+            if theirs != mine:
+                why = ("rank %d, its node's leader, sends that node's elements as %s where this rank (rank %d, "
+                       "the root) receives %s" % (q, _basic_name(theirs), st.rank, _basic_name(mine)))
+            else:
+                why = ("ranks of the node of rank %d pass another type than its leader, which passes %s as this "
+                       "rank (rank %d, the root) does" % (q, _basic_name(mine), st.rank))
+            st.core.hold(in_mpi(DatatypeMismatchError)(
+                "%s (hierarchical): %s: the type signatures differ (MPI calls the program erroneous, even at the "
+                "same byte count); every rank must pass the basic type of the root" % (what, why)))
+            break
     return 0
 
 

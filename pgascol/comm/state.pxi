@@ -25,7 +25,8 @@ cdef enum:
 
 # Tags of the private point-to-point communicator of the hierarchy.
 cdef enum:
-    TAG_GATHER = 11
+    TAG_GATHER = 64     # + 32 x the call's slot + the blocks' type (64-1023): a Gather(v)'s blocks
+                        # from a node's leader to the root (_gather_tag)
     TAG_SCATTER = 32    # + 1 + the root's basic type (PGC_SIG_ROOTED's 5 bits: 32-63): a Scatter(v)'s
                         # blocks for a node, whose tag tells their type (_root_message)
     TAG_REDUCE = 13
@@ -667,7 +668,7 @@ cdef list _drain(_State st, list srcs, int tag, str what):
     """A rank that refused its part of a hierarchical Gather(v) (the root)
     or Scatter(v) (another node's leader) takes in what it would have
     received: each of srcs sends either its message (tag, or for
-    TAG_SCATTER the tag of its blocks' type; dropped) or its own refusal of
+    TAG_SCATTER and TAG_GATHER the tag of its blocks' type; dropped) or its own refusal of
     this call. A leader that refused an Allreduce-like call
     (tag -1: _refused) takes in each other leader's refusal or reply
     (_refusal_alert: an empty reason). Bounded as every inter-node wait
@@ -681,8 +682,9 @@ cdef list _drain(_State st, list srcs, int tag, str what):
     try:
         while srcs:
             for q in list(srcs):
-                # a Scatter's blocks: any tag (their type's, _root_message)
-                m = st.pcomm.Improbe(q, MPI.ANY_TAG if tag == TAG_SCATTER else tag, status) if tag >= 0 else None
+                # a Scatter's or a Gather's blocks: any tag (their type's: _root_message, _gather_tag)
+                m = st.pcomm.Improbe(q, MPI.ANY_TAG if tag == TAG_SCATTER or tag == TAG_GATHER else tag,
+                                     status) if tag >= 0 else None
                 if m is not None:
                     got = status.Get_tag()
                     n = status.Get_count(_BYTE)
@@ -714,15 +716,16 @@ cdef list _drain(_State st, list srcs, int tag, str what):
     return replied
 
 
-cdef int _leaders_wait(_State st, list reqs, list srcs, str what) except -1:
+cdef int _leaders_wait(_State st, list reqs, list srcs, str what, tuple typed) except -1:
     """The root of a hierarchical Gather(v) waits for the other leaders'
     messages (reqs, from srcs): a leader that refused its arguments sends
     its refusal of this call instead (_refuse_leg), which the wait's checks
     take (_collect_refusals) and whose receive they cancel; the others
     complete. Nothing is left in flight, so the root raises
     PeerRefusedError naming the leader and its reason, and the
-    communicator stays usable."""
-    st.collecting = (reqs, srcs)
+    communicator stays usable. typed: (the receives' buffers, the root's
+    basic type), for the blocks of another type (_collect_types)."""
+    st.collecting = (reqs, srcs, typed, what)
     st.refusals = []
     try:
         _mpi_wait(st, reqs, what)
@@ -735,7 +738,7 @@ cdef int _leaders_wait(_State st, list reqs, list srcs, str what) except -1:
 
 
 cdef int _collect_refusals(_State st) except -1:
-    reqs, srcs = st.collecting
+    reqs, srcs = st.collecting[0], st.collecting[1]
     status = MPI.Status()
     cdef int rtag = _refusal_tag(st.seq)
     for i, q in enumerate(srcs):
@@ -747,6 +750,8 @@ cdef int _collect_refusals(_State st) except -1:
             if reqs[i] != MPI.REQUEST_NULL:
                 reqs[i].Cancel()    # q sends nothing else in this call
             st.refusals.append((q, why))
+    if len(st.collecting) > 2:      # a Gather(v)'s root (_leaders_wait)
+        _collect_types(st, reqs, srcs, st.collecting[2], st.collecting[3])
     return 0
 
 
@@ -773,17 +778,26 @@ cdef int _root_message(_State st, object status, object buf, Py_ssize_t nbytes, 
         if got != nbytes:
             raise ArgumentError("%s: the root (rank %d) sends %d bytes to this node, whose ranks receive %d"
                                 % (what, root, got, nbytes))
-        if tag - TAG_SCATTER - 1 != dtype:
-            st.core.hold(in_mpi(DatatypeMismatchError)(
-                "%s (hierarchical): the root (rank %d) sends its elements as %s where this rank (rank %d, its "
-                "node's leader) receives %s: the type signatures differ (MPI calls the program erroneous, even at "
-                "the same byte count); every rank must pass the basic type of the root"
-                % (what, root, _basic_name(tag - TAG_SCATTER - 1), st.rank, _basic_name(dtype))))
+        _hold_root_type(st, what, root, tag - TAG_SCATTER - 1, dtype)
         return 1
     why = bytes(buf[:got])
     if tag == TAG_PATH:
         _path_alert(st, root, what)
     _abort_alert(st, root, why, what)
+    return 0
+
+
+cdef int _hold_root_type(_State st, str what, int root, int theirs, int mine) except -1:
+    """This leader learnt the root's basic type `theirs` between nodes (a
+    Scatter(v)'s tag, _root_message; a small Bcast's last byte,
+    _leaders_bcast) where it passes `mine`: if they differ, a
+    DatatypeMismatchError held until the call completed (_raise_held)."""
+    if theirs != mine:
+        st.core.hold(in_mpi(DatatypeMismatchError)(
+            "%s (hierarchical): the root (rank %d) sends its elements as %s where this rank (rank %d, its "
+            "node's leader) receives %s: the type signatures differ (MPI calls the program erroneous, even at "
+            "the same byte count); every rank must pass the basic type of the root"
+            % (what, root, _basic_name(theirs), st.rank, _basic_name(mine))))
     return 0
 
 

@@ -101,6 +101,7 @@ cdef extern from "team/team.h" nogil:
         uint64_t single_copies[2]
         int nregions
         int stats_paused
+        int basic_seen
         void (*before_wait)(pgc_team *t) noexcept nogil
         void *before_wait_state
 
