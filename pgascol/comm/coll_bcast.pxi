@@ -63,13 +63,17 @@ cdef int _hier_bcast(_State st, _Msg m, Py_ssize_t n, int root) except -1:
 
 # The Bcasts whose leaders carry the root's basic type between nodes: up to
 # this many bytes they broadcast the bytes and one more, the type, through a
-# work area (two copies of at most 64 KiB, one at the root's node's leader
+# work area (two copies of at most 2 KiB, one at the root's node's leader
 # before its Ibcast, one at each other leader after it; no further message).
+# Not more: the copies grow, and a power of two and one byte crosses the
+# MPIs' size thresholds (Open MPI's shared-memory eager limit is 4 KiB);
+# carried so, a 64 KiB Bcast on 2 virtual nodes of 2 took 24.4 us against
+# 19.7 (docs/PERFORMANCE.md, "A rooted collective's basic type costs no exchange").
 # Larger ones go straight between the users' buffers and carry no type: a
 # struct datatype over both would cost a type creation per call, a second
 # message a message (docs/ARCHITECTURE.md, "Datatypes that differ at the
 # same byte count").
-cdef Py_ssize_t _TYPED_BCAST_MAX = 64 << 10
+cdef Py_ssize_t _TYPED_BCAST_MAX = 2 << 10
 
 
 cdef int _leaders_bcast(_State st, _Msg m, Py_ssize_t n, int root, int mine) except -2:
@@ -81,7 +85,9 @@ cdef int _leaders_bcast(_State st, _Msg m, Py_ssize_t n, int root, int mine) exc
     type as its node leg showed it (the type of the peer it met there if
     it met another one: the root when its node broadcasts flat)."""
     cdef int rn = st.node_of[root], theirs = mine
-    b = st.scratch(1, n + 1)
+    b = st.scratch_bufs[1]      # whole (the count says how much): no slice to make
+    if b is None or cnp.PyArray_SIZE(b) <= n:
+        b = st.scratch(1, n + 1).base
     cdef char *p = <char *>cnp.PyArray_DATA(b)
     if st.nidx == rn:
         if st.local_of[root] != 0 and st.core.held is not None:

@@ -696,7 +696,7 @@ def _must_raise(c, name, n, root, odd):
     its block, or streams more than its ring holds), or complete. Across
     nodes each node's leg compares as on one node with the leg's root (the
     root on its node, the leader elsewhere), and the leaders' messages carry
-    types: in a Scatter and a Bcast of up to 64 KiB the root's (each other
+    types: in a Scatter and a Bcast of up to 2 KiB the root's (each other
     leader compares it with its own; in such a Bcast its node's leg states
     the root's, so every rank of another type than the root's raises), in a
     Gather the leader's and whether its node's leg met another (the root
@@ -720,7 +720,7 @@ def _must_raise(c, name, n, root, odd):
         return ME == root or (ME == leader and not at_roots and mixed)
     if name == "Bcast" and at_roots:
         return ME != root and mine != roots and flat
-    if name == "Bcast" and n * 8 <= 64 << 10:
+    if name == "Bcast" and n * 8 <= 2 << 10:
         return mine != roots and (ME == leader or flat)
     if name == "Bcast":         # larger: no type between nodes; its node's leg compares with its leader
         return ME != leader and mine != leaders and flat
@@ -731,13 +731,13 @@ def _must_raise(c, name, n, root, odd):
 
 def _never_raises(c, name, n, root, odd):
     """Whether this rank must complete: a Bcast reader of the root's type
-    that compares with the root, or (across nodes, up to 64 KiB) with a
+    that compares with the root, or (across nodes, up to 2 KiB) with a
     leader stating the root's type, when the node broadcasts flat."""
     st = c._pg
     size = st.lsize if st.hier else P
     return (name == "Bcast" and ME != root and (ME == odd) == (root == odd)
             and not 0 < st.core.config["bcast_tree_min"] <= size
-            and (not st.hier or n * 8 <= 64 << 10 or st.nidx == st.node_of[root]))
+            and (not st.hier or n * 8 <= 2 << 10 or st.nidx == st.node_of[root]))
 
 
 def _odd_ranks(c, root):
@@ -763,7 +763,7 @@ def test_a_root_datatype_differing_at_the_same_byte_count_is_refused_and_the_com
     at its next call: the next collectives work on every rank. Roots 0 and
     P-1, inline and staged sizes, one node and virtual nodes (types are
     compared within each node's leg, and between nodes in a Scatter(v), a
-    Bcast of up to 64 KiB and a Gather(v): _must_raise says which ranks)."""
+    Bcast of up to 2 KiB and a Gather(v): _must_raise says which ranks)."""
     c = pgascol.Comm(WORLD.Dup())
     try:
         for n, root in ((4, 0), (100_000, 0), (4, P - 1), (100_000, P - 1)):
