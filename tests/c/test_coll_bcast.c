@@ -124,9 +124,13 @@ static int types_differ(pgc_team *t, void *arg)
             int saw = t->nranks > 1 && (t->rank == odd) != (root == odd) && flat_reader;
             CHECK_MEMBER(t, saw ? rc == PGC_ETYPE : rc == PGC_OK || rc == PGC_ETYPE,
                          "types differ, %zu bytes, root %d: returned %d (%s)", n, root, rc, t->err.msg);
-            if (rc == PGC_ETYPE)
+            if (rc == PGC_ETYPE) {
                 CHECK_MEMBER(t, strstr(t->err.msg, "int32") && strstr(t->err.msg, "float64"), "message: %s",
                              t->err.msg);
+                /* the peer's type, as a hierarchical Bcast's root node's leader reads it */
+                CHECK_MEMBER(t, t->basic_seen == (t->rank == odd ? PGC_FLOAT64 : PGC_INT32),
+                             "basic_seen %d after: %s", t->basic_seen, t->err.msg);
+            }
             size_t bad = 0;
             for (size_t i = 0; i < n; i++)
                 bad += buf[i] != pat(7, root, i);
