@@ -94,9 +94,16 @@ cdef int _leaders_bcast(_State st, _Msg m, Py_ssize_t n, int root, int mine) exc
             theirs = st.core.t.basic_seen
         memcpy(p, m.ptr, n)
         p[n] = <char>(theirs + 1)
-    _mpi_wait(st, [st.xcomm.Ibcast([b, n + 1, _BYTE], root=rn)], "Bcast")
+    _mpi_wait(st, [st.xcomm.Ibcast([b, _leaders_bytes(n), _BYTE], root=rn)], "Bcast")
     if st.nidx != rn:
         memcpy(m.ptr, p, n)
         theirs = (<unsigned char>p[n]) - 1
         _hold_root_type(st, "Bcast", root, theirs, mine)
     return theirs
+
+
+cdef inline Py_ssize_t _leaders_bytes(Py_ssize_t n):
+    """What the leaders' Ibcast of an unsegmented Bcast of n bytes moves:
+    the bytes, and the root's type up to _TYPED_BCAST_MAX (_leaders_bcast).
+    A leader that joins it with no data of its own must move as much."""
+    return n + 1 if n <= _TYPED_BCAST_MAX else n
