@@ -126,6 +126,7 @@ cdef int _engine(object comm, int coll, object sendbuf, object recvbuf, object o
     if st is None:
         return 0
     st.seq += 1     # this call's number, the same on every rank (refusals name it)
+    st.call, st.root = coll, root   # what a refusal met in its waits is weighed against (_needs_node)
     cdef int done
     try:
         if coll == PGC_COLL_BARRIER:
@@ -152,7 +153,7 @@ cdef int _engine(object comm, int coll, object sendbuf, object recvbuf, object o
     except (PeerRefusedError, DatatypeMismatchError):
         raise       # the root or a rank this one waits for refused, or the types differed: the call is over
     except ArgumentError as exc:
-        _refused(st, coll, exc, root)
+        _refused(st, coll, exc, root, sendbuf, recvbuf, op)
         raise
     except RevokedError:
         _revoke(st, None)
@@ -172,7 +173,7 @@ cdef int _engine(object comm, int coll, object sendbuf, object recvbuf, object o
         # buffer, a dtype MPI cannot map, a count it cannot infer, ...): raised
         # before the engine, so refused like an ArgumentError, or the peers
         # would pair this rank's next call with this one
-        _refused(st, coll, exc, root)
+        _refused(st, coll, exc, root, sendbuf, recvbuf, op)
         raise
     if not done:
         _fallback(st, coll)

@@ -30,6 +30,7 @@ cdef int _hier_bcast(_State st, _Msg m, Py_ssize_t n, int root) except -1:
     cdef int rn = st.node_of[root], rl = st.local_of[root]
     cdef Team core = st.core
     cdef int dtype = _basic(m)      # on each node leg (PGC_SIG_ROOTED)
+    core.c_check_aborted()          # a node that gave up must not enter the leaders' MPI leg
     if st.nidx == rn and rl != 0:
         core.c_bcast(m.ptr, n, rl, dtype)
     cdef bint node_phase = st.nidx != rn or rl == 0

@@ -92,6 +92,7 @@ cdef class _State:
     # every rank, refused calls included: a refusal sent between nodes
     # names it (_send_refusal).
     cdef public long long seq
+    cdef public int call, root  # the collective of call `seq` and its root argument (_engine)
     cdef object collecting      # (requests, sources) whose refusals a wait takes (_leaders_wait), or None
     cdef list refusals          # (rank, reason) of the refusals _leaders_wait found
     cdef long long counters[<int>NCOLL_COUNTED][<int>NPATHS_]
@@ -272,7 +273,10 @@ cdef int _check_alerts(_State st, str what) except -1:
         m = st.pcomm.Improbe(MPI.ANY_SOURCE, _refusal_tag(st.seq), status)
         if m is not None:
             seq, why = _refusal_of(m, status)
-            if seq == st.seq:
+            # a refuser whose data this rank does not need joins the leg
+            # anyway (or tells it gave up: TAG_ABORT): wait for it
+            if seq == st.seq and (st.agreeing or _needs_node(st, st.call, st.root, st.node_of[status.Get_source()],
+                                                             st.nidx)):
                 _refusal_alert(st, status.Get_source(), why, what)
     m = None if st.agreeing else st.pcomm.Improbe(MPI.ANY_SOURCE, TAG_PATH, status)
     if m is not None:
@@ -512,7 +516,8 @@ cdef int _fallback(object st, int coll) except -1:
     return 0
 
 
-cdef int _refused(_State st, int coll, object exc, int root) except -1:
+cdef int _refused(_State st, int coll, object exc, int root, object sendbuf, object recvbuf,
+                  object op) except -1:
     """This rank raised `exc` before its call reached the engine, while the
     other ranks may be in it: the node team takes the call as refused, so a
     peer waiting for this rank fails at once with a message naming it (and,
@@ -522,7 +527,9 @@ cdef int _refused(_State st, int coll, object exc, int root) except -1:
     learn it too: in a Gather(v) or Scatter(v) the refusal takes the place
     of this rank's inter-node messages (_refuse_leg); in any other
     collective a leader tells the other leaders, which may wait for it in
-    MPI (_send_refusal, met in _check_alerts)."""
+    MPI (_send_refusal, met in _check_alerts); in a Bcast, Reduce, Scan or
+    Exscan it joins their MPI leg with no data where it can (_refuse_rooted).
+    sendbuf, recvbuf, op: the call's arguments (Bcast's buffer: sendbuf)."""
     if st.core is None:
         return 0
     reason = ("%s: %s" % (type(exc).__name__, exc)).encode(errors="replace")[:_REFUSAL_MAX - 1]
@@ -536,7 +543,9 @@ cdef int _refused(_State st, int coll, object exc, int root) except -1:
         # _check_alerts); the other nodes may still wait for this rank in
         # MPI after it freed the communicator: kept (free)
         st.alerted = True
-        if st.lrank == 0:
+        if _joins_leg(coll):
+            _refuse_rooted(st, coll, reason, root, sendbuf, recvbuf, op)
+        elif st.lrank == 0:
             for q in _other_leaders(st):
                 _send_refusal(st, q, reason)
             # its node's members may wait for it in a later node leg of the
@@ -574,6 +583,168 @@ cdef int _refused_alike_across(_State st, int coll) except -1:
     if replied:
         st.core.abort("%s: this rank refused its arguments while rank %d is in the call: the call is given up"
                       % (what, replied[0]))
+    return 0
+
+
+cdef inline bint _joins_leg(int coll):
+    """The collectives whose inter-node leg some leaders complete without
+    a refusing one (a Bcast's root and leaves, the ranks before it in a
+    Scan): the refuser joins the leg with no data (_refuse_rooted)."""
+    return coll == PGC_COLL_BCAST or coll == PGC_COLL_REDUCE or coll == PGC_COLL_SCAN or coll == PGC_COLL_EXSCAN
+
+
+cdef int _leg_rank(_State st, int coll, int n):
+    """The rank of node n in the inter-node MPI leg of `coll`: its leader,
+    or in a Scan/Exscan of equal nodes its last rank, which holds the
+    node's total (_hier_scan)."""
+    if (coll == PGC_COLL_SCAN or coll == PGC_COLL_EXSCAN) and st.equal:
+        return st.members[n][st.lsize - 1]
+    return st.members[n][0]
+
+
+cdef bint _needs_node(_State st, int coll, int root, int src, int dst):
+    """Whether the result of node dst in `coll` (rooted at root) holds
+    node src's data: the leaders of such nodes wait for src's in the
+    inter-node leg, whatever MPI's algorithm; the others may complete
+    without it. Every other collective: needed."""
+    if coll == PGC_COLL_BCAST:
+        return src == st.node_of[root]
+    if coll == PGC_COLL_REDUCE:
+        return dst == st.node_of[root]
+    if coll == PGC_COLL_SCAN or coll == PGC_COLL_EXSCAN:
+        return src < dst
+    return True
+
+
+cdef int _refuse_rooted(_State st, int coll, bytes reason, int root, object sendbuf, object recvbuf,
+                        object op) except -1:
+    """This rank refused a hierarchical Bcast, Reduce, Scan or Exscan.
+    Some leaders complete such a call without it (a Bcast's root and
+    leaves), so it cannot learn whether they are in it, and its next
+    inter-node collective must not meet theirs: it joins their MPI leg
+    with scratch data of its call's size, the same MPI calls as its node
+    would make (_join_leg), which completes the leg everywhere. It may do
+    so only once every leader whose result needs its data (_needs_node)
+    has refused too: it tells every node's leg rank (_send_refusal) and
+    waits for an answer from each of those, its refusal or a reply
+    (_refusal_alert: such a leader in the call gives it up at once); the
+    others leave a refusal unread and wait for the join. All refused:
+    it joins, and the communicator stays usable, every rank in the call
+    having the right data. A reply, or members of its node in the call
+    (c_refused_alike): it gives the call up (_give_up_across). Arguments
+    that do not tell the leg (a root out of range, no buffer, counts that
+    differ) tell nobody's needs either: it waits for every leg rank's
+    answer, which comes at once where every rank refused alike (nobody is
+    in the leg) or where they need it, else at the wait's timeout."""
+    if st.rank != _leg_rank(st, coll, st.nidx):
+        # this node's leg rank settles the leg; a member of its node in the
+        # call may wait for this rank in a later node leg (a Scan's node
+        # broadcast of the total): the node team gives the call up then
+        st.core.c_refused_alike()
+        return 0
+    what = _COLL_NAMES[coll]
+    ranks = [_leg_rank(st, coll, n) for n in range(st.nnodes) if n != st.nidx]
+    for q in ranks:
+        _send_refusal(st, q, reason)
+    if not st.core.c_refused_alike():
+        return _give_up_across(st, ranks, "%s: this rank refused its arguments while a rank of its node is in "
+                               "the call: the call is given up" % what)
+    leg = _leg_of(st, coll, sendbuf, recvbuf, op, root)
+    if leg is None:     # who needs it is unknown too: every leg rank answers, or the wait times out
+        needed = ranks
+    else:
+        needed = [q for q in ranks if leg[0] and _needs_node(st, coll, root, st.nidx, st.node_of[q])]
+    try:
+        replied = _drain(st, needed, -1, what)
+        if replied:
+            return _give_up_across(st, ranks, "%s: this rank refused its arguments while rank %d, which needs its "
+                                   "data, is in the call: the call is given up" % (what, replied[0]))
+        if leg is not None:
+            _join_leg(st, coll, root, leg)
+    except PgascolError as exc:
+        _give_up_across(st, ranks, str(exc))    # its node gave the call up meanwhile (an alert, a timeout)
+    return 0
+
+
+cdef object _leg_of(_State st, int coll, object sendbuf, object recvbuf, object op, int root):
+    """(count, MPI datatype, element size, operator) of this rank's
+    inter-node leg of a refused `coll`, as its node would have passed
+    them, or None where its arguments do not tell them unambiguously.
+    Only the refusers and ranks that gave the call up read the scratch
+    data a join sends, so any operator defined on the type serves."""
+    cdef _Msg m, s = None
+    if not 0 <= root < st.size and coll != PGC_COLL_SCAN and coll != PGC_COLL_EXSCAN:
+        return None
+    try:
+        if coll == PGC_COLL_BCAST:
+            m = _simple(sendbuf, False, 0, True)    # read-only or not: only its size counts
+            return None if m is None else (m.count * m.esize, _BYTE, 1, None)
+        inplace = _is_in_place(sendbuf)
+        if coll == PGC_COLL_REDUCE and st.rank != root:
+            m = None if inplace else _simple(sendbuf, False, 0, False)
+        else:
+            m = _simple(recvbuf, False, 0, False)
+            s = None if inplace else _simple(sendbuf, False, 0, False)
+            if s is not None and (s.count != m.count or s.mpitype != m.mpitype):
+                return None
+        if m is None:
+            return None
+        for o in (op, MPI.SUM, MPI.BOR, MPI.LOR):
+            try:
+                if _op_code(o, m) >= 0:
+                    return (m.count, m.mpitype, m.esize, o)
+            except _ARGUMENT_ERRORS + (ArgumentError,):
+                pass
+    except _ARGUMENT_ERRORS + (ArgumentError,):
+        pass
+    return None
+
+
+cdef int _join_leg(_State st, int coll, int root, tuple leg) except -1:
+    """The inter-node MPI calls of a refused Bcast (in _hier_bcast's
+    segments), Reduce or Scan/Exscan (_hier_reduce, _hier_scan), with
+    scratch data. Refusals of the call met meanwhile are not alerts (they
+    stay unread)."""
+    cdef Py_ssize_t count = leg[0], esize = leg[2], off = 0, seg
+    cdef int rn = st.node_of[root] if 0 <= root < st.size else 0
+    mpitype, op = leg[1], leg[3]
+    what = _COLL_NAMES[coll]
+    st.collecting = _NO_SOURCES
+    try:
+        if coll == PGC_COLL_BCAST:
+            while True:
+                seg = min(_SEGMENT, count - off)
+                _mpi_wait(st, [st.xcomm.Ibcast([st.scratch(0, seg), seg, _BYTE], root=rn)], what)
+                off += seg
+                if off >= count:
+                    break
+        elif coll == PGC_COLL_REDUCE:
+            acc = st.scratch(0, count * esize)
+            if st.nidx == rn:
+                req = st.xcomm.Ireduce(_IN_PLACE, [acc, count, mpitype], op, root=rn)
+            else:
+                req = st.xcomm.Ireduce([acc, count, mpitype], None, op, root=rn)
+            _mpi_wait(st, [req], what)
+        else:
+            _mpi_wait(st, [st.xcomm.Iexscan([st.scratch(0, count * esize), count, mpitype],
+                                            [st.scratch(1, count * esize), count, mpitype], op)], what)
+    finally:
+        st.collecting = None
+    return 0
+
+
+cdef int _give_up_across(_State st, list ranks, str msg) except -1:
+    """A refuser that cannot leave the call's leg complete: its node team
+    gives the call up (its next call raises TeamAbortedError instead of
+    meeting the others' leg in MPI), and it tells the other nodes' leg
+    ranks (TAG_ABORT), which give up at their next check: those that wait
+    for it in this call, and any whose later call would."""
+    st.core.abort(msg)
+    if not st.told:
+        st.told = True
+        why = msg.encode(errors="replace")[:255]
+        for q in ranks:
+            st.alerts.append(st.pcomm.Isend([why, len(why), _BYTE], dest=q, tag=TAG_ABORT))
     return 0
 
 
@@ -669,9 +840,10 @@ cdef list _drain(_State st, list srcs, int tag, str what):
     or Scatter(v) (another node's leader) takes in what it would have
     received: each of srcs sends either its message (tag, or for
     TAG_SCATTER and TAG_GATHER the tag of its blocks' type; dropped) or its own refusal of
-    this call. A leader that refused an Allreduce-like call
-    (tag -1: _refused) takes in each other leader's refusal or reply
-    (_refusal_alert: an empty reason). Bounded as every inter-node wait
+    this call. A leader that refused an Allreduce-like call, or a
+    rooted one whose leg it joins (tag -1: _refused, _refuse_rooted),
+    takes in each of srcs' refusal or reply (_refusal_alert: an empty
+    reason). Bounded as every inter-node wait
     (_mpi_check: alerts, the node team, PGASCOL_TIMEOUT). Returns the
     sources that replied."""
     status = MPI.Status()

@@ -667,6 +667,12 @@ cdef class Team:
         self.busy = 0
         return rc == PGC_OK
 
+    cdef int c_check_aborted(self) except -1:
+        """Raise TeamAbortedError if a member gave up on the team (one load:
+        before a call's first step outside the engine, such as a leader's
+        inter-node leg, which must not meet the other nodes' legs)."""
+        return self._check(pgc_check_aborted(self._use()))
+
     cdef int c_to_mpi(self, int coll) except -1:
         """The caller runs collective `coll` on MPI: see pgc_coll_to_mpi.
         Raises (CollectiveMismatchError, TeamAbortedError, ...) when a peer

@@ -972,3 +972,96 @@ def test_refusals_every_rank_makes_alike_leave_no_alert_behind():
             _still_usable(c)
     finally:
         c.Free()
+
+
+def _rooted_misuse(name, n, refusers, op=None):
+    """A Bcast (root 0), Reduce (root 0), Scan or Exscan in which the ranks
+    `refusers` refuse what they pass themselves (a count past their buffer,
+    a read-only result, `op` where MPI does not define it) and the others'
+    calls are right: (call, the right result on this rank or None)."""
+    d = MPI.DOUBLE
+    bad = ME in refusers
+    short = [np.zeros(n - 1), n, d]
+    ro = np.zeros(n)
+    ro.flags.writeable = False
+    if name == "Bcast":
+        buf = short if bad else (np.arange(n, dtype="d") if ME == 0 else np.zeros(n))
+        return (lambda c: c.Bcast(buf, root=0)), (buf, np.arange(n, dtype="d"))
+    x = np.full(n, ME + 1.0)
+    y = np.zeros(n)
+    if name == "Reduce":
+        send = short if bad and op is None else x
+        recv = (short if bad and op is None else y) if ME == 0 else None
+        mine = op if bad and op is not None else MPI.SUM
+        return (lambda c: c.Reduce(send, recv, op=mine, root=0)), \
+            ((y, P * (P + 1) / 2) if ME == 0 and not bad else None)
+    recv = ro if bad else y
+    call = (lambda c: c.Scan(x, recv)) if name == "Scan" else (lambda c: c.Exscan(x, recv))
+    want = (ME + 1) * (ME + 2) / 2 if name == "Scan" else ME * (ME + 1) / 2
+    return call, ((y, want) if not (name == "Exscan" and ME == 0) else None)
+
+
+def _needed(name, st, refused_nodes):
+    """Whether a rank in the call needs a refusing node's data (the
+    communicator is then given up): a Bcast's root node, any node for a
+    Reduce's root, a node before another in a Scan/Exscan."""
+    if st.hier and len(refused_nodes) == st.nnodes or not st.hier:
+        return False    # every rank refused alike
+    if name == "Bcast":
+        return st.node_of[0] in refused_nodes
+    if name == "Reduce":
+        return st.node_of[0] not in refused_nodes
+    return min(refused_nodes) < st.nnodes - 1
+
+
+def test_a_refusal_of_a_bcast_reduce_or_scan_by_whole_nodes_never_gives_wrong_data():
+    """The ranks of one node (or of every node) refuse their own arguments
+    to a Bcast, Reduce, Scan or Exscan, whose inter-node leg some leaders
+    complete without the refusing one (a Bcast's leaves, the ranks before it
+    in a Scan). Where no rank in the call needs the refusers' data, they
+    join the leg with no data: every other rank completes with the right
+    result, and the communicator stays usable. Where one needs it, it
+    gives the call up: every rank ends within a fraction of a second (the
+    refusers with their ArgumentError, the others with an error naming the
+    collective or the right result) and the next calls raise or are right,
+    never another call's data."""
+    if P == 1:
+        return
+    c = pgascol.Comm(WORLD.Dup())
+    st = c._pg
+    nodes = range(st.nnodes) if st.hier else [0]
+    members = st.members if st.hier else [list(range(P))]
+    cases = [("Bcast", 4, [len(nodes) - 1], None), ("Bcast", 200000, [len(nodes) - 1], None),
+             ("Reduce", 4, [st.node_of[0] if st.hier else 0], None), ("Scan", 4, [len(nodes) - 1], None),
+             ("Exscan", 4, [len(nodes) - 1], None), ("Reduce", 4, list(nodes), None),
+             ("Scan", 4, list(nodes), None), ("Bcast", 4, list(nodes), None),
+             # a refusing node whose data others need: given up
+             ("Bcast", 4, [0], None), ("Reduce", 4, [len(nodes) - 1], MPI.BAND), ("Scan", 4, [0], None)]
+    try:
+        for name, n, refused_nodes, op in cases:
+            refusers = [q for k in refused_nodes for q in members[k]]
+            needed = _needed(name, st, refused_nodes)
+            call, right = _rooted_misuse(name, n, refusers, op)
+            start = time.monotonic()
+            where = (ME, name, n, refused_nodes)
+            try:
+                call(c)
+            except ArgumentError as exc:
+                assert ME in refusers or (needed and isinstance(exc, PeerRefusedError)), where + (repr(exc),)
+                assert ME in refusers or name in str(exc), where + (str(exc),)
+            except pgascol.PgascolError as exc:
+                assert needed and ME not in refusers and name in str(exc), where + (repr(exc),)
+            else:
+                assert ME not in refusers, where
+                if right is not None:
+                    assert np.all(right[0] == right[1]), where + (right[0][:4],)
+            assert time.monotonic() - start < 2.5, where + (time.monotonic() - start,)
+            if needed:
+                _next_allreduce_fails_or_is_right(c, *where)
+                c.Free()
+                c = pgascol.Comm(WORLD.Dup())
+                st = c._pg
+            else:
+                _still_usable(c)
+    finally:
+        c.Free()
