@@ -126,7 +126,7 @@ cdef int _engine(object comm, int coll, object sendbuf, object recvbuf, object o
     if st is None:
         return 0
     st.seq += 1     # this call's number, the same on every rank (refusals name it)
-    st.call, st.root = coll, root   # what a refusal met in its waits is weighed against (_needs_node)
+    st.coll, st.root = coll, root   # what a refusal met in its waits is weighed against (_needs_node)
     cdef int done
     try:
         if coll == PGC_COLL_BARRIER:

@@ -92,9 +92,10 @@ cdef class _State:
     # every rank, refused calls included: a refusal sent between nodes
     # names it (_send_refusal).
     cdef public long long seq
-    cdef public int call, root  # the collective of call `seq` and its root argument (_engine)
+    cdef public int coll, root  # the collective of call `seq` and its root argument (_engine)
     cdef object collecting      # (requests, sources) whose refusals a wait takes (_leaders_wait), or None
     cdef list refusals          # (rank, reason) of the refusals _leaders_wait found
+    cdef list awaited           # (rank, reason) of refusers whose join this rank's leg waits for (_await_join)
     cdef long long counters[<int>NCOLL_COUNTED][<int>NPATHS_]
 
     def __init__(self, comm, env=os.environ):
@@ -226,6 +227,7 @@ cdef int _mpi_wait(_State st, object reqs, str what, object statuses=None) excep
         return 0
     cdef double start = _monotonic(), now, check = start + 0.1
     cdef int polls = 0
+    st.awaited = None
     while not _Testall(reqs, statuses):
         polls += 1
         if polls < st.mpi_spin:
@@ -238,6 +240,10 @@ cdef int _mpi_wait(_State st, object reqs, str what, object statuses=None) excep
             os.sched_yield()
         else:
             _sleep(100e-6)
+    if st.awaited:      # the leg completed with a refuser's scratch data
+        q, why = st.awaited[0]
+        st.awaited = None
+        raise PeerRefusedError("%s: rank %d refused its arguments: %s" % (what, q, why.decode(errors="replace")))
     return 0
 
 
@@ -275,9 +281,12 @@ cdef int _check_alerts(_State st, str what) except -1:
             seq, why = _refusal_of(m, status)
             # a refuser whose data this rank does not need joins the leg
             # anyway (or tells it gave up: TAG_ABORT): wait for it
-            if seq == st.seq and (st.agreeing or _needs_node(st, st.call, st.root, st.node_of[status.Get_source()],
+            if seq == st.seq and (st.agreeing or _needs_node(st, st.coll, st.root, st.node_of[status.Get_source()],
                                                              st.nidx)):
-                _refusal_alert(st, status.Get_source(), why, what)
+                if not st.agreeing and st.lsize == 1 and _joins_leg(st.coll):
+                    _await_join(st, status.Get_source(), why)
+                else:
+                    _refusal_alert(st, status.Get_source(), why, what)
     m = None if st.agreeing else st.pcomm.Improbe(MPI.ANY_SOURCE, TAG_PATH, status)
     if m is not None:
         m.Recv([np.zeros(1, np.int8), 1, _BYTE])
@@ -328,6 +337,25 @@ cdef int _refusal_alert(_State st, int src, bytes why, str what) except -1:
            "is given up" % (what, src, why.decode(errors="replace")))
     st.core.abort(msg)
     raise PeerRefusedError(msg)
+
+
+# A leg rank's answer to a refusal whose join it waits for (_await_join).
+cdef bytes _AWAITS = b"\0"
+
+
+cdef int _await_join(_State st, int src, bytes why) except -1:
+    """Rank src refused this Bcast, Reduce, Scan or Exscan, whose result
+    here needs its data, and this rank is its node's only one (no member
+    waits for it in a node leg): it answers that it waits (_AWAITS), so
+    the refuser joins the leg with scratch data (_refuse_rooted), and once
+    the leg completed it raises PeerRefusedError (_mpi_wait), every rank
+    having ended its part of the leg: the communicator stays usable."""
+    st.alerted = True
+    _send_refusal(st, src, _AWAITS)
+    if st.awaited is None:
+        st.awaited = []
+    st.awaited.append((src, why))
+    return 0
 
 
 cdef int _to_mpi_across(_State st, int coll) except -1:
@@ -582,7 +610,7 @@ cdef int _refused_alike_across(_State st, int coll) except -1:
         return 0    # its node gave the call up meanwhile (an alert)
     if replied:
         st.core.abort("%s: this rank refused its arguments while rank %d is in the call: the call is given up"
-                      % (what, replied[0]))
+                      % (what, replied[0][0]))
     return 0
 
 
@@ -623,19 +651,23 @@ cdef int _refuse_rooted(_State st, int coll, bytes reason, int root, object send
     leaves), so it cannot learn whether they are in it, and its next
     inter-node collective must not meet theirs: it joins their MPI leg
     with scratch data of its call's size, the same MPI calls as its node
-    would make (_join_leg), which completes the leg everywhere. It may do
-    so only once every leader whose result needs its data (_needs_node)
-    has refused too: it tells every node's leg rank (_send_refusal) and
-    waits for an answer from each of those, its refusal or a reply
-    (_refusal_alert: such a leader in the call gives it up at once); the
-    others leave a refusal unread and wait for the join. All refused:
+    would make (_join_leg), which completes the leg everywhere. Its data
+    must reach no leg rank that takes it for real: it tells every node's
+    leg rank (_send_refusal) and waits for an answer from each whose
+    result needs its data (_needs_node): its refusal, or from one in the
+    call a reply, that it waits for the join (_await_join: alone on its
+    node, it raises PeerRefusedError once the leg completed) or gave the
+    call up (_refusal_alert: its node's members wait for it). The others
+    leave a refusal unread and wait for the join. Refusals and waits only:
     it joins, and the communicator stays usable, every rank in the call
-    having the right data. A reply, or members of its node in the call
-    (c_refused_alike): it gives the call up (_give_up_across). Arguments
-    that do not tell the leg (a root out of range, no buffer, counts that
-    differ) tell nobody's needs either: it waits for every leg rank's
-    answer, which comes at once where every rank refused alike (nobody is
-    in the leg) or where they need it, else at the wait's timeout."""
+    that raises nothing having the right data. A call given up, a wait
+    through a Bcast's segments (that rank raises after its first one), or
+    members of its node in the call (c_refused_alike): it gives the call
+    up (_give_up_across). Arguments that do not tell the leg (a root out
+    of range, no buffer, counts that differ) tell nobody's needs either:
+    it waits for every leg rank's answer and does not join, which ends at
+    once where every rank refused alike (nobody is in the leg) or where
+    they need it, else at the wait's timeout."""
     if st.rank != _leg_rank(st, coll, st.nidx):
         # this node's leg rank settles the leg; a member of its node in the
         # call may wait for this rank in a later node leg (a Scan's node
@@ -651,14 +683,18 @@ cdef int _refuse_rooted(_State st, int coll, bytes reason, int root, object send
                                "the call: the call is given up" % what)
     leg = _leg_of(st, coll, sendbuf, recvbuf, op, root)
     if leg is None:     # who needs it is unknown too: every leg rank answers, or the wait times out
-        needed = ranks
+        needed = list(ranks)     # (_drain empties it)
     else:
         needed = [q for q in ranks if leg[0] and _needs_node(st, coll, root, st.nidx, st.node_of[q])]
     try:
         replied = _drain(st, needed, -1, what)
-        if replied:
+        # a leg rank that waits for the join, but not through a Bcast's
+        # segments (it raises after its first wait): joined as well
+        gave_up = [q for q, why in replied if why != _AWAITS or leg is None
+                   or (coll == PGC_COLL_BCAST and leg[0] > _SEGMENT)]
+        if gave_up:
             return _give_up_across(st, ranks, "%s: this rank refused its arguments while rank %d, which needs its "
-                                   "data, is in the call: the call is given up" % (what, replied[0]))
+                                   "data, is in the call: the call is given up" % (what, gave_up[0]))
         if leg is not None:
             _join_leg(st, coll, root, leg)
     except PgascolError as exc:
@@ -670,8 +706,9 @@ cdef object _leg_of(_State st, int coll, object sendbuf, object recvbuf, object 
     """(count, MPI datatype, element size, operator) of this rank's
     inter-node leg of a refused `coll`, as its node would have passed
     them, or None where its arguments do not tell them unambiguously.
-    Only the refusers and ranks that gave the call up read the scratch
-    data a join sends, so any operator defined on the type serves."""
+    Only ranks that refused too or raise PeerRefusedError keep a result
+    that holds the scratch data a join sends, so any operator defined on
+    the type serves."""
     cdef _Msg m, s = None
     if not 0 <= root < st.size and coll != PGC_COLL_SCAN and coll != PGC_COLL_EXSCAN:
         return None
@@ -845,7 +882,8 @@ cdef list _drain(_State st, list srcs, int tag, str what):
     takes in each of srcs' refusal or reply (_refusal_alert: an empty
     reason). Bounded as every inter-node wait
     (_mpi_check: alerts, the node team, PGASCOL_TIMEOUT). Returns the
-    sources that replied."""
+    sources that replied, with their reply (b"": in the call, given up;
+    _AWAITS: in the call, waiting for the refuser's join)."""
     status = MPI.Status()
     cdef int rtag = _refusal_tag(st.seq)
     cdef double start = _monotonic(), now, check = start + 0.1
@@ -876,8 +914,8 @@ cdef list _drain(_State st, list srcs, int tag, str what):
                 seq, why = _refusal_of(m, status)
                 if seq == st.seq:
                     srcs.remove(q)
-                    if not why:
-                        replied.append(q)
+                    if not why or why == _AWAITS:
+                        replied.append((q, why))
             now = _monotonic()
             if srcs and now >= check:
                 _mpi_check(st, start, now, what)

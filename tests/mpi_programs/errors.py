@@ -1001,30 +1001,33 @@ def _rooted_misuse(name, n, refusers, op=None):
     return call, ((y, want) if not (name == "Exscan" and ME == 0) else None)
 
 
-def _needed(name, st, refused_nodes):
-    """Whether a rank in the call needs a refusing node's data (the
-    communicator is then given up): a Bcast's root node, any node for a
-    Reduce's root, a node before another in a Scan/Exscan."""
-    if st.hier and len(refused_nodes) == st.nnodes or not st.hier:
-        return False    # every rank refused alike
+def _needing(name, st, refused_nodes):
+    """The nodes in the call whose results need a refusing node's data (a
+    Bcast's root node, the root's node for a Reduce, a node before them in
+    a Scan/Exscan): none when every rank refused alike."""
+    if not st.hier or len(refused_nodes) == st.nnodes:
+        return []
+    others = [k for k in range(st.nnodes) if k not in refused_nodes]
     if name == "Bcast":
-        return st.node_of[0] in refused_nodes
+        return others if st.node_of[0] in refused_nodes else []
     if name == "Reduce":
-        return st.node_of[0] not in refused_nodes
-    return min(refused_nodes) < st.nnodes - 1
+        return [k for k in others if k == st.node_of[0]]
+    return [k for k in others if k > min(refused_nodes)]
 
 
 def test_a_refusal_of_a_bcast_reduce_or_scan_by_whole_nodes_never_gives_wrong_data():
     """The ranks of one node (or of every node) refuse their own arguments
     to a Bcast, Reduce, Scan or Exscan, whose inter-node leg some leaders
     complete without the refusing one (a Bcast's leaves, the ranks before it
-    in a Scan). Where no rank in the call needs the refusers' data, they
-    join the leg with no data: every other rank completes with the right
-    result, and the communicator stays usable. Where one needs it, it
-    gives the call up: every rank ends within a fraction of a second (the
-    refusers with their ArgumentError, the others with an error naming the
-    collective or the right result) and the next calls raise or are right,
-    never another call's data."""
+    in a Scan). The refusers join the leg with no data once every rank that
+    needs their data refused too or is alone on its node (it then raises
+    PeerRefusedError naming the collective, the rank and its reason): every
+    other rank completes with the right result, and the communicator stays
+    usable. Where a node of several ranks needs it, the call is given up:
+    every rank ends within a fraction of a second (the refusers with their
+    ArgumentError, the others with an error naming the collective or the
+    right result) and the next calls raise or are right, never another
+    call's data."""
     if P == 1:
         return
     c = pgascol.Comm(WORLD.Dup())
@@ -1035,33 +1038,37 @@ def test_a_refusal_of_a_bcast_reduce_or_scan_by_whole_nodes_never_gives_wrong_da
              ("Reduce", 4, [st.node_of[0] if st.hier else 0], None), ("Scan", 4, [len(nodes) - 1], None),
              ("Exscan", 4, [len(nodes) - 1], None), ("Reduce", 4, list(nodes), None),
              ("Scan", 4, list(nodes), None), ("Bcast", 4, list(nodes), None),
-             # a refusing node whose data others need: given up
+             # a refusing node whose data others need
              ("Bcast", 4, [0], None), ("Reduce", 4, [len(nodes) - 1], MPI.BAND), ("Scan", 4, [0], None)]
     try:
         for name, n, refused_nodes, op in cases:
             refusers = [q for k in refused_nodes for q in members[k]]
-            needed = _needed(name, st, refused_nodes)
+            needing = _needing(name, st, refused_nodes)
+            mine = st.hier and st.nidx in needing
+            usable = all(len(members[k]) == 1 for k in needing)
             call, right = _rooted_misuse(name, n, refusers, op)
             start = time.monotonic()
             where = (ME, name, n, refused_nodes)
             try:
                 call(c)
+            except PeerRefusedError as exc:
+                assert mine, where + (repr(exc),)
+                assert str(exc).startswith(name) and "refused its arguments" in str(exc), where + (str(exc),)
             except ArgumentError as exc:
-                assert ME in refusers or (needed and isinstance(exc, PeerRefusedError)), where + (repr(exc),)
-                assert ME in refusers or name in str(exc), where + (str(exc),)
+                assert ME in refusers, where + (repr(exc),)
             except pgascol.PgascolError as exc:
-                assert needed and ME not in refusers and name in str(exc), where + (repr(exc),)
-            else:
-                assert ME not in refusers, where
+                assert not usable and ME not in refusers and name in str(exc), where + (repr(exc),)
+            else:   # (a member of a needing node that waits for nobody may complete)
+                assert ME not in refusers and not (mine and usable), where
                 if right is not None:
                     assert np.all(right[0] == right[1]), where + (right[0][:4],)
             assert time.monotonic() - start < 2.5, where + (time.monotonic() - start,)
-            if needed:
+            if usable:
+                _still_usable(c)
+            else:
                 _next_allreduce_fails_or_is_right(c, *where)
                 c.Free()
                 c = pgascol.Comm(WORLD.Dup())
                 st = c._pg
-            else:
-                _still_usable(c)
     finally:
         c.Free()
