@@ -750,7 +750,8 @@ cdef int _join_leg(_State st, int coll, int root, tuple leg) except -1:
     try:
         if coll == PGC_COLL_BCAST:
             while True:
-                seg = min(_SEGMENT, count - off)
+                # as _hier_bcast: one Ibcast with the root's type's byte, or segments
+                seg = min(_SEGMENT, count - off) if count > _SEGMENT else _leaders_bytes(count)
                 _mpi_wait(st, [st.xcomm.Ibcast([st.scratch(0, seg), seg, _BYTE], root=rn)], what)
                 off += seg
                 if off >= count:
