@@ -234,9 +234,10 @@ typedef struct pgc_team {
     /* What pgc_coll_end (coll.h) must do besides posting DONE, PGC_END_*:
      * one word, so that a collective with nothing more to do tests one. */
     unsigned end_pending;
-    /* The basic type (pgc_dtype, -1: none) the peer stated in the last
-     * PGC_ETYPE this member met (pgc_signature_mismatch, sync.c): on a
-     * hierarchy, a Bcast's root type as the root's node's leader saw it. */
+    /* The basic type (pgc_dtype) the peer stated in the last PGC_ETYPE
+     * this member met (pgc_signature_mismatch, sync.c; read only after
+     * one): on a hierarchy, a Bcast's root type as the root's node's
+     * leader saw it. */
     int basic_seen;
     uint32_t xfer_seen;         /* transfers this member measured before (1 << pgc_xfer) */
     uint64_t stream_probe_ns;   /* when this member last staged the other way to re-measure it */

@@ -206,9 +206,7 @@ cdef int _collect_types(_State st, list reqs, list srcs, tuple typed, str what) 
             else:
                 why = ("ranks of the node of rank %d pass another type than its leader, which passes %s as this "
                        "rank (rank %d, the root) does" % (q, _basic_name(mine), st.rank))
-            st.core.hold(in_mpi(DatatypeMismatchError)(
-                "%s (hierarchical): %s: the type signatures differ (MPI calls the program erroneous, even at the "
-                "same byte count); every rank must pass the basic type of the root" % (what, why)))
+            _hold_type_mismatch(st, what, why)
             break
     return 0
 

@@ -93,7 +93,7 @@ cdef class _State:
     # names it (_send_refusal).
     cdef public long long seq
     cdef public int coll, root  # the collective of call `seq` and its root argument (_engine)
-    cdef object collecting      # (requests, sources) whose refusals a wait takes (_leaders_wait), or None
+    cdef object collecting      # (requests, sources, typed, what) whose refusals a wait takes (_leaders_wait), or None
     cdef list refusals          # (rank, reason) of the refusals _leaders_wait found
     cdef list awaited           # (rank, reason) of refusers whose join this rank's leg waits for (_await_join)
     cdef long long counters[<int>NCOLL_COUNTED][<int>NPATHS_]
@@ -870,7 +870,7 @@ cdef int _refuse_leg(_State st, int coll, bytes reason, int root) except -1:
 
 
 # A wait that takes refusals itself but from no source in particular (_drain).
-cdef tuple _NO_SOURCES = ((), ())
+cdef tuple _NO_SOURCES = ((), (), None, None)
 
 
 cdef list _drain(_State st, list srcs, int tag, str what):
@@ -949,7 +949,7 @@ cdef int _leaders_wait(_State st, list reqs, list srcs, str what, tuple typed) e
 
 
 cdef int _collect_refusals(_State st) except -1:
-    reqs, srcs = st.collecting[0], st.collecting[1]
+    reqs, srcs, typed, what = st.collecting
     status = MPI.Status()
     cdef int rtag = _refusal_tag(st.seq)
     for i, q in enumerate(srcs):
@@ -961,8 +961,8 @@ cdef int _collect_refusals(_State st) except -1:
             if reqs[i] != MPI.REQUEST_NULL:
                 reqs[i].Cancel()    # q sends nothing else in this call
             st.refusals.append((q, why))
-    if len(st.collecting) > 2:      # a Gather(v)'s root (_leaders_wait)
-        _collect_types(st, reqs, srcs, st.collecting[2], st.collecting[3])
+    if typed is not None:       # a Gather(v)'s root (_leaders_wait)
+        _collect_types(st, reqs, srcs, typed, what)
     return 0
 
 
@@ -1004,11 +1004,17 @@ cdef int _hold_root_type(_State st, str what, int root, int theirs, int mine) ex
     _leaders_bcast) where it passes `mine`: if they differ, a
     DatatypeMismatchError held until the call completed (_raise_held)."""
     if theirs != mine:
-        st.core.hold(in_mpi(DatatypeMismatchError)(
-            "%s (hierarchical): the root (rank %d) sends its elements as %s where this rank (rank %d, its "
-            "node's leader) receives %s: the type signatures differ (MPI calls the program erroneous, even at "
-            "the same byte count); every rank must pass the basic type of the root"
-            % (what, root, _basic_name(theirs), st.rank, _basic_name(mine))))
+        _hold_type_mismatch(st, what, "the root (rank %d) sends its elements as %s where this rank (rank %d, its "
+                            "node's leader) receives %s" % (root, _basic_name(theirs), st.rank, _basic_name(mine)))
+    return 0
+
+
+cdef int _hold_type_mismatch(_State st, str what, str why) except -1:
+    """Hold a DatatypeMismatchError of a hierarchical call (why: who
+    passes which type), raised once the call completed (_raise_held)."""
+    st.core.hold(in_mpi(DatatypeMismatchError)(
+        "%s (hierarchical): %s: the type signatures differ (MPI calls the program erroneous, even at the "
+        "same byte count); every rank must pass the basic type of the root" % (what, why)))
     return 0
 
 
