@@ -91,10 +91,10 @@ class PeerRefusedError(ArgumentError):
 
 
 class RootRefusedError(PeerRefusedError):
-    """The root of a Gather(v) or Scatter(v) refused its arguments (it
-    raised ArgumentError, whose message this one repeats) before any data
-    moved: the collective failed on the ranks that needed the root, and the
-    communicator stays usable."""
+    """The root of a Bcast, Gather(v) or Scatter(v) refused its arguments
+    (it raised ArgumentError, whose message this one repeats) before any
+    data moved: the collective failed on the ranks that needed the root,
+    and the communicator stays usable."""
 
 
 class DatatypeMismatchError(ArgumentError):

@@ -13,13 +13,16 @@ int pgc_coll_refuse(pgc_team *t, pgc_coll coll, const char *reason)
     int rc = pgc_coll_sign(t, PGC_SIG_REFUSED | coll, 0);
     if (rc)
         return rc;
-    /* The reason into our staging and its length into our descriptor: both
-     * free once every peer is done with the previous collective, and read
-     * only by peers in this one (pgc_coll_root_refused), which post DONE
-     * after reading, before our next collective may write them again. */
+    /* The reason into our staging and its length into our descriptor, which
+     * says "refused" even with no reason (a Bcast's readers below a relay
+     * tell by it alone, check_root_desc in bcast.c): both free once every
+     * peer is done with the previous collective, and read only by peers in
+     * this one (pgc_coll_root_refused), which post DONE after reading,
+     * before our next collective may write them again. */
     size_t n = reason ? strnlen(reason, PGC_REFUSAL_MAX) : 0;
-    if (n && (rc = pgc_wait_peers_done(t, 1)) == PGC_OK) {
-        memcpy(pgc_staging_of(t, t->rank), reason, n);
+    if ((rc = pgc_wait_peers_done(t, 1)) == PGC_OK) {
+        if (n)
+            memcpy(pgc_staging_of(t, t->rank), reason, n);
         pgc_desc_put(t, (pgc_path)PGC_DESC_REFUSED, n);
     }
     /* both words: a peer may wait on either (release: after the signature,

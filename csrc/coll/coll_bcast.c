@@ -111,12 +111,19 @@ static int bcast_root_ack(pgc_team *t, pgc_path path)
 
 /* A reader's check of the root's descriptor, once it saw a post that
  * follows it (the root's, or in a tree its parent's: release/acquire
- * chains carry it down). A size mismatch aborts the team: the root and the
- * other readers would wait for data that never comes. */
+ * chains carry it down). A root that refused (pgc_coll_refuse: its
+ * descriptor says so) ends the call here with PGC_EREFUSED: a tree's
+ * relay that met the refusal posted DONE (pgc_coll_root_refused), which
+ * lets its children this far, and they end the call the same way. A size
+ * mismatch aborts the team: the root and the other readers would wait for
+ * data that never comes. */
 static int check_root_desc(pgc_team *t, int root, size_t bytes, uint64_t *desc)
 {
     *desc = pgc_desc_get(t, root);
     size_t root_bytes = (size_t)pgc_desc_len(*desc);
+    if (pgc_desc_path(*desc) == (pgc_path)PGC_DESC_REFUSED)
+        return pgc_set_error(&t->err, PGC_EREFUSED, root, 0, "Bcast: the root (local rank %d) refused its arguments",
+                             root);
     if (root_bytes == bytes)
         return PGC_OK;
     pgc_set_error(&t->err, PGC_EINVAL, root, 0,

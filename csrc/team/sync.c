@@ -146,7 +146,7 @@ static int sig_basic(uint64_t sig)
     uint64_t arg = pgc_sig_arg(sig);
     if (pgc_sig_kind(sig) & PGC_SIG_REFUSED)
         return -2;
-    if (coll == PGC_COLL_BCAST || pgc_root_refusal_ends_call(coll))
+    if (pgc_sig_rooted(coll))
         return PGC_SIG_BASIC(arg);
     if (coll == PGC_COLL_REDUCE || coll == PGC_COLL_ALLREDUCE || coll == PGC_COLL_REDUCE_SCATTER ||
         coll == PGC_COLL_REDUCE_SCATTER_BLOCK || coll == PGC_COLL_SCAN || coll == PGC_COLL_EXSCAN)

@@ -302,16 +302,24 @@ static inline uint64_t pgc_sig_arg(uint64_t sig)
 {
     return sig & PGC_SIG_ARG_MASK;
 }
-/* Collectives in which no member but the root waits on another: a root
- * that refuses its arguments (pgc_coll_refuse) ends the call on every member
- * that waits for it, with PGC_EREFUSED and the root's reason, and the team
- * stays usable; in any other collective a refusal aborts the team
- * (pgc_signature_mismatch, sync.c), since members that wait on each other
- * could not all tell. */
+/* The collectives signed PGC_SIG_ROOTED (below): root and basic type. */
+static inline int pgc_sig_rooted(pgc_coll coll)
+{
+    return coll == PGC_COLL_BCAST || coll == PGC_COLL_GATHER || coll == PGC_COLL_GATHERV ||
+           coll == PGC_COLL_SCATTER || coll == PGC_COLL_SCATTERV;
+}
+/* Collectives whose root's refusal (pgc_coll_refuse) ends the call on
+ * every member, with PGC_EREFUSED and the root's reason, the team usable:
+ * every member's result needs the root, and none waits on a member that
+ * could not tell. Gather(v), Scatter(v): no member but the root waits on
+ * another. Bcast: a reader waits on the root, or in a tree on a relay that
+ * ended the call the same way and posted DONE; it then finds the root's
+ * descriptor saying "refused" (bcast.c, check_root_desc). In any other
+ * collective a refusal aborts the team (pgc_signature_mismatch, sync.c),
+ * since members that wait on each other could not all tell. */
 static inline int pgc_root_refusal_ends_call(pgc_coll coll)
 {
-    return coll == PGC_COLL_GATHER || coll == PGC_COLL_GATHERV || coll == PGC_COLL_SCATTER ||
-           coll == PGC_COLL_SCATTERV;
+    return pgc_sig_rooted(coll);
 }
 /* Whether a and b are the same collective up to the v form (a hierarchical
  * Scatter's node leg is a Scatterv). */
@@ -343,7 +351,7 @@ static inline int pgc_sig_types_only_differ(uint64_t a, uint64_t b)
 {
     pgc_coll coll = pgc_sig_coll(a);
     return a != b && ((a ^ b) & ~PGC_SIG_BASIC_MASK) == 0 && !(pgc_sig_kind(a) & PGC_SIG_REFUSED) &&
-           (coll == PGC_COLL_BCAST || pgc_root_refusal_ends_call(coll));
+           pgc_sig_rooted(coll);
 }
 /* A reduction's signature argument: datatype (4 bits), operator (4 bits)
  * and its shape (42 bits: pgc_sig_shape), so members that reduce different

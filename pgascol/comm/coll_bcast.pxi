@@ -14,6 +14,8 @@ cdef int _bcast(_State st, object buf, int root) except -1:
     st.core.holding = True
     try:
         _hier_bcast(st, m, n, root)
+    except RootRefusedError as exc:
+        _root_refused_across(st, exc, PGC_COLL_BCAST, root)
     except PgascolError as exc:
         _in_hierarchy(exc, PGC_COLL_BCAST)
     finally:
@@ -26,19 +28,32 @@ cdef int _bcast(_State st, object buf, int root) except -1:
 cdef int _hier_bcast(_State st, _Msg m, Py_ssize_t n, int root) except -1:
     """Root's node first (if the root is not its leader), then the leaders
     (MPI), then every other node from its leader; large messages in segments
-    so the leaders' transfer of segment i overlaps the node copy of i-1."""
+    so the leaders' transfer of segment i overlaps the node copy of i-1.
+    A root that refused (_refused) ends the call on its node's members, and
+    its node's leader joins the leaders' leg with scratch data
+    (_refuse_rooted); every other leader's wait then ends with the root's
+    RootRefusedError, and it refuses its node's leg with the root's reason
+    (_bcast_root_refused)."""
     cdef int rn = st.node_of[root], rl = st.local_of[root]
     cdef Team core = st.core
     cdef int dtype = _basic(m)      # on each node leg (PGC_SIG_ROOTED)
     core.c_check_aborted()          # a node that gave up must not enter the leaders' MPI leg
     if st.nidx == rn and rl != 0:
-        core.c_bcast(m.ptr, n, rl, dtype)
+        try:
+            core.c_bcast(m.ptr, n, rl, dtype)
+        except RootRefusedError as exc:
+            if st.lrank == 0:       # the root refused: this node is out of the call, not yet of the leaders' leg
+                _refuse_rooted(st, PGC_COLL_BCAST, _refusal_reason(exc), root, (n, _BYTE, 1, None), True)
+            raise
     cdef bint node_phase = st.nidx != rn or rl == 0
     if n <= _SEGMENT:      # the same choice on every leader: it depends on n only
-        if st.lrank == 0 and n <= _TYPED_BCAST_MAX:
-            dtype = _leaders_bcast(st, m, n, root, dtype)   # a leader's node leg states the root's type
-        elif st.lrank == 0:
-            _mpi_wait(st, [st.xcomm.Ibcast([m.obj, n, _BYTE], root=rn)], "Bcast")
+        try:
+            if st.lrank == 0 and n <= _TYPED_BCAST_MAX:
+                dtype = _leaders_bcast(st, m, n, root, dtype)   # a leader's node leg states the root's type
+            elif st.lrank == 0:
+                _mpi_wait(st, [st.xcomm.Ibcast([m.obj, n, _BYTE], root=rn)], "Bcast")
+        except RootRefusedError as exc:
+            _bcast_root_refused(st, exc, n, n)
         if node_phase:
             core.c_bcast(m.ptr, n, 0, dtype)
         return 0
@@ -52,7 +67,10 @@ cdef int _hier_bcast(_State st, _Msg m, Py_ssize_t n, int root) except -1:
         if prev >= 0 and node_phase:
             core.c_bcast(m.ptr + prev, plen, 0, dtype)
         if req is not None:
-            _mpi_wait(st, req, "Bcast")
+            try:
+                _mpi_wait(st, req, "Bcast")
+            except RootRefusedError as exc:
+                _bcast_root_refused(st, exc, n, off + seg)
             req = None
         if seg:
             prev, plen = off, seg
@@ -60,6 +78,38 @@ cdef int _hier_bcast(_State st, _Msg m, Py_ssize_t n, int root) except -1:
         else:
             prev = -1
     return 0
+
+
+cdef int _bcast_root_refused(_State st, object exc, Py_ssize_t n, Py_ssize_t off) except -1:
+    """A leader's wait in the leaders' leg of a Bcast of n bytes ended with
+    the root's refusal (exc, a RootRefusedError: the root's node's leader
+    joined with scratch data, _refuse_rooted): its node's members, which
+    wait in the node leg it would run next, end the call with the root's
+    reason; it moves the leg's remaining segments (from byte off) as the
+    joiner does, into scratch, and raises exc."""
+    st.core.c_refuse(PGC_COLL_BCAST, _refusal_reason(exc))
+    if off < n:
+        _bcast_leg_scratch(st, st.node_of[st.root], n, off)
+    raise exc
+
+
+cdef int _bcast_leg_scratch(_State st, int rn, Py_ssize_t n, Py_ssize_t off) except -1:
+    """The leaders' Ibcasts of a Bcast of n bytes rooted at node rn, from
+    byte off on, through a work area: one with the root's type's byte
+    (_leaders_bytes), or _hier_bcast's segments. A leader whose node's
+    data is not taken moves them so (_join_leg, _bcast_root_refused)."""
+    cdef Py_ssize_t seg
+    while True:
+        seg = min(_SEGMENT, n - off) if n > _SEGMENT else _leaders_bytes(n)
+        _mpi_wait(st, [st.xcomm.Ibcast([st.scratch(0, seg), seg, _BYTE], root=rn)], "Bcast")
+        off += seg
+        if off >= n:
+            return 0
+
+
+cdef bytes _refusal_reason(object exc):
+    """The reason a RootRefusedError repeats (the refuser's own error)."""
+    return str(exc).partition("refused its arguments: ")[2].encode(errors="replace")[:_REFUSAL_MAX - 1]
 
 
 # The Bcasts whose leaders carry the root's basic type between nodes: up to

@@ -243,6 +243,9 @@ cdef int _mpi_wait(_State st, object reqs, str what, object statuses=None) excep
     if st.awaited:      # the leg completed with a refuser's scratch data
         q, why = st.awaited[0]
         st.awaited = None
+        if st.coll == PGC_COLL_BCAST:   # the root's node's (_needs_node): the root refused
+            raise RootRefusedError("%s: the root (rank %d) refused its arguments: %s"
+                                   % (what, st.root, why.decode(errors="replace")))
         raise PeerRefusedError("%s: rank %d refused its arguments: %s" % (what, q, why.decode(errors="replace")))
     return 0
 
@@ -283,7 +286,7 @@ cdef int _check_alerts(_State st, str what) except -1:
             # anyway (or tells it gave up: TAG_ABORT): wait for it
             if seq == st.seq and (st.agreeing or _needs_node(st, st.coll, st.root, st.node_of[status.Get_source()],
                                                              st.nidx)):
-                if not st.agreeing and st.lsize == 1 and _joins_leg(st.coll):
+                if not st.agreeing and _awaits_join(st, st.coll):
                     _await_join(st, status.Get_source(), why)
                 else:
                     _refusal_alert(st, status.Get_source(), why, what)
@@ -343,13 +346,21 @@ cdef int _refusal_alert(_State st, int src, bytes why, str what) except -1:
 cdef bytes _AWAITS = b"\0"
 
 
+cdef inline bint _awaits_join(_State st, int coll):
+    """Whether this leg rank, waiting for a refuser's data in `coll`, can
+    wait for its join (_await_join) instead of giving the call up: alone
+    on its node (no member waits for it in a node leg), or in a Bcast,
+    whose node leg it then refuses with the root's reason (_hier_bcast)."""
+    return _joins_leg(coll) and (st.lsize == 1 or coll == PGC_COLL_BCAST)
+
+
 cdef int _await_join(_State st, int src, bytes why) except -1:
     """Rank src refused this Bcast, Reduce, Scan or Exscan, whose result
-    here needs its data, and this rank is its node's only one (no member
-    waits for it in a node leg): it answers that it waits (_AWAITS), so
-    the refuser joins the leg with scratch data (_refuse_rooted), and once
-    the leg completed it raises PeerRefusedError (_mpi_wait), every rank
-    having ended its part of the leg: the communicator stays usable."""
+    here needs its data, and this rank can wait for it (_awaits_join): it
+    answers that it waits (_AWAITS), so the refuser joins the leg with
+    scratch data (_refuse_rooted), and once the leg completed it raises
+    PeerRefusedError, or in a Bcast RootRefusedError (_mpi_wait), every
+    rank having ended its part of the leg: the communicator stays usable."""
     st.alerted = True
     _send_refusal(st, src, _AWAITS)
     if st.awaited is None:
@@ -571,8 +582,14 @@ cdef int _refused(_State st, int coll, object exc, int root, object sendbuf, obj
         # _check_alerts); the other nodes may still wait for this rank in
         # MPI after it freed the communicator: kept (free)
         st.alerted = True
-        if _joins_leg(coll):
-            _refuse_rooted(st, coll, reason, root, sendbuf, recvbuf, op)
+        if coll == PGC_COLL_BCAST and st.rank == root:
+            # its node's members end the call with its reason (RootRefusedError);
+            # a root that is not its node's leader leaves the leaders' leg to
+            # the leader, which meets the refusal in the root's node leg (_hier_bcast)
+            if st.lrank == 0:
+                _refuse_rooted(st, coll, reason, root, _leg_of(st, coll, sendbuf, recvbuf, op, root), True)
+        elif _joins_leg(coll):
+            _refuse_rooted(st, coll, reason, root, _leg_of(st, coll, sendbuf, recvbuf, op, root), False)
         elif st.lrank == 0:
             for q in _other_leaders(st):
                 _send_refusal(st, q, reason)
@@ -644,30 +661,31 @@ cdef bint _needs_node(_State st, int coll, int root, int src, int dst):
     return True
 
 
-cdef int _refuse_rooted(_State st, int coll, bytes reason, int root, object sendbuf, object recvbuf,
-                        object op) except -1:
-    """This rank refused a hierarchical Bcast, Reduce, Scan or Exscan.
-    Some leaders complete such a call without it (a Bcast's root and
-    leaves), so it cannot learn whether they are in it, and its next
-    inter-node collective must not meet theirs: it joins their MPI leg
-    with scratch data of its call's size, the same MPI calls as its node
+cdef int _refuse_rooted(_State st, int coll, bytes reason, int root, object leg, bint node_out) except -1:
+    """This rank refused a hierarchical Bcast, Reduce, Scan or Exscan, or
+    leads the node of a Bcast's root that refused (node_out: every member
+    of its node ended the call with the root's reason). Some leaders
+    complete such a call without it (a Bcast's root and leaves), so it
+    cannot learn whether they are in it, and its next inter-node
+    collective must not meet theirs: it joins their MPI leg with scratch
+    data of its call's size (leg: _leg_of), the same MPI calls as its node
     would make (_join_leg), which completes the leg everywhere. Its data
     must reach no leg rank that takes it for real: it tells every node's
     leg rank (_send_refusal) and waits for an answer from each whose
     result needs its data (_needs_node): its refusal, or from one in the
-    call a reply, that it waits for the join (_await_join: alone on its
-    node, it raises PeerRefusedError once the leg completed) or gave the
-    call up (_refusal_alert: its node's members wait for it). The others
-    leave a refusal unread and wait for the join. Refusals and waits only:
-    it joins, and the communicator stays usable, every rank in the call
-    that raises nothing having the right data. A call given up, a wait
-    through a Bcast's segments (that rank raises after its first one), or
-    members of its node in the call (c_refused_alike): it gives the call
-    up (_give_up_across). Arguments that do not tell the leg (a root out
-    of range, no buffer, counts that differ) tell nobody's needs either:
-    it waits for every leg rank's answer and does not join, which ends at
-    once where every rank refused alike (nobody is in the leg) or where
-    they need it, else at the wait's timeout."""
+    call a reply, that it waits for the join (_await_join: it raises once
+    the leg completed, after a Bcast's node leg refused with the root's
+    reason) or gave the call up (_refusal_alert: its node's members wait
+    for it). The others leave a refusal unread and wait for the join.
+    Refusals and waits only: it joins, and the communicator stays usable,
+    every rank in the call that raises nothing having the right data. A
+    call given up, or members of its node in the call (c_refused_alike,
+    unless node_out): it gives the call up (_give_up_across). Arguments
+    that do not tell the leg (leg None: a root out of range, no buffer,
+    counts that differ) tell nobody's needs either: it waits for every leg
+    rank's answer and does not join, which ends at once where every rank
+    refused alike (nobody is in the leg) or where they need it, else at
+    the wait's timeout."""
     if st.rank != _leg_rank(st, coll, st.nidx):
         # this node's leg rank settles the leg; a member of its node in the
         # call may wait for this rank in a later node leg (a Scan's node
@@ -678,20 +696,16 @@ cdef int _refuse_rooted(_State st, int coll, bytes reason, int root, object send
     ranks = [_leg_rank(st, coll, n) for n in range(st.nnodes) if n != st.nidx]
     for q in ranks:
         _send_refusal(st, q, reason)
-    if not st.core.c_refused_alike():
+    if not node_out and not st.core.c_refused_alike():
         return _give_up_across(st, ranks, "%s: this rank refused its arguments while a rank of its node is in "
                                "the call: the call is given up" % what)
-    leg = _leg_of(st, coll, sendbuf, recvbuf, op, root)
     if leg is None:     # who needs it is unknown too: every leg rank answers, or the wait times out
         needed = list(ranks)     # (_drain empties it)
     else:
         needed = [q for q in ranks if leg[0] and _needs_node(st, coll, root, st.nidx, st.node_of[q])]
     try:
         replied = _drain(st, needed, -1, what)
-        # a leg rank that waits for the join, but not through a Bcast's
-        # segments (it raises after its first wait): joined as well
-        gave_up = [q for q, why in replied if why != _AWAITS or leg is None
-                   or (coll == PGC_COLL_BCAST and leg[0] > _SEGMENT)]
+        gave_up = [q for q, why in replied if why != _AWAITS or leg is None]
         if gave_up:
             return _give_up_across(st, ranks, "%s: this rank refused its arguments while rank %d, which needs its "
                                    "data, is in the call: the call is given up" % (what, gave_up[0]))
@@ -738,24 +752,17 @@ cdef object _leg_of(_State st, int coll, object sendbuf, object recvbuf, object 
 
 
 cdef int _join_leg(_State st, int coll, int root, tuple leg) except -1:
-    """The inter-node MPI calls of a refused Bcast (in _hier_bcast's
-    segments), Reduce or Scan/Exscan (_hier_reduce, _hier_scan), with
-    scratch data. Refusals of the call met meanwhile are not alerts (they
-    stay unread)."""
-    cdef Py_ssize_t count = leg[0], esize = leg[2], off = 0, seg
+    """The inter-node MPI calls of a refused Bcast (_bcast_leg_scratch),
+    Reduce or Scan/Exscan (_hier_reduce, _hier_scan), with scratch data.
+    Refusals of the call met meanwhile are not alerts (they stay unread)."""
+    cdef Py_ssize_t count = leg[0], esize = leg[2]
     cdef int rn = st.node_of[root] if 0 <= root < st.size else 0
     mpitype, op = leg[1], leg[3]
     what = _COLL_NAMES[coll]
     st.collecting = _NO_SOURCES
     try:
         if coll == PGC_COLL_BCAST:
-            while True:
-                # as _hier_bcast: one Ibcast with the root's type's byte, or segments
-                seg = min(_SEGMENT, count - off) if count > _SEGMENT else _leaders_bytes(count)
-                _mpi_wait(st, [st.xcomm.Ibcast([st.scratch(0, seg), seg, _BYTE], root=rn)], what)
-                off += seg
-                if off >= count:
-                    break
+            _bcast_leg_scratch(st, rn, count, 0)
         elif coll == PGC_COLL_REDUCE:
             acc = st.scratch(0, count * esize)
             if st.nidx == rn:

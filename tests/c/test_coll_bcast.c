@@ -12,7 +12,11 @@
  * nobody hangs. Then basic types that differ at the same byte count: the
  * bytes move, a flat reader of the other type fails with PGC_ETYPE, every
  * other member completes or fails so, and the next calls succeed on every
- * member (no abort, none at the next call either). Prints "N passed, M
+ * member (no abort, none at the next call either). Then a root that
+ * refuses its arguments (pgc_coll_refuse), with a reason and without: every
+ * other member, flat or below a tree's relays, ends the call with
+ * PGC_EREFUSED naming the root, its buffer untouched, and the next calls
+ * succeed on every member. Prints "N passed, M
  * failed"; exits 1 on failure. */
 #include "check.h"
 #include "team_fork.h"
@@ -149,6 +153,48 @@ static int types_differ(pgc_team *t, void *arg)
     return 0;
 }
 
+/* Every root in turn refuses its arguments at every size of the sweep's
+ * kind; every other member waits for it (or for a relay that met the
+ * refusal) and must end the call with PGC_EREFUSED, write nothing, and
+ * complete the next call. */
+static int root_refuses(pgc_team *t, void *arg)
+{
+    (void)arg;
+    static const size_t sizes[] = {8, 200, 40000, 600000};
+    uint8_t *buf = malloc(600000);
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++)
+        for (int root = 0; root < t->nranks; root++) {
+            size_t n = sizes[s];
+            memset(buf, SENT, n);
+            int rc;
+            const char *reason = s % 2 ? NULL : "ArgumentError: buffer holds 8 bytes but the call needs 16";
+            if (t->rank == root) {
+                rc = pgc_coll_refuse(t, PGC_COLL_BCAST, reason);
+                CHECK_MEMBER(t, rc == PGC_OK, "refuse returned %d (%s)", rc, t->err.msg);
+            } else {
+                rc = pgc_bcast(t, buf, n, root, PGC_FLOAT64);
+                CHECK_MEMBER(t, rc == PGC_EREFUSED, "%zu bytes, root %d refused: returned %d (%s)", n, root, rc,
+                             t->err.msg);
+                CHECK_MEMBER(t, strstr(t->err.msg, "the root (local rank") != NULL &&
+                                    (!reason || strstr(t->err.msg, reason) != NULL), "message: %s", t->err.msg);
+                size_t bad = 0;
+                for (size_t i = 0; i < n; i++)
+                    bad += buf[i] != SENT;
+                CHECK_MEMBER(t, bad == 0, "%zu bytes, root %d refused: %zu bytes written", n, root, bad);
+            }
+            for (size_t i = 0; i < n; i++)
+                buf[i] = t->rank == root ? pat(3, root, i) : 0;
+            rc = pgc_bcast(t, buf, n, root, PGC_FLOAT64);
+            size_t bad = 0;
+            for (size_t i = 0; i < n; i++)
+                bad += buf[i] != pat(3, root, i);
+            CHECK_MEMBER(t, rc == PGC_OK && bad == 0, "next call, %zu bytes, root %d: returned %d (%s), %zu wrong",
+                         n, root, rc, t->err.msg, bad);
+        }
+    free(buf);
+    return 0;
+}
+
 int main(void)
 {
     if (check_share()) {
@@ -173,6 +219,8 @@ int main(void)
                 }
                 f = pgc_test_fork(P, &cfg, types_differ, NULL);
                 CHECK(f == 0, "P=%d radix=%d cma=%d types differ: %d members failed", P, radices[ri], cma, f);
+                f = pgc_test_fork(P, &cfg, root_refuses, NULL);
+                CHECK(f == 0, "P=%d radix=%d cma=%d root refuses: %d members failed", P, radices[ri], cma, f);
             }
     return check_summary();
 }
