@@ -23,11 +23,13 @@ WORLD = MPI.COMM_WORLD
 ME, P = WORLD.Get_rank(), WORLD.Get_size()
 
 
-def _partial(op_name, call_bad, call_good, check_next=False):
+def _partial(op_name, call_bad, call_good, check_next=False, root_0=False):
     """Rank 0 refuses, the others are in the call. check_next: the next
     Allreduce then either raises or is right on every rank (across nodes,
     rank 0's own next inter-node collective must not meet the others' one
-    of the refused call)."""
+    of the refused call). root_0: the others take rank 0 for the root of
+    a Bcast, so on one node each ends the call with RootRefusedError and
+    the communicator stays usable."""
     c = pgascol.Comm(WORLD.Dup())
     start = time.monotonic()
     try:
@@ -49,7 +51,11 @@ def _partial(op_name, call_bad, call_good, check_next=False):
                 # wait for it in a later node leg)
                 assert op_name in str(exc), str(exc)
                 assert time.monotonic() - start < 2.5, (ME, time.monotonic() - start, str(exc))
-                if not c._pg.hier:
+                if not c._pg.hier and root_0:
+                    assert isinstance(exc, pgascol.RootRefusedError), repr(exc)
+                    assert ("%s: the root (local rank 0) refused its arguments: ArgumentError: " % op_name
+                            in str(exc)), str(exc)
+                elif not c._pg.hier:
                     # every rank waits for rank 0 in the node team: it
                     # refused the op, nobody needs the timeout
                     assert isinstance(exc, (CollectiveMismatchError, TeamAbortedError)), repr(exc)
@@ -57,7 +63,9 @@ def _partial(op_name, call_bad, call_good, check_next=False):
                     assert time.monotonic() - start < 2.5
             else:
                 raise AssertionError("no error on rank %d" % ME)
-        if check_next and P > 1:
+        if root_0 and not c._pg.hier:
+            _still_usable(c)
+        elif check_next and P > 1:
             _next_allreduce_fails_or_is_right(c)
     finally:
         c.Free()
@@ -86,7 +94,7 @@ def test_partial_allreduce_error_fails_the_others_at_once():
 
 def test_partial_bcast_error_fails_the_others_at_once():
     _partial("Bcast", lambda c: c.Bcast(np.zeros(4), root=P),
-             lambda c: c.Bcast(np.zeros(4), root=0))
+             lambda c: c.Bcast(np.zeros(4), root=0), check_next=True, root_0=True)
 
 
 def _flat_comm():
