@@ -23,7 +23,7 @@ int pgc_coll_refuse(pgc_team *t, pgc_coll coll, const char *reason)
     if ((rc = pgc_wait_peers_done(t, 1)) == PGC_OK) {
         if (n)
             memcpy(pgc_staging_of(t, t->rank), reason, n);
-        pgc_desc_put(t, (pgc_path)PGC_DESC_REFUSED, n);
+        pgc_desc_put(t, (pgc_path)PGC_DESC_REFUSED, PGC_DESC_REFUSAL_LEN + n);
     }
     /* both words: a peer may wait on either (release: after the signature,
      * the descriptor and the reason) */
@@ -37,9 +37,9 @@ void pgc_coll_root_refused(pgc_team *t)
     int root = t->err.peer;
     /* relaxed: after the wait that acquired the root's DONE (pgc_coll_refuse) */
     uint64_t desc = pgc_desc_get(t, root);
-    if (pgc_desc_path(desc) == (pgc_path)PGC_DESC_REFUSED && pgc_desc_len(desc) <= PGC_REFUSAL_MAX) {
+    size_t n = (size_t)(pgc_desc_len(desc) - PGC_DESC_REFUSAL_LEN);
+    if (pgc_desc_path(desc) == (pgc_path)PGC_DESC_REFUSED && n <= PGC_REFUSAL_MAX) {
         char reason[PGC_REFUSAL_MAX + 1];
-        size_t n = (size_t)pgc_desc_len(desc);
         memcpy(reason, pgc_staging_of(t, root), n);
         reason[n] = 0;
         pgc_set_error(&t->err, PGC_EREFUSED, root, 0, "%s: the root (local rank %d) refused its arguments: %s",

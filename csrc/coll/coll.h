@@ -101,8 +101,11 @@ static inline int pgc_coll_begin(pgc_team *t, pgc_coll coll, uint64_t arg)
  * staging, for the members that end the call with it (pgc_coll_end). Nothing
  * to do once the team was aborted. */
 int pgc_coll_refuse(pgc_team *t, pgc_coll coll, const char *reason);
-/* The descriptor's path byte of a refusal, and the longest reason kept. */
+/* The descriptor's path byte of a refusal, and the longest reason kept. Its
+ * length is the reason's plus PGC_DESC_REFUSAL_LEN, more bytes than any
+ * message holds: a reader's size check (one compare) fails on it. */
 #define PGC_DESC_REFUSED 0xffu
+#define PGC_DESC_REFUSAL_LEN (1ull << 55)
 #define PGC_REFUSAL_MAX 256u
 /* This member's wait on the root found it refused (PGC_EREFUSED, team.h:
  * pgc_root_refusal_ends_call): add the root's reason to the error and end

@@ -109,28 +109,36 @@ static int bcast_root_ack(pgc_team *t, pgc_path path)
     return path == PGC_PATH_CMA ? pgc_wait_step_all(t, PGC_STEP_DONE) : PGC_OK;
 }
 
-/* A reader's check of the root's descriptor, once it saw a post that
- * follows it (the root's, or in a tree its parent's: release/acquire
- * chains carry it down). A root that refused (pgc_coll_refuse: its
- * descriptor says so) ends the call here with PGC_EREFUSED: a tree's
- * relay that met the refusal posted DONE (pgc_coll_root_refused), which
- * lets its children this far, and they end the call the same way. A size
- * mismatch aborts the team: the root and the other readers would wait for
- * data that never comes. */
-static int check_root_desc(pgc_team *t, int root, size_t bytes, uint64_t *desc)
+/* check_root_desc's verdict on a descriptor that is not the one expected
+ * (out of line: a correct call never comes here, and the check stays a few
+ * inlined instructions). A root that refused (pgc_coll_refuse: its
+ * descriptor says so) ends the call with PGC_EREFUSED: a tree's relay that
+ * met the refusal posted DONE (pgc_coll_root_refused), which lets its
+ * children this far, and they end the call the same way. A size mismatch
+ * aborts the team: the root and the other readers would wait for data that
+ * never comes. */
+static __attribute__((noinline)) int root_desc_unexpected(pgc_team *t, int root, size_t bytes, uint64_t desc)
 {
-    *desc = pgc_desc_get(t, root);
-    size_t root_bytes = (size_t)pgc_desc_len(*desc);
-    if (pgc_desc_path(*desc) == (pgc_path)PGC_DESC_REFUSED)
+    if (pgc_desc_path(desc) == (pgc_path)PGC_DESC_REFUSED)
         return pgc_set_error(&t->err, PGC_EREFUSED, root, 0, "Bcast: the root (local rank %d) refused its arguments",
                              root);
-    if (root_bytes == bytes)
-        return PGC_OK;
     pgc_set_error(&t->err, PGC_EINVAL, root, 0,
                   "Bcast: the root (local rank %d) sends %zu bytes but this rank receives %zu",
-                  root, root_bytes, bytes);
+                  root, (size_t)pgc_desc_len(desc), bytes);
     pgc_team_abort(t, PGC_EINVAL, t->err.msg);
     return PGC_EINVAL;
+}
+
+/* A reader's check of the root's descriptor, once it saw a post that
+ * follows it (the root's, or in a tree its parent's: release/acquire
+ * chains carry it down): our size (a refusal's length is no size,
+ * PGC_DESC_REFUSAL_LEN). */
+static inline int check_root_desc(pgc_team *t, int root, size_t bytes, uint64_t *desc)
+{
+    *desc = pgc_desc_get(t, root);
+    if (PGC_LIKELY(pgc_desc_len(*desc) == bytes))
+        return PGC_OK;
+    return root_desc_unexpected(t, root, bytes, *desc);
 }
 
 /* Reader, start. cma: expose our buffer for the root's push (read only
