@@ -28,35 +28,43 @@ cdef int _bcast(_State st, object buf, int root) except -1:
 cdef int _hier_bcast(_State st, _Msg m, Py_ssize_t n, int root) except -1:
     """Root's node first (if the root is not its leader), then the leaders
     (MPI), then every other node from its leader; large messages in segments
-    so the leaders' transfer of segment i overlaps the node copy of i-1.
-    A root that refused (_refused) ends the call on its node's members, and
-    its node's leader joins the leaders' leg with scratch data
-    (_refuse_rooted); every other leader's wait then ends with the root's
-    RootRefusedError, and it refuses its node's leg with the root's reason
-    (_bcast_root_refused)."""
+    (_hier_bcast_segments). A root that refused (_refused) ends the call on
+    its node's members, and its node's leader joins the leaders' leg with
+    scratch data (_refuse_rooted, _root_node_leg); every other leader's
+    wait then ends with the root's RootRefusedError, and it refuses its
+    node's leg with the root's reason (_bcast_root_refused)."""
     cdef int rn = st.node_of[root], rl = st.local_of[root]
-    cdef Team core = st.core
     cdef int dtype = _basic(m)      # on each node leg (PGC_SIG_ROOTED)
-    core.c_check_aborted()          # a node that gave up must not enter the leaders' MPI leg
+    st.core.c_check_aborted()       # a node that gave up must not enter the leaders' MPI leg
     if st.nidx == rn and rl != 0:
-        try:
-            core.c_bcast(m.ptr, n, rl, dtype)
-        except RootRefusedError as exc:
-            if st.lrank == 0:       # the root refused: this node is out of the call, not yet of the leaders' leg
-                _refuse_rooted(st, PGC_COLL_BCAST, _refusal_reason(exc), root, (n, _BYTE, 1, None), True)
-            raise
+        _root_node_leg(st, m, n, root, dtype)
     cdef bint node_phase = st.nidx != rn or rl == 0
-    if n <= _SEGMENT:      # the same choice on every leader: it depends on n only
-        try:
-            if st.lrank == 0 and n <= _TYPED_BCAST_MAX:
-                dtype = _leaders_bcast(st, m, n, root, dtype)   # a leader's node leg states the root's type
-            elif st.lrank == 0:
-                _mpi_wait(st, [st.xcomm.Ibcast([m.obj, n, _BYTE], root=rn)], "Bcast")
-        except RootRefusedError as exc:
-            _bcast_root_refused(st, exc, n, n)
-        if node_phase:
-            core.c_bcast(m.ptr, n, 0, dtype)
-        return 0
+    if n > _SEGMENT:       # the same choice on every leader: it depends on n only
+        return _hier_bcast_segments(st, m, n, rn, dtype, node_phase)
+    if st.lrank == 0:
+        dtype = _leaders_leg(st, m, n, root, dtype)
+    if node_phase:
+        st.core.c_bcast(m.ptr, n, 0, dtype)
+    return 0
+
+
+cdef int _root_node_leg(_State st, _Msg m, Py_ssize_t n, int root, int dtype) except -1:
+    """The node leg of the root's node, from the root, when it does not
+    lead its node. The root's refusal ends it on every member (a
+    RootRefusedError), and the leader then takes the node out of the
+    leaders' leg (_refuse_rooted, with the node out of the call)."""
+    try:
+        st.core.c_bcast(m.ptr, n, st.local_of[root], dtype)
+    except RootRefusedError as exc:
+        if st.lrank == 0:
+            _refuse_rooted(st, PGC_COLL_BCAST, _refusal_reason(exc), root, (n, _BYTE, 1, None), True)
+        raise
+    return 0
+
+
+cdef int _hier_bcast_segments(_State st, _Msg m, Py_ssize_t n, int rn, int dtype, bint node_phase) except -1:
+    """A hierarchical Bcast of more than _SEGMENT bytes: the leaders'
+    transfer of segment i overlaps the node copy of i-1."""
     mv = _u8(m.obj)
     cdef Py_ssize_t off = 0, prev = -1, plen = 0, seg
     req = None
@@ -65,7 +73,7 @@ cdef int _hier_bcast(_State st, _Msg m, Py_ssize_t n, int root) except -1:
         if st.lrank == 0 and seg:
             req = [st.xcomm.Ibcast([mv[off:off + seg], seg, _BYTE], root=rn)]
         if prev >= 0 and node_phase:
-            core.c_bcast(m.ptr + prev, plen, 0, dtype)
+            st.core.c_bcast(m.ptr + prev, plen, 0, dtype)
         if req is not None:
             try:
                 _mpi_wait(st, req, "Bcast")
@@ -78,6 +86,18 @@ cdef int _hier_bcast(_State st, _Msg m, Py_ssize_t n, int root) except -1:
         else:
             prev = -1
     return 0
+
+
+cdef int _leaders_leg(_State st, _Msg m, Py_ssize_t n, int root, int dtype) except -2:
+    """A leader's part of the leaders' leg of an unsegmented hierarchical
+    Bcast (n bytes): the type its node leg then states (_leaders_bcast)."""
+    try:
+        if n <= _TYPED_BCAST_MAX:
+            return _leaders_bcast(st, m, n, root, dtype)
+        _mpi_wait(st, [st.xcomm.Ibcast([m.obj, n, _BYTE], root=st.node_of[root])], "Bcast")
+        return dtype
+    except RootRefusedError as exc:
+        _bcast_root_refused(st, exc, n, n)
 
 
 cdef int _bcast_root_refused(_State st, object exc, Py_ssize_t n, Py_ssize_t off) except -1:
