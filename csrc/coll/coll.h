@@ -112,6 +112,17 @@ int pgc_coll_refuse(pgc_team *t, pgc_coll coll, const char *reason);
  * our part as done, the team in step and usable. */
 void pgc_coll_root_refused(pgc_team *t);
 
+/* Before this member signs its next collective, `coll`: wait until every
+ * peer has signed it (its signature for seq + 1 in its ring) and tell
+ * whether every one refused it (pgc_coll_refuse; at least one peer). Looks
+ * at signatures only, so a peer in the collective that waits for this
+ * member is seen as well. A peer already PGC_SIG_RING collectives further
+ * reused the slot: it counts as in the collective. Bounded as a wait is
+ * (abort, liveness, timeout). The root of a Reduce that refused its
+ * arguments asks, to choose between refusing too and running its part on
+ * scratch buffers (pgascol/comm/coll_reduce.pxi, _reduce_on_scratch). */
+int pgc_coll_peers_refused(pgc_team *t, pgc_coll coll, int *alike);
+
 /* This member runs `coll` on MPI instead (arguments pgascol does not
  * accelerate: a user-defined operator, an object without the buffer
  * protocol, ...). Takes the sequence number, marked "to MPI", done at once,

@@ -159,6 +159,35 @@ cdef int _reduce(_State st, object sendbuf, object recvbuf, object op, int root)
     return 1
 
 
+cdef bint _reduce_on_scratch(_State st, object sendbuf, object recvbuf, object op, int root) except -1:
+    """The root of a Reduce refused its own arguments (_refused), which
+    no other rank's result depends on: where they tell the call's count,
+    type and operator as the others use them (_leg_of: its send buffer,
+    in place its receive buffer), it runs its whole part of the call in
+    place on a scratch buffer instead (flat, or the node leg, the leaders'
+    Ireduce and the message to a root that does not lead its node), so
+    every rank's waits complete and the node team and the inter-node legs
+    stay in step, with nothing of its own buffers read or written; then it
+    raises its error (True). A failure of that run is handled as _engine
+    handles the call's own. False: today's refusal instead (the arguments
+    do not tell the call)."""
+    leg = _leg_of(st, PGC_COLL_REDUCE, sendbuf, recvbuf, op, root, True)
+    if leg is None:
+        return False
+    cdef Py_ssize_t count = leg[0], esize = leg[2]
+    try:
+        if st.core.c_peers_refused(PGC_COLL_REDUCE):
+            return False    # its node's members refused alike: so does it (nobody waits for its part)
+        _reduce(st, _IN_PLACE, [st.scratch(1, count * esize), count, leg[1]], op, root)
+    except (PeerRefusedError, DatatypeMismatchError):
+        pass        # the call is over, the team in step
+    except RevokedError:
+        _revoke(st, None)
+    except PgascolError as failed:
+        _abort_across(st, failed)
+    return True
+
+
 cdef int _hier_reduce(_State st, _Msg s, _Msg r, _Msg t, int opc, object op, int root) except -1:
     """Node reduce to the leader, leaders' Reduce to the root's node (MPI),
     then to the root if it does not lead its node. s None: in place at the

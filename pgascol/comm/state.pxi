@@ -571,6 +571,8 @@ cdef int _refused(_State st, int coll, object exc, int root, object sendbuf, obj
     sendbuf, recvbuf, op: the call's arguments (Bcast's buffer: sendbuf)."""
     if st.core is None:
         return 0
+    if coll == PGC_COLL_REDUCE and st.rank == root and _reduce_on_scratch(st, sendbuf, recvbuf, op, root):
+        return 0
     reason = ("%s: %s" % (type(exc).__name__, exc)).encode(errors="replace")[:_REFUSAL_MAX - 1]
     if st.hier and _root_refusal_ends_call(coll) and 0 <= root < st.size:
         _refuse_leg(st, coll, reason, root)
@@ -716,13 +718,16 @@ cdef int _refuse_rooted(_State st, int coll, bytes reason, int root, object leg,
     return 0
 
 
-cdef object _leg_of(_State st, int coll, object sendbuf, object recvbuf, object op, int root):
+cdef object _leg_of(_State st, int coll, object sendbuf, object recvbuf, object op, int root,
+                    bint exact=False):
     """(count, MPI datatype, element size, operator) of this rank's
     inter-node leg of a refused `coll`, as its node would have passed
     them, or None where its arguments do not tell them unambiguously.
     Only ranks that refused too or raise PeerRefusedError keep a result
     that holds the scratch data a join sends, so any operator defined on
-    the type serves."""
+    the type serves; exact: op itself (a Reduce root that runs the whole
+    call on scratch, _reduce_on_scratch, meets its node team's members,
+    which compare operators), None where the engine does not take it."""
     cdef _Msg m, s = None
     if not 0 <= root < st.size and coll != PGC_COLL_SCAN and coll != PGC_COLL_EXSCAN:
         return None
@@ -731,8 +736,13 @@ cdef object _leg_of(_State st, int coll, object sendbuf, object recvbuf, object 
             m = _simple(sendbuf, False, 0, True)    # read-only or not: only its size counts
             return None if m is None else (m.count * m.esize, _BYTE, 1, None)
         inplace = _is_in_place(sendbuf)
-        if coll == PGC_COLL_REDUCE and st.rank != root:
-            m = None if inplace else _simple(sendbuf, False, 0, False)
+        if coll == PGC_COLL_REDUCE:
+            # every rank's send buffer, or in place the root's receive buffer
+            # (the others' send counts must equal the root's)
+            if inplace:
+                m = _simple(recvbuf, False, 0, False) if st.rank == root else None
+            else:
+                m = _simple(sendbuf, False, 0, False)
         else:
             m = _simple(recvbuf, False, 0, False)
             s = None if inplace else _simple(sendbuf, False, 0, False)
@@ -740,7 +750,7 @@ cdef object _leg_of(_State st, int coll, object sendbuf, object recvbuf, object 
                 return None
         if m is None:
             return None
-        for o in (op, MPI.SUM, MPI.BOR, MPI.LOR):
+        for o in ((op,) if exact else (op, MPI.SUM, MPI.BOR, MPI.LOR)):
             try:
                 if _op_code(o, m) >= 0:
                     return (m.count, m.mpitype, m.esize, o)

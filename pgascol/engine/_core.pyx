@@ -667,6 +667,19 @@ cdef class Team:
         self.busy = 0
         return rc == PGC_OK
 
+    cdef bint c_peers_refused(self, int coll) except -1:
+        """Before entering collective `coll`: wait until every peer
+        signed it, and whether every one refused it (pgc_coll_peers_refused;
+        False alone). Raises as a wait does (timeout, abort, a dead peer)."""
+        cdef pgc_team *t = self._use()
+        cdef int alike = 0, rc
+        self.busy = 1
+        with nogil:
+            rc = pgc_coll_peers_refused(t, <pgc_coll>coll, &alike)
+        self.busy = 0
+        self._check(rc)
+        return alike != 0
+
     cdef int c_check_aborted(self) except -1:
         """Raise TeamAbortedError if a member gave up on the team (one load:
         before a call's first step outside the engine, such as a leader's

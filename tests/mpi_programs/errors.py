@@ -264,6 +264,52 @@ def test_root_only_misuse_leaves_the_communicator_usable():
         c.Free()
 
 
+def _reduce_root_misuse(n, root):
+    """A Reduce whose root alone misuses its buffers, as (the root's call,
+    its buffers): a receive buffer too small, a read-only one, in place a
+    buffer shorter than its count, a send buffer shorter than its count."""
+    d = MPI.DOUBLE
+    ro = np.zeros(n)
+    ro.flags.writeable = False
+    x, small, short = np.full(n, ME + 1.0), np.zeros(n - 1), np.full(n - 1, 7.0)
+    return [(lambda c: c.Reduce(x, small, root=root), (x, small)),
+            (lambda c: c.Reduce(x, ro, root=root), (x, ro)),
+            (lambda c: c.Reduce(MPI.IN_PLACE, [short, n, d], root=root), (short,)),
+            (lambda c: c.Reduce([short, n, d], np.zeros(n), root=root), (short,))]
+
+
+def test_a_reduce_root_that_refuses_runs_with_scratch_and_the_others_complete():
+    """The root of a Reduce refuses its own buffers, which no other rank's
+    result depends on: it runs its part of the call on scratch buffers and
+    raises its ArgumentError (not a RootRefusedError), its buffers as they
+    were; every other rank completes at once with nothing raised, as under
+    MPI, and the next collectives work. 4 and 100000 doubles, the root a
+    node's leader and (on virtual nodes) a member that is not."""
+    c = pgascol.Comm(WORLD.Dup())
+    try:
+        for n in (4, 100000):
+            for root in sorted({0, P - 1}):
+                for k in range(4):
+                    call, bufs = _reduce_root_misuse(n, root)[k]
+                    before = [b.copy() for b in bufs]
+                    where = (ME, n, root, k)
+                    start = time.monotonic()
+                    if ME == root:
+                        try:
+                            call(c)
+                        except ArgumentError as exc:
+                            assert type(exc) is ArgumentError, where + (repr(exc),)
+                        else:
+                            raise AssertionError("the root raised nothing: %r" % (where,))
+                        assert all(np.array_equal(a, b) for a, b in zip(before, bufs)), where
+                    else:
+                        c.Reduce(np.full(n, ME + 1.0), None, root=root)
+                    assert time.monotonic() - start < 2.5, where
+                    _still_usable(c)
+    finally:
+        c.Free()
+
+
 def _misuse_on_two_ranks(name, n, root, q):
     """A Gatherv or Scatterv whose root passes a negative count (only it
     can see that) while rank q passes a non-buffer (so it takes the call to
