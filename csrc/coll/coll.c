@@ -1,7 +1,6 @@
 /* coll.c - what the collectives share: refusing or handing a collective to
  * MPI, the wait for the peers' DONE, method choice, measured costs, single
  * copy with a peer (see coll.h). */
-#include <sched.h>
 #include <stdio.h>
 
 #include "base/cma.h"
@@ -54,41 +53,15 @@ void pgc_coll_root_refused(pgc_team *t)
 int pgc_coll_peers_refused(pgc_team *t, pgc_coll coll, int *alike)
 {
     uint32_t next = t->seq + 1;
-    uint64_t refused = pgc_sig_make(next, PGC_SIG_REFUSED | coll, 0);
-    uint64_t start = pgc_now_ns();
-    double timeout_ns = t->cfg.timeout_s * 1e9; /* saturating, as pgc_wait_slow's */
-    uint64_t deadline = timeout_ns < (double)(UINT64_MAX - start) ? start + (uint64_t)timeout_ns : UINT64_MAX;
+    uint64_t refused = pgc_sig_make(next, PGC_SIG_REFUSED | coll, 0), sig;
     *alike = t->nranks > 1;
     for (int p = 0; p < t->nranks && *alike; p++) {
         if (p == t->rank)
             continue;
-        const pgc_ctl *c = pgc_ctl_of(t, p);
-        for (unsigned i = 1;; i++) {
-            /* relaxed: the signature alone is read, nothing it orders */
-            uint64_t sig = atomic_load_explicit(&c->sig[next & (PGC_SIG_RING - 1)], memory_order_relaxed);
-            /* acquire: a progress word of seq + 1 or later was published
-             * after the peer stored its signature of seq + 1 */
-            uint64_t prog = atomic_load_explicit(&c->progress, memory_order_acquire);
-            if (pgc_sig_seqbyte(sig) == (next & 0xffu) || (uint32_t)(prog >> 32) - next < (1u << 31)) {
-                sig = atomic_load_explicit(&c->sig[next & (PGC_SIG_RING - 1)], memory_order_relaxed);
-                *alike = sig == refused;
-                break;
-            }
-            sched_yield();
-            if ((i & 255) == 0) {
-                int rc = pgc_check_aborted(t);
-                if (!rc)
-                    rc = pgc_check_peer(t, p);
-                if (!rc && pgc_now_ns() >= deadline) {
-                    pgc_set_error(&t->err, PGC_ETIMEDOUT, p, 0, "%s: timed out after %.1f s waiting for local "
-                                  "rank %d to reach it (PGASCOL_TIMEOUT)", pgc_coll_name(coll), t->cfg.timeout_s, p);
-                    pgc_team_abort(t, PGC_ETIMEDOUT, t->err.msg);
-                    rc = PGC_ETIMEDOUT;
-                }
-                if (rc)
-                    return rc;
-            }
-        }
+        int rc = pgc_wait_signed(t, p, next, &sig);
+        if (rc)
+            return rc;
+        *alike = sig == refused;
     }
     return PGC_OK;
 }

@@ -113,14 +113,12 @@ int pgc_coll_refuse(pgc_team *t, pgc_coll coll, const char *reason);
 void pgc_coll_root_refused(pgc_team *t);
 
 /* Before this member signs its next collective, `coll`: wait until every
- * peer has signed it (its signature for seq + 1 in its ring) and tell
- * whether every one refused it (pgc_coll_refuse; at least one peer). Looks
- * at signatures only, so a peer in the collective that waits for this
- * member is seen as well. A peer already PGC_SIG_RING collectives further
- * reused the slot: it counts as in the collective. Bounded as a wait is
- * (abort, liveness, timeout). The root of a Reduce that refused its
- * arguments asks, to choose between refusing too and running its part on
- * scratch buffers (pgascol/comm/coll_reduce.pxi, _reduce_on_scratch). */
+ * peer has signed it (pgc_wait_signed) and tell whether every one refused
+ * it (pgc_coll_refuse; 0 on a team of one). A peer already PGC_SIG_RING
+ * collectives further, whose signature is gone, counts as in it. The root
+ * of a Reduce that refused its arguments asks, to choose between refusing
+ * too and running its part on scratch buffers (_reduce_on_scratch in
+ * pgascol/comm/coll_reduce.pxi). */
 int pgc_coll_peers_refused(pgc_team *t, pgc_coll coll, int *alike);
 
 /* This member runs `coll` on MPI instead (arguments pgascol does not

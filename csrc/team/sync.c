@@ -377,6 +377,66 @@ int pgc_wait_slow(pgc_team *t, int peer, _Atomic uint64_t *word, uint64_t target
     }
 }
 
+int pgc_wait_signed(pgc_team *t, int peer, uint32_t seq, uint64_t *sig)
+{
+    pgc_ctl *owner = pgc_ctl_of(t, peer);
+    _Atomic uint64_t *slot = &owner->sig[seq & (PGC_SIG_RING - 1)];
+    uint64_t start = pgc_now_ns();
+    double timeout_ns = t->cfg.timeout_s * 1e9; /* saturating, as in pgc_wait_slow */
+    uint64_t deadline = timeout_ns < (double)(UINT64_MAX - start) ? start + (uint64_t)timeout_ns : UINT64_MAX;
+    uint64_t yield_end = start + t->cfg.yield_ns, next_check = start + LIVENESS_EVERY_NS;
+    uint64_t next_progress = start + PGC_PROGRESS_EVERY_NS;
+    void (*progress)(void) = atomic_load_explicit(&wait_progress, memory_order_relaxed);
+    for (;;) {
+        /* relaxed: the signature alone is read, nothing it orders */
+        *sig = atomic_load_explicit(slot, memory_order_relaxed);
+        if (pgc_sig_seqbyte(*sig) == (seq & 0xffu))
+            return PGC_OK;
+        /* acquire: pairs with the release of the peer's first publish in
+         * collective seq or a later one, which its signature of seq precedes
+         * (pgc_coll_sign): not there now, the slot was reused */
+        if ((uint32_t)(atomic_load_explicit(&owner->progress, memory_order_acquire) >> 32) - seq < (1u << 31)) {
+            *sig = atomic_load_explicit(slot, memory_order_relaxed);
+            if (pgc_sig_seqbyte(*sig) != (seq & 0xffu))
+                *sig = 0;
+            return PGC_OK;
+        }
+        if (is_aborted(t))
+            return aborted_error(t);
+        uint64_t now = pgc_now_ns();
+        if (now < yield_end) {
+            sched_yield();
+            continue;
+        }
+        /* Signing rings no doorbell: sleep a slice at most (any publish of
+         * the peer's, such as a refusal's DONE, wakes us sooner). */
+        uint32_t bell = atomic_load_explicit(&owner->doorbell, memory_order_acquire);
+        atomic_fetch_add_explicit(&owner->sleepers, 1, memory_order_seq_cst);
+        uint64_t slice = progress ? PGC_PROGRESS_EVERY_NS : SLEEP_SLICE_NS;
+        futex_wait(&owner->doorbell, bell, deadline - now < slice ? deadline - now : slice);
+        atomic_fetch_sub_explicit(&owner->sleepers, 1, memory_order_relaxed);
+        now = pgc_now_ns();
+        if (progress && now >= next_progress) {
+            progress();
+            next_progress = now + PGC_PROGRESS_EVERY_NS;
+        }
+        if (now >= next_check) {
+            int rc = pgc_check_peer(t, peer);
+            if (rc)
+                return rc;
+            next_check = now + LIVENESS_EVERY_NS;
+        }
+        if (now >= deadline) {
+            pgc_set_error(&t->err, PGC_ETIMEDOUT, peer, 0,
+                          "timed out after %.1f s waiting for local rank %d (pid %d) to enter collective "
+                          "number %u (PGASCOL_TIMEOUT)", t->cfg.timeout_s, peer, pgc_member_of(t, peer)->pid,
+                          (unsigned)seq);
+            pgc_team_abort(t, PGC_ETIMEDOUT, t->err.msg);
+            return PGC_ETIMEDOUT;
+        }
+    }
+}
+
 int pgc_wait_step_all(pgc_team *t, uint32_t step)
 {
     for (int r = 0; r < t->nranks; r++)

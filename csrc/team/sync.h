@@ -34,6 +34,14 @@ void pgc_publish(pgc_team *t, _Atomic uint64_t *word, uint64_t value);
 /* Wait until `word`, owned by member `peer`, reaches `target`. 0 or PGC_E*. */
 int pgc_wait_slow(pgc_team *t, int peer, _Atomic uint64_t *word, uint64_t target);
 
+/* Wait until `peer` signed collective `seq` (pgc_coll_sign, also as
+ * refused or taken to MPI): *sig its signature of seq, 0 where the peer
+ * got PGC_SIG_RING or more collectives further and reused the slot.
+ * Signatures only, so a peer in the collective that waits for us is seen
+ * too; bounded as pgc_wait_slow is (abort, liveness, timeout, the progress
+ * hook while it sleeps). 0 or PGC_E*. */
+int pgc_wait_signed(pgc_team *t, int peer, uint32_t seq, uint64_t *sig);
+
 /* A process-wide hook called between the futex slices of a wait that sleeps
  * (never while it spins or yields, never in its first PGC_PROGRESS_EVERY_NS),
  * at most every PGC_PROGRESS_EVERY_NS;

@@ -169,8 +169,10 @@ cdef bint _reduce_on_scratch(_State st, object sendbuf, object recvbuf, object o
     every rank's waits complete and the node team and the inter-node legs
     stay in step, with nothing of its own buffers read or written; then it
     raises its error (True). A failure of that run is handled as _engine
-    handles the call's own. False: today's refusal instead (the arguments
-    do not tell the call)."""
+    handles the call's own. False: a refusal as any rank's instead, where
+    the arguments do not tell the call, or where every other member of its
+    node refused it too (c_peers_refused: nobody waits for its part, and
+    entering the engine would meet their refusals, which aborts the team)."""
     leg = _leg_of(st, PGC_COLL_REDUCE, sendbuf, recvbuf, op, root, True)
     if leg is None:
         return False

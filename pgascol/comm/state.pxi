@@ -568,6 +568,9 @@ cdef int _refused(_State st, int coll, object exc, int root, object sendbuf, obj
     collective a leader tells the other leaders, which may wait for it in
     MPI (_send_refusal, met in _check_alerts); in a Bcast, Reduce, Scan or
     Exscan it joins their MPI leg with no data where it can (_refuse_rooted).
+    The root of a Reduce, whose data nobody needs, does not refuse: it runs
+    its part on scratch buffers where its arguments tell the call and its
+    node's members are in it (_reduce_on_scratch).
     sendbuf, recvbuf, op: the call's arguments (Bcast's buffer: sendbuf)."""
     if st.core is None:
         return 0

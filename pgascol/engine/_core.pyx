@@ -670,7 +670,8 @@ cdef class Team:
     cdef bint c_peers_refused(self, int coll) except -1:
         """Before entering collective `coll`: wait until every peer
         signed it, and whether every one refused it (pgc_coll_peers_refused;
-        False alone). Raises as a wait does (timeout, abort, a dead peer)."""
+        False on a team of one). Raises as a wait does (timeout, abort, a
+        dead peer)."""
         cdef pgc_team *t = self._use()
         cdef int alike = 0, rc
         self.busy = 1

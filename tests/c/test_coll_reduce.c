@@ -437,6 +437,39 @@ static void test_invalid(pgc_team *t)
     CHECK_MEMBER(t, ok, "Allreduce after refused calls: rc %d", rc);
 }
 
+/* The root of a Reduce asks, before it enters, whether every other member
+ * refused the call (pgc_coll_peers_refused): yes where they did (it then
+ * refuses too), no where they are in it, even waiting for the root (1 and
+ * 100000 elements: inline, and staged or single copy); the call and the
+ * next ones complete either way. */
+static void test_peers_refused(pgc_team *t)
+{
+    enum { N = 100000 };
+    double *s = malloc(N * sizeof *s), *r = malloc(N * sizeof *r);
+    int P = t->nranks, alike = -1, rc;
+    for (size_t i = 0; i < N; i++)
+        s[i] = t->rank + 1;
+    if (t->rank == 0) {
+        rc = pgc_coll_peers_refused(t, PGC_COLL_REDUCE, &alike);
+        CHECK_MEMBER(t, rc == 0 && alike == (P > 1), "peers refused alike: rc %d alike %d", rc, alike);
+    }
+    pgc_coll_refuse(t, PGC_COLL_REDUCE, "refused alike");
+    size_t counts[2] = {1, N};
+    for (int k = 0; k < 2; k++) {
+        if (t->rank == 0) {
+            rc = pgc_coll_peers_refused(t, PGC_COLL_REDUCE, &alike);
+            CHECK_MEMBER(t, rc == 0 && alike == 0, "peers in the call (%zu): rc %d alike %d", counts[k], rc, alike);
+        }
+        rc = pgc_reduce(t, s, r, counts[k], PGC_FLOAT64, PGC_SUM, 0);
+        CHECK_MEMBER(t, rc == 0 && (t->rank || (r[0] == P * (P + 1) / 2.0 && r[counts[k] - 1] == r[0])),
+                     "Reduce after the question (%zu): rc %d %s", counts[k], rc, t->err.msg);
+    }
+    rc = pgc_allreduce(t, s, r, 8, PGC_FLOAT64, PGC_SUM);
+    CHECK_MEMBER(t, rc == 0 && r[7] == P * (P + 1) / 2.0, "Allreduce after the questions: rc %d", rc);
+    free(s);
+    free(r);
+}
+
 /* 200 back-to-back Allreduce calls of alternating sizes and paths, buffers
  * reused and rewritten right after each return. */
 static void test_back_to_back(pgc_team *t)
@@ -607,6 +640,7 @@ static int body_full(pgc_team *t, void *arg)
         run_case(t, &big);
     }
     test_invalid(t);
+    test_peers_refused(t);
     test_aliased(t);
     test_slow_root(t);
     test_back_to_back(t);
