@@ -288,6 +288,56 @@ int pgc_check_skipped_signatures(pgc_team *t, int peer, uint32_t last)
     return PGC_OK;
 }
 
+/* The clock of a wait that may sleep: its deadline, and when it next calls
+ * the progress hook and checks the peer's liveness. */
+typedef struct {
+    uint64_t deadline, next_check, next_progress, max_slice;
+    void (*progress)(void);
+} wait_clock;
+
+static void wait_clock_start(const pgc_team *t, uint64_t start, wait_clock *c)
+{
+    /* saturating: a huge timeout (or one set from C) must not wrap around */
+    double timeout_ns = t->cfg.timeout_s * 1e9;
+    c->deadline = timeout_ns < (double)(UINT64_MAX - start) ? start + (uint64_t)timeout_ns : UINT64_MAX;
+    c->next_check = start + LIVENESS_EVERY_NS;
+    c->progress = atomic_load_explicit(&wait_progress, memory_order_relaxed);
+    c->max_slice = c->progress ? PGC_PROGRESS_EVERY_NS : SLEEP_SLICE_NS;
+    /* the first call once the wait has lasted a progress period: a short
+     * wait (the peer is a few microseconds behind, or a doorbell rung for
+     * an earlier step of the collective woke us) never pays for it */
+    c->next_progress = start + PGC_PROGRESS_EVERY_NS;
+}
+
+/* After a slice of sleep on `peer`: the progress hook and the peer's
+ * liveness when due. PGC_ETIMEDOUT once the deadline passed: the caller
+ * says what it waited for and aborts. */
+static int wait_clock_tick(pgc_team *t, int peer, wait_clock *c)
+{
+    uint64_t now = pgc_now_ns();
+    if (c->progress && now >= c->next_progress) {
+        c->progress();
+        c->next_progress = now + PGC_PROGRESS_EVERY_NS;
+    }
+    /* Only the member we wait for: one that finished its part of the
+     * collective and exited (its program ended) is gone legitimately,
+     * and a dead one that somebody needs is found by whoever waits on
+     * it, whose abort reaches everyone. */
+    if (now >= c->next_check) {
+        int rc = pgc_check_peer(t, peer);
+        if (rc)
+            return rc;
+        c->next_check = now + LIVENESS_EVERY_NS;
+    }
+    return now >= c->deadline ? PGC_ETIMEDOUT : PGC_OK;
+}
+
+/* The longest slice of sleep from now: to the deadline at most. */
+static uint64_t wait_clock_slice(const wait_clock *c, uint64_t now)
+{
+    return c->deadline - now < c->max_slice ? c->deadline - now : c->max_slice;
+}
+
 int pgc_wait_slow(pgc_team *t, int peer, _Atomic uint64_t *word, uint64_t target)
 {
     if (PGC_UNLIKELY(t->before_wait != NULL)) {
@@ -307,9 +357,8 @@ int pgc_wait_slow(pgc_team *t, int peer, _Atomic uint64_t *word, uint64_t target
 
     /* 2. Yield: hand the core to whoever must act next. */
     uint64_t start = pgc_now_ns();
-    /* saturating: a huge timeout (or one set from C) must not wrap around */
-    double timeout_ns = t->cfg.timeout_s * 1e9;
-    uint64_t deadline = timeout_ns < (double)(UINT64_MAX - start) ? start + (uint64_t)timeout_ns : UINT64_MAX;
+    wait_clock clock;
+    wait_clock_start(t, start, &clock);
     uint64_t yield_end = start + t->cfg.yield_ns;
     for (unsigned i = 1;; i++) {
         sched_yield();
@@ -326,44 +375,21 @@ int pgc_wait_slow(pgc_team *t, int peer, _Atomic uint64_t *word, uint64_t target
     /* 3. Sleep on the owner's doorbell, in slices, checking liveness,
      *    abort and the timeout between slices. */
     pgc_ctl *owner = pgc_ctl_of(t, peer);
-    uint64_t next_check = start + LIVENESS_EVERY_NS;
-    void (*progress)(void) = atomic_load_explicit(&wait_progress, memory_order_relaxed);
-    uint64_t max_slice = progress ? PGC_PROGRESS_EVERY_NS : SLEEP_SLICE_NS;
-    /* the first call once the wait has lasted a progress period: a short
-     * wait (the peer is a few microseconds behind, or a doorbell rung for
-     * an earlier step of the collective woke us) never pays for it */
-    uint64_t next_progress = start + PGC_PROGRESS_EVERY_NS;
     for (;;) {
         uint32_t bell = atomic_load_explicit(&owner->doorbell, memory_order_acquire);
         /* seq_cst RMW: pairs with the fence in pgc_publish (see there). */
         atomic_fetch_add_explicit(&owner->sleepers, 1, memory_order_seq_cst);
         int ready = pgc_reached(atomic_load_explicit(word, memory_order_seq_cst), target);
         uint64_t now = pgc_now_ns();
-        if (!ready && !is_aborted(t) && now < deadline) {
-            uint64_t slice = deadline - now < max_slice ? deadline - now : max_slice;
-            futex_wait(&owner->doorbell, bell, slice);
-        }
+        if (!ready && !is_aborted(t) && now < clock.deadline)
+            futex_wait(&owner->doorbell, bell, wait_clock_slice(&clock, now));
         atomic_fetch_sub_explicit(&owner->sleepers, 1, memory_order_relaxed);
         if (ready || pgc_reached(atomic_load_explicit(word, memory_order_acquire), target))
             return PGC_OK;
         if (is_aborted(t))
             return aborted_error(t);
-        now = pgc_now_ns();
-        if (progress && now >= next_progress) {
-            progress();
-            next_progress = now + PGC_PROGRESS_EVERY_NS;
-        }
-        /* Only the member we wait for: one that finished its part of the
-         * collective and exited (its program ended) is gone legitimately,
-         * and a dead one that somebody needs is found by whoever waits on
-         * it, whose abort reaches everyone. */
-        if (now >= next_check) {
-            int rc = pgc_check_peer(t, peer);
-            if (rc)
-                return rc;
-            next_check = now + LIVENESS_EVERY_NS;
-        }
-        if (now >= deadline) {
+        int rc = wait_clock_tick(t, peer, &clock);
+        if (rc == PGC_ETIMEDOUT) {
             uint64_t seen = atomic_load_explicit(word, memory_order_relaxed);
             pgc_set_error(&t->err, PGC_ETIMEDOUT, peer, 0,
                           "%s: timed out after %.1f s waiting for local rank %d (pid %d): "
@@ -372,8 +398,9 @@ int pgc_wait_slow(pgc_team *t, int peer, _Atomic uint64_t *word, uint64_t target
                           pgc_member_of(t, peer)->pid, (unsigned)(seen >> 32), (unsigned)seen,
                           (unsigned)(target >> 32), (unsigned)target);
             pgc_team_abort(t, PGC_ETIMEDOUT, t->err.msg);
-            return PGC_ETIMEDOUT;
         }
+        if (rc)
+            return rc;
     }
 }
 
@@ -381,12 +408,9 @@ int pgc_wait_signed(pgc_team *t, int peer, uint32_t seq, uint64_t *sig)
 {
     pgc_ctl *owner = pgc_ctl_of(t, peer);
     _Atomic uint64_t *slot = &owner->sig[seq & (PGC_SIG_RING - 1)];
-    uint64_t start = pgc_now_ns();
-    double timeout_ns = t->cfg.timeout_s * 1e9; /* saturating, as in pgc_wait_slow */
-    uint64_t deadline = timeout_ns < (double)(UINT64_MAX - start) ? start + (uint64_t)timeout_ns : UINT64_MAX;
-    uint64_t yield_end = start + t->cfg.yield_ns, next_check = start + LIVENESS_EVERY_NS;
-    uint64_t next_progress = start + PGC_PROGRESS_EVERY_NS;
-    void (*progress)(void) = atomic_load_explicit(&wait_progress, memory_order_relaxed);
+    uint64_t start = pgc_now_ns(), yield_end = start + t->cfg.yield_ns;
+    wait_clock clock;
+    wait_clock_start(t, start, &clock);
     for (;;) {
         /* relaxed: the signature alone is read, nothing it orders */
         *sig = atomic_load_explicit(slot, memory_order_relaxed);
@@ -408,32 +432,24 @@ int pgc_wait_signed(pgc_team *t, int peer, uint32_t seq, uint64_t *sig)
             sched_yield();
             continue;
         }
-        /* Signing rings no doorbell: sleep a slice at most (any publish of
-         * the peer's, such as a refusal's DONE, wakes us sooner). */
+        /* Signing rings no doorbell: a slice at most (any publish of the
+         * peer's, such as a refusal's DONE, wakes us sooner). seq_cst RMW:
+         * as in pgc_wait_slow. */
         uint32_t bell = atomic_load_explicit(&owner->doorbell, memory_order_acquire);
         atomic_fetch_add_explicit(&owner->sleepers, 1, memory_order_seq_cst);
-        uint64_t slice = progress ? PGC_PROGRESS_EVERY_NS : SLEEP_SLICE_NS;
-        futex_wait(&owner->doorbell, bell, deadline - now < slice ? deadline - now : slice);
+        if (now < clock.deadline)
+            futex_wait(&owner->doorbell, bell, wait_clock_slice(&clock, now));
         atomic_fetch_sub_explicit(&owner->sleepers, 1, memory_order_relaxed);
-        now = pgc_now_ns();
-        if (progress && now >= next_progress) {
-            progress();
-            next_progress = now + PGC_PROGRESS_EVERY_NS;
-        }
-        if (now >= next_check) {
-            int rc = pgc_check_peer(t, peer);
-            if (rc)
-                return rc;
-            next_check = now + LIVENESS_EVERY_NS;
-        }
-        if (now >= deadline) {
+        int rc = wait_clock_tick(t, peer, &clock);
+        if (rc == PGC_ETIMEDOUT) {
             pgc_set_error(&t->err, PGC_ETIMEDOUT, peer, 0,
                           "timed out after %.1f s waiting for local rank %d (pid %d) to enter collective "
                           "number %u (PGASCOL_TIMEOUT)", t->cfg.timeout_s, peer, pgc_member_of(t, peer)->pid,
                           (unsigned)seq);
             pgc_team_abort(t, PGC_ETIMEDOUT, t->err.msg);
-            return PGC_ETIMEDOUT;
         }
+        if (rc)
+            return rc;
     }
 }
 
