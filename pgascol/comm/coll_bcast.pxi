@@ -41,10 +41,11 @@ cdef int _hier_bcast(_State st, _Msg m, Py_ssize_t n, int root) except -1:
     cdef bint node_phase = st.nidx != rn or rl == 0
     if n > _SEGMENT:       # the same choice on every leader: it depends on n only
         return _hier_bcast_segments(st, m, n, rn, dtype, node_phase)
+    cdef char *src = m.ptr          # what this node's leg broadcasts
     if st.lrank == 0:
-        dtype = _leaders_leg(st, m, n, root, dtype)
+        src = _leaders_leg(st, m, n, root, &dtype)
     if node_phase:
-        st.core.c_bcast(m.ptr, n, 0, dtype)
+        st.core.c_bcast(src, n, 0, dtype)
     return 0
 
 
@@ -88,14 +89,15 @@ cdef int _hier_bcast_segments(_State st, _Msg m, Py_ssize_t n, int rn, int dtype
     return 0
 
 
-cdef int _leaders_leg(_State st, _Msg m, Py_ssize_t n, int root, int dtype) except -2:
+cdef char *_leaders_leg(_State st, _Msg m, Py_ssize_t n, int root, int *dtype) except? NULL:
     """A leader's part of the leaders' leg of an unsegmented hierarchical
-    Bcast (n bytes): the type its node leg then states (_leaders_bcast)."""
+    Bcast (n bytes): where its node leg then broadcasts from, and dtype
+    set to the type that leg states (_leaders_bcast)."""
     try:
         if n <= _TYPED_BCAST_MAX:
             return _leaders_bcast(st, m, n, root, dtype)
         _mpi_wait(st, [st.xcomm.Ibcast([m.obj, n, _BYTE], root=st.node_of[root])], "Bcast")
-        return dtype
+        return m.ptr
     except RootRefusedError as exc:
         _bcast_root_refused(st, exc, n, n)
 
@@ -142,24 +144,30 @@ cdef bytes _refusal_reason(object exc):
 # 19.7 (docs/PERFORMANCE.md, "A rooted collective's basic type costs no exchange").
 # Larger ones go straight between the users' buffers and carry no type: a
 # struct datatype over both would cost a type creation per call, a second
-# message a message (docs/ARCHITECTURE.md, "Datatypes that differ at the
-# same byte count").
+# message a message (a 1-byte Ibcast of the type posted and waited with the
+# bytes' took a 4 KiB Bcast from 2.2 to 7.9 us, a 64 KiB one from 20.8 to
+# 30.0: docs/PERFORMANCE.md, same section; docs/ARCHITECTURE.md, "Datatypes
+# that differ at the same byte count").
 cdef Py_ssize_t _TYPED_BCAST_MAX = 2 << 10
 
 
-cdef int _leaders_bcast(_State st, _Msg m, Py_ssize_t n, int root, int mine) except -2:
+cdef char *_leaders_bcast(_State st, _Msg m, Py_ssize_t n, int root, int *dtype) except? NULL:
     """The leaders' Ibcast of a small hierarchical Bcast (n bytes, at most
-    _TYPED_BCAST_MAX) followed by the root's basic type. Returns the root's
-    type, which the leader's node leg then states, so that its members
-    compare theirs with the root's; a leader whose own (mine) differs
-    holds a DatatypeMismatchError. The root's node's leader states the root's
-    type as its node leg showed it (the type of the peer it met there if
-    it met another one: the root when its node broadcasts flat)."""
-    cdef int rn = st.node_of[root], theirs = mine
+    _TYPED_BCAST_MAX) followed by the root's basic type. Sets dtype (this
+    leader's own on entry) to the root's type, which the leader's node leg
+    then states, so that its members compare theirs with the root's, and
+    returns where that leg broadcasts from: the user's buffer, or the work
+    area at a leader whose own type differs (it holds a
+    DatatypeMismatchError, and its buffer takes none of those bytes). The
+    root's node's leader states the root's type as its node leg showed it
+    (the type of the peer it met there if it met another one: the root
+    when its node broadcasts flat)."""
+    cdef int rn = st.node_of[root], mine = dtype[0], theirs = mine
     b = st.scratch_bufs[1]      # whole (the count says how much): no slice to make
     if b is None or cnp.PyArray_SIZE(b) <= n:
         b = st.scratch(1, n + 1).base
     cdef char *p = <char *>cnp.PyArray_DATA(b)
+    cdef char *src = m.ptr
     if st.nidx == rn:
         if st.local_of[root] != 0 and st.core.held is not None:
             theirs = st.core.t.basic_seen
@@ -167,10 +175,13 @@ cdef int _leaders_bcast(_State st, _Msg m, Py_ssize_t n, int root, int mine) exc
         p[n] = <char>(theirs + 1)
     _mpi_wait(st, [st.xcomm.Ibcast([b, _leaders_bytes(n), _BYTE], root=rn)], "Bcast")
     if st.nidx != rn:
-        memcpy(m.ptr, p, n)
         theirs = (<unsigned char>p[n]) - 1
-        _hold_root_type(st, "Bcast", root, theirs, mine)
-    return theirs
+        if _hold_root_type(st, "Bcast", root, theirs, mine):
+            src = p         # my buffer takes none of them: my node's leg broadcasts the work area
+        else:
+            memcpy(m.ptr, p, n)
+    dtype[0] = theirs
+    return src
 
 
 cdef inline Py_ssize_t _leaders_bytes(Py_ssize_t n):

@@ -128,13 +128,12 @@ cdef int _hier_gather(_State st, _Msg s, Py_ssize_t sb, _Msg r, _Layout lay, int
             return 0
         in_order = st.in_rank_order and lay.consecutive()
         dst = _u8(r.obj)
-        reqs, bufs, into = [], [], []
+        reqs, nodes, into = [], [], []
         tag = _gather_tag(st.seq, dtype, False)     # blocks of this root's type (others: _collect_types)
         for n in range(st.nnodes):
             if n != rn:
                 b = _node_message(st, lay, dst, n, in_order, False)
-                if not in_order:
-                    bufs.append((n, b))
+                nodes.append(n)
                 into.append(b)
                 reqs.append(st.pcomm.Irecv([b, len(b), _BYTE], source=st.members[n][0], tag=tag))
         ml = _members_layout(st, lay, rn)
@@ -146,8 +145,10 @@ cdef int _hier_gather(_State st, _Msg s, Py_ssize_t sb, _Msg r, _Layout lay, int
             _mpi_wait(st, reqs, "Gather")
             raise
         _leaders_wait(st, reqs, _other_leaders(st), "Gatherv" if v else "Gather", (into, dtype))   # in reqs' order
-        for n, b in bufs:
-            _place_node_message(st, lay, dst, n, b)
+        if not in_order:
+            for n, b in zip(nodes, into):
+                if b is not None:       # None: blocks of another type, kept out (_collect_types)
+                    _place_node_message(st, lay, dst, n, b)
         return 0
     ml = _node_sizes(st, sb, v)
     if ml is None:
@@ -183,9 +184,9 @@ cdef int _collect_types(_State st, list reqs, list srcs, tuple typed, str what) 
     root for the other leaders' blocks (_leaders_wait): a leader whose
     blocks have not come sent them on another tag of the call than the
     root's type's (_gather_tag): its type or its node's differs. Receive
-    them where they belong (the bytes move as MPI moves them), cancel the
-    receive they did not match, and hold a DatatypeMismatchError, raised
-    once the call completed."""
+    them into scratch (into[i] becomes None: no byte of another type lands
+    in the receive buffer), cancel the receive they did not match, and hold
+    a DatatypeMismatchError, raised once the call completed."""
     into, mine = typed
     status = MPI.Status()
     cdef int base = _gather_tag(st.seq, -1, False), own = _gather_tag(st.seq, mine, False), tag, theirs
@@ -198,7 +199,8 @@ cdef int _collect_types(_State st, list reqs, list srcs, tuple typed, str what) 
                 continue
             reqs[i].Cancel()
             reqs[i].Wait()      # a cancelled receive completes at once
-            reqs.append(m.Irecv([into[i], len(into[i]), _BYTE]))
+            reqs.append(m.Irecv([np.empty(len(into[i]), np.uint8), len(into[i]), _BYTE]))
+            into[i] = None
             theirs = (tag - base) % 16 - 1
             if theirs != mine:
                 why = ("rank %d, its node's leader, sends that node's elements as %s where this rank (rank %d, "
@@ -294,10 +296,12 @@ cdef int _hier_scatter(_State st, _Msg s, _Layout lay, _Msg r, Py_ssize_t rb, in
     cdef Py_ssize_t cap = max(tot, _REFUSAL_MAX + 8)
     b = st.scratch(0, cap)
     status = MPI.Status()
-    while True:     # a refusal of an earlier call (_refusal_of) is dropped
+    cdef int got = 0
+    while got <= 0:     # a refusal of an earlier call (_refusal_of) is dropped
         _mpi_wait(st, [st.pcomm.Irecv([b, cap, _BYTE], source=root, tag=MPI.ANY_TAG)], "Scatter", [status])
-        if _root_message(st, status, b, tot, root, "Scatter", dtype) > 0:
-            break
+        got = _root_message(st, status, b, tot, root, "Scatter", dtype)
+    if got == 2:        # the root's type differs (held): my own block stays out of my buffer
+        rptr = <char *>cnp.PyArray_DATA(st.scratch(1, rb))
     core.c_scatter(True, <char *>cnp.PyArray_DATA(b), ml.counts, ml.displs, rptr, rb, 0, dtype)
     return 0
 

@@ -990,8 +990,9 @@ cdef int _root_message(_State st, object status, object buf, Py_ssize_t nbytes, 
                        int dtype) except 0:
     """A leader received the message of a hierarchical Scatter(v) from the
     root (any tag, status): the node's blocks (TAG_SCATTER + 1 + the root's
-    basic type, nbytes of them: 1; a type other than this leader's `dtype`
-    is held as a DatatypeMismatchError, raised once the call completed), or
+    basic type, nbytes of them: 1, or 2 for a type other than this
+    leader's `dtype`, held as a DatatypeMismatchError, raised once the call
+    completed), or
     the root's refusal of this call (the leader refuses the node's leg with
     the root's reason, so its members end the call as the root's own node
     does), or one of an earlier call (-1: dropped, receive again), or an
@@ -1009,8 +1010,7 @@ cdef int _root_message(_State st, object status, object buf, Py_ssize_t nbytes, 
         if got != nbytes:
             raise ArgumentError("%s: the root (rank %d) sends %d bytes to this node, whose ranks receive %d"
                                 % (what, root, got, nbytes))
-        _hold_root_type(st, what, root, tag - TAG_SCATTER - 1, dtype)
-        return 1
+        return 1 + _hold_root_type(st, what, root, tag - TAG_SCATTER - 1, dtype)
     why = bytes(buf[:got])
     if tag == TAG_PATH:
         _path_alert(st, root, what)
@@ -1021,12 +1021,13 @@ cdef int _root_message(_State st, object status, object buf, Py_ssize_t nbytes, 
 cdef int _hold_root_type(_State st, str what, int root, int theirs, int mine) except -1:
     """This leader learnt the root's basic type `theirs` between nodes (a
     Scatter(v)'s tag, _root_message; a small Bcast's last byte,
-    _leaders_bcast) where it passes `mine`: if they differ, a
+    _leaders_bcast) where it passes `mine`: if they differ (1), a
     DatatypeMismatchError held until the call completed (_raise_held)."""
-    if theirs != mine:
-        _hold_type_mismatch(st, what, "the root (rank %d) sends its elements as %s where this rank (rank %d, its "
-                            "node's leader) receives %s" % (root, _basic_name(theirs), st.rank, _basic_name(mine)))
-    return 0
+    if theirs == mine:
+        return 0
+    _hold_type_mismatch(st, what, "the root (rank %d) sends its elements as %s where this rank (rank %d, its "
+                        "node's leader) receives %s" % (root, _basic_name(theirs), st.rank, _basic_name(mine)))
+    return 1
 
 
 cdef int _hold_type_mismatch(_State st, str what, str why) except -1:

@@ -718,10 +718,11 @@ def _typed(buf, odd):
     return [buf.view(np.int32), MPI.INT] if odd else [buf.view(np.float64), MPI.DOUBLE]
 
 
-def _differing_type_calls(n, root, odd):
+def _differing_type_calls(n, root, odd, bufs=None):
     """Bcast, Gather(v), Scatter(v) of n doubles a rank, rank `odd` passing
     its bytes as 2n MPI.INT: name, call(c) -> what this rank's buffer must
-    hold after it (the bytes MPI would move), where the buffer is."""
+    hold after it (the bytes MPI would move), where the buffer is. bufs: a
+    list each call appends that pair to before the call (if it raises)."""
     me_odd = ME == odd
     blocks = np.arange(n * P, dtype=np.float64) + 1
     mine = blocks[n * ME:n * (ME + 1)]
@@ -732,14 +733,19 @@ def _differing_type_calls(n, root, odd):
         k = 2 if odd_ else 1
         return [spec, [c * k for c in counts], [d * k for d in displs], t]
 
+    def kept(got, want):
+        if bufs is not None:
+            bufs.append((got, want))
+        return got, want
+
     def bcast(c):
-        buf = blocks[:n].copy() if ME == root else np.zeros(n)
+        buf, _ = kept(blocks[:n].copy() if ME == root else np.zeros(n), blocks[:n])
         c.Bcast(_typed(buf, me_odd), root=root)
         return buf, blocks[:n]
 
     def gather(v):
         def call(c):
-            out = np.zeros(n * P) if ME == root else None
+            out, _ = kept(np.zeros(n * P) if ME == root else None, blocks if ME == root else None)
             spec = (vec(out, me_odd) if v else _typed(out, me_odd)) if ME == root else None
             (c.Gatherv if v else c.Gather)(_typed(mine.copy(), me_odd), spec, root=root)
             return out, blocks if ME == root else None
@@ -747,7 +753,7 @@ def _differing_type_calls(n, root, odd):
 
     def scatter(v):
         def call(c):
-            out = np.zeros(n)
+            out, _ = kept(np.zeros(n), mine)
             spec = (vec(blocks.copy(), me_odd) if v else _typed(blocks.copy(), me_odd)) if ME == root else None
             (c.Scatterv if v else c.Scatter)(spec, _typed(out, me_odd), root=root)
             return out, mine
@@ -870,6 +876,101 @@ def _gather_again(c, root):
     c.Gather(np.full(2, ME, "d"), got, root=root)
     if ME == root:
         assert list(got) == [q for q in range(P) for _ in range(2)], got
+
+
+def test_across_nodes_a_rank_of_another_type_than_the_roots_takes_no_bytes_of_it():
+    """Virtual nodes: a leader, then a non-leader, of another node than the
+    root's passes MPI.INT where every other rank passes MPI.DOUBLE, at the
+    same byte count. Up to 2 KiB (4 doubles) a Bcast leader of another
+    type raises DatatypeMismatchError, keeps its buffer untouched and still
+    feeds its node, whose members compare with the root's type and get the
+    root's data; larger (1000 and 100000 doubles) the leaders compare no
+    types, and its members compare theirs with its own. A Scatter(v) leader of
+    another type keeps its block out of its buffer and passes its members
+    theirs. A Gather(v) root keeps the blocks of a node that passes another
+    type out of its receive buffer. Roots 0 and P-1; _across_expected says
+    which ranks raise and what each buffer holds; a right call follows."""
+    c = pgascol.Comm(WORLD.Dup())
+    try:
+        if not c._pg.hier:
+            return
+        for root in sorted({0, P - 1}):
+            for odd in _another_nodes_ranks(c._pg, root):
+                for n in (4, 1000, 100_000):
+                    bufs = []
+                    for name, call in _differing_type_calls(n, root, odd, bufs):
+                        if n == 100_000 and name != "Bcast":
+                            continue
+                        raises, holds = _across_expected(c, name, n, root, odd)
+                        try:
+                            call(c)
+                        except pgascol.DatatypeMismatchError as exc:
+                            assert str(exc).startswith(name + " (hierarchical)"), str(exc)
+                            assert raises is not False, (ME, name, n, root, odd, str(exc))
+                        else:
+                            assert not raises, (ME, name, n, root, odd)
+                        got, want = bufs.pop()
+                        _assert_holds(c, name, n, odd, holds, got, want)
+                        if name.startswith("Gather"):
+                            _gather_again(c, root)
+                        _still_usable(c)
+    finally:
+        c.Free()
+
+
+def _another_nodes_ranks(st, root):
+    """A leader and a non-leader (if any) of other nodes than the root's."""
+    others = [m for i, m in enumerate(st.members) if i != st.node_of[root]]
+    return sorted({others[-1][0]} | set([m[1] for m in others if len(m) > 1][-1:]))
+
+
+def _across_expected(c, name, n, root, odd):
+    """(raises: True, False or None for either; holds: "data", "untouched",
+    "either" or, at a Gather root, the ranks whose blocks stay untouched)
+    for this rank, when rank `odd`, of another node than the root's, passes
+    another type than everybody else. A member's node leg is the engine's
+    (it moves a member's bytes before it compares types: "either")."""
+    st = c._pg
+    node = st.members[st.node_of[odd]]
+    here, leads = ME in node, odd == node[0]
+    flat = not 0 < st.core.config["bcast_tree_min"] <= len(node)
+    if name == "Bcast":
+        typed = n * 8 <= 2 << 10        # the leaders carry the root's type
+        if ME == odd:
+            if leads:
+                return typed, "untouched" if typed else "data"
+            return (True if flat else None), "either"
+        if here and leads and not typed:    # its node's leg states the leader's type
+            return (True if flat else None), "data"
+        return (None if here and not flat else False), "data"
+    if name.startswith("Gather"):
+        if ME == root:
+            return True, set(node)
+        if ME == node[0]:
+            return len(node) > 1, None
+        return (None if here else False), None
+    if ME == odd:           # Scatter(v)
+        return True, "untouched" if leads else "either"
+    return here and leads, "data"    # members compare with their leader's type
+
+
+def _assert_holds(c, name, n, odd, holds, got, want):
+    """What this rank's receive buffer holds after the call (zeros before):
+    see _across_expected."""
+    if holds is None:
+        return
+    if isinstance(holds, set):      # a Gather root's: blocks of n doubles
+        for q in range(P):
+            block, right = got[n * q:n * (q + 1)], want[n * q:n * (q + 1)]
+            if q in holds:
+                assert not block.any(), (name, n, odd, q, block[:4])
+            else:
+                assert block.tobytes() == right.tobytes(), (name, n, odd, q, block[:4])
+        return
+    if holds == "untouched" or (holds == "either" and not got.any()):
+        assert not got.any(), (ME, name, n, odd, got[:4])
+    else:
+        assert got.tobytes() == want.tobytes(), (ME, name, n, odd, holds, got[:4])
 
 
 def test_a_reduction_datatype_differing_at_the_same_byte_count_is_a_mismatch():
