@@ -992,10 +992,9 @@ cdef int _root_message(_State st, object status, object buf, Py_ssize_t nbytes, 
     root (any tag, status): the node's blocks (TAG_SCATTER + 1 + the root's
     basic type, nbytes of them: 1, or 2 for a type other than this
     leader's `dtype`, held as a DatatypeMismatchError, raised once the call
-    completed), or
-    the root's refusal of this call (the leader refuses the node's leg with
-    the root's reason, so its members end the call as the root's own node
-    does), or one of an earlier call (-1: dropped, receive again), or an
+    completed), or the root's refusal of this call (the leader refuses the
+    node's leg with the root's reason, so its members end the call as the
+    root's own node does), or one of an earlier call (-1: dropped, receive again), or an
     alert of the root's node (TAG_PATH, TAG_ABORT)."""
     cdef int tag = status.Get_tag()
     cdef Py_ssize_t got = status.Get_count(_BYTE)
