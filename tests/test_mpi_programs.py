@@ -48,13 +48,14 @@ MIX_SMALL = {"PGASCOL_INLINE_MAX": "64", "PGASCOL_CHUNK_BYTES": "4096", "PGASCOL
 SHORT_TIMEOUT = {"PGASCOL_TIMEOUT": "3"}
 TYPES_DIFFER = "test_a_root_datatype_differing_at_the_same_byte_count_is_refused_and_the_comm_stays_usable"
 TYPES_ACROSS = "test_across_nodes_a_rank_of_another_type_than_the_roots_takes_no_bytes_of_it"
+TYPES_MOVE_NOTHING = "test_on_one_node_no_bytes_move_between_ranks_of_different_types"
 ROOT_MISUSE = "test_root_only_misuse_leaves_the_communicator_usable"
 REDUCE_ROOT = "test_a_reduce_root_that_refuses_runs_with_scratch_and_the_others_complete"
 ERRORS_AT_8 = (ROOT_MISUSE,
                "test_misuse_on_the_root_and_another_leader_ends_every_rank_at_once",
                "test_a_derived_datatype_on_one_rank_only",
                "test_ranks_on_different_paths_all_fail_at_once",
-               TYPES_DIFFER, REDUCE_ROOT, TYPES_ACROSS,
+               TYPES_DIFFER, REDUCE_ROOT, TYPES_ACROSS, TYPES_MOVE_NOTHING,
                "test_a_refusal_of_its_own_arguments_across_nodes_ends_every_rank_at_once",
                "test_refusals_every_rank_makes_alike_leave_no_alert_behind",
                "test_a_refusal_of_a_bcast_reduce_or_scan_by_whole_nodes_never_gives_wrong_data")

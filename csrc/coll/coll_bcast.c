@@ -72,8 +72,9 @@ static int bcast_root_work(pgc_team *t, const void *buf, size_t bytes, pgc_path 
             int r = (t->rank + i) % t->nranks;
             if ((rc = pgc_wait_step(t, r, 1))) /* reader r exposed its buffer */
                 return rc;
+            /* a reader of another type gets nothing, but its ack all the same */
             uint64_t dst = atomic_load_explicit(&pgc_ctl_of(t, r)->addr, memory_order_relaxed);
-            if ((rc = pgc_coll_cma(t, r, 1, (char *)buf + head, dst + head, share)))
+            if (!pgc_peer_type_differs(t, r) && (rc = pgc_coll_cma(t, r, 1, (char *)buf + head, dst + head, share)))
                 return rc;
             pgc_post_ack(t, (uint32_t)i);
         }
@@ -154,7 +155,10 @@ static void bcast_reader_start(pgc_team *t, void *buf, pgc_path path)
 
 /* Reader, work: follow the path the root announced. A root may announce
  * cma where the team's path (ours, `path`) is another: its buffer lies in a
- * shared region, and we pull all of it, as we exposed nothing for a push. */
+ * shared region, and we pull all of it, as we exposed nothing for a push.
+ * A reader of another basic type than the root's (`skip`: known from its
+ * first wait on the root, before anything moves) copies nothing but posts
+ * every ack the root waits for; the root pushes nothing into its buffer. */
 static int bcast_reader_work(pgc_team *t, void *buf, size_t bytes, int root, pgc_path path)
 {
     pgc_ctl *rc_ = pgc_ctl_of(t, root);
@@ -162,14 +166,16 @@ static int bcast_reader_work(pgc_team *t, void *buf, size_t bytes, int root, pgc
     int rc = pgc_wait_step(t, root, 1);
     if (rc || (rc = check_root_desc(t, root, bytes, &desc)))
         return rc;
+    int skip = pgc_peer_type_differs(t, root);
     switch (pgc_desc_path(desc)) {
     case PGC_PATH_INLINE:
-        memcpy(buf, pgc_inline_of(t, root, t->seq), bytes);
+        if (!skip)
+            memcpy(buf, pgc_inline_of(t, root, t->seq), bytes);
         return PGC_OK;
     case PGC_PATH_CMA: {
         int pushed = path == PGC_PATH_CMA;
         size_t head = pushed ? bytes - push_share(t, bytes) : bytes;
-        if ((rc = pgc_coll_cma(t, root, 0, buf, atomic_load_explicit(&rc_->addr, memory_order_relaxed), head)))
+        if (!skip && (rc = pgc_coll_cma(t, root, 0, buf, atomic_load_explicit(&rc_->addr, memory_order_relaxed), head)))
             return rc;
         return pushed ? pgc_wait_ack(t, root, (uint32_t)((t->rank - root + t->nranks) % t->nranks)) : PGC_OK;
     }
@@ -182,7 +188,8 @@ static int bcast_reader_work(pgc_team *t, void *buf, size_t bytes, int root, pgc
             if ((rc = pgc_wait_step(t, root, c + 1)))
                 return rc;
             size_t off = (size_t)c * chunk, n = bytes - off < chunk ? bytes - off : chunk;
-            pgc_copy(t, (char *)buf + off, ring + (size_t)(c % slots) * chunk, n);
+            if (!skip)
+                pgc_copy(t, (char *)buf + off, ring + (size_t)(c % slots) * chunk, n);
             pgc_post_ack(t, c + 1);
         }
         return PGC_OK;
@@ -262,7 +269,12 @@ static int bcast_tree_start(pgc_team *t, const tree_links *n, void *buf, size_t 
 
 /* Tree, work: take each chunk from our parent (the root has it all) as soon
  * as the parent has it, and hold it for our children. `stage`: how we write
- * our ring (cico with children). */
+ * our ring (cico with children). A member of another basic type than its
+ * parent's (`skip`: known from its first wait on the parent) writes nothing
+ * into its own buffer: a staged relay passes the chunks from its parent's
+ * ring to its own, a leaf only acknowledges them. A single-copy relay
+ * cannot: its children pull from its user buffer, so it takes the data
+ * there, and only its children of another type than its own skip it. */
 static int bcast_tree_work(pgc_team *t, const tree_links *n, void *buf, size_t bytes, int root, pgc_path path,
                            pgc_xfer stage)
 {
@@ -288,6 +300,7 @@ static int bcast_tree_work(pgc_team *t, const tree_links *n, void *buf, size_t b
     uint64_t desc;
     if ((rc = pgc_wait_step(t, n->parent, 1)) || (rc = check_root_desc(t, root, bytes, &desc)))
         return rc;
+    int skip = pgc_peer_type_differs(t, n->parent);
     pgc_ctl *parent = pgc_ctl_of(t, n->parent);
     const char *parent_ring = pgc_staging_of(t, n->parent);
     for (uint32_t c = 0; c < nchunks; c++) {
@@ -297,7 +310,7 @@ static int bcast_tree_work(pgc_team *t, const tree_links *n, void *buf, size_t b
             return rc;
         if (cma) {
             uint64_t src = atomic_load_explicit(&parent->addr, memory_order_relaxed) + off;
-            if ((rc = pgc_coll_cma(t, n->parent, 0, (char *)buf + off, src, len)))
+            if ((!skip || n->nchildren) && (rc = pgc_coll_cma(t, n->parent, 0, (char *)buf + off, src, len)))
                 return rc;
             if (n->nchildren)
                 pgc_post_step(t, c + 1);
@@ -305,7 +318,7 @@ static int bcast_tree_work(pgc_team *t, const tree_links *n, void *buf, size_t b
         } else if (n->nchildren) {
             if ((rc = wait_slot_free(t, n, c, slots)))
                 return rc;
-            if (stage == PGC_XFER_STREAM) {
+            if (stage == PGC_XFER_STREAM && !skip) {
                 /* ours first: streamed lines leave our cache too */
                 pgc_copy(t, (char *)buf + off, parent_ring + (size_t)(c % slots) * chunk, len);
                 pgc_timed_copy(t, PGC_XFER_STREAM, slot, (char *)buf + off, len);
@@ -316,10 +329,12 @@ static int bcast_tree_work(pgc_team *t, const tree_links *n, void *buf, size_t b
                 pgc_copy(t, slot, parent_ring + (size_t)(c % slots) * chunk, len);
                 pgc_post_ack(t, c + 1);
                 pgc_post_step(t, c + 1);
-                pgc_copy(t, (char *)buf + off, slot, len);
+                if (!skip)
+                    pgc_copy(t, (char *)buf + off, slot, len);
             }
         } else {
-            pgc_copy(t, (char *)buf + off, parent_ring + (size_t)(c % slots) * chunk, len);
+            if (!skip)
+                pgc_copy(t, (char *)buf + off, parent_ring + (size_t)(c % slots) * chunk, len);
             pgc_post_ack(t, c + 1);
         }
     }

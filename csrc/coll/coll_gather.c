@@ -71,7 +71,10 @@ static int gather_root_start(pgc_team *t, char *recvbuf, const size_t *recvbytes
 }
 
 /* Root, work: react to each sender's descriptor, in rotated order; the own
- * block (unless in place) is copied by the engine. When our receive buffer
+ * block (unless in place) is copied by the engine. The block of a sender
+ * of another basic type (known from our wait on its descriptor) is not
+ * taken: its ring is consumed without copying, and a pushing sender
+ * pushes nothing (gather_sender_work). When our receive buffer
  * lies in a shared region (`pushed`) the senders push into it (gather_root_shared):
  * the own block is then copied first, while they push, instead of after
  * the last push. */
@@ -96,8 +99,8 @@ static int gather_root_work(pgc_team *t, const void *sendbuf, char *recvbuf, con
         if (len != recvbytes[p])
             return pgc_xchg_fail(t, PGC_EINVAL, p, "%s: local rank %d sends %zu bytes but the root (local rank %d) expects %zu",
                                  pgc_current_coll_name(t), p, len, me, recvbytes[p]);
-        char *dst = recvbuf + displs[p];
-        if (path == PGC_PATH_INLINE && len)
+        char *dst = pgc_peer_type_differs(t, p) ? NULL : recvbuf + displs[p];
+        if (path == PGC_PATH_INLINE && len && dst)
             memcpy(dst, pgc_inline_of(t, p, t->seq), len);
         else if (path == PGC_PATH_CICO)
             in[nin++] = (pgc_stream){p, 0, NULL, dst, len};
@@ -142,7 +145,9 @@ static int gather_sender_start(pgc_team *t, pgc_path path, const void *sendbuf, 
 }
 
 /* Sender, work. cma: push our block into the root's receive buffer, then
- * post the descriptor; cico: stream it through our ring. */
+ * post the descriptor (a root of another basic type, known from our wait on
+ * its descriptor, gets the descriptor alone); cico: stream it through our
+ * ring. */
 static int gather_sender_work(pgc_team *t, pgc_path path, const void *sendbuf, size_t n, int root,
                               const pgc_ring *g)
 {
@@ -159,7 +164,7 @@ static int gather_sender_work(pgc_team *t, pgc_path path, const void *sendbuf, s
             return pgc_xchg_fail(t, PGC_EINVAL, root, "%s: this rank sends %zu bytes but the root (local rank %d) expects %" PRIu64,
                                  pgc_current_coll_name(t), n, root, b.len);
         uint64_t addr = atomic_load_explicit(&pgc_ctl_of(t, root)->addr, memory_order_relaxed);
-        if ((rc = pgc_coll_cma(t, root, 1, (void *)sendbuf, addr + b.off, n)))
+        if (!pgc_peer_type_differs(t, root) && (rc = pgc_coll_cma(t, root, 1, (void *)sendbuf, addr + b.off, n)))
             return rc;
         /* DESC after the push: the root may return once it sees it. */
         pgc_xchg_publish(t, path, n);
@@ -280,7 +285,10 @@ static int scatter_root_ack(pgc_team *t, pgc_path path)
     return path == PGC_PATH_CMA ? pgc_wait_ack_all(t, PGC_XCHG_STEP_FIN) : PGC_OK;
 }
 
-/* Receiver, work: our block, on the path the root announced (*path). */
+/* Receiver, work: our block, on the path the root announced (*path). A
+ * receiver of another basic type than the root's (known from its wait on
+ * the root's descriptor) takes nothing: it consumes its ring window without
+ * copying, and acknowledges as the root expects. */
 static int scatter_receiver_work(pgc_team *t, pgc_coll coll, void *recvbuf, size_t n, int root, const pgc_ring *g,
                                  pgc_path *path)
 {
@@ -294,14 +302,16 @@ static int scatter_receiver_work(pgc_team *t, pgc_coll coll, void *recvbuf, size
     if (b.len != n)
         return pgc_xchg_fail(t, PGC_EINVAL, root, "%s: the root (local rank %d) sends %" PRIu64 " bytes but this rank receives %zu",
                              pgc_current_coll_name(t), root, b.len, n);
+    if (pgc_peer_type_differs(t, root))
+        recvbuf = NULL;
     switch (*path) {
     case PGC_PATH_INLINE:
-        if (n)
+        if (n && recvbuf)
             memcpy(recvbuf, packed + b.off, n);
         return PGC_OK;
     case PGC_PATH_CMA: {
         uint64_t addr = atomic_load_explicit(&pgc_ctl_of(t, root)->addr, memory_order_relaxed);
-        return pgc_coll_cma(t, root, 0, recvbuf, addr + b.off, n);
+        return recvbuf ? pgc_coll_cma(t, root, 0, recvbuf, addr + b.off, n) : PGC_OK;
     }
     default: {
         pgc_stream s = {root, pgc_xchg_win(t, root, t->rank), NULL, recvbuf, n};

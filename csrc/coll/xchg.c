@@ -217,6 +217,8 @@ int pgc_xchg_run(pgc_team *t, const pgc_ring *g, const pgc_stream *out, int nout
                 continue;
             if ((rc = pgc_wait_step(t, s->peer, PGC_XCHG_STEP_ROUND + k)))
                 return rc;
+            if (PGC_UNLIKELY(!s->dst))
+                continue; /* a producer of another basic type: consumed, not copied */
             const char *slot = slot_of(t, g, s->peer, s->win, k);
             if (cold)
                 pgc_copy_stream(s->dst + off, slot, min_size(chunk, s->len - off));

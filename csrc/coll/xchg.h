@@ -70,7 +70,8 @@ typedef struct pgc_stream {
     int peer;          /* outgoing: consumer (-1: every other member); incoming: producer */
     uint32_t win;      /* window in the producer's ring */
     const char *src;   /* outgoing and own block: the data */
-    char *dst;         /* incoming and own block: where it goes */
+    char *dst;         /* incoming and own block: where it goes (incoming NULL: consumed, not
+                        * copied: a producer of another basic type, coll_gather.c) */
     size_t len;
 } pgc_stream;
 

@@ -209,6 +209,7 @@ int pgc_signature_mismatch(pgc_team *t, int peer, uint64_t theirs)
                       collname, peer, peer == root ? ", the root," : "", basic_name(theirs), t->rank,
                       t->rank == root ? ", the root" : "", basic_name(t->sig), root);
         t->end_pending |= PGC_END_TYPES;
+        t->type_differed[peer] = t->seq;
         t->basic_seen = sig_basic(theirs);
         return PGC_OK;
     } else if (pgc_sig_kind(theirs) & PGC_SIG_REFUSED)

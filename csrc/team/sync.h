@@ -82,6 +82,19 @@ static inline int pgc_check_signature(pgc_team *t, int peer)
     return PGC_OK;
 }
 
+/* Whether the peer states another basic type than we do in this collective
+ * (pgc_sig_types_only_differ): then no bytes move between us, neither into
+ * our buffer nor into its own (coll_bcast.c, coll_gather.c). Asked only
+ * after a wait on the peer in this collective, whose signature check
+ * recorded the difference (pgc_signature_mismatch, sync.c). From our record
+ * rather than the peer's signature word: a peer that waits for nobody may
+ * run PGC_SIG_RING collectives ahead and reuse that slot in between. A
+ * correct call tests one word it tests anyway (pgc_coll_end). */
+static inline int pgc_peer_type_differs(const pgc_team *t, int peer)
+{
+    return PGC_UNLIKELY(t->end_pending & PGC_END_TYPES) && t->type_differed[peer] == t->seq;
+}
+
 static inline int pgc_wait_word(pgc_team *t, int peer, _Atomic uint64_t *word, uint64_t target)
 {
     /* acquire: pairs with the release in pgc_publish, so what the peer wrote

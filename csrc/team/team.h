@@ -206,6 +206,8 @@ typedef struct pgc_team {
     uint64_t sig_elems;         /* a reduction's element count, for mismatch messages */
     uint32_t abort_seq;         /* the seq in which this member aborted the team */
     uint32_t *sig_checked;      /* per member: the last seq whose signature we checked */
+    uint32_t *type_differed;    /* per member: the last seq in which our check found it stating
+                                 * another basic type (pgc_signature_mismatch, sync.c) */
     pgc_config cfg;             /* copy of hdr->cfg */
     pgc_simd simd;              /* the loops this member copies and reduces with (cfg.simd) */
     uint64_t spin_iters;        /* spin budget in pause instructions */

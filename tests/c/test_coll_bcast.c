@@ -9,10 +9,13 @@
  * with rotating roots and sizes, the root scribbling over its buffer right
  * after return (a late reader would see it). Then a size mismatch: the
  * member that sees it fails with EINVAL, the others fail or finish, and
- * nobody hangs. Then basic types that differ at the same byte count: the
- * bytes move, a flat reader of the other type fails with PGC_ETYPE, every
- * other member completes or fails so, and the next calls succeed on every
- * member (no abort, none at the next call either). Then a root that
+ * nobody hangs. Then basic types that differ at the same byte count: no
+ * bytes move between members of different types: a member whose source
+ * (the root, or in a tree its parent) states another type fails with
+ * PGC_ETYPE and finds its buffer untouched (but a single-copy tree's
+ * relay, whose children read its buffer), every other member has the data
+ * and completes or fails so, and the next calls succeed on every member
+ * (no abort, none at the next call either). Then a root that
  * refuses its arguments (pgc_coll_refuse), with a reason and without: every
  * other member, flat or below a tree's relays, ends the call with
  * PGC_EREFUSED naming the root, its buffer untouched, and the next calls
@@ -110,8 +113,22 @@ static int mismatch(pgc_team *t, void *arg)
     return 0;
 }
 
+/* A member's parent in the k-nomial tree from `root` (coll_bcast.c,
+ * tree_links_of), -1 at the root, and whether it has children. */
+static int tree_parent(int P, int rank, int root, int k, int *has_children)
+{
+    int v = (rank - root + P) % P;
+    long place = 1;
+    while (v != 0 && (v / place) % k == 0)
+        place *= k;
+    *has_children = v == 0 ? P > 1 : v + 1 < P && place > 1;
+    return v == 0 ? -1 : (int)((v - ((v / place) % k) * place + root) % P);
+}
+
 /* The last member states int32 where the others state float64, at every
- * size of the sweep's kind (inline, staged over the ring, single copy). */
+ * size of the sweep's kind (inline, staged over the ring, single copy). A
+ * member whose source states the other type takes nothing from it; the
+ * others have the root's bytes. */
 static int types_differ(pgc_team *t, void *arg)
 {
     (void)arg;
@@ -122,11 +139,14 @@ static int types_differ(pgc_team *t, void *arg)
         for (int root = 0; root < t->nranks; root += t->nranks > 1 ? t->nranks - 1 : 1) {
             size_t n = sizes[s];
             for (size_t i = 0; i < n; i++)
-                buf[i] = t->rank == root ? pat(7, root, i) : 0;
-            int flat_reader = t->cfg.bcast_tree_min == 0 && t->rank != root;
+                buf[i] = t->rank == root ? pat(7, root, i) : SENT;
+            pgc_path path = pgc_choose_path(t, PGC_COLL_BCAST, n, 0);
+            int radix = pgc_bcast_radix(t, path), relay = 0;
+            int source = radix ? tree_parent(t->nranks, t->rank, root, radix, &relay) : t->rank == root ? -1 : root;
+            int skip = source >= 0 && (t->rank == odd) != (source == odd);
+            int untouched = skip && !(radix && path == PGC_PATH_CMA && relay);
             int rc = pgc_bcast(t, buf, n, root, t->rank == odd ? PGC_INT32 : PGC_FLOAT64);
-            int saw = t->nranks > 1 && (t->rank == odd) != (root == odd) && flat_reader;
-            CHECK_MEMBER(t, saw ? rc == PGC_ETYPE : rc == PGC_OK || rc == PGC_ETYPE,
+            CHECK_MEMBER(t, skip ? rc == PGC_ETYPE : rc == PGC_OK || rc == PGC_ETYPE,
                          "types differ, %zu bytes, root %d: returned %d (%s)", n, root, rc, t->err.msg);
             if (rc == PGC_ETYPE) {
                 CHECK_MEMBER(t, strstr(t->err.msg, "int32") && strstr(t->err.msg, "float64"), "message: %s",
@@ -137,16 +157,23 @@ static int types_differ(pgc_team *t, void *arg)
             }
             size_t bad = 0;
             for (size_t i = 0; i < n; i++)
-                bad += buf[i] != pat(7, root, i);
-            CHECK_MEMBER(t, bad == 0, "types differ, %zu bytes, root %d: %zu bytes wrong", n, root, bad);
+                bad += buf[i] != (untouched ? SENT : pat(7, root, i));
+            CHECK_MEMBER(t, bad == 0, "types differ, %zu bytes, root %d, radix %d, path %d: %zu bytes %s", n, root,
+                         radix, (int)path, bad, untouched ? "written" : "wrong");
             /* the same types: every member completes, now and at the next
              * call; the barrier first, as the root of an inline Bcast waits
              * for nobody: PGC_SIG_RING calls ahead it would reuse the slot
              * of the signature a slow reader has yet to see */
             CHECK_MEMBER(t, pgc_barrier(t) == PGC_OK, "barrier: %s", t->err.msg);
             for (int k = 0; k < 2; k++) {
+                for (size_t i = 0; i < n; i++)
+                    buf[i] = t->rank == root ? pat(8 + k, root, i) : SENT;
                 rc = pgc_bcast(t, buf, n, root, PGC_FLOAT64);
-                CHECK_MEMBER(t, rc == PGC_OK, "next call %d: returned %d (%s)", k, rc, t->err.msg);
+                bad = 0;
+                for (size_t i = 0; i < n; i++)
+                    bad += buf[i] != pat(8 + k, root, i);
+                CHECK_MEMBER(t, rc == PGC_OK && bad == 0, "next call %d: returned %d (%s), %zu bytes wrong", k, rc,
+                             t->err.msg, bad);
             }
         }
     free(buf);

@@ -17,7 +17,10 @@
  * with PGC_EABORTED (or success if they were already done), without a hang;
  * so must a member refusing its arguments (the root passing no counts).
  * Then back-to-back small Scatterv and Alltoallv with a slow member, whose
- * inline senders run ahead (run_ahead_body).
+ * inline senders run ahead (run_ahead_body). Then Gather(v) and Scatter(v)
+ * where the last member states int32 and the others float64 at the same
+ * byte count (types_body): no bytes move between members of different
+ * types, the members that see it end with PGC_ETYPE, the next call works.
  * PGC_TEST_STATS=1 prints the paths taken per collective.
  * Prints "N passed, M failed"; exits 1 on failure. */
 #include <pthread.h>
@@ -360,6 +363,81 @@ static int run_ahead_body(pgc_team *t, void *arg)
     return !ok || atomic_load(&check_n->fail) != fail0;
 }
 
+/* ---- basic types that differ at the same byte count ----
+ * The last member states int32, the others float64. Gather(v): the root
+ * holds the blocks of the senders of its own type, the others' places keep
+ * their sentinel, and it ends with PGC_ETYPE. Scatter(v): a receiver of
+ * another type than the root's finds its buffer untouched and ends with
+ * PGC_ETYPE, the others have their block. Inline, staged (the ring wraps)
+ * and single copy, every root; then a correct call on every member. */
+static int types_body(pgc_team *t, void *arg)
+{
+    int mode = *(int *)arg, P = t->nranks, me = t->rank, odd = P - 1;
+    if (mode == 3 && me % 2)
+        for (int i = PGC_COLL_GATHER; i <= PGC_COLL_ALLTOALLV; i++)
+            t->cfg.cma_min[i] = 0;
+    ctx_t c = {t, malloc(CAP), malloc(CAP), malloc(CAP)};
+    const size_t sizes[] = {8, 200, 40000, 300000};
+    unsigned seed = 500;
+    for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++)
+        for (int var = FIXED; var <= VFORM; var++)
+            for (int root = 0; root < P; root++, seed++) {
+                size_t B = sizes[si], cnt[MAXP] = {0}, dsp[MAXP] = {0};
+                for (int q = 0; q < P; q++)
+                    cnt[q] = var == FIXED ? B : vcount(B, q, 0, seed) + 8;
+                size_t span = layout(P, cnt, dsp, var == VFORM, seed);
+                int isroot = me == root, mine = me == odd ? PGC_INT32 : PGC_FLOAT64;
+                int differs = (me == odd) != (root == odd);
+                /* Gather(v) */
+                fill_block(c.send, cnt[me], seed, me, root);
+                memset(c.recv, SENT, span);
+                int rc = pgc_gather(t, var == FIXED ? PGC_COLL_GATHER : PGC_COLL_GATHERV, c.send, cnt[me],
+                                    isroot ? c.recv : NULL, isroot ? cnt : NULL, isroot ? dsp : NULL, root, mine);
+                CHECK_MEMBER(t, isroot ? rc == PGC_ETYPE : rc == PGC_OK || rc == PGC_ETYPE,
+                             "types differ: Gather %s B=%zu root=%d: rc %d: %s", vname[var], B, root, rc,
+                             t->err.msg);
+                if (isroot) {
+                    memset(c.exp, SENT, span);
+                    for (int q = 0; q < P; q++)
+                        if (q == root || (q == odd) == (root == odd))
+                            fill_block(c.exp + dsp[q], cnt[q], seed, q, root);
+                    CHECK_MEMBER(t, same(&c, c.recv, span, "gather"),
+                                 "types differ: Gather %s B=%zu root=%d: a block of another type taken or one "
+                                 "of the root's type missing", vname[var], B, root);
+                }
+                /* Scatter(v) */
+                if (isroot) {
+                    memset(c.send, SENT, span);
+                    for (int q = 0; q < P; q++)
+                        fill_block(c.send + dsp[q], cnt[q], seed, root, q);
+                }
+                memset(c.recv, SENT, cnt[me] + 64);
+                rc = pgc_scatter(t, var == FIXED ? PGC_COLL_SCATTER : PGC_COLL_SCATTERV, isroot ? c.send : NULL,
+                                 isroot ? cnt : NULL, isroot ? dsp : NULL, c.recv, cnt[me], root, mine);
+                CHECK_MEMBER(t, differs ? rc == PGC_ETYPE : rc == PGC_OK || (isroot && rc == PGC_ETYPE),
+                             "types differ: Scatter %s B=%zu root=%d: rc %d: %s", vname[var], B, root, rc,
+                             t->err.msg);
+                memset(c.exp, SENT, cnt[me] + 64);
+                if (!differs)
+                    fill_block(c.exp, cnt[me], seed, root, me);
+                CHECK_MEMBER(t, same(&c, c.recv, cnt[me] + 64, "scatter"), "types differ: Scatter %s B=%zu "
+                             "root=%d: %s", vname[var], B, root, differs ? "buffer written" : "wrong data");
+                /* the same types again: everyone completes (the barrier first:
+                 * inline publishers wait for nobody, see types_differ in
+                 * test_coll_bcast.c) */
+                CHECK_MEMBER(t, pgc_barrier(t) == PGC_OK, "barrier: %s", t->err.msg);
+                rc = pgc_scatter(t, PGC_COLL_SCATTERV, isroot ? c.send : NULL, isroot ? cnt : NULL,
+                                 isroot ? dsp : NULL, c.recv, cnt[me], root, PGC_FLOAT64);
+                fill_block(c.exp, cnt[me], seed, root, me);
+                CHECK_MEMBER(t, rc == PGC_OK && same(&c, c.recv, cnt[me], "scatter"),
+                             "next Scatterv B=%zu root=%d: rc %d: %s", B, root, rc, t->err.msg);
+            }
+    free(c.send);
+    free(c.recv);
+    free(c.exp);
+    return pgc_barrier(t) != PGC_OK;
+}
+
 /* ---- count mismatch: the detecting member fails, nobody hangs ---- */
 
 typedef struct {
@@ -485,6 +563,16 @@ int main(void)
         printf("P=%d inline run-ahead: %s\n", P, f ? "FAIL" : "ok");
         CHECK(f == 0, "P=%d inline run-ahead: %d members failed", P, f);
     }
+    for (int mode = 0; mode < 4; mode += mode == 1 ? 2 : 1) /* cico, cma, mixed */
+        for (int P = 2; P <= MAXP; P *= 2) {
+            pgc_config cfg = pgc_test_config();
+            if (mode == 1)
+                for (int i = PGC_COLL_GATHER; i <= PGC_COLL_ALLTOALLV; i++)
+                    cfg.cma_min[i] = 0;
+            int f = pgc_test_fork(P, &cfg, types_body, &mode);
+            printf("P=%d %s types differ: %s\n", P, modes[mode], f ? "FAIL" : "ok");
+            CHECK(f == 0, "P=%d %s types differ: %d members failed", P, modes[mode], f);
+        }
     int mp = atomic_load(&check_n->pass), mf = atomic_load(&check_n->fail);
     for (int cma_mode = 0; cma_mode < 2; cma_mode++)
         for (int P = 2; P <= MAXP; P += 2)

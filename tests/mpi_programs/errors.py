@@ -1246,3 +1246,108 @@ def test_a_refusal_of_a_bcast_reduce_or_scan_by_whole_nodes_never_gives_wrong_da
                 st = c._pg
     finally:
         c.Free()
+
+
+def _tree_parent(root, k):
+    """This rank's parent in the k-nomial Bcast tree from `root` (None at
+    the root) and whether it has children (csrc/coll/coll_bcast.c,
+    tree_links_of)."""
+    v = (ME - root) % P
+    place = 1
+    while v and (v // place) % k == 0:
+        place *= k
+    if v == 0:
+        return None, P > 1
+    return (v - (v // place) % k * place + root) % P, v + 1 < P and place > 1
+
+
+def _typed_call(call):
+    """call() -> whether it raised DatatypeMismatchError (checked: an
+    ArgumentError naming both types)."""
+    try:
+        call()
+    except pgascol.DatatypeMismatchError as exc:
+        assert isinstance(exc, ArgumentError) and "the type signatures differ" in str(exc), str(exc)
+        assert "int32" in str(exc) and "float64" in str(exc), str(exc)
+        return True
+    return False
+
+
+def test_on_one_node_no_bytes_move_between_ranks_of_different_types():
+    """On one node, Bcast, Gather(v) and Scatter(v) move no bytes between
+    two ranks whose basic types differ at the same byte count (rank `odd`
+    passes n doubles as 2n MPI.INT, the others MPI.DOUBLE): a Bcast reader
+    whose source (the root, or in a tree its parent) passes the other type
+    raises DatatypeMismatchError with its buffer untouched (a single-copy
+    tree's relay, whose children read its buffer, holds the data); a
+    Scatter(v) receiver of another type than the root's likewise; a
+    Gather(v) root raises and holds the blocks of the senders of its own
+    type only. Every other rank has what MPI would give, and the next
+    collectives work. Inline and staged or single-copy sizes, roots 0 and
+    P-1, the odd rank the root or the next rank."""
+    c = _flat_comm()
+    if c is None:
+        return
+    cfg = c._pg.core.config
+    try:
+        for n, root in ((4, 0), (100_000, 0), (4, P - 1), (100_000, P - 1)):
+            for odd in sorted({root, (root + 1) % P}):
+                me_odd, differs = ME == odd, (ME == odd) != (root == odd)
+                blocks = np.arange(n * P, dtype=np.float64) + 1
+                where = (ME, n, root, odd)
+                # Bcast: the source of a reader is the root, or its tree parent
+                tree = n * 8 > cfg["inline_max"] and 0 < cfg["bcast_tree_min"] <= P
+                source, relay = _tree_parent(root, cfg["bcast_radix"]) if tree else (
+                    (None, True) if ME == root else (root, False))
+                buf = blocks[:n].copy() if ME == root else np.zeros(n)
+                raised = _typed_call(lambda: c.Bcast(_typed(buf, me_odd), root=root))
+                skips = source is not None and (source == odd) != me_odd
+                assert raised or not skips, where
+                if ME == root or not skips:
+                    assert buf.tobytes() == blocks[:n].tobytes(), where + ("Bcast",)
+                elif not (relay and tree):
+                    assert not buf.any(), where + ("Bcast: bytes of another type taken",)
+                else:   # a relay: untouched when staged, the data when its children pull from it
+                    assert not buf.any() or buf.tobytes() == blocks[:n].tobytes(), where
+                _still_usable(c)
+                # Gather(v): the root takes the blocks of its own type only
+                for v in (False, True):
+                    out = np.zeros(n * P) if ME == root else None
+                    spec = None
+                    if ME == root:
+                        k = 2 if me_odd else 1
+                        spec = _typed(out, me_odd)
+                        if v:
+                            spec = [spec[0], [n * k] * P, [n * k * q for q in range(P)], spec[1]]
+                    mine = _typed(blocks[n * ME:n * (ME + 1)].copy(), me_odd)
+                    raised = _typed_call(lambda: (c.Gatherv if v else c.Gather)(mine, spec, root=root))
+                    assert raised or ME != root, where + ("Gather", v)
+                    assert not raised or ME == root or differs, where + ("Gather", v)
+                    if ME == root:
+                        want = blocks.copy()
+                        for q in range(P):
+                            if q != root and (q == odd) != me_odd:
+                                want[n * q:n * (q + 1)] = 0
+                        assert out.tobytes() == want.tobytes(), where + ("Gather", v)
+                    _gather_again(c, root)
+                    # inline senders wait for nobody: PGC_SIG_RING calls ahead
+                    # they would reuse the slot of the signature the root has
+                    # yet to check, and it would take their block unknowing
+                    c.Barrier()
+                # Scatter(v): a receiver of another type than the root's takes nothing
+                for v in (False, True):
+                    out = np.zeros(n)
+                    spec = None
+                    if ME == root:
+                        k = 2 if me_odd else 1
+                        spec = _typed(blocks.copy(), me_odd)
+                        if v:
+                            spec = [spec[0], [n * k] * P, [n * k * q for q in range(P)], spec[1]]
+                    raised = _typed_call(lambda: (c.Scatterv if v else c.Scatter)(spec, _typed(out, me_odd),
+                                                                                  root=root))
+                    assert raised == differs or (ME == root and raised), where + ("Scatter", v, raised)
+                    want = np.zeros(n) if differs else blocks[n * ME:n * (ME + 1)]
+                    assert out.tobytes() == want.tobytes(), where + ("Scatter", v)
+                _still_usable(c)
+    finally:
+        c.Free()
