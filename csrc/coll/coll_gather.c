@@ -99,11 +99,12 @@ static int gather_root_work(pgc_team *t, const void *sendbuf, char *recvbuf, con
         if (len != recvbytes[p])
             return pgc_xchg_fail(t, PGC_EINVAL, p, "%s: local rank %d sends %zu bytes but the root (local rank %d) expects %zu",
                                  pgc_current_coll_name(t), p, len, me, recvbytes[p]);
-        char *dst = pgc_peer_type_differs(t, p) ? NULL : recvbuf + displs[p];
-        if (path == PGC_PATH_INLINE && len && dst)
-            memcpy(dst, pgc_inline_of(t, p, t->seq), len);
-        else if (path == PGC_PATH_CICO)
-            in[nin++] = (pgc_stream){p, 0, NULL, dst, len};
+        char *dst = recvbuf + displs[p];
+        if (path == PGC_PATH_INLINE && len) {
+            if (!pgc_peer_type_differs(t, p))
+                memcpy(dst, pgc_inline_of(t, p, t->seq), len);
+        } else if (path == PGC_PATH_CICO)
+            in[nin++] = (pgc_stream){p, 0, NULL, pgc_peer_type_differs(t, p) ? NULL : dst, len};
         /* cma: the sender wrote the block before posting its descriptor */
     }
     pgc_stream self = {me, 0, sendbuf, recvbuf + displs[me], sendbuf ? recvbytes[me] : 0};

@@ -89,10 +89,12 @@ static inline int pgc_check_signature(pgc_team *t, int peer)
  * recorded the difference (pgc_signature_mismatch, sync.c). From our record
  * rather than the peer's signature word: a peer that waits for nobody may
  * run PGC_SIG_RING collectives ahead and reuse that slot in between. A
- * correct call tests one word it tests anyway (pgc_coll_end). */
+ * member that forwards what it takes beyond the team (t->forwards) takes
+ * it all the same. A correct call tests one word it tests anyway
+ * (pgc_coll_end). */
 static inline int pgc_peer_type_differs(const pgc_team *t, int peer)
 {
-    return PGC_UNLIKELY(t->end_pending & PGC_END_TYPES) && t->type_differed[peer] == t->seq;
+    return PGC_UNLIKELY(t->end_pending & PGC_END_TYPES) && t->type_differed[peer] == t->seq && !t->forwards;
 }
 
 static inline int pgc_wait_word(pgc_team *t, int peer, _Atomic uint64_t *word, uint64_t target)

@@ -208,6 +208,12 @@ typedef struct pgc_team {
     uint32_t *sig_checked;      /* per member: the last seq whose signature we checked */
     uint32_t *type_differed;    /* per member: the last seq in which our check found it stating
                                  * another basic type (pgc_signature_mismatch, sync.c) */
+    /* This member passes what its collectives bring it beyond the team (a
+     * hierarchical call's node leader: set by the comm layer's Team while
+     * it holds a leg's errors, _core.pyx): it takes bytes from a peer of
+     * another basic type too (pgc_peer_type_differs, sync.h), for the
+     * members of other nodes, whose types the hierarchy compares. */
+    int forwards;
     pgc_config cfg;             /* copy of hdr->cfg */
     pgc_simd simd;              /* the loops this member copies and reduces with (cfg.simd) */
     uint64_t spin_iters;        /* spin budget in pause instructions */

@@ -10,7 +10,10 @@ cdef class Team:
     # Bcast, Gather(v), Scatter(v)): a leg's PGC_ETYPE (its bytes moved, the
     # team in step) is held, not raised, so that every later leg still runs
     # and no peer waits for this rank; the caller raises it once the
-    # collective completed (take_held).
+    # collective completed (take_held). Meanwhile the node's leader (member
+    # 0) forwards what its legs bring it to the other nodes, so it takes
+    # bytes from members of another basic type too (pgc_team.forwards, set
+    # by c_bcast and c_gather).
     cdef public bint holding
     cdef object held
 

@@ -389,6 +389,8 @@ cdef class Team:
     cdef object take_held(self):
         """Stop holding (see `holding`); the error held, if any, cleared."""
         exc, self.held, self.holding = self.held, None, False
+        if self.t != NULL:
+            self.t.forwards = 0
         return exc
 
     cdef pgc_team *_begin(self, size_t nbytes) except NULL:
@@ -697,6 +699,8 @@ cdef class Team:
     cdef int c_bcast(self, char *buf, size_t nbytes, int root, int dtype=-1) except -1:
         self._root(root)
         cdef pgc_team *t = self._begin(nbytes)
+        if self.holding:    # a hierarchical call's leader forwards (pgc_team.forwards)
+            t.forwards = t.rank == 0
         return self._end(pgc_bcast(t, buf, nbytes, root, dtype))
 
     def bcast(self, buf, size_t nbytes, int root):
@@ -800,6 +804,8 @@ cdef class Team:
                       const size_t *recvbytes, const size_t *displs, int root, int dtype=-1) except -1:
         self._root(root)
         cdef pgc_team *t = self._begin(_sum(recvbytes, self.t.nranks) if recvbytes != NULL else sendbytes)
+        if self.holding:    # a hierarchical call's leader forwards (pgc_team.forwards)
+            t.forwards = t.rank == 0
         return self._end(pgc_gather(t, PGC_COLL_GATHERV if v else PGC_COLL_GATHER, sendbuf, sendbytes,
                                     recvbuf, recvbytes, displs, root, dtype))
 

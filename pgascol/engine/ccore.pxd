@@ -102,6 +102,7 @@ cdef extern from "team/team.h" nogil:
         int nregions
         int stats_paused
         int basic_seen
+        int forwards
         void (*before_wait)(pgc_team *t) noexcept nogil
         void *before_wait_state
 
