@@ -300,8 +300,12 @@ cdef int _hier_scatter(_State st, _Msg s, _Layout lay, _Msg r, Py_ssize_t rb, in
     while got <= 0:     # a refusal of an earlier call (_refusal_of) is dropped
         _mpi_wait(st, [st.pcomm.Irecv([b, cap, _BYTE], source=root, tag=MPI.ANY_TAG)], "Scatter", [status])
         got = _root_message(st, status, b, tot, root, "Scatter", dtype)
-    if got == 2:        # the root's type differs (held): my own block stays out of my buffer
+    if got == 2:
+        # the root's type differs (held): my own block stays out of my buffer,
+        # and my node's leg states the root's type, so that each member
+        # compares its own with the root's and takes its block if they agree
         rptr = <char *>cnp.PyArray_DATA(st.scratch(1, rb))
+        dtype = status.Get_tag() - TAG_SCATTER - 1
     core.c_scatter(True, <char *>cnp.PyArray_DATA(b), ml.counts, ml.displs, rptr, rb, 0, dtype)
     return 0
 

@@ -773,8 +773,8 @@ def _must_raise(c, name, n, root, odd):
     nodes each node's leg compares as on one node with the leg's root (the
     root on its node, the leader elsewhere), and the leaders' messages carry
     types: in a Scatter and a Bcast of up to 2 KiB the root's (each other
-    leader compares it with its own; in such a Bcast its node's leg states
-    the root's, so every rank of another type than the root's raises), in a
+    leader compares it with its own, and its node's leg states the root's,
+    so every rank of another type than the root's raises), in a
     Gather the leader's and whether its node's leg met another (the root
     compares them with its own)."""
     if P == 1:
@@ -802,7 +802,7 @@ def _must_raise(c, name, n, root, odd):
         return ME != leader and mine != leaders and flat
     if at_roots:                # Scatter(v)
         return ME != root and mine != roots
-    return mine != roots if ME == leader else mine != leaders
+    return mine != roots        # a leader from the root's tag; a member in its node's leg, which states the root's
 
 
 def _never_raises(c, name, n, root, odd):
@@ -887,7 +887,7 @@ def test_across_nodes_a_rank_of_another_type_than_the_roots_takes_no_bytes_of_it
     root's data; larger (1000 and 100000 doubles) the leaders compare no
     types, and its members compare theirs with its own. A Scatter(v) leader of
     another type keeps its block out of its buffer and passes its members
-    theirs. A Gather(v) root keeps the blocks of a node that passes another
+    theirs, stating the root's type, so they compare theirs with the root's. A Gather(v) root keeps the blocks of a node that passes another
     type out of its receive buffer. Roots 0 and P-1; _across_expected says
     which ranks raise and what each buffer holds; a right call follows."""
     c = pgascol.Comm(WORLD.Dup())
@@ -940,8 +940,8 @@ def _across_expected(c, name, n, root, odd):
             if leads:
                 return typed, "untouched" if typed else "data"
             return (True if flat else None), "either"
-        if here and leads and not typed:    # its node's leg states the leader's type
-            return (True if flat else None), "data"
+        if here and leads and not typed:    # its node's leg states the leader's type: no bytes of it
+            return (True if flat else None), ("untouched" if flat else "either")
         return (None if here and not flat else False), "data"
     if name.startswith("Gather"):
         if ME == root:
@@ -951,7 +951,7 @@ def _across_expected(c, name, n, root, odd):
         return (None if here else False), None
     if ME == odd:           # Scatter(v)
         return True, "untouched" if leads else "either"
-    return here and leads, "data"    # members compare with their leader's type
+    return False, "data"    # a leader of another type states the root's type in its node's leg
 
 
 def _assert_holds(c, name, n, odd, holds, got, want):
