@@ -129,11 +129,6 @@ cdef int _bcast_leg_scratch(_State st, int rn, Py_ssize_t n, Py_ssize_t off) exc
             return 0
 
 
-cdef bytes _refusal_reason(object exc):
-    """The reason a RootRefusedError repeats (the refuser's own error)."""
-    return str(exc).partition("refused its arguments: ")[2].encode(errors="replace")[:_REFUSAL_MAX - 1]
-
-
 # The Bcasts whose leaders carry the root's basic type between nodes: up to
 # this many bytes they broadcast the bytes and one more, the type, through a
 # work area (two copies of at most 2 KiB, one at the root's node's leader

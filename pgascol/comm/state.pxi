@@ -587,14 +587,14 @@ cdef int _refused(_State st, int coll, object exc, int root, object sendbuf, obj
         # _check_alerts); the other nodes may still wait for this rank in
         # MPI after it freed the communicator: kept (free)
         st.alerted = True
-        if coll == PGC_COLL_BCAST and st.rank == root:
-            # its node's members end the call with its reason (RootRefusedError);
-            # a root that is not its node's leader leaves the leaders' leg to
-            # the leader, which meets the refusal in the root's node leg (_hier_bcast)
-            if st.lrank == 0:
-                _refuse_rooted(st, coll, reason, root, _leg_of(st, coll, sendbuf, recvbuf, op, root), True)
-        elif _joins_leg(coll):
-            _refuse_rooted(st, coll, reason, root, _leg_of(st, coll, sendbuf, recvbuf, op, root), False)
+        if _joins_leg(coll):
+            # a Bcast's root: its node's members end the call with its reason
+            # (RootRefusedError), and a root that does not lead its node leaves
+            # the leaders' leg to the leader, which meets the refusal in the
+            # root's node leg (_root_node_leg)
+            root_out = coll == PGC_COLL_BCAST and st.rank == root
+            if st.lrank == 0 or not root_out:
+                _refuse_rooted(st, coll, reason, root, _leg_of(st, coll, sendbuf, recvbuf, op, root), root_out)
         elif st.lrank == 0:
             for q in _other_leaders(st):
                 _send_refusal(st, q, reason)
@@ -1038,13 +1038,23 @@ cdef int _hold_type_mismatch(_State st, str what, str why) except -1:
     return 0
 
 
+# What a refusal's message says before the refuser's own error (PeerRefusedError,
+# RootRefusedError, pgc_coll_root_refused).
+cdef str _REFUSED_ARGS = "refused its arguments: "
+
+
+cdef bytes _refusal_reason(object exc):
+    """The refuser's own error that a RootRefusedError repeats, as a
+    refusal passes it on (_send_refusal, pgc_coll_refuse)."""
+    return str(exc).partition(_REFUSED_ARGS)[2].encode(errors="replace")[:_REFUSAL_MAX - 1]
+
+
 cdef int _root_refused_across(_State st, object exc, int coll, int root) except -1:
-    """A RootRefusedError of a hierarchical Gather(v)/Scatter(v) (its node
+    """A RootRefusedError of a hierarchical Bcast, Gather(v) or Scatter(v) (its node
     leg named the node's root by local rank): re-raised naming the user's
     collective and the rank that refused, the root or this node's leader
     (_refuse_leg)."""
-    msg = str(exc)
-    head, _, reason = msg.partition("refused its arguments: ")
+    head, _, reason = str(exc).partition(_REFUSED_ARGS)
     reason = reason or head
     if reason.startswith(_LEADER):
         leader, _, reason = reason[len(_LEADER):].partition(": ")
