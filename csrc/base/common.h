@@ -43,6 +43,10 @@ enum {
     PGC_ETYPE = -11,     /* members of a rooted collective stated other basic types at the same byte
                           * count (team.h: PGC_SIG_ROOTED): the call moved its bytes as MPI would, the
                           * members that saw the difference fail it, the team is usable */
+    PGC_EPEERREFUSED = -12, /* a member this one needed refused its arguments (pgc_coll_refuse) in a
+                             * collective that is no root's refusal: every member that needed it, or
+                             * a member that gave up, gave the collective up (pgc_coll_give_up), the
+                             * team is usable */
 };
 
 typedef struct pgc_error {

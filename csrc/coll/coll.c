@@ -32,22 +32,64 @@ int pgc_coll_refuse(pgc_team *t, pgc_coll coll, const char *reason)
     return rc;
 }
 
+/* The reason member r gave when it refused the collective in progress
+ * (pgc_coll_refuse), into reason[PGC_REFUSAL_MAX + 1]: 0, or -1 where it
+ * gave none. Read after a wait that acquired r's DONE, or the gave_up word
+ * of a member that did (relaxed: ordered by that acquire); r writes them
+ * again only once we posted DONE. */
+static int refusal_reason(const pgc_team *t, int r, char *reason)
+{
+    uint64_t desc = pgc_desc_get(t, r);
+    size_t n = (size_t)(pgc_desc_len(desc) - PGC_DESC_REFUSAL_LEN);
+    if (pgc_desc_path(desc) != (pgc_path)PGC_DESC_REFUSED || n > PGC_REFUSAL_MAX)
+        return -1;
+    memcpy(reason, pgc_staging_of(t, r), n);
+    reason[n] = 0;
+    return 0;
+}
+
 void pgc_coll_root_refused(pgc_team *t)
 {
     int root = t->err.peer;
-    /* relaxed: after the wait that acquired the root's DONE (pgc_coll_refuse) */
-    uint64_t desc = pgc_desc_get(t, root);
-    size_t n = (size_t)(pgc_desc_len(desc) - PGC_DESC_REFUSAL_LEN);
-    if (pgc_desc_path(desc) == (pgc_path)PGC_DESC_REFUSED && n <= PGC_REFUSAL_MAX) {
-        char reason[PGC_REFUSAL_MAX + 1];
-        memcpy(reason, pgc_staging_of(t, root), n);
-        reason[n] = 0;
+    char reason[PGC_REFUSAL_MAX + 1];
+    if (refusal_reason(t, root, reason) == 0)
         pgc_set_error(&t->err, PGC_EREFUSED, root, 0, "%s: the root (local rank %d) refused its arguments: %s",
                       pgc_current_coll_name(t), root, reason);
-    }
     /* done, as the root is: both words (release: after reading its staging) */
     pgc_post_ack(t, PGC_STEP_DONE);
     pgc_post_step(t, PGC_STEP_DONE);
+}
+
+int pgc_coll_give_up(pgc_team *t)
+{
+    int refuser = t->err.peer, me = t->rank, rc = PGC_OK;
+    char reason[PGC_REFUSAL_MAX + 1];
+    if (refusal_reason(t, refuser, reason) == 0)
+        pgc_set_error(&t->err, PGC_EPEERREFUSED, refuser, 0,
+                      "%s: local rank %d refused its arguments%s%s; the call is given up on the ranks that "
+                      "wait for it", pgc_current_coll_name(t), refuser, reason[0] ? ": " : " (see the error it raised)",
+                      reason);
+    pgc_error why = t->err;
+    /* Tell the members that wait for a step we will not post: their waits
+     * end with PGC_EPEERREFUSED (wait_broken, sync.c). pgc_publish wakes
+     * the sleepers (release: after our wait that acquired the refuser's DONE). */
+    pgc_publish(t, &pgc_ctl_of(t, me)->gave_up, (uint64_t)t->seq << 32 | PGC_GAVE_UP | (uint64_t)refuser);
+    /* Before we return, every member ends the collective: a member still in
+     * it may read or write our buffers (a pull, a push, our staging), and
+     * none may take our DONE below for a step we skipped. A member that
+     * gave up or refused too ends it there (PGC_EPEERREFUSED). */
+    for (int p = 0; p < t->nranks && !rc; p++)
+        if (p != me && ((rc = pgc_wait_step(t, p, PGC_STEP_DONE)) == PGC_EPEERREFUSED || rc == PGC_EREFUSED))
+            rc = PGC_OK;
+    /* what those waits' signature checks noted (a type) ends nothing now */
+    t->end_pending = 0;
+    if (rc)
+        return rc; /* aborted, timed out, a peer dead: t->err says */
+    t->err = why;
+    /* both words: a member's next collective waits on either */
+    pgc_post_ack(t, PGC_STEP_DONE);
+    pgc_post_step(t, PGC_STEP_DONE);
+    return PGC_EPEERREFUSED;
 }
 
 int pgc_coll_peers_refused(pgc_team *t, pgc_coll coll, int *alike)
@@ -222,6 +264,8 @@ int pgc_coll_end_pending(pgc_team *t, int rc)
     }
     if (rc == PGC_EREFUSED)
         pgc_coll_root_refused(t);
+    else if (rc == PGC_EPEERREFUSED)
+        rc = pgc_coll_give_up(t);
     return rc;
 }
 

@@ -111,6 +111,14 @@ int pgc_coll_refuse(pgc_team *t, pgc_coll coll, const char *reason);
  * pgc_root_refusal_ends_call): add the root's reason to the error and end
  * our part as done, the team in step and usable. */
 void pgc_coll_root_refused(pgc_team *t);
+/* This member's wait found a member that refused the collective in
+ * progress, or one that gave it up (PGC_EPEERREFUSED: t->err.peer is the
+ * refuser): give it up too. Add the refuser's reason to the error, mark
+ * this member given up (its gave_up word: the members waiting for its
+ * next step end too), wait until every member ended the collective, then
+ * post DONE. PGC_EPEERREFUSED, or the error that ended that wait. No
+ * abort: the team stays usable. */
+int pgc_coll_give_up(pgc_team *t);
 
 /* Before this member signs its next collective, `coll`: wait until every
  * peer has signed it (pgc_wait_signed) and tell whether every one refused
@@ -200,6 +208,8 @@ static inline int pgc_coll_end(pgc_team *t, int rc)
         pgc_post_step(t, PGC_STEP_DONE);
     else if (rc == PGC_EREFUSED)
         pgc_coll_root_refused(t);
+    else if (rc == PGC_EPEERREFUSED)
+        rc = pgc_coll_give_up(t);
     return rc;
 }
 

@@ -212,6 +212,14 @@ int pgc_signature_mismatch(pgc_team *t, int peer, uint64_t theirs)
         t->type_differed[peer] = t->seq;
         t->basic_seen = sig_basic(theirs);
         return PGC_OK;
+    } else if ((pgc_sig_kind(theirs) & PGC_SIG_REFUSED) && !(pgc_sig_kind(t->sig) & PGC_SIG_REFUSED) &&
+               pgc_same_family(pgc_sig_coll(theirs), pgc_sig_coll(t->sig)) && !t->refusals_abort) {
+        /* The peer refused this collective before it moved anything, and
+         * we need it: we give the collective up (pgc_coll_end: pgc_coll_give_up,
+         * coll.c, which adds the peer's reason), and so does every member
+         * that needs us. No abort. */
+        return pgc_set_error(&t->err, PGC_EPEERREFUSED, peer, 0, "%s: local rank %d refused its arguments",
+                             collname, peer);
     } else if (pgc_sig_kind(theirs) & PGC_SIG_REFUSED)
         pgc_set_error(&t->err, PGC_EMISMATCH, peer, 0,
                       "%s: local rank %d refused its arguments to %s (see the error it raised), "
@@ -339,8 +347,33 @@ static uint64_t wait_clock_slice(const wait_clock *c, uint64_t now)
     return c->deadline - now < c->max_slice ? c->deadline - now : c->max_slice;
 }
 
+/* Whether a wait for `target` on `peer` can never end: the team was
+ * aborted, or the peer gave the collective in progress up (pgc_coll_give_up,
+ * coll.c: it posts nothing more in it until every member ended it) and the
+ * target lies in that collective. PGC_EABORTED, PGC_EPEERREFUSED (t->err:
+ * the refusing member) or 0. */
+static int wait_broken(pgc_team *t, int peer, uint64_t target)
+{
+    if (is_aborted(t))
+        return aborted_error(t);
+    if ((uint32_t)(target >> 32) != t->seq)
+        return PGC_OK;
+    /* seq_cst: a sleeper's load after its increment of `sleepers`, as the
+     * word's (pgc_publish, which stores gave_up too); and it acquires the
+     * giver's store, which follows the giver's wait that acquired the
+     * refuser's DONE, so the refuser's reason is visible to us */
+    uint64_t g = atomic_load_explicit(&pgc_ctl_of(t, peer)->gave_up, memory_order_seq_cst);
+    if (!(g & PGC_GAVE_UP) || (uint32_t)(g >> 32) != t->seq)
+        return PGC_OK;
+    int refuser = (int)(g & (PGC_GAVE_UP - 1));
+    return pgc_set_error(&t->err, PGC_EPEERREFUSED, refuser, 0,
+                         "%s: local rank %d refused its arguments (local rank %d gave the call up)",
+                         pgc_current_coll_name(t), refuser, peer);
+}
+
 int pgc_wait_slow(pgc_team *t, int peer, _Atomic uint64_t *word, uint64_t target)
 {
+    int rc;
     if (PGC_UNLIKELY(t->before_wait != NULL)) {
         void (*hook)(pgc_team *) = t->before_wait;
         t->before_wait = NULL;
@@ -353,8 +386,8 @@ int pgc_wait_slow(pgc_team *t, int peer, _Atomic uint64_t *word, uint64_t target
         if (pgc_reached(atomic_load_explicit(word, memory_order_acquire), target))
             return PGC_OK;
     }
-    if (is_aborted(t))
-        return aborted_error(t);
+    if ((rc = wait_broken(t, peer, target)))
+        return rc;
 
     /* 2. Yield: hand the core to whoever must act next. */
     uint64_t start = pgc_now_ns();
@@ -366,8 +399,8 @@ int pgc_wait_slow(pgc_team *t, int peer, _Atomic uint64_t *word, uint64_t target
         if (pgc_reached(atomic_load_explicit(word, memory_order_acquire), target))
             return PGC_OK;
         if ((i & 15) == 0) {
-            if (is_aborted(t))
-                return aborted_error(t);
+            if ((rc = wait_broken(t, peer, target)))
+                return rc;
             if (pgc_now_ns() >= yield_end)
                 break;
         }
@@ -382,14 +415,14 @@ int pgc_wait_slow(pgc_team *t, int peer, _Atomic uint64_t *word, uint64_t target
         atomic_fetch_add_explicit(&owner->sleepers, 1, memory_order_seq_cst);
         int ready = pgc_reached(atomic_load_explicit(word, memory_order_seq_cst), target);
         uint64_t now = pgc_now_ns();
-        if (!ready && !is_aborted(t) && now < clock.deadline)
+        if (!ready && !wait_broken(t, peer, target) && now < clock.deadline)
             futex_wait(&owner->doorbell, bell, wait_clock_slice(&clock, now));
         atomic_fetch_sub_explicit(&owner->sleepers, 1, memory_order_relaxed);
         if (ready || pgc_reached(atomic_load_explicit(word, memory_order_acquire), target))
             return PGC_OK;
-        if (is_aborted(t))
-            return aborted_error(t);
-        int rc = wait_clock_tick(t, peer, &clock);
+        if ((rc = wait_broken(t, peer, target)))
+            return rc;
+        rc = wait_clock_tick(t, peer, &clock);
         if (rc == PGC_ETIMEDOUT) {
             uint64_t seen = atomic_load_explicit(word, memory_order_relaxed);
             pgc_set_error(&t->err, PGC_ETIMEDOUT, peer, 0,

@@ -141,9 +141,15 @@ typedef struct pgc_ctl {
     /* Signatures of the owner's last PGC_SIG_RING collectives, seq k in
      * slot k % PGC_SIG_RING. */
     _Atomic uint64_t sig[PGC_SIG_RING];
+    /* (seq << 32) | PGC_GAVE_UP | refuser: the owner gave collective seq up
+     * because member `refuser` refused it (pgc_coll_give_up, coll.c); read
+     * only by waits that found the owner behind (pgc_wait_slow). */
+    _Atomic uint64_t gave_up;
     _Atomic uint64_t addr __attribute__((aligned(PGC_CACHELINE))); /* published user-buffer address (single copy) */
     _Atomic uint64_t out_addr;  /* a second one: a reduction's receive buffer */
 } __attribute__((aligned(PGC_CACHELINE))) pgc_ctl;
+
+#define PGC_GAVE_UP (1ull << 31)
 
 /* A member's identity, written once when it attaches. */
 typedef struct pgc_member {
@@ -214,6 +220,11 @@ typedef struct pgc_team {
      * another basic type too (pgc_peer_type_differs, sync.h), for the
      * members of other nodes, whose types the hierarchy compares. */
     int forwards;
+    /* A peer's refusal of a collective that is no root's aborts the team
+     * instead of ending the collective on the members that need the peer
+     * (pgc_coll_give_up): set by the comm layer for a hierarchy's node
+     * team, whose members wait for each other in further legs of the call. */
+    int refusals_abort;
     pgc_config cfg;             /* copy of hdr->cfg */
     pgc_simd simd;              /* the loops this member copies and reduces with (cfg.simd) */
     uint64_t spin_iters;        /* spin budget in pause instructions */

@@ -177,9 +177,12 @@ cdef bint _reduce_on_scratch(_State st, object sendbuf, object recvbuf, object o
     if leg is None:
         return False
     cdef Py_ssize_t count = leg[0], esize = leg[2]
+    cdef long long counted[<int>NPATHS_]     # a refused call is not counted (pgascol.stats)
+    memcpy(counted, st.counters[<int>PGC_COLL_REDUCE], sizeof(counted))
     try:
         if st.core.c_peers_refused(PGC_COLL_REDUCE):
             return False    # its node's members refused alike: so does it (nobody waits for its part)
+        st.core.stats_paused = True
         _reduce(st, _IN_PLACE, [st.scratch(1, count * esize), count, leg[1]], op, root)
     except (PeerRefusedError, DatatypeMismatchError):
         pass        # the call is over, the team in step
@@ -187,6 +190,10 @@ cdef bint _reduce_on_scratch(_State st, object sendbuf, object recvbuf, object o
         _revoke(st, None)
     except PgascolError as failed:
         _abort_across(st, failed)
+    finally:
+        if st.core is not None and not st.core.closed:
+            st.core.stats_paused = False
+        memcpy(st.counters[<int>PGC_COLL_REDUCE], counted, sizeof(counted))
     return True
 
 

@@ -119,6 +119,9 @@ cdef class _State:
         self.nidx, self.nnodes = t.node_index, t.num_nodes
         self.ncomm = t.node_comm
         self.hier = self.nnodes > 1
+        # a member's refusal in a node leg gives the node team's call up: its
+        # members wait for each other in the call's further legs
+        self.core.refusals_abort = self.hier
         self.scratch_bufs = [None, None, None]
         self.locks = {}
         self.alerts = []

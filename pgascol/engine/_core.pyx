@@ -16,7 +16,7 @@ from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 
 from .ccore cimport *
-from ..errors import (ArgumentError, CollectiveMismatchError, DatatypeMismatchError, PeerDeadError,
+from ..errors import (ArgumentError, CollectiveMismatchError, DatatypeMismatchError, PeerDeadError, PeerRefusedError,
                      PgascolError, RevokedError, RootRefusedError, PgascolTimeoutError, TeamAbortedError,
                      TeamClosedError, in_mpi)
 
@@ -156,7 +156,8 @@ cdef object _error(int code, pgc_error *err, int cause=PGC_OK):
     cls = {PGC_EINVAL: ArgumentError, PGC_ETIMEDOUT: PgascolTimeoutError,
            PGC_EPEERDEAD: PeerDeadError, PGC_EABORTED: TeamAbortedError,
            PGC_ECLOSED: TeamClosedError, PGC_EMISMATCH: CollectiveMismatchError,
-           PGC_EREFUSED: RootRefusedError, PGC_ETYPE: DatatypeMismatchError}.get(code, PgascolError)
+           PGC_EREFUSED: RootRefusedError, PGC_EPEERREFUSED: PeerRefusedError,
+           PGC_ETYPE: DatatypeMismatchError}.get(code, PgascolError)
     if code == PGC_EABORTED and cause == PGC_EREVOKED:
         cls = RevokedError
     exc = in_mpi(cls)(msg, err.peer, err.sys_errno)
@@ -573,6 +574,18 @@ cdef class Team:
     @stats_paused.setter
     def stats_paused(self, bint paused):
         self._use().stats_paused = paused
+
+    @property
+    def refusals_abort(self):
+        """True where a member's refusal of a call another member needs
+        aborts the team (a hierarchy's node team: its members wait for each
+        other in the call's further legs); False: those members give the
+        call up and raise PeerRefusedError, the team usable."""
+        return bool(self._use().refusals_abort)
+
+    @refusals_abort.setter
+    def refusals_abort(self, bint abort):
+        self._use().refusals_abort = abort
 
     # ------------------------------------------------------------ shared regions
 

@@ -5,7 +5,7 @@ from libc.stdint cimport int32_t, uint32_t, uint64_t
 cdef extern from "base/common.h" nogil:
     enum:
         PGC_OK, PGC_EINVAL, PGC_ENOMEM, PGC_ESYS, PGC_ETIMEDOUT, PGC_EPEERDEAD, PGC_EABORTED, PGC_ECLOSED,
-        PGC_EMISMATCH, PGC_EREFUSED, PGC_EREVOKED, PGC_ETYPE
+        PGC_EMISMATCH, PGC_EREFUSED, PGC_EREVOKED, PGC_ETYPE, PGC_EPEERREFUSED
     ctypedef struct pgc_error:
         int code
         int peer
@@ -103,6 +103,7 @@ cdef extern from "team/team.h" nogil:
         int stats_paused
         int basic_seen
         int forwards
+        int refusals_abort
         void (*before_wait)(pgc_team *t) noexcept nogil
         void *before_wait_state
 

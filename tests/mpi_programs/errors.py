@@ -57,13 +57,14 @@ def _partial(op_name, call_bad, call_good, check_next=False, root_0=False):
                             in str(exc)), str(exc)
                 elif not c._pg.hier:
                     # every rank waits for rank 0 in the node team: it
-                    # refused the op, nobody needs the timeout
-                    assert isinstance(exc, (CollectiveMismatchError, TeamAbortedError)), repr(exc)
-                    assert "local rank 0 refused its arguments to " + op_name in str(exc), str(exc)
+                    # refused the op, each gives the call up with its
+                    # reason, nobody needs the timeout, no abort
+                    assert isinstance(exc, PeerRefusedError), repr(exc)
+                    assert "local rank 0 refused its arguments: ArgumentError: " in str(exc), str(exc)
                     assert time.monotonic() - start < 2.5
             else:
                 raise AssertionError("no error on rank %d" % ME)
-        if root_0 and not c._pg.hier:
+        if not c._pg.hier:
             _still_usable(c)
         elif check_next and P > 1:
             _next_allreduce_fails_or_is_right(c)
@@ -163,6 +164,69 @@ def test_refused_op_fails_its_waiters_at_once():
                 raise AssertionError("rank %d completed a Scatterv whose root refused" % ME)
             assert np.all(out == 0)      # nothing was written
         _still_usable(c)
+    finally:
+        c.Free()
+
+
+# Each collective with its call from a rank that refuses it (a buffer of
+# half the count) and from the others, n doubles a rank; whether a rank
+# needs the refusing rank `bad` (it must then raise) given the root.
+def _member_calls(n, root, bad):
+    half = n // 2 if ME == bad else n
+    mine = [np.ones(half * P), n, MPI.DOUBLE]     # a block of n, or P blocks, from a short buffer
+    one = [np.ones(half), n, MPI.DOUBLE]
+    out = np.zeros(n * P)
+    counts, displs = [n] * P, [n * q for q in range(P)]
+    return (
+        ("Bcast", lambda c: c.Bcast([np.full(half, 1.0 * (ME == root)), n, MPI.DOUBLE], root=root), 0),
+        ("Reduce", lambda c: c.Reduce(one, out[:n], root=root), ME == root),
+        ("Allreduce", lambda c: c.Allreduce(one, out[:n]), 1),
+        ("Scan", lambda c: c.Scan(one, out[:n]), ME > bad),
+        ("Exscan", lambda c: c.Exscan(one, out[:n]), ME > bad),
+        ("Reduce_scatter_block", lambda c: c.Reduce_scatter_block(mine, out[:n]), 1),
+        ("Gather", lambda c: c.Gather(one, out if ME == root else None, root=root), ME == root),
+        ("Gatherv", lambda c: c.Gatherv(one, [out, counts, displs, MPI.DOUBLE] if ME == root else None,
+                                        root=root), ME == root),
+        ("Scatter", lambda c: c.Scatter(np.ones(n * P) if ME == root else None, [np.zeros(half), n, MPI.DOUBLE],
+                                        root=root), 0),
+        ("Allgather", lambda c: c.Allgather(one, out), 1),
+        ("Allgatherv", lambda c: c.Allgatherv(one, [out, counts, displs, MPI.DOUBLE]), 1),
+        ("Alltoall", lambda c: c.Alltoall(mine, out), 1),
+        ("Alltoallv", lambda c: c.Alltoallv([np.ones(half * P), counts, displs, MPI.DOUBLE],
+                                            [out, counts, displs, MPI.DOUBLE]), 1),
+    )
+
+
+def test_a_member_that_refuses_leaves_the_communicator_usable():
+    """On one node, a rank that is not the root refuses its arguments
+    (a buffer of half the count) to any collective: it raises its
+    ArgumentError; every rank that needs its data (all of them in an
+    Allreduce, Allgather(v), Alltoall(v), Reduce_scatter_block; the root of
+    a Reduce or Gather(v); the ranks after it in a Scan or Exscan) raises
+    PeerRefusedError with its reason within 2.5 s, the others may complete
+    (a tree's member below it gives up too); nothing aborts, and the next
+    collectives are right on every rank. The refusing rank: the last, the
+    first (with the last as root), 4 and 100000 doubles."""
+    c = _flat_comm()
+    if c is None:
+        return
+    try:
+        for bad, root in ((P - 1, 0), (0, P - 1)):
+            for n in (4, 100_000):
+                for name, call, needs in _member_calls(n, root, bad):
+                    start, where = time.monotonic(), (ME, name, n, bad, root)
+                    try:
+                        call(c)
+                    except PeerRefusedError as exc:
+                        assert ME != bad and not isinstance(exc, pgascol.RootRefusedError), where + (repr(exc),)
+                        assert str(exc).startswith(name + ": local rank %d refused its arguments: ArgumentError: "
+                                                   % bad), where + (str(exc),)
+                    except ArgumentError as exc:
+                        assert ME == bad and "holds" in str(exc), where + (repr(exc),)
+                    else:
+                        assert ME != bad and not needs, where
+                    assert time.monotonic() - start < 2.5, where + (time.monotonic() - start,)
+                    _still_usable(c)
     finally:
         c.Free()
 
@@ -295,6 +359,7 @@ def test_a_reduce_root_that_refuses_runs_with_scratch_and_the_others_complete():
                     where = (ME, n, root, k)
                     start = time.monotonic()
                     if ME == root:
+                        counted = pgascol.stats(c).get("Reduce", {})
                         try:
                             call(c)
                         except ArgumentError as exc:
@@ -302,6 +367,8 @@ def test_a_reduce_root_that_refuses_runs_with_scratch_and_the_others_complete():
                         else:
                             raise AssertionError("the root raised nothing: %r" % (where,))
                         assert all(np.array_equal(a, b) for a, b in zip(before, bufs)), where
+                        # a refused call is not counted, though it ran on scratch
+                        assert pgascol.stats(c).get("Reduce", {}) == counted, where
                     else:
                         c.Reduce(np.full(n, ME + 1.0), None, root=root)
                     assert time.monotonic() - start < 2.5, where
