@@ -74,7 +74,7 @@ static int bcast_root_work(pgc_team *t, const void *buf, size_t bytes, pgc_path 
                 return rc;
             /* a reader of another type gets nothing, but its ack all the same */
             uint64_t dst = atomic_load_explicit(&pgc_ctl_of(t, r)->addr, memory_order_relaxed);
-            if (!pgc_peer_type_differs(t, r) && (rc = pgc_coll_cma(t, r, 1, (char *)buf + head, dst + head, share)))
+            if (!pgc_peer_skipped(t, r) && (rc = pgc_coll_cma(t, r, 1, (char *)buf + head, dst + head, share)))
                 return rc;
             pgc_post_ack(t, (uint32_t)i);
         }
@@ -166,7 +166,7 @@ static int bcast_reader_work(pgc_team *t, void *buf, size_t bytes, int root, pgc
     int rc = pgc_wait_step(t, root, 1);
     if (rc || (rc = check_root_desc(t, root, bytes, &desc)))
         return rc;
-    int skip = pgc_peer_type_differs(t, root);
+    int skip = pgc_peer_skipped(t, root);
     switch (pgc_desc_path(desc)) {
     case PGC_PATH_INLINE:
         if (!skip)
@@ -300,7 +300,7 @@ static int bcast_tree_work(pgc_team *t, const tree_links *n, void *buf, size_t b
     uint64_t desc;
     if ((rc = pgc_wait_step(t, n->parent, 1)) || (rc = check_root_desc(t, root, bytes, &desc)))
         return rc;
-    int skip = pgc_peer_type_differs(t, n->parent);
+    int skip = pgc_peer_skipped(t, n->parent);
     pgc_ctl *parent = pgc_ctl_of(t, n->parent);
     const char *parent_ring = pgc_staging_of(t, n->parent);
     for (uint32_t c = 0; c < nchunks; c++) {

@@ -101,10 +101,10 @@ static int gather_root_work(pgc_team *t, const void *sendbuf, char *recvbuf, con
                                  pgc_current_coll_name(t), p, len, me, recvbytes[p]);
         char *dst = recvbuf + displs[p];
         if (path == PGC_PATH_INLINE && len) {
-            if (!pgc_peer_type_differs(t, p))
+            if (!pgc_peer_skipped(t, p))
                 memcpy(dst, pgc_inline_of(t, p, t->seq), len);
         } else if (path == PGC_PATH_CICO)
-            in[nin++] = (pgc_stream){p, 0, NULL, pgc_peer_type_differs(t, p) ? NULL : dst, len};
+            in[nin++] = (pgc_stream){p, 0, NULL, pgc_peer_skipped(t, p) ? NULL : dst, len};
         /* cma: the sender wrote the block before posting its descriptor */
     }
     pgc_stream self = {me, 0, sendbuf, recvbuf + displs[me], sendbuf ? recvbytes[me] : 0};
@@ -165,7 +165,7 @@ static int gather_sender_work(pgc_team *t, pgc_path path, const void *sendbuf, s
             return pgc_xchg_fail(t, PGC_EINVAL, root, "%s: this rank sends %zu bytes but the root (local rank %d) expects %" PRIu64,
                                  pgc_current_coll_name(t), n, root, b.len);
         uint64_t addr = atomic_load_explicit(&pgc_ctl_of(t, root)->addr, memory_order_relaxed);
-        if (!pgc_peer_type_differs(t, root) && (rc = pgc_coll_cma(t, root, 1, (void *)sendbuf, addr + b.off, n)))
+        if (!pgc_peer_skipped(t, root) && (rc = pgc_coll_cma(t, root, 1, (void *)sendbuf, addr + b.off, n)))
             return rc;
         /* DESC after the push: the root may return once it sees it. */
         pgc_xchg_publish(t, path, n);
@@ -303,7 +303,7 @@ static int scatter_receiver_work(pgc_team *t, pgc_coll coll, void *recvbuf, size
     if (b.len != n)
         return pgc_xchg_fail(t, PGC_EINVAL, root, "%s: the root (local rank %d) sends %" PRIu64 " bytes but this rank receives %zu",
                              pgc_current_coll_name(t), root, b.len, n);
-    if (pgc_peer_type_differs(t, root))
+    if (pgc_peer_skipped(t, root))
         recvbuf = NULL;
     switch (*path) {
     case PGC_PATH_INLINE:

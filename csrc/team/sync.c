@@ -209,11 +209,22 @@ int pgc_signature_mismatch(pgc_team *t, int peer, uint64_t theirs)
                       collname, peer, peer == root ? ", the root," : "", basic_name(theirs), t->rank,
                       t->rank == root ? ", the root" : "", basic_name(t->sig), root);
         t->end_pending |= PGC_END_TYPES;
-        t->type_differed[peer] = t->seq;
+        t->skip_seq[peer] = t->seq;
         t->basic_seen = sig_basic(theirs);
         return PGC_OK;
     } else if ((pgc_sig_kind(theirs) & PGC_SIG_REFUSED) && !(pgc_sig_kind(t->sig) & PGC_SIG_REFUSED) &&
                pgc_same_family(pgc_sig_coll(theirs), pgc_sig_coll(t->sig)) && !t->refusals_abort) {
+        pgc_coll coll = pgc_sig_coll(t->sig);
+        if ((coll == PGC_COLL_BCAST || pgc_same_family(coll, PGC_COLL_SCATTER)) &&
+            PGC_SIG_ROOT(pgc_sig_arg(t->sig)) == t->rank) {
+            /* A reader of our Bcast or Scatter(v) refused it: we need
+             * nothing from it, its DONE stands for its acknowledgements,
+             * and we push nothing into the buffer it never exposed
+             * (pgc_peer_skipped): the call completes, as under MPI. */
+            t->end_pending |= PGC_END_SKIP;
+            t->skip_seq[peer] = t->seq;
+            return PGC_OK;
+        }
         /* The peer refused this collective before it moved anything, and
          * we need it: we give the collective up (pgc_coll_end: pgc_coll_give_up,
          * coll.c, which adds the peer's reason), and so does every member

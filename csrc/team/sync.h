@@ -82,19 +82,20 @@ static inline int pgc_check_signature(pgc_team *t, int peer)
     return PGC_OK;
 }
 
-/* Whether the peer states another basic type than we do in this collective
- * (pgc_sig_types_only_differ): then no bytes move between us, neither into
- * our buffer nor into its own (coll_bcast.c, coll_gather.c). Asked only
- * after a wait on the peer in this collective, whose signature check
- * recorded the difference (pgc_signature_mismatch, sync.c). From our record
- * rather than the peer's signature word: a peer that waits for nobody may
- * run PGC_SIG_RING collectives ahead and reuse that slot in between. A
- * member that forwards what it takes beyond the team (t->forwards) takes
- * it all the same. A correct call tests one word it tests anyway
- * (pgc_coll_end). */
-static inline int pgc_peer_type_differs(const pgc_team *t, int peer)
+/* Whether no bytes move between us and the peer in this collective,
+ * neither into our buffer nor into its own (coll_bcast.c, coll_gather.c):
+ * it states another basic type than we do (pgc_sig_types_only_differ), or
+ * it refused the Bcast or Scatter(v) whose root we are. Asked only after a
+ * wait on the peer in this collective, whose signature check recorded it
+ * (pgc_signature_mismatch, sync.c). From our record rather than the peer's
+ * signature word: a peer that waits for nobody may run PGC_SIG_RING
+ * collectives ahead and reuse that slot in between. A member that forwards
+ * what it takes beyond the team (t->forwards) takes it all the same. A
+ * correct call tests one word it tests anyway (pgc_coll_end). */
+static inline int pgc_peer_skipped(const pgc_team *t, int peer)
 {
-    return PGC_UNLIKELY(t->end_pending & PGC_END_TYPES) && t->type_differed[peer] == t->seq && !t->forwards;
+    return PGC_UNLIKELY(t->end_pending & (PGC_END_TYPES | PGC_END_SKIP)) && t->skip_seq[peer] == t->seq &&
+           !t->forwards;
 }
 
 static inline int pgc_wait_word(pgc_team *t, int peer, _Atomic uint64_t *word, uint64_t target)

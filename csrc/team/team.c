@@ -49,7 +49,7 @@ static pgc_team *new_team(int rank, int nranks, pgc_error *err)
         pgc_set_error(err, PGC_EINVAL, -1, 0, "bad team geometry: rank %d of %d", rank, nranks);
         return NULL;
     }
-    /* sig_checked and type_differed live at the tail: one allocation, one free */
+    /* sig_checked and skip_seq live at the tail: one allocation, one free */
     pgc_team *t = calloc(1, sizeof *t + 2 * (size_t)nranks * sizeof *t->sig_checked);
     if (!t)
         pgc_set_error(err, PGC_ENOMEM, -1, 0, "out of memory for a team");
@@ -57,7 +57,7 @@ static pgc_team *new_team(int rank, int nranks, pgc_error *err)
         t->rank = rank;
         t->nranks = nranks;
         t->sig_checked = (uint32_t *)(t + 1);
-        t->type_differed = t->sig_checked + nranks;
+        t->skip_seq = t->sig_checked + nranks;
     }
     return t;
 }

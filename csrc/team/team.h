@@ -202,6 +202,8 @@ typedef struct pgc_header {
 #define PGC_END_FOLD 1u  /* the collective timed copies: fold them into the costs (pgc_costs_fold) */
 #define PGC_END_TYPES 2u /* a peer stated another basic type (pgc_signature_mismatch, sync.c): the
                           * collective ends with PGC_ETYPE, t->err says which */
+#define PGC_END_SKIP 4u  /* a reader of the Bcast or Scatter(v) whose root this member is refused it
+                          * (pgc_signature_mismatch): skipped (t->skip_seq), the call completes */
 
 typedef struct pgc_team {
     pgc_segment seg;
@@ -212,12 +214,14 @@ typedef struct pgc_team {
     uint64_t sig_elems;         /* a reduction's element count, for mismatch messages */
     uint32_t abort_seq;         /* the seq in which this member aborted the team */
     uint32_t *sig_checked;      /* per member: the last seq whose signature we checked */
-    uint32_t *type_differed;    /* per member: the last seq in which our check found it stating
-                                 * another basic type (pgc_signature_mismatch, sync.c) */
+    uint32_t *skip_seq;         /* per member: the last seq in which we move no bytes with it
+                                 * (pgc_peer_skipped, sync.h): our check found it stating another
+                                 * basic type, or refusing the Bcast or Scatter(v) whose root we
+                                 * are (pgc_signature_mismatch, sync.c) */
     /* This member passes what its collectives bring it beyond the team (a
      * hierarchical call's node leader: set by the comm layer's Team while
      * it holds a leg's errors, _core.pyx): it takes bytes from a peer of
-     * another basic type too (pgc_peer_type_differs, sync.h), for the
+     * another basic type too (pgc_peer_skipped, sync.h), for the
      * members of other nodes, whose types the hierarchy compares. */
     int forwards;
     /* A peer's refusal of a collective that is no root's aborts the team

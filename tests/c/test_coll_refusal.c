@@ -2,7 +2,8 @@
  * are in the collective: every member that needs it ends the call with
  * PGC_EPEERREFUSED, naming it and its reason, and so does every member
  * that needs one of those (pgc_coll_give_up); the others complete with the
- * right data; nobody aborts, and the next calls are right on every member.
+ * right data, a Bcast's or Scatter's root among them (it skips the
+ * refuser); nobody aborts, and the next calls are right on every member.
  * Every collective that moves data, every member as the refuser (as a
  * rooted collective's member that is not the root, and as its root), two
  * refusers at once, a refuser that comes late (the others asleep in their
@@ -116,6 +117,9 @@ static int body(pgc_team *t, void *arg)
                 } else {
                     rc = call(t, coll, c->bytes, root, s, r, counts, displs);
                     const char *name = pgc_coll_name(coll);
+                    if ((coll == PGC_COLL_BCAST || coll == PGC_COLL_SCATTER) && me == root)
+                        CHECK_MEMBER(t, rc == 0, "%s root with a refusing reader (%zu B, refuser %d): rc %d %s", name,
+                                     c->bytes, ref, rc, rc ? t->err.msg : "");
                     if (rc == PGC_EPEERREFUSED)
                         CHECK_MEMBER(t, (t->err.peer == ref || (c->two && t->err.peer == P - 1)) &&
                                             strstr(t->err.msg, "refused its arguments: bad count"),
