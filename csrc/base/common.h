@@ -45,7 +45,7 @@ enum {
                           * members that saw the difference fail it, the team is usable */
     PGC_EPEERREFUSED = -12, /* a member this one needed refused its arguments (pgc_coll_refuse) in a
                              * collective that is no root's refusal: every member that needed it, or
-                             * a member that gave up, gave the collective up (pgc_coll_give_up), the
+                             * a member that gave up, gave the collective up (give_up, coll.c), the
                              * team is usable */
 };
 

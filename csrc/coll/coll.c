@@ -17,7 +17,7 @@ int pgc_coll_refuse(pgc_team *t, pgc_coll coll, const char *reason)
      * says "refused" even with no reason (a Bcast's readers below a relay
      * tell by it alone, check_root_desc in bcast.c): both free once every
      * peer is done with the previous collective, and read only by peers in
-     * this one (pgc_coll_root_refused), which post DONE after reading,
+     * this one (root_refused), which post DONE after reading,
      * before our next collective may write them again. */
     size_t n = reason ? strnlen(reason, PGC_REFUSAL_MAX) : 0;
     if ((rc = pgc_wait_peers_done(t, 1)) == PGC_OK) {
@@ -48,7 +48,8 @@ static int refusal_reason(const pgc_team *t, int r, char *reason)
     return 0;
 }
 
-void pgc_coll_root_refused(pgc_team *t)
+/* The root refused (PGC_EREFUSED): its reason, and our part done. */
+static void root_refused(pgc_team *t)
 {
     int root = t->err.peer;
     char reason[PGC_REFUSAL_MAX + 1];
@@ -60,7 +61,9 @@ void pgc_coll_root_refused(pgc_team *t)
     pgc_post_step(t, PGC_STEP_DONE);
 }
 
-int pgc_coll_give_up(pgc_team *t)
+/* A member we wait for refused, or gave the call up (PGC_EPEERREFUSED):
+ * give it up too (pgc_coll_end_failed, coll.h). */
+static int give_up(pgc_team *t)
 {
     int refuser = t->err.peer, me = t->rank, rc = PGC_OK;
     char reason[PGC_REFUSAL_MAX + 1];
@@ -262,10 +265,15 @@ int pgc_coll_end_pending(pgc_team *t, int rc)
         pgc_post_step(t, PGC_STEP_DONE);
         return pending & PGC_END_TYPES ? PGC_ETYPE : PGC_OK;
     }
+    return pgc_coll_end_failed(t, rc);
+}
+
+int pgc_coll_end_failed(pgc_team *t, int rc)
+{
     if (rc == PGC_EREFUSED)
-        pgc_coll_root_refused(t);
+        root_refused(t);
     else if (rc == PGC_EPEERREFUSED)
-        rc = pgc_coll_give_up(t);
+        rc = give_up(t);
     return rc;
 }
 

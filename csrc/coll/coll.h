@@ -107,18 +107,16 @@ int pgc_coll_refuse(pgc_team *t, pgc_coll coll, const char *reason);
 #define PGC_DESC_REFUSED 0xffu
 #define PGC_DESC_REFUSAL_LEN (1ull << 55)
 #define PGC_REFUSAL_MAX 256u
-/* This member's wait on the root found it refused (PGC_EREFUSED, team.h:
- * pgc_root_refusal_ends_call): add the root's reason to the error and end
- * our part as done, the team in step and usable. */
-void pgc_coll_root_refused(pgc_team *t);
-/* This member's wait found a member that refused the collective in
- * progress, or one that gave it up (PGC_EPEERREFUSED: t->err.peer is the
- * refuser): give it up too. Add the refuser's reason to the error, mark
- * this member given up (its gave_up word: the members waiting for its
- * next step end too), wait until every member ended the collective, then
- * post DONE. PGC_EPEERREFUSED, or the error that ended that wait. No
- * abort: the team stays usable. */
-int pgc_coll_give_up(pgc_team *t);
+/* End a collective that failed with `rc` (pgc_coll_end). A refusal met
+ * keeps the team usable: the root's (PGC_EREFUSED, team.h:
+ * pgc_root_refusal_ends_call) adds its reason and ends our part as done
+ * (root_refused, coll.c); another member's, or a member that gave
+ * the call up (PGC_EPEERREFUSED, t->err.peer the refuser), makes us give
+ * it up too (give_up, coll.c: the refuser's reason, our gave_up
+ * mark, which ends the waits of the members waiting for our next step,
+ * a wait until every member ended the collective, then DONE). Returns rc,
+ * or the error that ended that wait. Any other error: rc as it is. */
+int pgc_coll_end_failed(pgc_team *t, int rc);
 
 /* Before this member signs its next collective, `coll`: wait until every
  * peer has signed it (pgc_wait_signed) and tell whether every one refused
@@ -196,9 +194,9 @@ void pgc_costs_seed(pgc_team *t, const uint32_t ps_per_byte[PGC_NXFER]);
 
 /* ---- end ---- */
 
-/* End a collective with its result `rc`: on success (or the root's
- * refusal) post DONE for this seq. Returns rc. What else is pending
- * (t->end_pending) goes to pgc_coll_end_pending, in coll.c. */
+/* End a collective with its result `rc`: on success post DONE for this
+ * seq; a failure goes to pgc_coll_end_failed. Returns rc. What else is
+ * pending (t->end_pending) goes to pgc_coll_end_pending, in coll.c. */
 int pgc_coll_end_pending(pgc_team *t, int rc);
 static inline int pgc_coll_end(pgc_team *t, int rc)
 {
@@ -206,10 +204,8 @@ static inline int pgc_coll_end(pgc_team *t, int rc)
         return pgc_coll_end_pending(t, rc);
     if (rc == PGC_OK)
         pgc_post_step(t, PGC_STEP_DONE);
-    else if (rc == PGC_EREFUSED)
-        pgc_coll_root_refused(t);
-    else if (rc == PGC_EPEERREFUSED)
-        rc = pgc_coll_give_up(t);
+    else
+        rc = pgc_coll_end_failed(t, rc);
     return rc;
 }
 

@@ -114,7 +114,7 @@ static int bcast_root_ack(pgc_team *t, pgc_path path)
  * (out of line: a correct call never comes here, and the check stays a few
  * inlined instructions). A root that refused (pgc_coll_refuse: its
  * descriptor says so) ends the call with PGC_EREFUSED: a tree's relay that
- * met the refusal posted DONE (pgc_coll_root_refused), which lets its
+ * met the refusal posted DONE (root_refused, coll.c), which lets its
  * children this far, and they end the call the same way. A size mismatch
  * aborts the team: the root and the other readers would wait for data that
  * never comes. */

@@ -226,7 +226,7 @@ int pgc_signature_mismatch(pgc_team *t, int peer, uint64_t theirs)
             return PGC_OK;
         }
         /* The peer refused this collective before it moved anything, and
-         * we need it: we give the collective up (pgc_coll_end: pgc_coll_give_up,
+         * we need it: we give the collective up (pgc_coll_end: give_up,
          * coll.c, which adds the peer's reason), and so does every member
          * that needs us. No abort. */
         return pgc_set_error(&t->err, PGC_EPEERREFUSED, peer, 0, "%s: local rank %d refused its arguments",
@@ -359,7 +359,7 @@ static uint64_t wait_clock_slice(const wait_clock *c, uint64_t now)
 }
 
 /* Whether a wait for `target` on `peer` can never end: the team was
- * aborted, or the peer gave the collective in progress up (pgc_coll_give_up,
+ * aborted, or the peer gave the collective in progress up (give_up,
  * coll.c: it posts nothing more in it until every member ended it) and the
  * target lies in that collective. PGC_EABORTED, PGC_EPEERREFUSED (t->err:
  * the refusing member) or 0. */

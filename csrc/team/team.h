@@ -142,7 +142,7 @@ typedef struct pgc_ctl {
      * slot k % PGC_SIG_RING. */
     _Atomic uint64_t sig[PGC_SIG_RING];
     /* (seq << 32) | PGC_GAVE_UP | refuser: the owner gave collective seq up
-     * because member `refuser` refused it (pgc_coll_give_up, coll.c); read
+     * because member `refuser` refused it (give_up, coll.c); read
      * only by waits that found the owner behind (pgc_wait_slow). */
     _Atomic uint64_t gave_up;
     _Atomic uint64_t addr __attribute__((aligned(PGC_CACHELINE))); /* published user-buffer address (single copy) */
@@ -226,7 +226,7 @@ typedef struct pgc_team {
     int forwards;
     /* A peer's refusal of a collective that is no root's aborts the team
      * instead of ending the collective on the members that need the peer
-     * (pgc_coll_give_up): set by the comm layer for a hierarchy's node
+     * (give_up, coll.c): set by the comm layer for a hierarchy's node
      * team, whose members wait for each other in further legs of the call. */
     int refusals_abort;
     pgc_config cfg;             /* copy of hdr->cfg */

@@ -1042,7 +1042,7 @@ cdef int _hold_type_mismatch(_State st, str what, str why) except -1:
 
 
 # What a refusal's message says before the refuser's own error (PeerRefusedError,
-# RootRefusedError, pgc_coll_root_refused).
+# RootRefusedError, root_refused in csrc/coll/coll.c).
 cdef str _REFUSED_ARGS = "refused its arguments: "
 
 

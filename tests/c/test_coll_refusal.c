@@ -1,7 +1,7 @@
 /* A member that refuses its arguments (pgc_coll_refuse) while the others
  * are in the collective: every member that needs it ends the call with
  * PGC_EPEERREFUSED, naming it and its reason, and so does every member
- * that needs one of those (pgc_coll_give_up); the others complete with the
+ * that needs one of those (give_up, csrc/coll/coll.c); the others complete with the
  * right data, a Bcast's or Scatter's root among them (it skips the
  * refuser); nobody aborts, and the next calls are right on every member.
  * Every collective that moves data, every member as the refuser (as a
