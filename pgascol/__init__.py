@@ -13,7 +13,7 @@ from .errors import (ArgumentError, CollectiveMismatchError, DatatypeMismatchErr
 
 # Loaded on first use (PEP 562), so that tools which only launch jobs
 # (pgascol-bench, the test harness) do not initialise MPI by importing pgascol.
-_LAZY = {"Comm": ".comm", "NodeTeam": ".node.team", "stats": ".comm", "empty": ".comm.buffers",
+_LAZY = {"Comm": ".comm", "NodeTeam": ".node.team", "stats": ".comm", "tuning": ".comm", "empty": ".comm.buffers",
          "zeros": ".comm.buffers", "free": ".comm.buffers"}
 
 
@@ -26,6 +26,6 @@ def __getattr__(name):
     raise AttributeError("module 'pgascol' has no attribute %r" % name)
 
 
-__all__ = ["Comm", "NodeTeam", "stats", "empty", "zeros", "free", "ArgumentError", "OperationFailedError",
+__all__ = ["Comm", "NodeTeam", "stats", "tuning", "empty", "zeros", "free", "ArgumentError", "OperationFailedError",
            "PeerDeadError", "PgascolError", "PgascolTimeoutError", "RevokedError", "TeamAbortedError",
            "TeamClosedError"]

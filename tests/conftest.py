@@ -6,6 +6,10 @@ count, environment, ...) is launched once and all of its pytest items read
 their outcome from that one run.
 """
 
+import atexit
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -20,6 +24,14 @@ collect_ignore_glob = ["mpi_programs/*"]
 collect_ignore = [str(p.relative_to(Path(__file__).parent)) for p in
                   (Path(__file__).parent / "mpi4py_suite").glob("*.py")
                   if p.name not in ("test_cco_buf.py", "test_cco_vec.py")]
+
+
+# What a job learns is kept in the calibration file (pgascol/node/calibration.py):
+# never in the user's ~/.cache from the tests. tests/mpi_harness.py gives each
+# MPI job a file of its own, so that every job starts as a new user's would.
+_CALIBRATION_DIR = tempfile.mkdtemp(prefix="pgascol-test-calibration-")
+atexit.register(shutil.rmtree, _CALIBRATION_DIR, True)
+os.environ.setdefault("PGASCOL_CALIBRATION", os.path.join(_CALIBRATION_DIR, "calibration.json"))
 
 
 @pytest.fixture(scope="session")

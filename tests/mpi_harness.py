@@ -442,6 +442,9 @@ def run_mpi(programs, np: int, args=(), env=None,
 
     with tempfile.TemporaryDirectory(prefix="pgascol-mpi-") as tmp, cleaned_mpi_shm():
         result_dir = Path(tmp)
+        if "PGASCOL_CALIBRATION" not in (env or {}):
+            # a job of its own: it starts with no calibration file, as a new user's
+            rank_env["PGASCOL_CALIBRATION"] = str(result_dir / "calibration.json")
         command = [*prefix, "-n", str(np), *wrapper, sys.executable, "-m", "tests.mpi_harness",
                    *selection, *map(str, programs), str(result_dir), "--", *map(str, args)]
         # setsid(2) for the launcher too, so that its process group is nobody

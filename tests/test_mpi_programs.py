@@ -44,6 +44,9 @@ MIX_SMALL = {"PGASCOL_INLINE_MAX": "64", "PGASCOL_CHUNK_BYTES": "4096", "PGASCOL
              "PGASCOL_BCAST_TREE_MIN": "3", "PGASCOL_BCAST_RADIX": "2",
              **{"PGASCOL_CMA_MIN_" + name.upper(): "32768" for name in COLLECTIVES},
              "PGASCOL_TEST_EXPECT_CMA": "1"}
+# Programs that assert the paths the built-in thresholds take (the tuner may take a
+# size class to MPI on its measurements): tuning off.
+BUILT_IN_PATHS = {"PGASCOL_TUNE": "0"}
 # Partial errors become timeouts: short ones.
 SHORT_TIMEOUT = {"PGASCOL_TIMEOUT": "3"}
 TYPES_DIFFER = "test_a_root_datatype_differing_at_the_same_byte_count_is_refused_and_the_comm_stays_usable"
@@ -89,10 +92,11 @@ TABLE = [
     Run("cco_obj.py", (4,), "vnodes_of_2", vnodes(2), timeout=400,
         exclude=("test_misuse_raises_everywhere_and_comm_stays_usable",)),
 
-    # ---- derived datatypes and MPI.BOTTOM in the data-movement collectives
-    Run("datatype.py", timeout=400),
-    Run("datatype.py", (2, 3, 4), "vnodes_of_1", vnodes(1), timeout=400),
-    Run("datatype.py", (3, 4, 8), "vnodes_of_2", vnodes(2), timeout=400),
+    # ---- derived datatypes and MPI.BOTTOM in the data-movement collectives (their calls
+    # must run on the engine: the built-in paths, no tuner to take a size class to MPI)
+    Run("datatype.py", env=BUILT_IN_PATHS, timeout=400),
+    Run("datatype.py", (2, 3, 4), "vnodes_of_1", {**vnodes(1), **BUILT_IN_PATHS}, timeout=400),
+    Run("datatype.py", (3, 4, 8), "vnodes_of_2", {**vnodes(2), **BUILT_IN_PATHS}, timeout=400),
 
     # ---- errors on some ranks only: timeouts naming the operation; on virtual nodes of 1
     # and 2 ranks the others wait in MPI, not in the engine
@@ -118,12 +122,12 @@ TABLE = [
     # ---- rank order whatever the placement on nodes: round robin (k=1 is consecutive
     # again), consecutive (the hierarchical Scan/Exscan; k=2: np=3 -> {0,1} {2}, np=4 ->
     # {0,1} {2,3}; k=3, np=8 -> {0,1,2} {3,4,5} {6,7}) and, for comparison, one node
-    Run("placement.py", (3,), "vnodes_of_1_roundrobin", vnodes(1, "roundrobin"), timeout=300),
-    Run("placement.py", (3, 4, 8), "vnodes_of_2_roundrobin", vnodes(2, "roundrobin"), timeout=400),
-    Run("placement.py", (4, 8), "vnodes_of_3_roundrobin", vnodes(3, "roundrobin"), timeout=400),
-    Run("placement.py", (3, 4), "vnodes_of_2_block", vnodes(2, "block"), timeout=300),
-    Run("placement.py", (8,), "vnodes_of_3_block", vnodes(3, "block"), timeout=400),
-    Run("placement.py", (3,), timeout=300),
+    Run("placement.py", (3,), "vnodes_of_1_roundrobin", {**vnodes(1, "roundrobin"), **BUILT_IN_PATHS}, timeout=300),
+    Run("placement.py", (3, 4, 8), "vnodes_of_2_roundrobin", {**vnodes(2, "roundrobin"), **BUILT_IN_PATHS}, timeout=400),
+    Run("placement.py", (4, 8), "vnodes_of_3_roundrobin", {**vnodes(3, "roundrobin"), **BUILT_IN_PATHS}, timeout=400),
+    Run("placement.py", (3, 4), "vnodes_of_2_block", {**vnodes(2, "block"), **BUILT_IN_PATHS}, timeout=300),
+    Run("placement.py", (8,), "vnodes_of_3_block", {**vnodes(3, "block"), **BUILT_IN_PATHS}, timeout=400),
+    Run("placement.py", (3,), env=BUILT_IN_PATHS, timeout=300),
 
     # ---- the random mix: the defaults; small thresholds; single copy and AVX2 off;
     # virtual nodes, consecutive and round robin; named segments with the path fixed by size
@@ -134,6 +138,13 @@ TABLE = [
     Run("random_mix.py", (4, 8), "vnodes_of_3_roundrobin", vnodes(3, "roundrobin"), timeout=300),
     Run("random_mix.py", (4,), "named_by_size", {"PGASCOL_SEGMENT": "named", "PGASCOL_ADAPT": "0"},
         timeout=300),
+
+    # ---- the tuner: learned paths, the same on every rank, right results on each,
+    # following a change of cost, kept in the calibration file; one node (oversubscribed
+    # at 8) and virtual nodes (the hierarchy against MPI's own)
+    Run("tuning.py", timeout=300),
+    Run("tuning.py", (2, 3), "vnodes_of_1", vnodes(1), timeout=300),
+    Run("tuning.py", (4, 8), "vnodes_of_2", vnodes(2), timeout=300),
 
     # ---- the intra-node engine: the defaults; small thresholds with single copy off, the
     # baseline loops (no AVX2) and staging written with streaming stores (the defaults
@@ -225,6 +236,7 @@ test_errors = chapter("errors.py")
 test_ulfm = chapter("ulfm.py")
 test_placement = chapter("placement.py")
 test_random_mix = chapter("random_mix.py")
+test_tuning = chapter("tuning.py")
 test_engine = chapter("engine.py")
 test_node_team = chapter("node_team.py")
 test_pgas = chapter("pgas_arrays.py")

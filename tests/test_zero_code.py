@@ -155,16 +155,45 @@ def test_a_bad_variable_is_one_clear_line_on_every_rank(value):
     assert all(line.startswith("pgascol info: ") for line in lines), lines
 
 
-def test_calibrate_with_a_node_of_one_rank_ends_on_every_rank(tmp_path):
-    """3 + 1 ranks as virtual nodes: the lone rank cannot measure; every
-    rank must learn so (not only that one) and the job end."""
+def test_calibrate_learns_the_table_that_info_shows_and_jobs_start_from(tmp_path):
+    """`pgascol calibrate` at np=2 decides every tuned collective at every
+    size class asked for, writes them under the job's shape with this
+    machine's fingerprint; `pgascol info` shows them as the file's."""
+    out = tmp_path / "cal.json"
     start = time.monotonic()
-    proc = _run(4, "calibrate", "--output", str(tmp_path / "cal.json"), timeout=120,
-                env={"PGASCOL_NODE_SIZE": "3"})
-    assert proc.returncode != 0
-    assert "calibration needs >= 2 ranks on every node" in proc.stderr + proc.stdout
-    assert not (tmp_path / "cal.json").exists()
+    proc = _run(2, "calibrate", "--output", str(out), "--max-size", "64K", timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
     assert time.monotonic() - start < 60
+    doc = json.loads(out.read_text())
+    from pgascol.comm._comm import TUNED
+    from pgascol.node import calibration
+    assert doc["fingerprint"] == calibration.fingerprint()
+    table = doc["tables"]["1n2r"]
+    assert set(table) == set(TUNED), table
+    for coll, classes in table.items():
+        assert set(classes) == {"14", "15", "16"}, (coll, classes)
+        assert set(classes.values()) <= {"cico", "cma", "mpi"}, (coll, classes)
+    info = _info(PGASCOL_CALIBRATION=str(out)).stdout
+    assert "calibration file %s: used" % out in info, info
+    assert "1 node, 2 ranks:" in info and "Allreduce" in info, info
+
+
+def test_calibrate_across_nodes_measures_the_hierarchy_against_mpi(tmp_path):
+    """3 + 1 ranks as virtual nodes: the hierarchy (engine) or MPI's own,
+    per class; every rank ends, the table is written once."""
+    out = tmp_path / "cal.json"
+    proc = _run(4, "calibrate", "--output", str(out), "--max-size", "32K", timeout=120,
+                env={"PGASCOL_NODE_SIZE": "3"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    table = json.loads(out.read_text())["tables"]
+    (shape,) = table
+    assert shape.startswith("2n4r"), table
+    assert {p for classes in table[shape].values() for p in classes.values()} <= {"engine", "mpi"}, table
+
+
+def test_calibrate_on_one_rank_says_why():
+    proc = _run(1, "calibrate", "--output", "/nonexistent/cal.json", timeout=60)
+    assert proc.returncode != 0 and "calibration needs >= 2 ranks" in proc.stderr + proc.stdout
 
 
 def test_info_shows_the_upc_algorithms(tmp_path):

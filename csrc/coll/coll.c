@@ -128,7 +128,11 @@ pgc_path pgc_choose_path(const pgc_team *t, pgc_coll coll, size_t bytes, int sha
         return PGC_PATH_INLINE;
     /* shared: one user-space copy, fewer than staging's two, and no kernel
      * call (coll.h) */
-    if (shared || (t->cma_ok && bytes >= t->cfg.cma_min[coll]))
+    if (shared)
+        return PGC_PATH_CMA;
+    if (t->path_hint) /* the tuner's choice; single copy only where it works */
+        return t->path_hint == PGC_PATH_CMA && t->cma_ok ? PGC_PATH_CMA : PGC_PATH_CICO;
+    if (t->cma_ok && bytes >= t->cfg.cma_min[coll])
         return PGC_PATH_CMA;
     return PGC_PATH_CICO;
 }
@@ -167,7 +171,8 @@ static pgc_xfer stage_best(const pgc_team *t)
 pgc_path pgc_choose_member_path(pgc_team *t, pgc_coll coll, size_t bytes, int shared)
 {
     pgc_path path = pgc_choose_path(t, coll, bytes, shared);
-    if (path != PGC_PATH_CICO || !pgc_adapts(t, coll, bytes))
+    /* the tuner's choice is measured by the tuner: no probe of the other */
+    if (path != PGC_PATH_CICO || t->path_hint || !pgc_adapts(t, coll, bytes))
         return path;
     pgc_costs *c = &t->hdr->costs;
     /* a probe in progress decides */

@@ -229,6 +229,15 @@ typedef struct pgc_team {
      * (give_up, coll.c): set by the comm layer for a hierarchy's node
      * team, whose members wait for each other in further legs of the call. */
     int refusals_abort;
+    /* The path the comm layer's tuner chose for the next collectives
+     * (pgascol/comm/tune.pxi): PGC_PATH_CICO or PGC_PATH_CMA, or 0
+     * (PGC_PATH_INLINE: no choice, the thresholds and the measured costs
+     * decide). Private to the member, set and cleared around one call; every
+     * member of the call sets the same one (the tuner's schedule and its
+     * decisions are the same on every rank), which Bcast needs (its root and
+     * readers must agree on the path) and the others tolerate (readers follow
+     * each sender's announced path). Inline payloads stay inline. */
+    int path_hint;
     pgc_config cfg;             /* copy of hdr->cfg */
     pgc_simd simd;              /* the loops this member copies and reduces with (cfg.simd) */
     uint64_t spin_iters;        /* spin budget in pause instructions */

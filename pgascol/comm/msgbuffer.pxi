@@ -556,6 +556,12 @@ cdef class _Layout:
             self.counts[i] = counts[i]
         return 0
 
+    cdef Py_ssize_t total(self):
+        cdef Py_ssize_t i, t = 0
+        for i in range(self.n):
+            t += self.counts[i]
+        return t
+
     cdef bint consecutive(self):
         """Every block starts where the one of the rank before ends."""
         cdef Py_ssize_t i

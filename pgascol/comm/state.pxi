@@ -82,6 +82,7 @@ cdef class _State:
     cdef public bint in_rank_order
     cdef public list node_of, local_of, members
     cdef public object pgas     # the PGAS layer's context (pgascol/pgas/context.py), made on first use
+    cdef public object tuner    # the path table (_Tuner, tune.pxi)
     cdef list scratch_bufs      # pre-faulted work areas of the hierarchical legs
     cdef dict locks             # mpi4py's locks of the pickle-based methods (msgpickle.pxi), by key
     cdef list alerts            # sends of _abort_across and _check_alerts, completed at free
@@ -141,6 +142,7 @@ cdef class _State:
             # Per-local-rank inter-node communicator; its rank is the node index.
             self.xcomm = comm.Split(self.lrank, self.nidx)
             self.pcomm = comm.Dup()
+        self.tuner = _Tuner(self, env)
         self.log("ready: rank %d of %d, node %d of %d, local rank %d of %d%s" % (
             self.rank, self.size, self.nidx, self.nnodes, self.lrank, self.lsize,
             " (hierarchical)" if self.hier else ""))
@@ -549,6 +551,16 @@ cdef int _done(_State st, int coll, int path, _Msg a, _Msg b) except -1:
             st.log("%s: derived datatype or MPI.BOTTOM as packed bytes" % _COLL_NAMES[coll])
     st.count(coll, path)
     return 0
+
+
+cdef inline bint _to_mpi_tuned(_State st, int coll, Py_ssize_t nbytes, _Msg a, _Msg b) except -1:
+    """The tuner's choice for this call (tune.pxi): True if it runs MPI's
+    own collective, else the engine runs it with the path the tuner set.
+    It depends on nothing but the call's bytes, which every rank of a
+    correct call knows alike (a packed message's too: its type signature's
+    size), never on how a rank gave its buffers: every rank must take the
+    same path (a Bcast root skips a reader that went to MPI)."""
+    return (<_Tuner>st.tuner).choose(coll, nbytes) == CAND_MPI
 
 
 cdef int _fallback(object st, int coll) except -1:

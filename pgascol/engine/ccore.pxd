@@ -104,6 +104,7 @@ cdef extern from "team/team.h" nogil:
         int basic_seen
         int forwards
         int refusals_abort
+        int path_hint
         void (*before_wait)(pgc_team *t) noexcept nogil
         void *before_wait_state
 

@@ -14,9 +14,9 @@ KiB = 1024
 MiB = 1024 * KiB
 
 #: Single copy (process_vm_readv/writev) from this many bytes on, per
-#: collective; None = never. Seeded from `pgascol calibrate` on the 2-core
-#: development machine (docs/PERFORMANCE.md); a calibration file of the
-#: machine at hand replaces them. Reductions (bytes: the whole vector) stay
+#: collective; None = never: the built-in starting point, measured on the
+#: 2-core development machine (docs/PERFORMANCE.md); the tuner (tune.pxi)
+#: replaces it per size class with what the job measures. Reductions (bytes: the whole vector) stay
 #: on copy-in/copy-out by size (single copy measured slower: a 16 MiB
 #: float64 Allreduce at np=2 pulling the peer's half with process_vm_readv
 #: takes 3.4-4.2 ms, a pipelined copy through cache-resident staging
@@ -92,6 +92,10 @@ VARIABLES = {
     "PGASCOL_NODE_MAP": ("block", str, "ranks -> virtual nodes: block (consecutive) or "
                          "roundrobin (rank r -> node r % nodes)"),
     "PGASCOL_CALIBRATION": ("", str, "calibration file (default ~/.cache/pgascol/calibration-<host>.json)"),
+    "PGASCOL_TUNE": ("1", int, "1: every size class above the inline size takes the path (copy-in/copy-out, "
+                     "single copy, MPI's own) the job measures fastest, starting from the calibration "
+                     "file; 0: the built-in thresholds only"),
+    "PGASCOL_TUNE_SAVE": ("1", int, "1: what a job learned is written to the calibration file at exit"),
 }
 
 
@@ -142,12 +146,11 @@ def segment_kind(env=os.environ):
 
 
 def cma_min(env=os.environ):
-    """Per-collective single-copy thresholds: the defaults, then this
-    machine's calibration file (`pgascol calibrate`), then PGASCOL_CMA_MIN_<NAME>
-    overrides (bytes, or 'never')."""
-    from . import calibration
+    """Per-collective single-copy thresholds: the built-in ones, then
+    PGASCOL_CMA_MIN_<NAME> overrides (bytes, or 'never'). They decide the
+    calls the tuner does not (pgascol/comm/tune.pxi): the v forms whose
+    counts differ per rank, and a size class until it is learned."""
     out = dict(CMA_MIN_DEFAULTS)
-    out.update(calibration.load(env.get("PGASCOL_CALIBRATION")))
     for name in list(out):
         raw = env.get("PGASCOL_CMA_MIN_" + name.upper())
         if raw is None:

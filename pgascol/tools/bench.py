@@ -374,6 +374,20 @@ def _stats_row(impl, op, nbytes, P, times, iters, path, floor, sets, store=None)
             "store_us": None if store is None else store * 1e6}
 
 
+def tuned_state(pcomm, op, nbytes, P):
+    """What the tuner held for this case's size class at the end of the case
+    (pgascol.tuning): {"path", "source"}; None where it does not tune it
+    (--via team, the v forms with per-rank counts, sizes up to the inline
+    size)."""
+    if pcomm is None:
+        return None
+    import pgascol
+    name = {"reduce_scatter_block": "Reduce_scatter_block"}.get(op, op.capitalize())
+    per = nbytes // P if op in ("alltoall", "alltoallv") else nbytes
+    entry = pgascol.tuning(pcomm).get(name, {}).get(max(per, 1).bit_length() - 1)
+    return None if entry is None else {"path": entry["path"], "source": entry["source"]}
+
+
 def iters_text(iters, target_ms):
     return ("%d calls per round" % iters if iters
             else "calls per round chosen per case for ~%g ms" % target_ms)
@@ -511,12 +525,15 @@ def worker_main(argv=None):
         def most(tally):
             return max(tally, key=tally.get) if any(tally.values()) else "-"
         path = most(tally)
+        learned = tuned_state(pcomm, op, nbytes, P)
         rows = [("pgascol", tp, path), ("mpi", tm, None)] + ([("pgascol-shared", ts, most(tally_shared))]
                                                              if ts else [])
         for impl, times, p in rows:
             row = _stats_row(impl, op, nbytes, P, times, iters, p, floor, nsets, store)
             row.update(floor_bytes=fbytes, floor_us=op_floor * 1e6,
                        buffers="shared" if impl == "pgascol-shared" else "private")
+            if impl != "mpi":
+                row.update(tuned=learned)
             results.append(row)
         if me == 0:
             out.write("[%d/%d] %-20s %6s  pgascol %10.2f us  mpi %10.2f us  ratio %5.2f  "

@@ -1,47 +1,127 @@
-"""Calibration: where single copy beats copy-in/copy-out on this machine.
+"""Calibration: the path table of this machine, learned ahead of a job.
 
     mpiexec -n 2 python -m pgascol calibrate [--output FILE]
 
-For each collective that can use single copy, times it with a team forced to
-copy-in/copy-out and with a team forced to single copy, at sizes from 4 KiB to
-16 MiB (best of several rounds, slowest rank), and records the smallest size
-from which single copy wins at every larger size measured (or "never"). The
-result is stored as JSON (default: ~/.cache/pgascol/calibration-<host>.json,
-or PGASCOL_CALIBRATION), read by every later job on this machine; PGASCOL_CMA_MIN_*
-variables still override it."""
-import json
+Runs every collective the tuner decides (pgascol/comm/tune.pxi: the
+reductions too) at every size class from 16 KiB to 16 MiB on a pgascol.Comm
+whose tuner measures each class from its first call, until every class is
+decided: the same measurements, agreement and rule a job applies to its own
+calls, made at once. The table (collective -> size class -> cico, cma, mpi or
+engine) is written to the calibration file (pgascol/node/calibration.py:
+~/.cache/pgascol/calibration-<host>.json, or PGASCOL_CALIBRATION) under this
+job's team shape, with this machine's fingerprint; later jobs of that shape
+start from it. Run it once per shape that matters (np=2, the node's core
+count, ...); a job of another shape learns its own."""
 import os
 import socket
 import time
 
 import numpy as np
 
-from ..engine import _core
-from ..node.calibration import default_path
+from ..node import calibration
 
-SIZES = [4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20]
-CALIBRATED = ("Bcast", "Gather", "Scatter", "Allgather", "Alltoall")
+CLASSES = range(14, 25)             # 16 KiB ... 16 MiB
+MAX_BUFFER = 64 << 20               # bytes of one buffer at the most (the largest classes at many ranks)
+MAX_CALLS = 2000                    # per class: a class still undecided then is left to the job
 
 
-def _call(team, op, nbytes):
-    P = team.size
-    a = np.ones(nbytes, np.uint8)
-    b = np.zeros(nbytes * P, np.uint8)
-    counts = [nbytes] * P
-    if op == "Bcast":
-        return lambda: team.bcast(a, nbytes, 0)
-    if op == "Gather":
-        return lambda: team.gather(a, nbytes, b, counts, None, 0)
-    if op == "Scatter":
-        return lambda: team.scatter(b, counts, None, a, nbytes, 0)
-    if op == "Allgather":
-        return lambda: team.allgather(a, nbytes, b, counts, None)
-    per = max(nbytes // P, 1)
-    s, r = np.ones(per * P, np.uint8), np.zeros(per * P, np.uint8)
-    return lambda: team.alltoall(s, [per] * P, None, r, [per] * P, None)
+def _call(comm, name, nbytes):
+    """call() making one `name` of a class-`nbytes` call on comm (the bytes
+    the tuner counts: a vector, a rank's block, Alltoall's block per pair)."""
+    from mpi4py import MPI
+    P = comm.Get_size()
+    n = max(nbytes // 8, 1)
+    x, y = np.ones(n), np.zeros(n)
+    if name == "Bcast":
+        return lambda: comm.Bcast(x, 0)
+    if name in ("Allreduce", "Scan", "Exscan"):
+        return lambda: getattr(comm, name)(x, y, MPI.SUM)
+    if name == "Reduce":
+        return lambda: comm.Reduce(x, y, MPI.SUM, 0)
+    big = np.zeros(n * P)
+    if name == "Reduce_scatter_block":
+        return lambda: comm.Reduce_scatter_block(big, x, MPI.SUM)
+    if name == "Reduce_scatter":
+        return lambda: comm.Reduce_scatter(big, x, [n] * P, MPI.SUM)
+    if name == "Gather":
+        return lambda: comm.Gather(x, big, 0)
+    if name == "Scatter":
+        return lambda: comm.Scatter(big, x, 0)
+    if name == "Allgather":
+        return lambda: comm.Allgather(x, big)
+    if name == "Allgatherv":
+        return lambda: comm.Allgatherv(x, [big, [n] * P])
+    if name == "Alltoall":
+        out = np.zeros(n * P)
+        return lambda: comm.Alltoall(big, out)
+    raise ValueError(name)
+
+
+def run(comm, output=None, log=print, max_bytes=1 << 24):
+    """Learn the table on comm (an mpi4py communicator, wrapped here), size
+    classes from 16 KiB to max_bytes, and write it."""
+    import pgascol
+    from ..comm._comm import TUNED, tuner_of
+    pcomm = pgascol.Comm(comm)
+    me, P = pcomm.Get_rank(), pcomm.Get_size()
+    start = time.perf_counter()
+    table = {}
+    try:
+        tuner = tuner_of(pcomm)
+        if P < 2 or not tuner.enabled:
+            raise SystemExit("calibration needs >= 2 ranks and PGASCOL_TUNE=1 (%d rank(s), PGASCOL_TUNE=%s)"
+                             % (P, os.environ.get("PGASCOL_TUNE", "1")))
+        tuner.measure_now = True
+        tuner.saves = False
+        for name in TUNED:
+            for k in CLASSES:
+                if (1 << k) * P > MAX_BUFFER or (1 << k) > max_bytes:
+                    continue
+                call, calls = _call(pcomm, name, 1 << k), 0
+                while calls < MAX_CALLS:
+                    call()
+                    calls += 1
+                    path, source, measuring = tuner.state_of(name, 1 << k)
+                    if path is not None and not measuring and source != "built in":
+                        table.setdefault(name, {})[k] = path
+                        break
+                if me == 0:
+                    entry = [e for e in tuner.log if e[1] == name and e[2] == k]
+                    log("%-20s %8s  %-6s %s" % (name, _short(1 << k), table.get(name, {}).get(k, "-"),
+                                                "  ".join("%s %.1f us" % kv for kv in sorted(
+                                                    entry[-1][5].items(), key=lambda kv: kv[1])) if entry else
+                                                "undecided after %d calls" % calls))
+        shape = tuner.shape
+    finally:
+        pcomm.Free()
+    where = None
+    if me == 0:
+        where = calibration.save({shape: table}, "calibrate", output)
+        log("calibration for %s (%s) written to %s in %.1f s" % (
+            shape, socket.gethostname(), where or "nowhere (the cache directory is not writable)",
+            time.perf_counter() - start))
+    return table
+
+
+def _short(n):
+    for unit, size in (("M", 1 << 20), ("K", 1 << 10)):
+        if n >= size:
+            return "%d%s" % (n // size, unit)
+    return str(n)
+
+
+# ---------------------------------------------------------------------------
+# pgascol.upc: the default algorithm per collective, team shape and size
+# ---------------------------------------------------------------------------
+
+#: The data-movement collectives whose default is measured (the reductions'
+#: crossovers go in the same file, under their own names: upc/defaults.py).
+UPC_CALIBRATED = ("broadcast", "scatter", "gather", "gather_all", "exchange", "reduce", "prefix_reduce")
+UPC_SIZES = [4, 256, 4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20]
 
 
 def _best(comm, fn, nbytes, rounds=5):
+    """The slowest rank's best time per call of fn over `rounds` rounds."""
     from mpi4py import MPI
     iters = max(2, min(200, (32 << 20) // max(nbytes, 1)))
     fn()
@@ -53,65 +133,6 @@ def _best(comm, fn, nbytes, rounds=5):
             fn()
         best = min(best, comm.allreduce((time.perf_counter() - t0) / iters, op=MPI.MAX))
     return best
-
-
-def run(comm, output=None, log=print):
-    from mpi4py import MPI
-
-    from ..node.team import NodeTeam
-    names = [n for n in _core.COLLECTIVES if n.rstrip("v") in CALIBRATED]
-    env_cico = {k: v for k, v in os.environ.items() if not k.startswith("PGASCOL_CMA_MIN_")}
-    env_cma = dict(env_cico, **{"PGASCOL_CMA_MIN_" + n.upper(): "0" for n in names})
-    env_cico.update({"PGASCOL_CMA_MIN_" + n.upper(): "never" for n in names})
-    cico, cma = NodeTeam(comm, env_cico), NodeTeam(comm, env_cma)
-    me = comm.Get_rank()
-    result, table = {}, []
-    try:
-        # agreed by every rank (nodes may differ: virtual nodes of uneven
-        # size), or the ones that can measure would wait for the others
-        usable = cico.local_size >= 2 and cma.cma_ok
-        if not comm.allreduce(usable, op=MPI.LAND):
-            raise SystemExit("calibration needs >= 2 ranks on every node with single copy available (%s)"
-                             % ("a node of 1 rank" if usable else cma.cma_reason or "a node of 1 rank"))
-        for op in CALIBRATED:
-            wins = []
-            for n in SIZES:
-                t_cico = _best(comm, _call(cico.core, op, n), n)
-                t_cma = _best(comm, _call(cma.core, op, n), n)
-                wins.append(t_cma < t_cico)
-                table.append((op, n, t_cico * 1e6, t_cma * 1e6))
-                if me == 0:
-                    log("%-10s %9d B  cico %10.1f us  cma %10.1f us" % (op, n, t_cico * 1e6, t_cma * 1e6))
-            # smallest size from which single copy wins at every larger size
-            threshold = None
-            for i in range(len(SIZES) - 1, -1, -1):
-                if not wins[i]:
-                    break
-                threshold = SIZES[i]
-            for name in names:
-                if name.rstrip("v") == op:
-                    result[name] = threshold
-    finally:
-        cico.free()
-        cma.free()
-    path = output or default_path()
-    if me == 0:
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        with open(path, "w") as f:
-            json.dump({"host": socket.gethostname(), "np": comm.Get_size(), "date": time.strftime("%Y-%m-%d %H:%M:%S"),
-                       "cma_min": result, "measurements_us": table}, f, indent=1)
-        log("calibration written to %s: %s" % (path, result))
-    return result
-
-
-# ---------------------------------------------------------------------------
-# pgascol.upc: the default algorithm per collective, team shape and size
-# ---------------------------------------------------------------------------
-
-#: The data-movement collectives whose default is measured (the reductions'
-#: crossovers go in the same file, under their own names: upc/defaults.py).
-UPC_CALIBRATED = ("broadcast", "scatter", "gather", "gather_all", "exchange", "reduce", "prefix_reduce")
-UPC_SIZES = [4, 256, 4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20]
 
 
 def _upc_case(upc, pgas, comm, coll, nbytes):

@@ -70,13 +70,7 @@ def info(args):
                                      "flat pull below %d ranks, pipelined %d-nomial tree from %d (this team: %s)"
                                      % (tree, cfg["bcast_radix"], tree,
                                         "tree" if d["local_size"] >= tree else "flat")))
-    cma_min = ", ".join("%s >= %s" % (k, _human(v)) for k, v in cfg["cma_min"].items() if v is not None)
-    cal = calibration.default_path()
-    source = ("calibrated: " + cal) if calibration.load() else "defaults (no calibration file; run `mpiexec -n 2 pgascol calibrate`)"
-    out.write("single copy from: %s\n            [%s]\n" % (cma_min or "never", source))
-    out.write("run-time choice: %s\n" % (
-        "%s from %s: single copy instead of staging while measured cheaper (PGASCOL_ADAPT)"
-        % (", ".join(cfg["adapt"]), _human(cfg["adapt_min"])) if cfg["adapt"] and d["cma"] else "off"))
+    _tuning_lines(out, cfg, d)
     out.write("staging:    written with streaming stores %s (PGASCOL_STREAM)\n" % (
         ("never", "while measured 3x cheaper than ordinary stores", "always")[cfg["stream"]]))
     out.write("receiving:  %s (PGASCOL_RECV_STREAM_MIN)\n" % (
@@ -105,8 +99,57 @@ def info(args):
     return 0
 
 
+def _tuning_lines(out, cfg, d):
+    """The path table in force: the tuner, the calibration file's table for
+    this machine (each entry's source), and the built-in thresholds under it."""
+    tune = os.environ.get("PGASCOL_TUNE", "1").strip() not in ("0", "off", "")
+    out.write("paths:      %s\n" % (
+        "learned per collective and size class above %s: copy-in/copy-out, single copy and MPI's own "
+        "measured in the job's calls, the fastest taken (PGASCOL_TUNE=1)" % _human(cfg["inline_max"]) if tune
+        else "the built-in thresholds only (PGASCOL_TUNE=0)"))
+    path = calibration.default_path()
+    tables, status = calibration.read()
+    out.write("            calibration file %s: %s\n" % (path, {
+        "used": "used (this machine's fingerprint)",
+        "none": "none yet (a job writes what it learned at exit; `mpiexec -n 2 pgascol calibrate` "
+                "measures it ahead)"}.get(status, status)))
+    for shape in sorted(tables):
+        out.write("            %s:\n" % _shape_text(shape))
+        for coll in sorted(tables[shape]):
+            classes = tables[shape][coll]
+            out.write("              %-20s %s\n" % (coll, "; ".join(
+                "%s %s" % (_class_text(k), classes[k]) for k in sorted(classes))))
+    cma_min = ", ".join("%s >= %s" % (k, _human(v)) for k, v in cfg["cma_min"].items() if v is not None)
+    out.write("            built in (until a class is learned; the v forms with per-rank counts): "
+              "single copy from %s\n" % (cma_min or "never"))
+    out.write("            ... and %s\n" % (
+        "%s from %s: single copy instead of staging while measured cheaper (PGASCOL_ADAPT)"
+        % (", ".join(cfg["adapt"]), _human(cfg["adapt_min"])) if cfg["adapt"] and d["cma"] else
+        "no run-time switch to single copy (PGASCOL_ADAPT)"))
+
+
+def _class_text(k):
+    """Size class k, calls of 2**k to 2**(k+1) - 1 bytes: '64K-128K'."""
+    def short(n):
+        for unit, size in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+            if n >= size:
+                return "%d%s" % (n // size, unit)
+        return str(n)
+    return "%s-%s" % (short(1 << k), short(1 << (k + 1)))
+
+
+def _shape_text(shape):
+    """'1n2r' -> '1 node, 2 ranks'; 'o': oversubscribed."""
+    import re
+    m = re.fullmatch(r"(\d+)n(\d+)r(o?)", shape)
+    if not m:
+        return shape
+    return "%s node%s, %s ranks%s" % (m.group(1), "" if m.group(1) == "1" else "s", m.group(2),
+                                      ", oversubscribed" if m.group(3) else "")
+
+
 def _human(n):
-    for unit, size in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= size and n % size == 0:
             return "%d %s" % (n // size, unit)
     return "%d B" % n
@@ -122,8 +165,9 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="pgascol", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command")
     sub.add_parser("info", help="describe the machine, MPI, node layout, single copy and thresholds")
-    cal = sub.add_parser("calibrate", help="measure where single copy wins (run under mpiexec -n 2)")
+    cal = sub.add_parser("calibrate", help="learn the path table of this machine ahead of a job (run under mpiexec -n 2, or at the job's shape)")
     cal.add_argument("--output", help="file to write (default: %s)" % calibration.default_path())
+    cal.add_argument("--max-size", default="16M", help="the largest size class measured (default 16M)")
     cal.add_argument("--upc", action="store_true",
                      help="also measure pgascol.upc's default algorithms per size (any np; with "
                           "PGASCOL_NODE_SIZE, across nodes) into PGASCOL_UPC_CALIBRATION's file")
@@ -138,7 +182,8 @@ def main(argv=None):
         if args.command == "calibrate":
             from mpi4py import MPI
             if not args.upc_only:
-                calibrate.run(MPI.COMM_WORLD, args.output)
+                from .bench import parse_size
+                calibrate.run(MPI.COMM_WORLD, args.output, max_bytes=parse_size(args.max_size))
             if args.upc or args.upc_only:
                 from .bench import parse_sizes
                 calibrate.run_upc(MPI.COMM_WORLD, args.upc_output,

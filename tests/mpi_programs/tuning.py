@@ -1,0 +1,282 @@
+"""The tuner (pgascol/comm/tune.pxi): path choices learned from the job's
+own calls, the same on every rank, right results on every path, following
+a change of cost without flapping, and kept in the calibration file.
+
+Every test makes a pgascol.Comm of its own (a fresh table) over COMM_WORLD.
+A rank's view of what ran is pgascol.stats (engine or MPI, per collective)
+and the tuner's decision log; both must be the same on every rank."""
+import contextlib
+import json
+import os
+
+import numpy as np
+from mpi4py import MPI
+
+import pgascol
+from pgascol.comm._comm import tuner_of
+from pgascol.node import calibration
+from tests.mpi_programs import collective_test, data, same
+
+WORLD = MPI.COMM_WORLD
+NATIVE = WORLD.Dup()
+ME, P = WORLD.Get_rank(), WORLD.Get_size()
+# A few classes, each called often enough to be measured, decided and re-measured.
+SIZES = (8, 3000, 24 << 10, 100 << 10)
+KINDS = ("Bcast", "Reduce", "Allreduce", "Gather", "Scatter", "Allgather", "Allgatherv", "Alltoall",
+         "Reduce_scatter_block", "Reduce_scatter", "Scan", "Exscan", "Gatherv", "Alltoallv")
+CALLS = int(os.environ.get("PGASCOL_TEST_TUNING_CALLS", "1500"))
+
+
+def _one(comm, kind, n, rng_root, salt):
+    """Make call `kind` of n doubles per block on comm; the result."""
+    x = data(ME, n, salt=salt)
+    root = rng_root % P
+    if kind == "Bcast":
+        buf = x.copy() if ME == root else np.zeros(n)
+        comm.Bcast(buf, root)
+        return buf
+    if kind in ("Allreduce", "Scan", "Exscan"):
+        y = np.full(n, -1.0)
+        getattr(comm, kind)(x, y, MPI.SUM)
+        return y if (kind != "Exscan" or ME > 0) else np.zeros(0)
+    if kind == "Reduce":
+        y = np.full(n, -1.0)
+        comm.Reduce(x, y, MPI.SUM, root)
+        return y if ME == root else np.zeros(0)
+    big = np.concatenate([data(r, n, salt=salt) for r in range(P)])
+    if kind in ("Reduce_scatter_block", "Reduce_scatter"):
+        y = np.full(n, -1.0)
+        if kind == "Reduce_scatter_block":
+            comm.Reduce_scatter_block(big * (ME + 1), y, MPI.SUM)
+        else:
+            comm.Reduce_scatter(big * (ME + 1), y, [n] * P, MPI.SUM)
+        return y
+    out = np.full(n * P, -1.0)
+    if kind in ("Gather", "Gatherv"):
+        if kind == "Gather":
+            comm.Gather(x, out if ME == root else None, root)
+        else:
+            comm.Gatherv(x, [out, [n] * P] if ME == root else None, root)
+        return out if ME == root else np.zeros(0)
+    if kind == "Scatter":
+        y = np.full(n, -1.0)
+        comm.Scatter(big if ME == root else None, y, root)
+        return y
+    if kind == "Allgather":
+        comm.Allgather(x, out)
+        return out
+    if kind == "Allgatherv":
+        comm.Allgatherv(x, [out, [n] * P])
+        return out
+    if kind in ("Alltoall", "Alltoallv"):
+        if kind == "Alltoall":
+            comm.Alltoall(big + ME, out)
+        else:
+            comm.Alltoallv([big + ME, [n] * P], [out, [n] * P])
+        return out
+    raise ValueError(kind)
+
+
+def _same_everywhere(value, what):
+    """value (picklable) is the same on every rank."""
+    got = WORLD.allgather(value)
+    assert all(g == got[0] for g in got), (what, got)
+
+
+@collective_test
+def test_learning_fuzz_gives_mpis_results_and_every_rank_takes_the_same_path():
+    """Random collectives of a few size classes in a random order (the same
+    on every rank): each class is measured on every candidate, decided and
+    re-measured while the calls go on; every result equals plain MPI's,
+    and every rank ran the same collectives on MPI and on the engine and
+    made the same decisions."""
+    comm = pgascol.Comm(WORLD)
+    tuner = _tuned(comm)
+    try:
+        rng = np.random.default_rng(20261201)
+        for i in range(CALLS):
+            kind = KINDS[rng.integers(len(KINDS))]
+            n = max(int(SIZES[rng.integers(len(SIZES))]) // 8, 1)
+            root = int(rng.integers(1 << 20))
+            got = _one(comm, kind, n, root, i)
+            want = _one(NATIVE, kind, n, root, i)
+            same(got, want, "%s n=%d call %d" % (kind, n, i))
+        if tuner is None:
+            return
+        stats = pgascol.stats(comm)
+        _same_everywhere({k: v.get("mpi", 0) for k, v in stats.items()}, "calls taken to MPI")
+        _same_everywhere([e[:5] for e in tuner.log], "the decisions")
+        table = pgascol.tuning(comm)
+        _same_everywhere({c: {k: v["path"] for k, v in cl.items()} for c, cl in table.items()}, "the table")
+        assert tuner.log, "no class was decided in %d calls" % CALLS
+        assert all(c in tuner.candidates() for e in tuner.log for c in e[5]), tuner.log
+        # the v forms: by each rank's own block, never to MPI, on one node only
+        per_rank = [e for e in tuner.log if e[1] in ("Gatherv", "Scatterv", "Alltoallv")]
+        assert all("mpi" not in e[5] for e in per_rank), per_rank
+        assert not (per_rank and tuner.shape.split("n")[0] != "1"), per_rank
+        assert not {k: v for k, v in stats.items() if k in ("Gatherv", "Scatterv", "Alltoallv") and "mpi" in v}
+    finally:
+        comm.Free()
+
+
+def _loop(comm, n, calls):
+    x, y = data(ME, n), np.zeros(n)
+    for _ in range(calls):
+        comm.Allreduce(x, y, MPI.SUM)
+    assert y[0] == sum(data(r, n)[0] for r in range(P))
+
+
+def _tuned(comm):
+    tuner = tuner_of(comm)
+    if P == 1:
+        assert not tuner.enabled and pgascol.tuning(comm) == {}
+    return tuner if P > 1 else None
+
+
+N40K = (40 << 10) // 8      # an Allreduce of class 15 (32-64 KiB)
+
+
+@contextlib.contextmanager
+def _allreduce_learned():
+    """A fresh Comm whose 40 KiB Allreduce class is learned: (comm, tuner),
+    or None at np=1 (no tuner); freed at the end."""
+    comm = pgascol.Comm(WORLD)
+    tuner = _tuned(comm)
+    try:
+        if tuner is not None:
+            _loop(comm, N40K, 200)
+        yield None if tuner is None else (comm, tuner)
+    finally:
+        comm.Free()
+
+
+def _class15(comm):
+    return pgascol.tuning(comm)["Allreduce"][15]
+
+
+def test_the_choice_follows_a_slowdown_and_stops_switching_once_costs_settle():
+    """An Allreduce class learns a path; then every path but another one
+    is made slower by 2 ms in each timed call (a test's load on the
+    tuner's measurements, the same on every rank): the next measuring round
+    moves the class to that one; with the costs steady from there, thousands
+    more calls make no further switch."""
+    with _allreduce_learned() as learned:
+        if learned is None:
+            return
+        comm, tuner = learned
+        first = _class15(comm)
+        assert first["source"] == "learned in this job", first
+        target = [c for c in tuner.candidates() if c != first["path"]][-1]
+        tuner.slow = {c: 2e-3 for c in tuner.candidates() if c != target}
+        _loop(comm, N40K, 700)     # INTERVAL_MIN calls to the next round, and the round
+        second = _class15(comm)
+        assert second["path"] == target and second["switches"] == 1, (first, second)
+        _loop(comm, N40K, 4000)
+        third = _class15(comm)
+        assert third["path"] == second["path"] and third["switches"] == 1, (second, third)
+        rounds = [e for e in tuner.log if e[1] == "Allreduce" and e[2] == 15]
+        assert len(rounds) >= 3, rounds      # re-measured while steady, without switching
+        _same_everywhere([e[:5] for e in rounds], "the decisions")
+
+
+def test_costs_that_keep_changing_make_few_switches():
+    """Costs that change at every measuring round (whatever path the class
+    runs is made slow) are followed, but each switch doubles the calls to
+    the next round: within 6000 calls, log2(6000 / INTERVAL_MIN) + 1
+    switches at the most."""
+    with _allreduce_learned() as learned:
+        if learned is None:
+            return
+        comm, tuner = learned
+        for _ in range(30):
+            tuner.slow = {_class15(comm)["path"]: 5e-4}
+            _loop(comm, N40K, 200)
+        switches = _class15(comm)["switches"]
+        assert 1 <= switches <= 6, (switches, tuner.log[-8:])
+        _same_everywhere(switches, "switches")
+
+
+def _calibration_file(path, tables):
+    doc = {"format": calibration.FORMAT, "fingerprint": calibration.fingerprint(), "tables": tables}
+    with open(path, "w") as f:
+        json.dump(doc, f)
+
+
+def test_the_calibration_file_seeds_the_table_agreed_between_ranks():
+    """A table in the calibration file takes effect from the first exchange:
+    the class it names runs its path (here MPI's own, which a quiet node
+    would not choose for a 24 KiB Bcast), marked as coming from the file.
+    Where ranks read different files (each rank its own here), all take the
+    same one."""
+    probe = pgascol.Comm(WORLD)
+    shape = tuner_of(probe).shape
+    probe.Free()
+    if P == 1:
+        return
+    path = os.path.join(os.path.dirname(os.environ["PGASCOL_CALIBRATION"]), "seeded-%d.json" % ME)
+    mine = "mpi" if ME == 0 else "cico"
+    _calibration_file(path, {shape: {"Bcast": {"14": mine}}})
+    old = os.environ["PGASCOL_CALIBRATION"]
+    os.environ["PGASCOL_CALIBRATION"] = path
+    try:
+        comm = pgascol.Comm(WORLD)
+    finally:
+        os.environ["PGASCOL_CALIBRATION"] = old
+    try:
+        buf = np.zeros((24 << 10) // 8)
+        for _ in range(40):
+            comm.Bcast(buf, 0)
+        entry = pgascol.tuning(comm)["Bcast"][14]
+        assert entry["source"] == "calibration file", entry
+        _same_everywhere(entry["path"], "the seeded path")
+        if P > 1:
+            # MAX over the candidates' indices: mpi (the last) wins
+            assert entry["path"] == "mpi", entry
+            assert pgascol.stats(comm)["Bcast"].get("mpi", 0) >= 20, pgascol.stats(comm)
+    finally:
+        comm.Free()
+
+
+def test_what_a_job_learned_is_written_back_with_the_fingerprint():
+    """The learned table is written (merged, atomically) to the calibration
+    file at exit by one rank per node; here the writer is called at once."""
+    with _allreduce_learned() as learned:
+        if learned is None:
+            return
+        comm, tuner = learned
+        chosen, shape = _class15(comm)["path"], tuner.shape
+    path = os.path.join(os.path.dirname(os.environ["PGASCOL_CALIBRATION"]), "written-%d.json" % ME)
+    from pgascol.comm import _comm
+    old = os.environ["PGASCOL_CALIBRATION"]
+    os.environ["PGASCOL_CALIBRATION"] = path
+    try:
+        _comm._save_learned()
+    finally:
+        os.environ["PGASCOL_CALIBRATION"] = old
+    node_leader = pgascol.NodeTeam(WORLD)
+    leads = node_leader.local_rank == 0
+    node_leader.free()
+    if not leads:
+        assert not os.path.exists(path)
+        return
+    with open(path) as f:
+        doc = json.load(f)
+    assert doc["fingerprint"] == calibration.fingerprint()
+    assert doc["tables"][shape]["Allreduce"]["15"] == chosen, doc
+    tables, status = calibration.read(path)
+    assert status == "used" and tables[shape]["Allreduce"][15] == chosen
+
+
+def test_tuning_off_keeps_the_built_in_thresholds():
+    """PGASCOL_TUNE=0: no exchange, no decision, nothing to MPI."""
+    os.environ["PGASCOL_TUNE"] = "0"
+    try:
+        comm = pgascol.Comm(WORLD)
+    finally:
+        del os.environ["PGASCOL_TUNE"]
+    try:
+        _loop(comm, N40K, 300)
+        assert pgascol.tuning(comm) == {} and tuner_of(comm).exchanges == 0
+        assert "mpi" not in pgascol.stats(comm).get("Allreduce", {})
+    finally:
+        comm.Free()
