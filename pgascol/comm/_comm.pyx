@@ -138,15 +138,17 @@ cdef int _engine(object comm, int coll, object sendbuf, object recvbuf, object o
         tn.abandon()
         raise
     if done:
-        tn.finish()
+        if tn.cur >= 0 or st.core.t.path_hint:
+            tn.finish()
         return done
     _fallback(st, coll)
     # every rank of the node, and of every node, must go to MPI too:
     # fail at once if not (a call the tuner takes to MPI: every rank's tuner
-    # agrees, so between nodes nothing more is asked)
+    # agrees, so the node's members only keep their sequence numbers in step
+    # and between nodes nothing is asked)
     if st.core is not None:
         try:
-            st.core.c_to_mpi(coll)
+            st.core.c_to_mpi(coll, tn.chose_mpi)
             if st.hier and not tn.chose_mpi:
                 _to_mpi_across(st, coll)
             tn.chose_mpi = False

@@ -37,9 +37,11 @@
 # Gatherv, Scatterv and Alltoallv, whose counts differ per rank, are tuned by
 # each rank's own block on one node, between the engine's paths only (their
 # paths may differ per rank; MPI's own would have to be taken by every rank);
-# across nodes they are not tuned. Calls at most the inline size and Barrier
-# are not either: the built-in thresholds and the engine's own measured
-# choice (csrc/coll/coll.c, pgc_choose_member_path) decide them.
+# across nodes each has one class for all sizes. On one node calls up to the
+# inline size are not tuned (inline is pgascol's fastest path); across nodes
+# every size is. Barrier is not tuned. What the tuner leaves, the built-in
+# thresholds and the engine's own measured choice (csrc/coll/coll.c,
+# pgc_choose_member_path) decide.
 
 from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 
@@ -52,8 +54,8 @@ cdef enum:
 _CAND_NAMES = ("engine", "cico", "cma", "mpi")
 
 cdef enum:
-    CLASS_MIN = 13      # 8 KiB - 16 KiB - 1: the first class above the inline size
-    NCLASSES = 22       # ... to 2**34 bytes
+    CLASS_MIN = 0       # 1 byte (across nodes; on one node the first class above the inline size)
+    NCLASSES = 35       # ... to 2**35 - 1 bytes
     MAXCAND = 3
 
 # The tuned collectives: their bytes are the same on every rank of a correct call.
@@ -62,9 +64,11 @@ _TUNED = (PGC_COLL_BCAST, PGC_COLL_REDUCE, PGC_COLL_ALLREDUCE, PGC_COLL_GATHER, 
           PGC_COLL_REDUCE_SCATTER_BLOCK, PGC_COLL_SCAN, PGC_COLL_EXSCAN,
           PGC_COLL_GATHERV, PGC_COLL_SCATTERV, PGC_COLL_ALLTOALLV)
 # ... the last three by each rank's own block, whose class another rank may not
-# share: on one node only, and never to MPI (which every rank would have to
-# take alike); their engine paths may differ per rank (each sender, or the
-# root, announces its own).
+# share, on one node: never to MPI (which every rank would have to take
+# alike); their engine paths may differ per rank (each sender, or the root,
+# announces its own). Across nodes, where the choice is the hierarchy or MPI's
+# own and must be the same everywhere, each of them has one class for all
+# sizes (class 0).
 _PER_RANK = (PGC_COLL_GATHERV, PGC_COLL_SCATTERV, PGC_COLL_ALLTOALLV)
 cdef int NTUNED = 15
 TUNED = tuple(_core.COLLECTIVES[c] for c in _TUNED)    # their names
@@ -81,7 +85,7 @@ cdef long long INTERVAL_MAX = 16384  # ... doubling to this while the choice hol
 cdef long long INTERVAL_FILE = 1024  # a class the calibration file decided: first re-measure
 # Exchanges come every `gap` calls (any collective), the gap chosen at each
 # exchange from agreed figures (the slowest rank's time since the last one and
-# the exchange's own cost) so that exchanging costs about 1/EXCHANGE_SHARE of
+# the cheapest exchange so far) so that exchanging costs about 1/EXCHANGE_SHARE of
 # the job's time in collectives: a few calls apart where calls are large, up
 # to GAP_MAX where they are small.
 cdef long long GAP_FIRST = 16
@@ -112,7 +116,8 @@ ctypedef struct _Slot:
     long long round_start   # agreed_seen when the round began
     long long interval
     int phase, chosen, source, switches
-    int ncand               # its candidates: the tuner's first ncand (per-rank classes: not MPI)
+    int ncand               # its candidates (0: not tuned)...
+    int cand[MAXCAND]       # ... CAND_*
     int warm                # bit i: candidate i ran once in this round on this rank (dropped)
     int got[MAXCAND]        # this rank's samples in the round
     double best[MAXCAND]    # ... and the best of them, ns
@@ -124,12 +129,13 @@ cdef inline long long _now_ns() noexcept nogil:
     return <long long>ts.tv_sec * 1000000000 + ts.tv_nsec
 
 
+cdef extern from *:
+    int __builtin_clzll(unsigned long long) nogil
+
+
 cdef inline int _class_of(Py_ssize_t nbytes) noexcept:
-    cdef int k = 0
-    while nbytes > 1:
-        nbytes >>= 1
-        k += 1
-    return k
+    """floor(log2(nbytes)), 0 for 0 and 1."""
+    return 63 - __builtin_clzll(<unsigned long long>nbytes | 1)
 
 
 def class_range(int k):
@@ -173,8 +179,7 @@ cdef class _Tuner:
     cdef public bint enabled, measure_now, saves
     cdef public bint chose_mpi          # the call choose() just took to MPI
     cdef public str shape
-    cdef int ncand
-    cdef int cands[MAXCAND]
+    cdef int ncand                      # the stride of a measuring slot's figures in an exchange
     cdef int slot_of[PGC_NCOLL]         # collective -> its row of slots, -1: not tuned
     cdef _Slot slots[15 * NCLASSES]
     cdef public long long next_exchange, gap, exchanges
@@ -187,6 +192,7 @@ cdef class _Tuner:
     cdef int cur_cand                   # its candidate's index in cands
     cdef long long t0
     cdef Py_ssize_t min_bytes
+    cdef unsigned one_class             # collectives (1 << id) with one class for every size
     cdef public list log                # (call, collective, class, from, to, {candidate: us}) of every decision
     cdef public object slow             # tests: {candidate name: seconds} added to its calls
 
@@ -196,26 +202,27 @@ cdef class _Tuner:
         self.log = []
         self.slow = None
         self.cur = -1
-        self.min_bytes = max(st.core.config["inline_max"], (1 << CLASS_MIN) - 1) + 1
         for i in range(PGC_NCOLL):
             self.slot_of[i] = -1
         fixed = {name for name in _core.COLLECTIVES if "PGASCOL_CMA_MIN_" + name.upper() in env}
         for i, c in enumerate(_TUNED):
-            if _core.COLLECTIVES[c] not in fixed and not (st.hier and c in _PER_RANK):
+            if _core.COLLECTIVES[c] not in fixed:
                 self.slot_of[c] = i     # (a PGASCOL_CMA_MIN_<NAME> fixes that one's path)
+        self.one_class = 0
+        if st.hier:
+            for c in _PER_RANK:
+                self.one_class |= 1 << c
+        inline_max = st.core.config["inline_max"]
         for i in range(NSLOTS):
             self.slots[i].phase = PHASE_BUILTIN
             self.slots[i].chosen = -1
             self.slots[i].interval = INTERVAL_MIN
-        if st.hier:
-            cands = [CAND_ENGINE, CAND_MPI]
-        else:
-            cands = [CAND_CICO] + ([CAND_CMA] if st.core.cma_ok else []) + [CAND_MPI]
-        self.ncand = len(cands)
-        for i, c in enumerate(cands):
-            self.cands[i] = c
-        for i in range(NSLOTS):     # MPI comes last: a per-rank class has all but it
-            self.slots[i].ncand = self.ncand - (1 if _TUNED[i // NCLASSES] in _PER_RANK else 0)
+            cands = self._candidates(_TUNED[i // NCLASSES], i % NCLASSES + CLASS_MIN, inline_max)
+            self.slots[i].ncand = len(cands)
+            for j, c in enumerate(cands):
+                self.slots[i].cand[j] = c
+        self.min_bytes = 1
+        self.ncand = MAXCAND
         self.enabled = st.size > 1 and env.get("PGASCOL_TUNE", "1").strip() not in ("0", "off", "")
         self.saves = env.get("PGASCOL_TUNE_SAVE", "1").strip() not in ("0", "off", "")
         self.measure_now = False    # calibrate: measure a class from its first call
@@ -231,6 +238,16 @@ cdef class _Tuner:
         self.xbuf = <double *>cnp.PyArray_DATA(self.xarr)
         self.ybuf = <double *>cnp.PyArray_DATA(self.yarr)
 
+    def _candidates(self, int coll, int k, Py_ssize_t inline_max):
+        """The candidates of collective coll's class k: across nodes the
+        hierarchy or MPI's own; on one node the engine's paths and MPI's
+        own, the engine as it is where the whole class travels inline, and
+        never MPI for a class by each rank's own block (_PER_RANK)."""
+        mpi = [] if coll in _PER_RANK and not self.st.hier else [CAND_MPI]
+        if self.st.hier or (2 << k) - 1 <= inline_max:
+            return [CAND_ENGINE] + mpi if mpi else []
+        return [CAND_CICO] + ([CAND_CMA] if self.st.core.cma_ok else []) + mpi
+
     def _file_seeds(self, env):
         from ..node import calibration
         table = calibration.load(env.get("PGASCOL_CALIBRATION") or None).get(self.shape, {})
@@ -244,12 +261,10 @@ cdef class _Tuner:
                 continue
             for k, path in classes.items():
                 if CLASS_MIN <= k < CLASS_MIN + NCLASSES and path in _CAND_NAMES:
-                    cand = _CAND_NAMES.index(path)
-                    idx = [self.cands[i] for i in range(self.ncand)].index(cand) \
-                        if cand in [self.cands[i] for i in range(self.ncand)] else -1
                     s = self.slot_of[c] * NCLASSES + k - CLASS_MIN
-                    if 0 <= idx < self.slots[s].ncand:
-                        out[s] = idx
+                    names = [_CAND_NAMES[self.slots[s].cand[i]] for i in range(self.slots[s].ncand)]
+                    if path in names:
+                        out[s] = names.index(path)
         return out
 
     # ---------------------------------------------------------- per call
@@ -260,12 +275,14 @@ cdef class _Tuner:
         self.cur = -1
         if nbytes < self.min_bytes or not self.enabled:
             return CAND_ENGINE
-        cdef int row = self.slot_of[coll], k = _class_of(nbytes) - CLASS_MIN, i
+        cdef int row = self.slot_of[coll], k = 0 if self.one_class >> coll & 1 else _class_of(nbytes) - CLASS_MIN, i
         cdef unsigned long long b
         if row < 0 or k >= NCLASSES:
             return CAND_ENGINE
         cdef int s = row * NCLASSES + k
         cdef _Slot *sl = &self.slots[s]
+        if sl.ncand == 0:
+            return CAND_ENGINE
         sl.seen += 1
         if sl.phase == PHASE_BUILTIN:
             return CAND_ENGINE
@@ -281,7 +298,7 @@ cdef class _Tuner:
             i = <int>((b + (((b // sl.ncand + 1) * 0x9E3779B97F4A7C15ull) >> 33)) % <unsigned>sl.ncand)
             self.cur, self.cur_cand = s, i
             self.t0 = _now_ns()
-        cdef int cand = self.cands[i]
+        cdef int cand = sl.cand[i]
         if cand == CAND_MPI and self.st.core.t.nregions:
             # the node has shared buffers (pgascol.empty, registered by every
             # member alike): the engine reads them in place, MPI cannot
@@ -298,7 +315,7 @@ cdef class _Tuner:
         if self.cur < 0:
             return 0
         if self.slow:
-            _busy_for(self.slow.get(_CAND_NAMES[self.cands[self.cur_cand]], 0.0))
+            _busy_for(self.slow.get(_CAND_NAMES[self.slots[self.cur].cand[self.cur_cand]], 0.0))
         cdef double ns = <double>(_now_ns() - self.t0)
         cdef _Slot *sl = &self.slots[self.cur]
         cdef int i = self.cur_cand
@@ -386,7 +403,10 @@ cdef class _Tuner:
                                     <long long>(EXCHANGE_SHARE * cost / max(per_call, 1.0))))
         self.next_exchange = self.st.seq + self.gap
         self.last_exchange_ns = _now_ns()
-        self.exchange_cost_ns = self.last_exchange_ns - start
+        # its own cost: the cheapest so far (one exchange also waits for the
+        # slowest rank to arrive, which is the collectives' time, not its own)
+        if self.exchange_cost_ns == 0 or self.last_exchange_ns - start < self.exchange_cost_ns:
+            self.exchange_cost_ns = self.last_exchange_ns - start
         return 0
 
     cdef int _allreduce_max(self, int n) except -1:
@@ -430,7 +450,7 @@ cdef class _Tuner:
             sl.phase = PHASE_BUILTIN if sl.chosen < 0 else PHASE_STEADY
             sl.next_measure = sl.agreed_seen + sl.interval
             return True
-        times = {_CAND_NAMES[self.cands[i]]: y[i] / 1e3 for i in range(sl.ncand)}
+        times = {_CAND_NAMES[sl.cand[i]]: y[i] / 1e3 for i in range(sl.ncand)}
         cdef int was = sl.chosen
         if was >= 0 and sl.phase == PHASE_MEASURING and sl.source != SRC_NONE:
             if y[best] >= (1.0 - HYSTERESIS) * y[was]:
@@ -461,8 +481,9 @@ cdef class _Tuner:
     cdef int _record(self, int s, int was, int now, dict times) except -1:
         coll = _TUNED[s // NCLASSES]
         k = s % NCLASSES + CLASS_MIN
-        entry = (self.st.seq, _COLL_NAMES[coll], k, None if was < 0 else _CAND_NAMES[self.cands[was]],
-                 _CAND_NAMES[self.cands[now]], times)
+        cdef _Slot *sl = &self.slots[s]
+        entry = (self.st.seq, _COLL_NAMES[coll], k, None if was < 0 else _CAND_NAMES[sl.cand[was]],
+                 _CAND_NAMES[sl.cand[now]], times)
         self.log.append(entry)
         if self.st.debug:
             self.st.log("tuning %s %s-%s B: %s%s (%s)" % (
@@ -488,7 +509,7 @@ cdef class _Tuner:
                 continue
             k = s % NCLASSES + CLASS_MIN
             out.setdefault(_COLL_NAMES[_TUNED[s // NCLASSES]], {})[k] = {
-                "path": _CAND_NAMES[self.cands[sl.chosen]] if sl.chosen >= 0 else "measuring",
+                "path": _CAND_NAMES[sl.cand[sl.chosen]] if sl.chosen >= 0 else "measuring",
                 "measuring": sl.phase == PHASE_MEASURING,
                 "source": _SOURCES[sl.source], "switches": sl.switches, "bytes": class_range(k),
                 "calls": sl.seen}
@@ -499,15 +520,31 @@ cdef class _Tuner:
         cdef _Slot *sl
         cdef int k
         c = _core.COLLECTIVES.index(coll)
-        k = _class_of(nbytes) - CLASS_MIN
+        k = 0 if self.one_class >> c & 1 else _class_of(nbytes) - CLASS_MIN
         if self.slot_of[c] < 0 or not 0 <= k < NCLASSES or nbytes < self.min_bytes:
             return (None, _SOURCES[SRC_NONE], False)
         sl = &self.slots[self.slot_of[c] * NCLASSES + k]
-        return (_CAND_NAMES[self.cands[sl.chosen]] if sl.chosen >= 0 else None, _SOURCES[sl.source],
+        return (_CAND_NAMES[sl.cand[sl.chosen]] if sl.chosen >= 0 else None, _SOURCES[sl.source],
                 sl.phase == PHASE_MEASURING)
 
-    def candidates(self):
-        return [_CAND_NAMES[self.cands[i]] for i in range(self.ncand)]
+    def class_of(self, str coll, Py_ssize_t nbytes):
+        """The size class of a call (0 for a collective with one class for all sizes)."""
+        c = _core.COLLECTIVES.index(coll)
+        return 0 if self.one_class >> c & 1 else _class_of(nbytes)
+
+    @property
+    def hier(self):
+        return self.st.hier
+
+    def candidates(self, str coll="Allreduce", Py_ssize_t nbytes=1 << 16):
+        """The candidates of a call's class."""
+        cdef _Slot *sl
+        c = _core.COLLECTIVES.index(coll)
+        k = 0 if self.one_class >> c & 1 else _class_of(nbytes) - CLASS_MIN
+        if self.slot_of[c] < 0:
+            return []
+        sl = &self.slots[self.slot_of[c] * NCLASSES + k]
+        return [_CAND_NAMES[sl.cand[i]] for i in range(sl.ncand)]
 
 
 def _human_bytes(n):

@@ -20,7 +20,8 @@ import numpy as np
 
 from ..node import calibration
 
-CLASSES = range(14, 25)             # 16 KiB ... 16 MiB
+CLASSES = range(14, 25)             # 16 KiB ... 16 MiB (one node: above the inline size)
+CLASSES_ACROSS = range(3, 25)       # 8 B ... 16 MiB (across nodes every size is tuned)
 MAX_BUFFER = 64 << 20               # bytes of one buffer at the most (the largest classes at many ranks)
 MAX_CALLS = 2000                    # per class: a class still undecided then is left to the job
 
@@ -51,9 +52,15 @@ def _call(comm, name, nbytes):
         return lambda: comm.Allgather(x, big)
     if name == "Allgatherv":
         return lambda: comm.Allgatherv(x, [big, [n] * P])
+    if name == "Gatherv":
+        return lambda: comm.Gatherv(x, [big, [n] * P], 0)
+    if name == "Scatterv":
+        return lambda: comm.Scatterv([big, [n] * P], x, 0)
+    out = np.zeros(n * P)
     if name == "Alltoall":
-        out = np.zeros(n * P)
         return lambda: comm.Alltoall(big, out)
+    if name == "Alltoallv":
+        return lambda: comm.Alltoallv([big, [n] * P], [out, [n] * P])
     raise ValueError(name)
 
 
@@ -74,7 +81,7 @@ def run(comm, output=None, log=print, max_bytes=1 << 24):
         tuner.measure_now = True
         tuner.saves = False
         for name in TUNED:
-            for k in CLASSES:
+            for k in (CLASSES_ACROSS if tuner.hier else CLASSES):
                 if (1 << k) * P > MAX_BUFFER or (1 << k) > max_bytes:
                     continue
                 call, calls = _call(pcomm, name, 1 << k), 0
@@ -83,11 +90,12 @@ def run(comm, output=None, log=print, max_bytes=1 << 24):
                     calls += 1
                     path, source, measuring = tuner.state_of(name, 1 << k)
                     if path is not None and not measuring and source != "built in":
-                        table.setdefault(name, {})[k] = path
+                        table.setdefault(name, {})[tuner.class_of(name, 1 << k)] = path
                         break
                 if me == 0:
-                    entry = [e for e in tuner.log if e[1] == name and e[2] == k]
-                    log("%-20s %8s  %-6s %s" % (name, _short(1 << k), table.get(name, {}).get(k, "-"),
+                    entry = [e for e in tuner.log if e[1] == name and e[2] == tuner.class_of(name, 1 << k)]
+                    log("%-20s %8s  %-6s %s" % (name, _short(1 << k),
+                                                table.get(name, {}).get(tuner.class_of(name, 1 << k), "-"),
                                                 "  ".join("%s %.1f us" % kv for kv in sorted(
                                                     entry[-1][5].items(), key=lambda kv: kv[1])) if entry else
                                                 "undecided after %d calls" % calls))

@@ -109,12 +109,15 @@ def test_learning_fuzz_gives_mpis_results_and_every_rank_takes_the_same_path():
         table = pgascol.tuning(comm)
         _same_everywhere({c: {k: v["path"] for k, v in cl.items()} for c, cl in table.items()}, "the table")
         assert tuner.log, "no class was decided in %d calls" % CALLS
-        assert all(c in tuner.candidates() for e in tuner.log for c in e[5]), tuner.log
-        # the v forms: by each rank's own block, never to MPI, on one node only
+        assert all(set(e[5]) == set(tuner.candidates(e[1], 1 << e[2])) for e in tuner.log), tuner.log
         per_rank = [e for e in tuner.log if e[1] in ("Gatherv", "Scatterv", "Alltoallv")]
-        assert all("mpi" not in e[5] for e in per_rank), per_rank
-        assert not (per_rank and tuner.shape.split("n")[0] != "1"), per_rank
-        assert not {k: v for k, v in stats.items() if k in ("Gatherv", "Scatterv", "Alltoallv") and "mpi" in v}
+        if not tuner.hier:
+            # the v forms on one node: by each rank's own block, never to MPI
+            assert all("mpi" not in e[5] for e in per_rank), per_rank
+            assert not {k: v for k, v in stats.items() if k in ("Gatherv", "Scatterv", "Alltoallv") and "mpi" in v}
+        else:
+            # across nodes: one class for every size, the hierarchy or MPI's own
+            assert all(e[2] == 0 and set(e[5]) == {"engine", "mpi"} for e in per_rank), per_rank
     finally:
         comm.Free()
 
