@@ -7,8 +7,9 @@
 # (calls of 2**k to 2**(k+1) - 1 bytes): a window of sizes, not a threshold.
 #
 #   candidates   one node: copy-in/copy-out (cico), single copy (cma, where the
-#                kernel allows it), MPI's own collective (mpi); several nodes:
-#                the hierarchy as built (engine) or MPI's own (mpi)
+#                kernel allows it), MPI's own collective (mpi); a class that
+#                travels inline whole: the engine as it is (engine) or MPI's own;
+#                several nodes: the hierarchy as built (engine) or MPI's own
 #   agreement    every rank takes the same path in every call without a message
 #                of its own: what a call runs is a function of state every rank
 #                holds alike (the table, changed only at exchanges) and of the
@@ -20,9 +21,11 @@
 #                block (BLOCK numbers) hashes to, so that a loop of one class
 #                times each candidate over a few calls in a row; a rank drops
 #                each candidate's first call of the round (cold buffers, page
-#                faults) and keeps its best; the round ends
-#                at the exchange where every rank holds SAMPLES (SAMPLES_SMALL
-#                below SMALL) of each; the slowest rank's best decides.
+#                faults) and keeps the mean of the others but the slowest (a
+#                loop's cost, waits and context switches included, without one
+#                preemption); the round ends at the exchange where every rank
+#                holds SAMPLES (SAMPLES_SMALL below SMALL) of each; the slowest
+#                rank's mean decides.
 #   following    a class is measured again after `interval` more of its calls
 #                (INTERVAL_MIN, doubling while the choice holds, to INTERVAL_MAX);
 #                a re-measure switches only to a candidate HYSTERESIS faster, and
@@ -37,11 +40,10 @@
 # Gatherv, Scatterv and Alltoallv, whose counts differ per rank, are tuned by
 # each rank's own block on one node, between the engine's paths only (their
 # paths may differ per rank; MPI's own would have to be taken by every rank);
-# across nodes each has one class for all sizes. On one node calls up to the
-# inline size are not tuned (inline is pgascol's fastest path); across nodes
-# every size is. Barrier is not tuned. What the tuner leaves, the built-in
-# thresholds and the engine's own measured choice (csrc/coll/coll.c,
-# pgc_choose_member_path) decide.
+# across nodes each has one class for all sizes. Barrier is not tuned. What
+# the tuner leaves (and a class not learned yet), the built-in thresholds and
+# the engine's own measured choice (csrc/coll/coll.c, pgc_choose_member_path)
+# decide.
 
 from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 
@@ -75,8 +77,8 @@ TUNED = tuple(_core.COLLECTIVES[c] for c in _TUNED)    # their names
 cdef int NSLOTS = 15 * NCLASSES
 
 cdef long long ACTIVATE = 4          # calls of a class before it is measured
-cdef int SAMPLES = 3                 # kept samples per candidate and rank in a round...
-cdef int SAMPLES_SMALL = 6           # ... below SMALL bytes, where one call is a few us
+cdef int SAMPLES = 4                 # kept samples per candidate and rank in a round...
+cdef int SAMPLES_SMALL = 8           # ... below SMALL bytes, where one call is a few us
 cdef long long BLOCK = 4             # consecutive call numbers that run one candidate
 cdef Py_ssize_t SMALL = 256 << 10
 cdef double HYSTERESIS = 0.10        # a re-measure switches for a candidate this much faster
@@ -120,7 +122,8 @@ ctypedef struct _Slot:
     int cand[MAXCAND]       # ... CAND_*
     int warm                # bit i: candidate i ran once in this round on this rank (dropped)
     int got[MAXCAND]        # this rank's samples in the round
-    double best[MAXCAND]    # ... and the best of them, ns
+    double sum[MAXCAND]     # ... their total, ns...
+    double worst[MAXCAND]   # ... and the slowest (left out of the mean)
 
 
 cdef inline long long _now_ns() noexcept nogil:
@@ -323,8 +326,9 @@ cdef class _Tuner:
         if not sl.warm >> i & 1:
             sl.warm |= 1 << i
             return 0        # a candidate's first call of the round: cold buffers, faults
-        if sl.got[i] == 0 or ns < sl.best[i]:
-            sl.best[i] = ns
+        sl.sum[i] += ns
+        if ns > sl.worst[i]:
+            sl.worst[i] = ns
         sl.got[i] += 1
         return 0
 
@@ -364,7 +368,9 @@ cdef class _Tuner:
                 continue
             for i in range(self.ncand):
                 # a rank without its samples yet: +inf time, 0 samples (MAX: the round goes on)
-                x[j + i] = sl.best[i] if sl.got[i] else _INF
+                # the mean of its calls but the slowest (one preemption): what a
+                # program's loop of them sees, waits and switches included
+                x[j + i] = (sl.sum[i] - sl.worst[i]) / (sl.got[i] - 1) if sl.got[i] > 1 else _INF
                 x[j + self.ncand + i] = -sl.got[i]
             j += 2 * self.ncand
         n = j
@@ -432,7 +438,8 @@ cdef class _Tuner:
         sl.round_start = sl.agreed_seen
         for i in range(MAXCAND):
             sl.got[i] = 0
-            sl.best[i] = 0
+            sl.sum[i] = 0
+            sl.worst[i] = 0
         return 0
 
     cdef bint _judge(self, int s, const double *y) except -1:
@@ -444,7 +451,7 @@ cdef class _Tuner:
         for i in range(sl.ncand):
             if -y[self.ncand + i] < need and not late:
                 return False
-            if -y[self.ncand + i] > 0 and (best < 0 or y[i] < y[best]):
+            if -y[self.ncand + i] > 1 and (best < 0 or y[i] < y[best]):
                 best = i
         if best < 0:    # (late, and no candidate measured on every rank: the built-in path)
             sl.phase = PHASE_BUILTIN if sl.chosen < 0 else PHASE_STEADY

@@ -382,9 +382,10 @@ def tuned_state(pcomm, op, nbytes, P):
     if pcomm is None:
         return None
     import pgascol
+    from ..comm._comm import tuner_of
     name = {"reduce_scatter_block": "Reduce_scatter_block"}.get(op, op.capitalize())
     per = nbytes // P if op in ("alltoall", "alltoallv") else nbytes
-    entry = pgascol.tuning(pcomm).get(name, {}).get(max(per, 1).bit_length() - 1)
+    entry = pgascol.tuning(pcomm).get(name, {}).get(tuner_of(pcomm).class_of(name, max(per, 1)))
     return None if entry is None else {"path": entry["path"], "source": entry["source"]}
 
 

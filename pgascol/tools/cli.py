@@ -104,8 +104,9 @@ def _tuning_lines(out, cfg, d):
     this machine (each entry's source), and the built-in thresholds under it."""
     tune = os.environ.get("PGASCOL_TUNE", "1").strip() not in ("0", "off", "")
     out.write("paths:      %s\n" % (
-        "learned per collective and size class above %s: copy-in/copy-out, single copy and MPI's own "
-        "measured in the job's calls, the fastest taken (PGASCOL_TUNE=1)" % _human(cfg["inline_max"]) if tune
+        "learned per collective and size class: the engine's paths (copy-in/copy-out, single copy, inline; "
+        "across nodes the hierarchy) and MPI's own measured in the job's calls, the fastest taken "
+        "(PGASCOL_TUNE=1)" if tune
         else "the built-in thresholds only (PGASCOL_TUNE=0)"))
     path = calibration.default_path()
     tables, status = calibration.read()
