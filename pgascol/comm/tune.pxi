@@ -276,9 +276,14 @@ cdef class _Tuner:
         """The candidate this call runs (CAND_*), its engine path set in the
         team's hint; a call it times is finished by finish()."""
         self.cur = -1
-        if nbytes < self.min_bytes or not self.enabled:
+        if not self.enabled:
             return CAND_ENGINE
-        cdef int row = self.slot_of[coll], k = 0 if self.one_class >> coll & 1 else _class_of(nbytes) - CLASS_MIN, i
+        cdef bint one = self.one_class >> coll & 1
+        # (a one-class collective is counted whatever a rank's own bytes, zero
+        # too: every rank must reach the same slot)
+        if nbytes < self.min_bytes and not one:
+            return CAND_ENGINE
+        cdef int row = self.slot_of[coll], k = 0 if one else _class_of(nbytes) - CLASS_MIN, i
         cdef unsigned long long b
         if row < 0 or k >= NCLASSES:
             return CAND_ENGINE
