@@ -112,12 +112,14 @@ def test_info_shows_the_reduction_windows():
 def test_info_shows_the_run_time_path_choice():
     def info(**env):
         return _info(**env).stdout
-    assert "run-time choice: off" in info(PGASCOL_ADAPT="0")
-    assert "run-time choice: off" in info(PGASCOL_CMA="0")
+    assert "no run-time switch to single copy (PGASCOL_ADAPT)" in info(PGASCOL_ADAPT="0")
+    assert "no run-time switch to single copy (PGASCOL_ADAPT)" in info(PGASCOL_CMA="0")
+    assert "paths:      learned per collective and size class" in info()
+    assert "the built-in thresholds only (PGASCOL_TUNE=0)" in info(PGASCOL_TUNE="0")
     out = info(PGASCOL_ADAPT_MIN="65536", PGASCOL_CMA_MIN_GATHER="0")
     if "UNAVAILABLE" not in out and "disabled for teams" not in out:
         # the team's order (COLLECTIVES); Gather fixed by its threshold
-        assert ("run-time choice: Reduce, Allreduce, Gatherv, Allgather, Allgatherv, Alltoall, Alltoallv, "
+        assert ("... and Reduce, Allreduce, Gatherv, Allgather, Allgatherv, Alltoall, Alltoallv, "
                 "Reduce_scatter, Reduce_scatter_block, Scan, Exscan from 64 KiB") in out, out
 
 
