@@ -21,7 +21,7 @@ cdef int _allreduce(_State st, object sendbuf, object recvbuf, object op) except
     _need(r, n, "recvbuf")
     if s is not None:
         _need(s, n, "sendbuf")
-    if _to_mpi_tuned(st, PGC_COLL_ALLREDUCE, n, s, r):
+    if _to_mpi_tuned(st, PGC_COLL_ALLREDUCE, n):
         return 0
     if not st.hier:
         st.core.c_elementwise(0, NULL if inplace else s.ptr, r.ptr, r.count, r.code, opc)
@@ -148,7 +148,7 @@ cdef int _reduce(_State st, object sendbuf, object recvbuf, object op, int root)
         _need(r, n, "recvbuf")
     if s is not None:
         _need(s, n, "sendbuf")
-    if _to_mpi_tuned(st, PGC_COLL_REDUCE, n, s, r):
+    if _to_mpi_tuned(st, PGC_COLL_REDUCE, n):
         return 0
     if not st.hier:
         st.core.c_reduce(NULL if s is None else s.ptr, NULL if r is None else r.ptr, t.count, t.code,
@@ -277,7 +277,7 @@ cdef int _reduce_scatter(_State st, object sendbuf, object recvbuf, object recvc
     if opc < 0:
         return 0
     cdef int coll = PGC_COLL_REDUCE_SCATTER_BLOCK if block else PGC_COLL_REDUCE_SCATTER
-    if _to_mpi_tuned(st, coll, counts[st.rank] * r.esize if block else total * r.esize // st.size, s, r):
+    if _to_mpi_tuned(st, coll, counts[st.rank] * r.esize if block else total * r.esize // st.size):
         return 0
     if not st.hier:
         lay = _Layout(st.size)
@@ -322,7 +322,7 @@ cdef int _scan(_State st, object sendbuf, object recvbuf, object op, bint ex) ex
     _need(r, n, "recvbuf")
     if s is not None:
         _need(s, n, "sendbuf")
-    if _to_mpi_tuned(st, PGC_COLL_EXSCAN if ex else PGC_COLL_SCAN, n, s, r):
+    if _to_mpi_tuned(st, PGC_COLL_EXSCAN if ex else PGC_COLL_SCAN, n):
         return 0
     if st.hier:
         try:

@@ -553,7 +553,7 @@ cdef int _done(_State st, int coll, int path, _Msg a, _Msg b) except -1:
     return 0
 
 
-cdef inline bint _to_mpi_tuned(_State st, int coll, Py_ssize_t nbytes, _Msg a, _Msg b) except -1:
+cdef inline bint _to_mpi_tuned(_State st, int coll, Py_ssize_t nbytes) except -1:
     """The tuner's choice for this call (tune.pxi): True if it runs MPI's
     own collective, else the engine runs it with the path the tuner set.
     It depends on nothing but the call's bytes, which every rank of a
