@@ -165,6 +165,8 @@ def test_calibrate_learns_the_table_that_info_shows_and_jobs_start_from(tmp_path
     start = time.monotonic()
     proc = _run(2, "calibrate", "--output", str(out), "--max-size", "64K", timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    if "single copy is not allowed here" in proc.stdout:
+        pytest.skip("the kernel refuses single copy here: one path, nothing to learn")
     assert time.monotonic() - start < 60
     doc = json.loads(out.read_text())
     from pgascol.comm._comm import TUNED
@@ -174,23 +176,21 @@ def test_calibrate_learns_the_table_that_info_shows_and_jobs_start_from(tmp_path
     assert set(table) == set(TUNED), table
     for coll, classes in table.items():
         assert set(classes) == {"14", "15", "16"}, (coll, classes)
-        assert set(classes.values()) <= {"cico", "cma", "mpi"}, (coll, classes)
+        assert set(classes.values()) <= {"cico", "cma"}, (coll, classes)
     info = _info(PGASCOL_CALIBRATION=str(out)).stdout
     assert "calibration file %s: used" % out in info, info
     assert "1 node, 2 ranks:" in info and "Allreduce" in info, info
 
 
-def test_calibrate_across_nodes_measures_the_hierarchy_against_mpi(tmp_path):
-    """3 + 1 ranks as virtual nodes: the hierarchy (engine) or MPI's own,
-    per class; every rank ends, the table is written once."""
+def test_calibrate_across_nodes_says_there_is_nothing_to_learn(tmp_path):
+    """3 + 1 ranks as virtual nodes: every call runs the hierarchy, so there
+    is no path to choose; calibrate says so, every rank ends, no file is written."""
     out = tmp_path / "cal.json"
     proc = _run(4, "calibrate", "--output", str(out), "--max-size", "32K", timeout=120,
                 env={"PGASCOL_NODE_SIZE": "3"})
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    table = json.loads(out.read_text())["tables"]
-    (shape,) = table
-    assert shape.startswith("2n4r"), table
-    assert {p for classes in table[shape].values() for p in classes.values()} <= {"engine", "mpi"}, table
+    assert proc.stdout.count("nothing to calibrate: across nodes") == 1, proc.stdout
+    assert not out.exists()
 
 
 def test_calibrate_on_one_rank_says_why():

@@ -111,21 +111,15 @@ int pgc_coll_peers_refused(pgc_team *t, pgc_coll coll, int *alike)
     return PGC_OK;
 }
 
-int pgc_coll_to_mpi_agreed(pgc_team *t, pgc_coll coll)
+int pgc_coll_to_mpi(pgc_team *t, pgc_coll coll)
 {
     int rc = pgc_check_aborted(t);
     if (rc || (rc = pgc_coll_sign(t, PGC_SIG_REFUSED | coll, PGC_SIG_ARG_MPI)))
         return rc;
     pgc_post_ack(t, PGC_STEP_DONE);
     pgc_post_step(t, PGC_STEP_DONE);
-    return PGC_OK;
-}
-
-int pgc_coll_to_mpi(pgc_team *t, pgc_coll coll)
-{
-    int rc = pgc_coll_to_mpi_agreed(t, coll);
     /* the first wait on each peer in this collective checks its signature */
-    return rc ? rc : pgc_wait_peers_done(t, 0);
+    return pgc_wait_peers_done(t, 0);
 }
 
 pgc_path pgc_choose_path(const pgc_team *t, pgc_coll coll, size_t bytes, int shared)

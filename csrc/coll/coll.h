@@ -136,14 +136,6 @@ int pgc_coll_peers_refused(pgc_team *t, pgc_coll coll, int *alike);
  * the engine and the other in MPI, forever. PGC_OK: go to MPI. */
 int pgc_coll_to_mpi(pgc_team *t, pgc_coll coll);
 
-/* The same without the wait, for a call every member takes to MPI by an
- * agreed choice (the comm layer's tuner, pgascol/comm/tune.pxi): the
- * sequence number is taken and marked "to MPI", so the members stay in step
- * and a peer that waits in pgc_coll_to_mpi finds this one done, but nobody
- * waits for the others: a node-wide handshake costs more than a small MPI
- * call on an oversubscribed node. */
-int pgc_coll_to_mpi_agreed(pgc_team *t, pgc_coll coll);
-
 /* ---- measured costs and the copies of the data paths ---- */
 
 /* Measured costs (team.h: pgc_costs). Copies of at least

@@ -133,7 +133,7 @@ cdef int _engine(object comm, int coll, object sendbuf, object recvbuf, object o
         tn.exchange()   # agreed call numbers: every rank, before this call's work
     cdef int done
     try:
-        done = _dispatch(st, coll, sendbuf, recvbuf, op, recvcounts, root)
+        done = _dispatch(st, comm, coll, sendbuf, recvbuf, op, recvcounts, root)
     except BaseException:
         tn.abandon()
         raise
@@ -142,16 +142,14 @@ cdef int _engine(object comm, int coll, object sendbuf, object recvbuf, object o
             tn.finish()
         return done
     _fallback(st, coll)
-    # every rank of the node, and of every node, must go to MPI too:
-    # fail at once if not (a call the tuner takes to MPI: every rank's tuner
-    # agrees, so the node's members only keep their sequence numbers in step
-    # and between nodes nothing is asked)
+    # every rank of the node, and of every node, must go to MPI too: fail at
+    # once if not (pgc_coll_to_mpi: a member that refused its arguments, or
+    # went into the engine, is found here, not left blocked in MPI)
     if st.core is not None:
         try:
-            st.core.c_to_mpi(coll, tn.chose_mpi)
-            if st.hier and not tn.chose_mpi:
+            st.core.c_to_mpi(coll)
+            if st.hier:
                 _to_mpi_across(st, coll)
-            tn.chose_mpi = False
         except PgascolError as exc:
             tn.abandon()
             _abort_across(st, exc, root if _root_refusal_ends_call(coll) else -1)
@@ -159,17 +157,8 @@ cdef int _engine(object comm, int coll, object sendbuf, object recvbuf, object o
     return 0
 
 
-cdef inline int _mpi_done(object comm) except -1:
-    """After MPI ran a buffer collective that _engine gave it: the end of
-    the tuner's timing (a call it measures on MPI)."""
-    cdef _State st = _st(comm)
-    if st is not None and (<_Tuner>st.tuner).cur >= 0:
-        (<_Tuner>st.tuner).finish()
-    return 0
-
-
-cdef int _dispatch(_State st, int coll, object sendbuf, object recvbuf, object op, object recvcounts,
-                   int root) except -1:
+cdef int _dispatch(_State st, object comm, int coll, object sendbuf, object recvbuf, object op,
+                   object recvcounts, int root) except -1:
     """_engine's body: the collective's own function, its errors turned into
     refusals and alerts as each needs."""
     cdef int done
@@ -198,7 +187,7 @@ cdef int _dispatch(_State st, int coll, object sendbuf, object recvbuf, object o
     except (PeerRefusedError, DatatypeMismatchError):
         raise       # the root or a rank this one waits for refused, or the types differed: the call is over
     except ArgumentError as exc:
-        _refused(st, coll, exc, root, sendbuf, recvbuf, op)
+        _refused(st, comm, coll, exc, root, sendbuf, recvbuf, op)
         raise
     except RevokedError:
         _revoke(st, None)
@@ -218,7 +207,7 @@ cdef int _dispatch(_State st, int coll, object sendbuf, object recvbuf, object o
         # buffer, a dtype MPI cannot map, a count it cannot infer, ...): raised
         # before the engine, so refused like an ArgumentError, or the peers
         # would pair this rank's next call with this one
-        _refused(st, coll, exc, root, sendbuf, recvbuf, op)
+        _refused(st, comm, coll, exc, root, sendbuf, recvbuf, op)
         raise
     return done
 
@@ -329,22 +318,18 @@ class Comm(MPI.Intracomm):
     def Bcast(self, buf, int root=0):
         if not _engine(self, PGC_COLL_BCAST, buf, None, None, None, root):
             _base.Bcast(self, buf, root)
-            _mpi_done(self)
 
     def Reduce(self, sendbuf, recvbuf, op=_SUM, int root=0):
         if not _engine(self, PGC_COLL_REDUCE, sendbuf, recvbuf, op, None, root):
             _base.Reduce(self, sendbuf, recvbuf, op, root)
-            _mpi_done(self)
 
     def Allreduce(self, sendbuf, recvbuf, op=_SUM):
         if not _engine(self, PGC_COLL_ALLREDUCE, sendbuf, recvbuf, op, None, 0):
             _base.Allreduce(self, sendbuf, recvbuf, op)
-            _mpi_done(self)
 
     def Gather(self, sendbuf, recvbuf, int root=0):
         if not _engine(self, PGC_COLL_GATHER, sendbuf, recvbuf, None, None, root):
             _base.Gather(self, sendbuf, recvbuf, root)
-            _mpi_done(self)
 
     def Gatherv(self, sendbuf, recvbuf, int root=0):
         if not _engine(self, PGC_COLL_GATHERV, sendbuf, recvbuf, None, None, root):
@@ -353,7 +338,6 @@ class Comm(MPI.Intracomm):
     def Scatter(self, sendbuf, recvbuf, int root=0):
         if not _engine(self, PGC_COLL_SCATTER, sendbuf, recvbuf, None, None, root):
             _base.Scatter(self, sendbuf, recvbuf, root)
-            _mpi_done(self)
 
     def Scatterv(self, sendbuf, recvbuf, int root=0):
         if not _engine(self, PGC_COLL_SCATTERV, sendbuf, recvbuf, None, None, root):
@@ -362,17 +346,14 @@ class Comm(MPI.Intracomm):
     def Allgather(self, sendbuf, recvbuf):
         if not _engine(self, PGC_COLL_ALLGATHER, sendbuf, recvbuf, None, None, 0):
             _base.Allgather(self, sendbuf, recvbuf)
-            _mpi_done(self)
 
     def Allgatherv(self, sendbuf, recvbuf):
         if not _engine(self, PGC_COLL_ALLGATHERV, sendbuf, recvbuf, None, None, 0):
             _base.Allgatherv(self, sendbuf, recvbuf)
-            _mpi_done(self)
 
     def Alltoall(self, sendbuf, recvbuf):
         if not _engine(self, PGC_COLL_ALLTOALL, sendbuf, recvbuf, None, None, 0):
             _base.Alltoall(self, sendbuf, recvbuf)
-            _mpi_done(self)
 
     def Alltoallv(self, sendbuf, recvbuf):
         if not _engine(self, PGC_COLL_ALLTOALLV, sendbuf, recvbuf, None, None, 0):
@@ -381,22 +362,18 @@ class Comm(MPI.Intracomm):
     def Reduce_scatter_block(self, sendbuf, recvbuf, op=_SUM):
         if not _engine(self, PGC_COLL_REDUCE_SCATTER_BLOCK, sendbuf, recvbuf, op, None, 0):
             _base.Reduce_scatter_block(self, sendbuf, recvbuf, op)
-            _mpi_done(self)
 
     def Reduce_scatter(self, sendbuf, recvbuf, recvcounts=None, op=_SUM):
         if not _engine(self, PGC_COLL_REDUCE_SCATTER, sendbuf, recvbuf, op, recvcounts, 0):
             _base.Reduce_scatter(self, sendbuf, recvbuf, recvcounts, op)
-            _mpi_done(self)
 
     def Scan(self, sendbuf, recvbuf, op=_SUM):
         if not _engine(self, PGC_COLL_SCAN, sendbuf, recvbuf, op, None, 0):
             _base.Scan(self, sendbuf, recvbuf, op)
-            _mpi_done(self)
 
     def Exscan(self, sendbuf, recvbuf, op=_SUM):
         if not _engine(self, PGC_COLL_EXSCAN, sendbuf, recvbuf, op, None, 0):
             _base.Exscan(self, sendbuf, recvbuf, op)
-            _mpi_done(self)
 
     # --------------------------------------------------- pickle-based methods
 

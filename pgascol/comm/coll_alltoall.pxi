@@ -21,8 +21,7 @@ cdef int _alltoall(_State st, object sendbuf, object recvbuf, bint v) except -1:
         _pack(r, -1)        # in place, every block is read from the receive buffer
     cdef int coll = PGC_COLL_ALLTOALLV if v else PGC_COLL_ALLTOALL
     # the class: a block (Alltoallv: this rank's mean block, tune.pxi)
-    if _to_mpi_tuned(st, coll, rlay.total() // st.size if v else rlay.counts[st.rank]):
-        return 0
+    _tune(st, coll, rlay.total() // st.size if v else rlay.counts[st.rank])
     if not st.hier:
         st.core.c_alltoall(v, NULL if inplace else s.ptr, NULL if inplace else slay.counts,
                            NULL if inplace else slay.displs, r.ptr, rlay.counts, rlay.displs)

@@ -7,8 +7,7 @@ cdef int _bcast(_State st, object buf, int root) except -1:
         return 0
     cdef Py_ssize_t n = m.count * m.esize
     _need(m, n, "buffer")
-    if _to_mpi_tuned(st, PGC_COLL_BCAST, n):
-        return 0
+    _tune(st, PGC_COLL_BCAST, n)
     if not st.hier:
         st.core.c_bcast(m.ptr, n, root, _basic(m))
         _done(st, PGC_COLL_BCAST, P_ENGINE, m, None)

@@ -29,8 +29,7 @@ cdef int _gather(_State st, object sendbuf, object recvbuf, int root, bint v) ex
             _pack(r, root)      # the root's own block, where the engine leaves it
     cdef int coll = PGC_COLL_GATHERV if v else PGC_COLL_GATHER
     cdef int dtype = _basic(r if at_root else s)     # what every rank states (PGC_SIG_ROOTED)
-    if _to_mpi_tuned(st, coll, sb):     # Gatherv: by this rank's own block (tune.pxi)
-        return 0
+    _tune(st, coll, sb)     # Gatherv: by this rank's own block (tune.pxi)
     if not st.hier:
         st.core.c_gather(v, NULL if s is None else s.ptr, sb, NULL if r is None else r.ptr,
                          NULL if lay is None else lay.counts, NULL if lay is None else lay.displs, root,
@@ -241,8 +240,7 @@ cdef int _scatter(_State st, object sendbuf, object recvbuf, int root, bint v) e
                                 % ("v" if v else "", lay.counts[root], rb))
     cdef int coll = PGC_COLL_SCATTERV if v else PGC_COLL_SCATTER
     cdef int dtype = _basic(s if at_root else r)     # what every rank states (PGC_SIG_ROOTED)
-    if _to_mpi_tuned(st, coll, rb):     # Scatterv: by this rank's own block (tune.pxi)
-        return 0
+    _tune(st, coll, rb)     # Scatterv: by this rank's own block (tune.pxi)
     if not st.hier:
         st.core.c_scatter(v, NULL if s is None else s.ptr, NULL if lay is None else lay.counts,
                           NULL if lay is None else lay.displs, NULL if r is None else r.ptr, rb, root,
@@ -338,8 +336,7 @@ cdef int _allgather(_State st, object sendbuf, object recvbuf, bint v) except -1
                                 % ("v" if v else "", sb, lay.counts[st.rank]))
     cdef int coll = PGC_COLL_ALLGATHERV if v else PGC_COLL_ALLGATHER
     # the class: a rank's block (Allgatherv: the mean block, known to every rank)
-    if _to_mpi_tuned(st, coll, lay.total() // st.size if v else sb):
-        return 0
+    _tune(st, coll, lay.total() // st.size if v else sb)
     if not st.hier:
         st.core.c_allgather(v, NULL if inplace else s.ptr, sb, r.ptr, lay.counts, lay.displs, False)
         _done(st, coll, P_ENGINE, s, r)

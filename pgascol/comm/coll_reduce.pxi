@@ -21,8 +21,7 @@ cdef int _allreduce(_State st, object sendbuf, object recvbuf, object op) except
     _need(r, n, "recvbuf")
     if s is not None:
         _need(s, n, "sendbuf")
-    if _to_mpi_tuned(st, PGC_COLL_ALLREDUCE, n):
-        return 0
+    _tune(st, PGC_COLL_ALLREDUCE, n)
     if not st.hier:
         st.core.c_elementwise(0, NULL if inplace else s.ptr, r.ptr, r.count, r.code, opc)
         st.count(PGC_COLL_ALLREDUCE, P_ENGINE)
@@ -148,8 +147,7 @@ cdef int _reduce(_State st, object sendbuf, object recvbuf, object op, int root)
         _need(r, n, "recvbuf")
     if s is not None:
         _need(s, n, "sendbuf")
-    if _to_mpi_tuned(st, PGC_COLL_REDUCE, n):
-        return 0
+    _tune(st, PGC_COLL_REDUCE, n)
     if not st.hier:
         st.core.c_reduce(NULL if s is None else s.ptr, NULL if r is None else r.ptr, t.count, t.code,
                          opc, root)
@@ -163,7 +161,8 @@ cdef int _reduce(_State st, object sendbuf, object recvbuf, object op, int root)
     return 1
 
 
-cdef bint _reduce_on_scratch(_State st, object sendbuf, object recvbuf, object op, int root) except -1:
+cdef bint _reduce_on_scratch(_State st, object comm, object sendbuf, object recvbuf, object op,
+                             int root) except -1:
     """The root of a Reduce refused its own arguments (_refused), which
     no other rank's result depends on: where they tell the call's count,
     type and operator as the others use them (_leg_of: its send buffer,
@@ -187,7 +186,14 @@ cdef bint _reduce_on_scratch(_State st, object sendbuf, object recvbuf, object o
         if st.core.c_peers_refused(PGC_COLL_REDUCE):
             return False    # its node's members refused alike: so does it (nobody waits for its part)
         st.core.stats_paused = True
-        _reduce(st, _IN_PLACE, [st.scratch(1, count * esize), count, leg[1]], op, root)
+        scratch = [st.scratch(1, count * esize), count, leg[1]]
+        if not _reduce(st, _IN_PLACE, scratch, op, root):
+            # every rank takes this call to MPI (the tuner's choice, or an
+            # operator the engine does not run): so does the root's part
+            st.core.c_to_mpi(PGC_COLL_REDUCE)
+            if st.hier:
+                _to_mpi_across(st, PGC_COLL_REDUCE)
+            _base.Reduce(comm, _IN_PLACE, scratch, op, root)
     except (PeerRefusedError, DatatypeMismatchError):
         pass        # the call is over, the team in step
     except RevokedError:
@@ -277,8 +283,7 @@ cdef int _reduce_scatter(_State st, object sendbuf, object recvbuf, object recvc
     if opc < 0:
         return 0
     cdef int coll = PGC_COLL_REDUCE_SCATTER_BLOCK if block else PGC_COLL_REDUCE_SCATTER
-    if _to_mpi_tuned(st, coll, counts[st.rank] * r.esize if block else total * r.esize // st.size):
-        return 0
+    _tune(st, coll, counts[st.rank] * r.esize if block else total * r.esize // st.size)
     if not st.hier:
         lay = _Layout(st.size)
         lay.set_counts(counts)
@@ -322,8 +327,7 @@ cdef int _scan(_State st, object sendbuf, object recvbuf, object op, bint ex) ex
     _need(r, n, "recvbuf")
     if s is not None:
         _need(s, n, "sendbuf")
-    if _to_mpi_tuned(st, PGC_COLL_EXSCAN if ex else PGC_COLL_SCAN, n):
-        return 0
+    _tune(st, PGC_COLL_EXSCAN if ex else PGC_COLL_SCAN, n)
     if st.hier:
         try:
             _hier_scan(st, s, r, opc, op, ex)

@@ -375,7 +375,7 @@ cdef int _await_join(_State st, int src, bytes why) except -1:
 
 
 cdef int _to_mpi_across(_State st, int coll) except -1:
-    """Every rank of this node takes `coll` to MPI (Team.c_to_mpi agreed):
+    """Every rank of this node takes `coll` to MPI (Team.c_to_mpi found it so):
     so must every other node, or a rank would wait in MPI for ranks that
     never come. The leader tells the other leaders (TAG_PATH 1) and waits
     for theirs: 1 from a node that goes to MPI too, 0 from one that is in
@@ -553,14 +553,13 @@ cdef int _done(_State st, int coll, int path, _Msg a, _Msg b) except -1:
     return 0
 
 
-cdef inline bint _to_mpi_tuned(_State st, int coll, Py_ssize_t nbytes) except -1:
-    """The tuner's choice for this call (tune.pxi): True if it runs MPI's
-    own collective, else the engine runs it with the path the tuner set.
-    It depends on nothing but the call's bytes, which every rank of a
-    correct call knows alike (a packed message's too: its type signature's
-    size), never on how a rank gave its buffers: every rank must take the
-    same path (a Bcast root skips a reader that went to MPI)."""
-    return (<_Tuner>st.tuner).choose(coll, nbytes) == CAND_MPI
+cdef inline int _tune(_State st, int coll, Py_ssize_t nbytes) except -1:
+    """The tuner's path for this call (tune.pxi), set in the team's hint for
+    the engine. It depends on nothing but the call's bytes, which every
+    rank of a correct call knows alike (a packed message's too: its type
+    signature's size), never on how a rank gave its buffers."""
+    (<_Tuner>st.tuner).choose(coll, nbytes)
+    return 0
 
 
 cdef int _fallback(object st, int coll) except -1:
@@ -570,8 +569,8 @@ cdef int _fallback(object st, int coll) except -1:
     return 0
 
 
-cdef int _refused(_State st, int coll, object exc, int root, object sendbuf, object recvbuf,
-                  object op) except -1:
+cdef int _refused(_State st, object comm, int coll, object exc, int root, object sendbuf,
+                  object recvbuf, object op) except -1:
     """This rank raised `exc` before its call reached the engine, while the
     other ranks may be in it: the node team takes the call as refused, so a
     peer waiting for this rank fails at once with a message naming it (and,
@@ -586,10 +585,11 @@ cdef int _refused(_State st, int coll, object exc, int root, object sendbuf, obj
     The root of a Reduce, whose data nobody needs, does not refuse: it runs
     its part on scratch buffers where its arguments tell the call and its
     node's members are in it (_reduce_on_scratch).
-    sendbuf, recvbuf, op: the call's arguments (Bcast's buffer: sendbuf)."""
+    comm: the communicator called; sendbuf, recvbuf, op: the call's
+    arguments (Bcast's buffer: sendbuf)."""
     if st.core is None:
         return 0
-    if coll == PGC_COLL_REDUCE and st.rank == root and _reduce_on_scratch(st, sendbuf, recvbuf, op, root):
+    if coll == PGC_COLL_REDUCE and st.rank == root and _reduce_on_scratch(st, comm, sendbuf, recvbuf, op, root):
         return 0
     reason = ("%s: %s" % (type(exc).__name__, exc)).encode(errors="replace")[:_REFUSAL_MAX - 1]
     if st.hier and _root_refusal_ends_call(coll) and 0 <= root < st.size:

@@ -1,15 +1,20 @@
 # The tuner: per collective and size class, the path this job measures fastest.
 #
-# Which path wins depends on the machine (its caches, the kernel's copy, the
-# MPI at hand) and on its load, so no built-in threshold is right
-# everywhere. A communicator's tuner times the candidates in the calls the
-# program makes and takes the fastest, per collective and size class
-# (calls of 2**k to 2**(k+1) - 1 bytes): a window of sizes, not a threshold.
+# Which path wins depends on the machine (its caches, the kernel's copy) and
+# on its load, so no built-in threshold is right everywhere. A
+# communicator's tuner times the candidates in the calls the program makes
+# and takes the fastest, per collective and size class (calls of 2**k to
+# 2**(k+1) - 1 bytes): a window of sizes, not a threshold.
 #
-#   candidates   one node: copy-in/copy-out (cico), single copy (cma, where the
-#                kernel allows it), MPI's own collective (mpi); a class that
-#                travels inline whole: the engine as it is (engine) or MPI's own;
-#                several nodes: the hierarchy as built (engine) or MPI's own
+#   candidates   one node: the engine's copy-in/copy-out (cico) and single copy
+#                (cma), where the kernel allows single copy; a class that
+#                travels inline whole has one path and is not tuned. Several
+#                nodes: none (the hierarchy as built runs every call), so the
+#                tuner is off. MPI's own collective is no candidate: the engine
+#                checks every rank's arguments, types and counts against the
+#                others' before data moves (a refusal leaves the communicator
+#                usable); a call given to MPI without that check would leave
+#                the other ranks blocked in MPI when one rank refuses.
 #   agreement    every rank takes the same path in every call without a message
 #                of its own: what a call runs is a function of state every rank
 #                holds alike (the table, changed only at exchanges) and of the
@@ -38,27 +43,23 @@
 #                what the job learned is written back at exit (PGASCOL_TUNE_SAVE).
 #
 # Gatherv, Scatterv and Alltoallv, whose counts differ per rank, are tuned by
-# each rank's own block on one node, between the engine's paths only (their
-# paths may differ per rank; MPI's own would have to be taken by every rank);
-# across nodes each has one class for all sizes. Barrier is not tuned. What
-# the tuner leaves (and a class not learned yet), the built-in thresholds and
-# the engine's own measured choice (csrc/coll/coll.c, pgc_choose_member_path)
-# decide.
+# each rank's own block (their paths may differ per rank: each sender, or the
+# root, announces its own). Barrier is not tuned. What the tuner leaves (and
+# a class not learned yet), the built-in thresholds and the engine's own
+# measured choice (csrc/coll/coll.c, pgc_choose_member_path) decide.
 
 from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 
 cdef enum:
-    CAND_ENGINE = 0     # the engine as the thresholds and its own costs choose (several nodes: the hierarchy)
+    CAND_ENGINE = 0     # not tuned: the engine as the thresholds and its own costs choose
     CAND_CICO = 1       # = PGC_PATH_CICO: the engine, copy-in/copy-out
     CAND_CMA = 2        # = PGC_PATH_CMA: the engine, single copy
-    CAND_MPI = 3        # MPI's own collective
-    NCAND_KINDS = 4
-_CAND_NAMES = ("engine", "cico", "cma", "mpi")
+_CAND_NAMES = ("engine", "cico", "cma")
 
 cdef enum:
-    CLASS_MIN = 0       # 1 byte (across nodes; on one node the first class above the inline size)
+    CLASS_MIN = 0       # 1 byte (classes that travel inline whole: not tuned)
     NCLASSES = 35       # ... to 2**35 - 1 bytes
-    MAXCAND = 3
+    MAXCAND = 2
 
 # The tuned collectives: their bytes are the same on every rank of a correct call.
 _TUNED = (PGC_COLL_BCAST, PGC_COLL_REDUCE, PGC_COLL_ALLREDUCE, PGC_COLL_GATHER, PGC_COLL_SCATTER,
@@ -66,12 +67,7 @@ _TUNED = (PGC_COLL_BCAST, PGC_COLL_REDUCE, PGC_COLL_ALLREDUCE, PGC_COLL_GATHER, 
           PGC_COLL_REDUCE_SCATTER_BLOCK, PGC_COLL_SCAN, PGC_COLL_EXSCAN,
           PGC_COLL_GATHERV, PGC_COLL_SCATTERV, PGC_COLL_ALLTOALLV)
 # ... the last three by each rank's own block, whose class another rank may not
-# share, on one node: never to MPI (which every rank would have to take
-# alike); their engine paths may differ per rank (each sender, or the root,
-# announces its own). Across nodes, where the choice is the hierarchy or MPI's
-# own and must be the same everywhere, each of them has one class for all
-# sizes (class 0).
-_PER_RANK = (PGC_COLL_GATHERV, PGC_COLL_SCATTERV, PGC_COLL_ALLTOALLV)
+# share: their paths may differ per rank (each sender, or the root, announces its own).
 cdef int NTUNED = 15
 TUNED = tuple(_core.COLLECTIVES[c] for c in _TUNED)    # their names
 cdef int NSLOTS = 15 * NCLASSES
@@ -91,7 +87,7 @@ cdef long long INTERVAL_FILE = 1024  # a class the calibration file decided: fir
 # the job's time in collectives: a few calls apart where calls are large, up
 # to GAP_MAX where they are small.
 cdef long long GAP_FIRST = 16
-cdef long long GAP_MEASURING = 12   # (BLOCK x 3 candidates)
+cdef long long GAP_MEASURING = 8    # (BLOCK x 2 candidates)
 cdef long long ROUND_MAX = 128       # calls of a class after which a round ends with what it has
 cdef long long GAP_MIN = 4
 cdef long long GAP_MAX = 1024
@@ -180,7 +176,6 @@ cdef class _Tuner:
     """One communicator's path table and its measurements (see above)."""
     cdef _State st
     cdef public bint enabled, measure_now, saves
-    cdef public bint chose_mpi          # the call choose() just took to MPI
     cdef public str shape
     cdef int ncand                      # the stride of a measuring slot's figures in an exchange
     cdef int slot_of[PGC_NCOLL]         # collective -> its row of slots, -1: not tuned
@@ -195,7 +190,6 @@ cdef class _Tuner:
     cdef int cur_cand                   # its candidate's index in cands
     cdef long long t0
     cdef Py_ssize_t min_bytes
-    cdef unsigned one_class             # collectives (1 << id) with one class for every size
     cdef public list log                # (call, collective, class, from, to, {candidate: us}) of every decision
     cdef public object slow             # tests: {candidate name: seconds} added to its calls
 
@@ -211,10 +205,6 @@ cdef class _Tuner:
         for i, c in enumerate(_TUNED):
             if _core.COLLECTIVES[c] not in fixed:
                 self.slot_of[c] = i     # (a PGASCOL_CMA_MIN_<NAME> fixes that one's path)
-        self.one_class = 0
-        if st.hier:
-            for c in _PER_RANK:
-                self.one_class |= 1 << c
         inline_max = st.core.config["inline_max"]
         for i in range(NSLOTS):
             self.slots[i].phase = PHASE_BUILTIN
@@ -226,7 +216,9 @@ cdef class _Tuner:
                 self.slots[i].cand[j] = c
         self.min_bytes = 1
         self.ncand = MAXCAND
-        self.enabled = st.size > 1 and env.get("PGASCOL_TUNE", "1").strip() not in ("0", "off", "")
+        # across nodes, or without single copy, there is nothing to choose (_candidates): no exchanges
+        self.enabled = (st.size > 1 and not st.hier and st.core.cma_ok
+                        and env.get("PGASCOL_TUNE", "1").strip() not in ("0", "off", ""))
         self.saves = env.get("PGASCOL_TUNE_SAVE", "1").strip() not in ("0", "off", "")
         self.measure_now = False    # calibrate: measure a class from its first call
         self.shape = "%dn%dr%s" % (st.nnodes, st.size, "o" if st.team.layout.oversubscribed else "")
@@ -242,14 +234,12 @@ cdef class _Tuner:
         self.ybuf = <double *>cnp.PyArray_DATA(self.yarr)
 
     def _candidates(self, int coll, int k, Py_ssize_t inline_max):
-        """The candidates of collective coll's class k: across nodes the
-        hierarchy or MPI's own; on one node the engine's paths and MPI's
-        own, the engine as it is where the whole class travels inline, and
-        never MPI for a class by each rank's own block (_PER_RANK)."""
-        mpi = [] if coll in _PER_RANK and not self.st.hier else [CAND_MPI]
-        if self.st.hier or (2 << k) - 1 <= inline_max:
-            return [CAND_ENGINE] + mpi if mpi else []
-        return [CAND_CICO] + ([CAND_CMA] if self.st.core.cma_ok else []) + mpi
+        """The candidates of collective coll's class k: the engine's two
+        paths on a node team of two or more where single copy is allowed and
+        the class does not travel inline whole; else none (see above)."""
+        if self.st.size < 2 or self.st.hier or not self.st.core.cma_ok or (2 << k) - 1 <= inline_max:
+            return []
+        return [CAND_CICO, CAND_CMA]
 
     def _file_seeds(self, env):
         from ..node import calibration
@@ -278,12 +268,9 @@ cdef class _Tuner:
         self.cur = -1
         if not self.enabled:
             return CAND_ENGINE
-        cdef bint one = self.one_class >> coll & 1
-        # (a one-class collective is counted whatever a rank's own bytes, zero
-        # too: every rank must reach the same slot)
-        if nbytes < self.min_bytes and not one:
+        if nbytes < self.min_bytes:
             return CAND_ENGINE
-        cdef int row = self.slot_of[coll], k = 0 if one else _class_of(nbytes) - CLASS_MIN, i
+        cdef int row = self.slot_of[coll], k = _class_of(nbytes) - CLASS_MIN, i
         cdef unsigned long long b
         if row < 0 or k >= NCLASSES:
             return CAND_ENGINE
@@ -307,14 +294,7 @@ cdef class _Tuner:
             self.cur, self.cur_cand = s, i
             self.t0 = _now_ns()
         cdef int cand = sl.cand[i]
-        if cand == CAND_MPI and self.st.core.t.nregions:
-            # the node has shared buffers (pgascol.empty, registered by every
-            # member alike): the engine reads them in place, MPI cannot
-            self.cur = -1
-            return CAND_ENGINE
-        if cand == CAND_CICO or cand == CAND_CMA:
-            self.st.core.t.path_hint = cand
-        self.chose_mpi = cand == CAND_MPI
+        self.st.core.t.path_hint = cand
         return cand
 
     cdef int finish(self) except -1:
@@ -342,7 +322,6 @@ cdef class _Tuner:
         if self.st.core is not None:
             self.st.core.t.path_hint = 0
         self.cur = -1
-        self.chose_mpi = False
 
     # ---------------------------------------------------------- exchanges
 
@@ -421,19 +400,13 @@ cdef class _Tuner:
         return 0
 
     cdef int _allreduce_max(self, int n) except -1:
-        cdef _State st = self.st
-        cdef int paused
-        if not st.hier:
-            paused = st.core.t.stats_paused
-            st.core.t.stats_paused = 1     # the tuner's own call is no collective of the program's
-            try:
-                st.core.c_elementwise(0, <const char *>self.xbuf, <char *>self.ybuf, n, _F64, _MAX)
-            finally:
-                st.core.t.stats_paused = paused
-        else:
-            out = self.yarr[:n]
-            out[:] = self.xarr[:n]
-            _mpi_wait(st, [st.pcomm.Iallreduce(MPI.IN_PLACE, [out, MPI.DOUBLE], MPI.MAX)], "the tuner's exchange")
+        """The exchange's Allreduce on the node team (the tuner runs on one node only)."""
+        cdef int paused = self.st.core.t.stats_paused
+        self.st.core.t.stats_paused = 1     # the tuner's own call is no collective of the program's
+        try:
+            self.st.core.c_elementwise(0, <const char *>self.xbuf, <char *>self.ybuf, n, _F64, _MAX)
+        finally:
+            self.st.core.t.stats_paused = paused
         return 0
 
     cdef int _start_round(self, int s) except -1:
@@ -532,7 +505,7 @@ cdef class _Tuner:
         cdef _Slot *sl
         cdef int k
         c = _core.COLLECTIVES.index(coll)
-        k = 0 if self.one_class >> c & 1 else _class_of(nbytes) - CLASS_MIN
+        k = _class_of(nbytes) - CLASS_MIN
         if self.slot_of[c] < 0 or not 0 <= k < NCLASSES or nbytes < self.min_bytes:
             return (None, _SOURCES[SRC_NONE], False)
         sl = &self.slots[self.slot_of[c] * NCLASSES + k]
@@ -540,9 +513,8 @@ cdef class _Tuner:
                 sl.phase == PHASE_MEASURING)
 
     def class_of(self, str coll, Py_ssize_t nbytes):
-        """The size class of a call (0 for a collective with one class for all sizes)."""
-        c = _core.COLLECTIVES.index(coll)
-        return 0 if self.one_class >> c & 1 else _class_of(nbytes)
+        """The size class of a call."""
+        return _class_of(nbytes)
 
     @property
     def hier(self):
@@ -552,7 +524,7 @@ cdef class _Tuner:
         """The candidates of a call's class."""
         cdef _Slot *sl
         c = _core.COLLECTIVES.index(coll)
-        k = 0 if self.one_class >> c & 1 else _class_of(nbytes) - CLASS_MIN
+        k = _class_of(nbytes) - CLASS_MIN
         if self.slot_of[c] < 0:
             return []
         sl = &self.slots[self.slot_of[c] * NCLASSES + k]

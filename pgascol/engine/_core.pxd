@@ -32,7 +32,7 @@ cdef class Team:
     cdef bint c_refused_alike(self) noexcept
     cdef bint c_peers_refused(self, int coll) except -1
     cdef int c_check_aborted(self) except -1
-    cdef int c_to_mpi(self, int coll, bint agreed=*) except -1
+    cdef int c_to_mpi(self, int coll) except -1
     # The caller has checked the buffers (size, writable) and holds them.
     cdef int c_bcast(self, char *buf, size_t nbytes, int root, int dtype=*) except -1
     cdef int c_elementwise(self, int which, const char *sendbuf, char *recvbuf, size_t count,

@@ -702,14 +702,11 @@ cdef class Team:
         inter-node leg, which must not meet the other nodes' legs)."""
         return self._check(pgc_check_aborted(self._use()))
 
-    cdef int c_to_mpi(self, int coll, bint agreed=False) except -1:
+    cdef int c_to_mpi(self, int coll) except -1:
         """The caller runs collective `coll` on MPI: see pgc_coll_to_mpi.
         Raises (CollectiveMismatchError, TeamAbortedError, ...) when a peer
-        did not go to MPI too, instead of leaving it waiting. agreed: every
-        member chose MPI alike (pgc_coll_to_mpi_agreed: no wait)."""
-        cdef pgc_team *t = self._begin(0)
-        return self._end(pgc_coll_to_mpi_agreed(t, <pgc_coll>coll) if agreed else
-                         pgc_coll_to_mpi(t, <pgc_coll>coll))
+        did not go to MPI too, instead of leaving it waiting."""
+        return self._end(pgc_coll_to_mpi(self._begin(0), <pgc_coll>coll))
 
     cdef int c_bcast(self, char *buf, size_t nbytes, int root, int dtype=-1) except -1:
         self._root(root)

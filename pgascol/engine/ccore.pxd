@@ -143,7 +143,6 @@ cdef extern from "base/cma.h" nogil:
 cdef extern from "coll/coll.h" nogil:
     int pgc_coll_refuse(pgc_team *t, pgc_coll coll, const char *reason)
     int pgc_coll_to_mpi(pgc_team *t, pgc_coll coll)
-    int pgc_coll_to_mpi_agreed(pgc_team *t, pgc_coll coll)
     int pgc_coll_peers_refused(pgc_team *t, pgc_coll coll, int *alike)
     void pgc_costs_seed(pgc_team *t, const uint32_t *ps_per_byte)
     unsigned long long pgc_probe_interval_ns(uint32_t backoff)

@@ -6,12 +6,14 @@ Runs every collective the tuner decides (pgascol/comm/tune.pxi: the
 reductions too) at every size class from 16 KiB to 16 MiB on a pgascol.Comm
 whose tuner measures each class from its first call, until every class is
 decided: the same measurements, agreement and rule a job applies to its own
-calls, made at once. The table (collective -> size class -> cico, cma, mpi or
-engine) is written to the calibration file (pgascol/node/calibration.py:
+calls, made at once. The table (collective -> size class -> cico or cma) is
+written to the calibration file (pgascol/node/calibration.py:
 ~/.cache/pgascol/calibration-<host>.json, or PGASCOL_CALIBRATION) under this
 job's team shape, with this machine's fingerprint; later jobs of that shape
 start from it. Run it once per shape that matters (np=2, the node's core
-count, ...); a job of another shape learns its own."""
+count, ...); a job of another shape learns its own. Across nodes (and where
+the kernel refuses single copy) there is no choice to learn: it says so and
+writes nothing."""
 import os
 import socket
 import time
@@ -20,8 +22,7 @@ import numpy as np
 
 from ..node import calibration
 
-CLASSES = range(14, 25)             # 16 KiB ... 16 MiB (one node: above the inline size)
-CLASSES_ACROSS = range(3, 25)       # 8 B ... 16 MiB (across nodes every size is tuned)
+CLASSES = range(14, 25)             # 16 KiB ... 16 MiB (above the inline size)
 MAX_BUFFER = 64 << 20               # bytes of one buffer at the most (the largest classes at many ranks)
 MAX_CALLS = 2000                    # per class: a class still undecided then is left to the job
 
@@ -75,13 +76,20 @@ def run(comm, output=None, log=print, max_bytes=1 << 24):
     table = {}
     try:
         tuner = tuner_of(pcomm)
-        if P < 2 or not tuner.enabled:
+        tune = os.environ.get("PGASCOL_TUNE", "1")
+        if P < 2 or tune.strip() in ("0", "off", ""):
             raise SystemExit("calibration needs >= 2 ranks and PGASCOL_TUNE=1 (%d rank(s), PGASCOL_TUNE=%s)"
-                             % (P, os.environ.get("PGASCOL_TUNE", "1")))
+                             % (P, tune))
+        if not tuner.enabled:
+            if me == 0:
+                log("nothing to calibrate: %s (no file written)" % (
+                    "across nodes every call runs the hierarchy" if tuner.hier else
+                    "single copy is not allowed here, so copy-in/copy-out runs every call"))
+            return table
         tuner.measure_now = True
         tuner.saves = False
         for name in TUNED:
-            for k in (CLASSES_ACROSS if tuner.hier else CLASSES):
+            for k in CLASSES:
                 if (1 << k) * P > MAX_BUFFER or (1 << k) > max_bytes:
                     continue
                 call, calls = _call(pcomm, name, 1 << k), 0

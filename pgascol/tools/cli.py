@@ -104,9 +104,9 @@ def _tuning_lines(out, cfg, d):
     this machine (each entry's source), and the built-in thresholds under it."""
     tune = os.environ.get("PGASCOL_TUNE", "1").strip() not in ("0", "off", "")
     out.write("paths:      %s\n" % (
-        "learned per collective and size class: the engine's paths (copy-in/copy-out, single copy, inline; "
-        "across nodes the hierarchy) and MPI's own measured in the job's calls, the fastest taken "
-        "(PGASCOL_TUNE=1)" if tune
+        "learned per collective and size class on one node: copy-in/copy-out and single copy measured "
+        "in the job's calls, the faster taken (PGASCOL_TUNE=1; inline sizes and calls across nodes "
+        "have one path)" if tune
         else "the built-in thresholds only (PGASCOL_TUNE=0)"))
     path = calibration.default_path()
     tables, status = calibration.read()
