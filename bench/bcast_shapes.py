@@ -15,7 +15,7 @@ import numpy as np
 from mpi4py import MPI
 
 import pgascol
-from pgascol.tools.bench import parse_sizes
+from pgascol.tools.bench_harness import parse_sizes
 
 WORLD = MPI.COMM_WORLD
 SHAPES = [("flat", {"PGASCOL_BCAST_TREE_MIN": "0"}),

@@ -17,7 +17,7 @@ from mpi4py import MPI
 
 import pgascol
 from pgascol.engine import _core
-from pgascol.tools.bench import parse_size
+from pgascol.tools.bench_harness import parse_size
 
 WORLD = MPI.COMM_WORLD
 

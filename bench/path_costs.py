@@ -15,7 +15,7 @@ import numpy as np
 from mpi4py import MPI
 
 import pgascol
-from pgascol.tools.bench import parse_size
+from pgascol.tools.bench_harness import parse_size
 
 
 def main():

@@ -181,9 +181,9 @@ def _split_name(name: str, paths: tuple[Path, ...]) -> tuple[Path, str]:
 
 @functools.lru_cache(maxsize=None)
 def _detect_launcher() -> tuple[tuple[str, ...], str]:
-    # pgascol.tools.bench finds the launcher for `pgascol-bench` too; importing it
-    # loads neither MPI nor the C extension (pgascol/__init__ is lazy).
-    from pgascol.tools.bench import find_launcher as find
+    # pgascol.tools.bench_harness finds the launcher for `pgascol-bench` too; importing
+    # it loads neither MPI nor the C extension (pgascol/__init__ is lazy).
+    from pgascol.tools.bench_harness import find_launcher as find
     prefix, impl = find(os.environ.get("PGASCOL_TEST_LAUNCHER"))
     return tuple(prefix), impl
 

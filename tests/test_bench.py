@@ -1,5 +1,5 @@
-"""pgascol-bench (pgascol/tools/bench.py): a real tiny sweep under MPI (with plots, fixed
---iters, --off-cache, --fresh), compare, plot, bad arguments."""
+"""pgascol-bench (pgascol/tools/bench.py; the sweep in bench_coll.py): a real tiny sweep
+under MPI (with plots, fixed --iters, --off-cache, --fresh), compare, plot, bad arguments."""
 import copy
 import json
 import subprocess
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pgascol.tools import bench
+from pgascol.tools import bench_coll, bench_harness
 
 REPO = Path(__file__).resolve().parent.parent
 # The console script `pgascol-bench` is pgascol.tools.bench:main; `python -m
@@ -122,9 +122,9 @@ def test_off_cache(tmp_path):
     assert "off-cache" in r.stdout
     for row in doc["results"]:
         assert 0 < row["t_min_us"] <= row["t_max_us"] and row["memcpy_us"] > 0
-        footprint = bench.case_bytes("allreduce", row["bytes"], 2)
-        assert row["buffer_sets"] == bench.buffer_sets(footprint, meta["llc_bytes"]) > 1
-        if row["buffer_sets"] < bench.MAX_BUFFER_SETS:  # the sets cover 2 x the LLC
+        footprint = bench_coll.case_bytes("allreduce", row["bytes"], 2)
+        assert row["buffer_sets"] == bench_coll.buffer_sets(footprint, meta["llc_bytes"]) > 1
+        if row["buffer_sets"] < bench_coll.MAX_BUFFER_SETS:  # the sets cover 2 x the LLC
             assert row["buffer_sets"] * footprint >= 2 * meta["llc_bytes"]
 
 
@@ -172,19 +172,19 @@ def test_fresh_calls_store_into_every_line_first():
     import numpy as np
     buf, other = np.zeros(1000), np.zeros(3)    # 8000 and 24 bytes
     seen = []
-    ours, theirs = bench._sides(lambda: seen.append(("ours", buf.copy())),
-                                lambda: seen.append(("theirs", buf.copy())), [buf, other], True)
+    ours, theirs = bench_coll._sides(lambda: seen.append(("ours", buf.copy())),
+                                     lambda: seen.append(("theirs", buf.copy())), [buf, other], True)
     ours()
     theirs()
     assert [name for name, _ in seen] == ["ours", "theirs"]
     lines = np.zeros(8000, np.uint8)
-    lines[::bench.CACHE_LINE] = 1
+    lines[::bench_harness.CACHE_LINE] = 1
     for _, data in seen:    # stored before the call: every line has its byte
         assert (data.view(np.uint8) == lines).all()
     assert other.view(np.uint8)[0] == 1 and not other.view(np.uint8)[1:].any()
     assert ours.store is theirs.store
     plain = (lambda: None, lambda: None)
-    assert bench._sides(*plain, [buf], False) == plain
+    assert bench_coll._sides(*plain, [buf], False) == plain
 
 
 def test_llc_size_from_sysfs(tmp_path):
@@ -194,20 +194,20 @@ def test_llc_size_from_sysfs(tmp_path):
         (d / "level").write_text("%d\n" % level)
         (d / "type").write_text(ctype + "\n")
         (d / "size").write_text(size + "\n")
-    assert bench.llc_size(str(tmp_path)) == (bench.LLC_FALLBACK, "fallback")
+    assert bench_harness.llc_size(str(tmp_path)) == (bench_harness.LLC_FALLBACK, "fallback")
     cache("index0", 1, "Data", "32K")
     cache("index1", 1, "Instruction", "64K")
     cache("index2", 2, "Unified", "1024K")
-    assert bench.llc_size(str(tmp_path)) == (1 << 20, "sysfs")      # no L3: the highest level
+    assert bench_harness.llc_size(str(tmp_path)) == (1 << 20, "sysfs")      # no L3: the highest level
     cache("index3", 3, "Unified", "32768K")
     cache("index4", 4, "Unified", "128M")
-    assert bench.llc_size(str(tmp_path)) == (32 << 20, "sysfs")     # L3 preferred
-    assert bench.llc_size()[0] > 0
+    assert bench_harness.llc_size(str(tmp_path)) == (32 << 20, "sysfs")     # L3 preferred
+    assert bench_harness.llc_size()[0] > 0
 
 
 def test_plot_names():
-    assert bench.plot_destination("out.png")("bcast") == "out-bcast.png"
-    assert bench.plot_destination("out")("bcast") == "out-bcast.png"
+    assert bench_harness.plot_destination("out.png")("bcast") == "out-bcast.png"
+    assert bench_harness.plot_destination("out")("bcast") == "out-bcast.png"
 
 
 def test_compare_with_itself_passes(tiny_run):
@@ -241,14 +241,14 @@ def test_compare_detects_slower_pgascol(tiny_run, tmp_path):
     assert "REGRESSION" in r.stdout
     summary = r.stdout.strip().splitlines()[-1]
     for case in expected:
-        assert "%s %s np=2" % (case["op"], bench.human(case["bytes"])) in summary
+        assert "%s %s np=2" % (case["op"], bench_harness.human(case["bytes"])) in summary
     # faster is never a failure
     r = cli("compare", new, path)
     assert r.returncode == 0, r.stdout + r.stderr
 
 
 def _doc(rows):
-    return {"schema": bench.SCHEMA, "meta": {}, "results": [
+    return {"schema": bench_harness.SCHEMA, "meta": {}, "results": [
         {"op": op, "bytes": b, "np": 2, "impl": impl, "t_min_us": lo, "t_avg_us": (lo + hi) / 2,
          "t_max_us": hi, "path": None, "memcpy_us": 1.0} for op, b, impl, lo, hi in rows]}
 
@@ -299,9 +299,9 @@ def test_bad_arguments(args, message):
 
 
 def test_sizes_and_entry_point():
-    assert bench.parse_sizes("8,1K,1M") == [8, 1024, 1 << 20]
-    assert bench.parse_sizes("8:128") == [8, 32, 128]
-    assert bench.parse_sizes("1K:8K:2") == [1024, 2048, 4096, 8192]
+    assert bench_harness.parse_sizes("8,1K,1M") == [8, 1024, 1 << 20]
+    assert bench_harness.parse_sizes("8:128") == [8, 32, 128]
+    assert bench_harness.parse_sizes("1K:8K:2") == [1024, 2048, 4096, 8192]
     text = (REPO / "pyproject.toml").read_text()
     assert 'pgascol-bench = "pgascol.tools.bench:main"' in text
 

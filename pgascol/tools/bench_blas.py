@@ -208,7 +208,7 @@ def _line(op, n, results):
 
 
 def cmd_blas(args, argv):
-    from .bench import run_worker_job, write_results
+    from .bench_harness import run_worker_job, write_results
     env = dict(os.environ)
     if args.threads:
         env["PGASCOL_BLAS_THREADS"] = str(args.threads)

@@ -68,7 +68,7 @@ import time
 import numpy as np
 
 from . import hpcc
-from .bench import BenchError, SCHEMA, _stats_row, collect_meta, find_launcher, human, run_job
+from .bench_harness import BenchError, SCHEMA, collect_meta, find_launcher, human, run_job, stats_row
 
 BENCHMARKS = ("randomaccess", "stream", "latency")
 RA_VARIANTS = ("strict", "update", "batched", "rma", "alltoallv")
@@ -89,7 +89,7 @@ def parse_list(spec, allowed, what):
 def record(op, impl, nbytes, P, times, iters, path, rate, unit, floor=0.0, **extra):
     """One pgascol-bench/1 record (times in seconds), with the rate of the
     best round and what the benchmark checked."""
-    row = _stats_row(impl, op, nbytes, P, times, iters, path, floor, 1)
+    row = stats_row(impl, op, nbytes, P, times, iters, path, floor, 1)
     row.update(rate=rate, unit=unit, **extra)
     return row
 

@@ -311,7 +311,7 @@ def _line(results, op):
 
 
 def cmd_sparse(args, argv):
-    from .bench import BenchError, run_worker_job, write_results
+    from .bench_harness import BenchError, run_worker_job, write_results
     rounds = args.rounds or (3 if args.quick else 5)
     for what, given, known in (("matrix", args.matrices, MATRICES), ("format", args.formats, FORMATS),
                                ("format", args.upcblas_formats, UPC_FORMATS)):

@@ -50,8 +50,8 @@ import os
 import sys
 import time
 
-from . import bench
-from .bench import BenchError, human
+from .bench_harness import (SCHEMA, BenchError, _matplotlib, describe_run, human, launch, load_doc,
+                            parse_size, parse_sizes, plot_destination, report, run_command)
 
 COLLS = ("broadcast", "scatter", "gather", "gather_all", "exchange", "permute", "reduce",
          "prefix_reduce")
@@ -254,8 +254,8 @@ def worker_main(argv=None):
     ap.add_argument("--max-bytes", default="512M")
     ap.add_argument("--json")
     args = ap.parse_args(argv)
-    colls, sizes = parse_colls(args.colls), bench.parse_sizes(args.sizes)
-    modes, max_bytes = parse_flags(args.flags), bench.parse_size(args.max_bytes)
+    colls, sizes = parse_colls(args.colls), parse_sizes(args.sizes)
+    modes, max_bytes = parse_flags(args.flags), parse_size(args.max_bytes)
 
     import numpy as np
     from mpi4py import MPI
@@ -408,8 +408,8 @@ def markdown_tables(doc, sizes=None, stat="t_avg"):
 def plot_results(doc, dest):
     """One PNG per collective: t_avg against size for every UPC row (each
     algorithm and flags), pgascol's MPI-style twin and native MPI."""
-    Figure, FigureCanvasAgg, FuncFormatter = bench._matplotlib()
-    name_of = bench.plot_destination(dest)
+    Figure, FigureCanvasAgg, FuncFormatter = _matplotlib()
+    name_of = plot_destination(dest)
     by_coll = {}
     for r in doc["results"]:
         by_coll.setdefault(r.get("collective") or r["op"], []).append(r)
@@ -436,7 +436,7 @@ def plot_results(doc, dest):
         ax.set_ylabel("t_avg per call (\u00b5s)")
         ax.set_title("upc " + coll, fontsize=12, loc="left")
         ax.set_title("lines: t_avg; bands: t_min-t_max (UOMS)", fontsize=8, loc="right")
-        meta = bench.describe_run(doc.get("meta", {}))
+        meta = describe_run(doc.get("meta", {}))
         if meta:
             fig.suptitle(meta, fontsize=7, wrap=True, x=0.01, ha="left")
         ax.grid(True, which="both", alpha=0.3)
@@ -478,7 +478,7 @@ def cmd_upc(args, argv):
     sizes = args.sizes or (QUICK_SIZES if args.quick else DEFAULT_SIZES)
     rounds = 2 if args.quick and args.rounds == 3 else args.rounds
     np_ = args.np or 2
-    bench.parse_sizes(sizes)
+    parse_sizes(sizes)
     parse_flags(args.flags)
     colls = parse_colls(args.colls or ",".join(COLLS))
     if np_ < 1 or rounds < 1 or (args.iters is not None and args.iters < 1):
@@ -488,27 +488,37 @@ def cmd_upc(args, argv):
     if not 0 <= args.root < np_:
         raise BenchError("--root %d is not a rank of %d" % (args.root, np_))
     if args.plot:
-        bench.plot_destination(args.plot)
-        bench._matplotlib()
+        plot_destination(args.plot)
+        _matplotlib()
     worker = ["--colls", ",".join(colls), "--algorithms", args.algorithms, "--sizes", sizes,
               "--flags", args.flags, "--op", args.op.upper(), "--root", str(args.root), "--rounds", str(rounds),
               "--target-ms", str(args.target_ms), "--max-bytes", args.max_bytes]
     if args.iters:
         worker += ["--iters", str(args.iters)]
-    job, meta = bench.launch(args, argv, np_, "pgascol.tools.bench_upc", worker)
+    job, meta = launch(args, argv, np_, "pgascol.tools.bench_upc", worker)
     for key in ("rounds", "iters", "target_ms", "root", "op", "flags"):
         meta[key] = job[key]
     meta["benchmark"] = "upc (UOMS conventions)"
-    return bench.report({"schema": bench.SCHEMA, "meta": meta, "results": job["results"]},
-                        "pgascol-bench upc", format_table, plot_results, args)
+    return report({"schema": SCHEMA, "meta": meta, "results": job["results"]},
+                  "pgascol-bench upc", format_table, plot_results, args)
+
+
+def main(argv):
+    """``python -m pgascol.tools.bench_upc ARGS``: ``pgascol-bench upc ARGS``,
+    parsed by this subcommand's parser alone (bench.py, the command line,
+    imports this module, not the other way round)."""
+    ap = argparse.ArgumentParser(prog="pgascol-bench")
+    add_parser(ap.add_subparsers(dest="command"))
+    argv = ["upc", *argv]
+    return run_command(cmd_upc, ap.parse_args(argv), argv)
 
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["worker"]:
         sys.exit(worker_main(sys.argv[2:]))
     if sys.argv[1:2] == ["table"]:      # python -m pgascol.tools.bench_upc table FILE.json [SIZES [t_min]]
-        print(markdown_tables(bench.load_doc(sys.argv[2]),
-                              bench.parse_sizes(sys.argv[3]) if len(sys.argv) > 3 else None,
+        print(markdown_tables(load_doc(sys.argv[2]),
+                              parse_sizes(sys.argv[3]) if len(sys.argv) > 3 else None,
                               *sys.argv[4:5]))
         sys.exit(0)
-    sys.exit(bench.main(["upc", *sys.argv[1:]]))
+    sys.exit(main(sys.argv[1:]))

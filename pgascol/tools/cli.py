@@ -183,10 +183,10 @@ def main(argv=None):
         if args.command == "calibrate":
             from mpi4py import MPI
             if not args.upc_only:
-                from .bench import parse_size
+                from .bench_harness import parse_size
                 calibrate.run(MPI.COMM_WORLD, args.output, max_bytes=parse_size(args.max_size))
             if args.upc or args.upc_only:
-                from .bench import parse_sizes
+                from .bench_harness import parse_sizes
                 calibrate.run_upc(MPI.COMM_WORLD, args.upc_output,
                                   sizes=parse_sizes(args.upc_sizes) if args.upc_sizes else calibrate.UPC_SIZES)
             return 0

@@ -20,7 +20,8 @@ import argparse
 import re
 import sys
 
-from .bench import OPS, BenchError, human, load_doc
+from .bench_coll import OPS
+from .bench_harness import BenchError, human, load_doc
 
 BEGIN = re.compile(r"^<!-- perf_tables ((?:\S+ )*\S+) -->$")
 END = "<!-- end perf_tables -->"
