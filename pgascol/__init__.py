@@ -26,6 +26,7 @@ def __getattr__(name):
     raise AttributeError("module 'pgascol' has no attribute %r" % name)
 
 
-__all__ = ["Comm", "NodeTeam", "stats", "tuning", "empty", "zeros", "free", "ArgumentError", "OperationFailedError",
-           "PeerDeadError", "PgascolError", "PgascolTimeoutError", "RevokedError", "TeamAbortedError",
-           "TeamClosedError"]
+__all__ = ["Comm", "NodeTeam", "stats", "tuning", "empty", "zeros", "free", "ArgumentError",
+           "CollectiveMismatchError", "DatatypeMismatchError", "OperationFailedError", "PeerDeadError",
+           "PeerRefusedError", "PgascolError", "PgascolTimeoutError", "RevokedError", "RootRefusedError",
+           "TeamAbortedError", "TeamClosedError"]
