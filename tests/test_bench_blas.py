@@ -38,14 +38,14 @@ def test_panel_calibration_is_stored_read_and_overridable(tmp_path, monkeypatch)
     assert r.returncode == 0, r.stdout + r.stderr
     stored = json.loads(out.read_text())
     bandwidth = {int(k): v for k, v in stored["bandwidth"].items()}
-    from pgascol.blas import calibrate, operands
+    from pgascol.blas import calibrate, panel
     assert stored["panel_bytes"] == calibrate.plateau(bandwidth) and stored["panel_bytes"] in calibrate.SIZES
     monkeypatch.setenv("PGASCOL_BLAS_CALIBRATION", str(out))
     monkeypatch.delenv("PGASCOL_BLAS_PANEL_BYTES", raising=False)
-    monkeypatch.setattr(operands, "_calibrated", None)
-    assert operands.panel_bytes() == stored["panel_bytes"]
+    monkeypatch.setattr(panel, "_calibrated", None)
+    assert panel.panel_bytes() == stored["panel_bytes"]
     monkeypatch.setenv("PGASCOL_BLAS_PANEL_BYTES", "12345")
-    assert operands.panel_bytes() == 12345
+    assert panel.panel_bytes() == 12345
 
 
 def test_plateau_is_the_smallest_size_near_the_best():

@@ -9,7 +9,7 @@ with Rget, as gemm's panels move; the panel size is the smallest whose
 bandwidth is within 10% of the best. Stored in the file
 PGASCOL_BLAS_CALIBRATION names, by default
 ~/.cache/pgascol/blas-<host>.json ({"panel_bytes": N, "bandwidth": {...}});
-read by every later job (operands.panel_bytes); PGASCOL_BLAS_PANEL_BYTES
+read by every later job (panel.panel_bytes); PGASCOL_BLAS_PANEL_BYTES
 overrides it."""
 import argparse
 import json
@@ -17,23 +17,11 @@ import os
 import sys
 import time
 
-from ..node.calibration import cache_path
+from .operands import Mat
+from .panel import default_path
 
 SIZES = [64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 32 << 20]
 PLATEAU = 0.9
-
-
-def default_path():
-    return cache_path("blas", "PGASCOL_BLAS_CALIBRATION")
-
-
-def load(path=None):
-    """The stored panel size in bytes, or None."""
-    try:
-        with open(path or default_path()) as f:
-            return int(json.load(f)["panel_bytes"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
 
 
 def plateau(bandwidth):
@@ -46,7 +34,6 @@ def measure(comm, rounds=5):
     """{panel bytes: best bandwidth in bytes/s} of rank 0 reading rank 1 (collective)."""
     import numpy as np
     from .. import pgas
-    from .operands import Mat
     ctx = pgas.context.of(comm)
     if ctx.size < 2:
         raise SystemExit("calibrate needs 2 ranks (on different nodes: PGASCOL_NODE_SIZE=1 on one machine)")

@@ -11,8 +11,9 @@ gemv, y = alpha op(A) x + beta y:
 ger, A += alpha x y^T (y^H for gerc): by rows x lies like A's rows and y
 is replicated; by columns y lies like A's columns and x is replicated.
 trsv, x = op(A)^-1 x: x lies like A's rows (by rows) or columns (by
-columns) (Algorithm 2.1: level3's row solve with one column)."""
+columns) (Algorithm 2.1: trsm's row solve, trsm_rows_left, with one column)."""
 import numpy as np
+from mpi4py import MPI
 
 from ..errors import ArgumentError
 from ..pgas import array as pgas_array
@@ -145,7 +146,6 @@ def trsv(a, x, lower=0, trans=0, diag=0):
     """x = op(a)^-1 x, a triangular (scipy.linalg.blas.trsv's flags: lower=1
     for the lower triangle, diag=1 for a unit diagonal); x lies like a's
     rows or columns. Solves in place; returns x."""
-    from .level3 import trsm_rows_left
     va = ops.matrix("a", a)
     vx = ops.vector("x", x, va.dtype)
     t = ops.trans_code("trans", trans)
@@ -157,3 +157,57 @@ def trsv(a, x, lower=0, trans=0, diag=0):
     trsm_rows_left(ctx, va, vx.local().reshape(-1, 1), bool(lower), t, bool(diag), 1.0)
     ops.sync(ctx)
     return x
+
+
+def trsm_rows_left(ctx, va, bl, lower, t, unit, alpha):
+    """op(A) X = alpha B with B by rows, A in blocks like B's rows: the
+    caller's rows bl of B become X's. Step by step over the blocks of b
+    rows, in the order op(A)'s triangle solves them. When the caller holds
+    op(A)'s tiles of its rows (A by rows, or by columns transposed), the
+    owner of block k solves its diagonal tile and broadcasts X_k, every
+    rank then updates its later blocks with its own tiles; otherwise (A by
+    rows transposed, or by columns) each rank sums its tiles'
+    contributions op(A)_ki X_i to block k and one reduce to k's owner
+    precedes that owner's solve."""
+    scale(alpha, bl)
+    n, b, me = va.rows, va.bsize, ctx.rank
+    aloc = va.local()
+    nblocks = -(-n // b)
+    mine = [k for k in range(nblocks) if va.owner(k * b) == me]
+    pos = {k: i * b for i, k in enumerate(mine)}         # my block k's first local row (column)
+    forward = lower == (t == 0)
+    order = range(nblocks) if forward else range(nblocks - 1, -1, -1)
+    nrhs = bl.shape[1]
+    by_rows = va.dist == "row"
+
+    def rows(i):
+        return slice(pos[i], pos[i] + min(b, n - i * b))
+
+    def tile(i, lo, hi):
+        """(view, flag): op(view) is op(A)'s tile of my block i x [lo, hi) when
+        broadcasting, A's tile [lo, hi) x block i's rows otherwise."""
+        return aloc[rows(i), lo:hi] if by_rows else aloc[lo:hi, rows(i)]
+    broadcast = by_rows == (t == 0)
+    done = []                                             # my blocks already solved
+    for k in order:
+        lo, hi = k * b, min(k * b + b, n)
+        owner = va.owner(lo)
+        if broadcast:
+            xk = np.empty((hi - lo, nrhs), va.dtype)
+            if owner == me:
+                K.trsm(True, lower, t, unit, 1.0, tile(k, lo, hi), bl[rows(k)])
+                xk[...] = bl[rows(k)]
+            ctx.comm.Bcast(xk, root=owner)
+            for i in mine:
+                if i != k and (i > k) == forward:
+                    K.gemm(t, 0, -1.0, tile(i, lo, hi), xk, 1.0, bl[rows(i)])
+        else:
+            part = np.zeros((hi - lo, nrhs), va.dtype)
+            for i in done:
+                K.gemm(t, 0, 1.0, tile(i, lo, hi), bl[rows(i)], 1.0, part)
+            total = np.empty_like(part) if owner == me else None
+            ctx.comm.Reduce(part, total, MPI.SUM, root=owner)
+            if owner == me:
+                bl[rows(k)] -= total
+                K.trsm(True, lower, t, unit, 1.0, tile(k, lo, hi), bl[rows(k)])
+                done.append(k)

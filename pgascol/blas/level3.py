@@ -27,13 +27,12 @@ solve: A is replicated once and every rank solves for its own columns
 import contextlib
 
 import numpy as np
-from mpi4py import MPI
 
 from ..errors import ArgumentError
 from ..pgas import matrix as pgas_matrix
 from . import _kernels as K
 from . import operands as ops
-from .level2 import scale
+from .level2 import scale, trsm_rows_left
 
 
 def _take(x, idx, axis):
@@ -261,57 +260,3 @@ def check_tiles(va, block, first, against):
     if va.bsize != block or va.first != first:
         raise ArgumentError("a must be distributed like %s: blocks of %d from rank %d (a has blocks of %d from rank %d)"
                             % (against, block, first, va.bsize, va.first))
-
-
-def trsm_rows_left(ctx, va, bl, lower, t, unit, alpha):
-    """op(A) X = alpha B with B by rows, A in blocks like B's rows: the
-    caller's rows bl of B become X's. Step by step over the blocks of b
-    rows, in the order op(A)'s triangle solves them. When the caller holds
-    op(A)'s tiles of its rows (A by rows, or by columns transposed), the
-    owner of block k solves its diagonal tile and broadcasts X_k, every
-    rank then updates its later blocks with its own tiles; otherwise (A by
-    rows transposed, or by columns) each rank sums its tiles'
-    contributions op(A)_ki X_i to block k and one reduce to k's owner
-    precedes that owner's solve."""
-    scale(alpha, bl)
-    n, b, me = va.rows, va.bsize, ctx.rank
-    aloc = va.local()
-    nblocks = -(-n // b)
-    mine = [k for k in range(nblocks) if va.owner(k * b) == me]
-    pos = {k: i * b for i, k in enumerate(mine)}         # my block k's first local row (column)
-    forward = lower == (t == 0)
-    order = range(nblocks) if forward else range(nblocks - 1, -1, -1)
-    nrhs = bl.shape[1]
-    by_rows = va.dist == "row"
-
-    def rows(i):
-        return slice(pos[i], pos[i] + min(b, n - i * b))
-
-    def tile(i, lo, hi):
-        """(view, flag): op(view) is op(A)'s tile of my block i x [lo, hi) when
-        broadcasting, A's tile [lo, hi) x block i's rows otherwise."""
-        return aloc[rows(i), lo:hi] if by_rows else aloc[lo:hi, rows(i)]
-    broadcast = by_rows == (t == 0)
-    done = []                                             # my blocks already solved
-    for k in order:
-        lo, hi = k * b, min(k * b + b, n)
-        owner = va.owner(lo)
-        if broadcast:
-            xk = np.empty((hi - lo, nrhs), va.dtype)
-            if owner == me:
-                K.trsm(True, lower, t, unit, 1.0, tile(k, lo, hi), bl[rows(k)])
-                xk[...] = bl[rows(k)]
-            ctx.comm.Bcast(xk, root=owner)
-            for i in mine:
-                if i != k and (i > k) == forward:
-                    K.gemm(t, 0, -1.0, tile(i, lo, hi), xk, 1.0, bl[rows(i)])
-        else:
-            part = np.zeros((hi - lo, nrhs), va.dtype)
-            for i in done:
-                K.gemm(t, 0, 1.0, tile(i, lo, hi), bl[rows(i)], 1.0, part)
-            total = np.empty_like(part) if owner == me else None
-            ctx.comm.Reduce(part, total, MPI.SUM, root=owner)
-            if owner == me:
-                bl[rows(k)] -= total
-                K.trsm(True, lower, t, unit, 1.0, tile(k, lo, hi), bl[rows(k)])
-                done.append(k)

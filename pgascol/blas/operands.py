@@ -17,7 +17,6 @@ triangle when the solve needs no communication): on one node every part
 is read in place from its owner's shared memory; across nodes one
 Allgatherv of the parts (local() views, passed to the collective as they
 are). gemm's and syrk's replicated matrix moves panel by panel (panels())."""
-import os
 
 import numpy as np
 from mpi4py import MPI
@@ -28,14 +27,12 @@ from ..pgas import barrier as pgas_barrier
 from ..pgas import matrix as pgas_matrix
 from ..pgas.layout import BlockCyclic
 from . import threads
+from .panel import panel_bytes
 
 DTYPES = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.complex64), np.dtype(np.complex128))
 #: On one node a replicated vector is read in place in pieces of at least
 #: this many elements; smaller blocks (cyclic layouts) are assembled first.
 MIN_PIECE = 256
-#: A panel of a replicated matrix fetched from another node, in bytes, when
-#: neither PGASCOL_BLAS_PANEL_BYTES nor a calibration (calibrate.py) says.
-PANEL_BYTES = 4 << 20
 TRANS = {0: 0, 1: 1, 2: 2, "N": 0, "T": 1, "C": 2, "n": 0, "t": 1, "c": 2}
 
 
@@ -452,21 +449,6 @@ def panels(m):
                 m.ctx.wait_request(req, "a panel of a replicated matrix")
             yield idx, view
         pending = started
-
-
-def panel_bytes():
-    """PGASCOL_BLAS_PANEL_BYTES, else the calibrated plateau, else PANEL_BYTES."""
-    env = os.environ.get("PGASCOL_BLAS_PANEL_BYTES")
-    if env:
-        return int(env)
-    global _calibrated
-    if _calibrated is None:
-        from .calibrate import load
-        _calibrated = load() or PANEL_BYTES
-    return _calibrated
-
-
-_calibrated = None
 
 
 def _panel_plan(m):

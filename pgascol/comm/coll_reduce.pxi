@@ -23,7 +23,7 @@ cdef int _allreduce(_State st, object sendbuf, object recvbuf, object op) except
         _need(s, n, "sendbuf")
     _tune(st, PGC_COLL_ALLREDUCE, n)
     if not st.hier:
-        st.core.c_elementwise(0, NULL if inplace else s.ptr, r.ptr, r.count, r.code, opc)
+        st.core.c_elementwise(PGC_COLL_ALLREDUCE, NULL if inplace else s.ptr, r.ptr, r.count, r.code, opc)
         st.count(PGC_COLL_ALLREDUCE, P_ENGINE)
         return 1
     try:
@@ -336,9 +336,9 @@ cdef int _scan(_State st, object sendbuf, object recvbuf, object op, bint ex) ex
         st.count(PGC_COLL_EXSCAN if ex else PGC_COLL_SCAN, P_HIER)
         return 1
     if ex:
-        st.core.c_elementwise(2, NULL if inplace else s.ptr, r.ptr, r.count, r.code, opc)
+        st.core.c_elementwise(PGC_COLL_EXSCAN, NULL if inplace else s.ptr, r.ptr, r.count, r.code, opc)
     else:
-        st.core.c_elementwise(1, NULL if inplace else s.ptr, r.ptr, r.count, r.code, opc)
+        st.core.c_elementwise(PGC_COLL_SCAN, NULL if inplace else s.ptr, r.ptr, r.count, r.code, opc)
     st.count(PGC_COLL_EXSCAN if ex else PGC_COLL_SCAN, P_ENGINE)
     return 1
 
@@ -362,13 +362,13 @@ cdef int _hier_scan(_State st, _Msg s, _Msg r, int opc, object op, bint ex) exce
     cdef char *part = r.ptr
     cdef const char *x
     if not ex:
-        core.c_elementwise(1, NULL if s is None else s.ptr, r.ptr, count, code, opc)  # my node up to me
+        core.c_elementwise(PGC_COLL_SCAN, NULL if s is None else s.ptr, r.ptr, count, code, opc)  # my node up to me
         if st.lrank == last:
             memcpy(totp, r.ptr, n)
     else:
         x = r.ptr if s is None else s.ptr
         part = <char *>cnp.PyArray_DATA(st.scratch(2, n))
-        core.c_elementwise(2, x, part, count, code, opc)   # my node's members before me (not at lrank 0)
+        core.c_elementwise(PGC_COLL_EXSCAN, x, part, count, code, opc)   # my node's members before me (not at lrank 0)
         if st.lrank == last:
             if last > 0:
                 core.c_fold(totp, part, x, count, code, opc)

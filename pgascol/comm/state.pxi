@@ -535,6 +535,14 @@ cdef inline _State _st(object comm):
     return <_State>st
 
 
+def state_of(comm):
+    """pgascol's state of communicator `comm` (a _State: its node team `core`,
+    `hier`, `nnodes`, the PGAS layer's context `pgas`, ...), for the layers
+    above this one (pgascol.pgas, the tools); None for a communicator that
+    is not a pgascol.Comm, or is freed."""
+    return _st(comm)
+
+
 cdef int _check_root(_State st, int root) except -1:
     if root < 0 or root >= st.size:
         raise ArgumentError("root %d out of range for a communicator of %d ranks" % (root, st.size))

@@ -404,7 +404,7 @@ cdef class _Tuner:
         cdef int paused = self.st.core.t.stats_paused
         self.st.core.t.stats_paused = 1     # the tuner's own call is no collective of the program's
         try:
-            self.st.core.c_elementwise(0, <const char *>self.xbuf, <char *>self.ybuf, n, _F64, _MAX)
+            self.st.core.c_elementwise(PGC_COLL_ALLREDUCE, <const char *>self.xbuf, <char *>self.ybuf, n, _F64, _MAX)
         finally:
             self.st.core.t.stats_paused = paused
         return 0

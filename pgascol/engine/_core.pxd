@@ -35,7 +35,7 @@ cdef class Team:
     cdef int c_to_mpi(self, int coll) except -1
     # The caller has checked the buffers (size, writable) and holds them.
     cdef int c_bcast(self, char *buf, size_t nbytes, int root, int dtype=*) except -1
-    cdef int c_elementwise(self, int which, const char *sendbuf, char *recvbuf, size_t count,
+    cdef int c_elementwise(self, int coll, const char *sendbuf, char *recvbuf, size_t count,
                            int dtype, int op) except -1
     cdef int c_reduce(self, const char *sendbuf, char *recvbuf, size_t count, int dtype, int op,
                       int root) except -1

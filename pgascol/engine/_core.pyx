@@ -200,11 +200,12 @@ cdef inline void _leave(pgc_team *t) noexcept:
         t.before_wait_state = NULL
 
 
-cdef int _elementwise(pgc_team *t, int which, const char *s, char *r, size_t count,
+cdef int _elementwise(pgc_team *t, int coll, const char *s, char *r, size_t count,
                       int dtype, int op) noexcept nogil:
-    if which == 0:
+    """coll: PGC_COLL_ALLREDUCE, PGC_COLL_SCAN or PGC_COLL_EXSCAN."""
+    if coll == PGC_COLL_ALLREDUCE:
         return pgc_allreduce(t, s, r, count, <pgc_dtype>dtype, <pgc_op>op)
-    if which == 1:
+    if coll == PGC_COLL_SCAN:
         return pgc_scan(t, s, r, count, <pgc_dtype>dtype, <pgc_op>op)
     return pgc_exscan(t, s, r, count, <pgc_dtype>dtype, <pgc_op>op)
 
@@ -765,26 +766,27 @@ cdef class Team:
             r = b.get(1, recvbuf, True, n, "recvbuf")
         self.c_reduce(s, r, count, dtype, op, root)
 
-    cdef int c_elementwise(self, int which, const char *sendbuf, char *recvbuf, size_t count,
+    cdef int c_elementwise(self, int coll, const char *sendbuf, char *recvbuf, size_t count,
                            int dtype, int op) except -1:
-        """Allreduce (which 0), Scan (1), Exscan (2); sendbuf NULL: in place."""
+        """The elementwise reductions: coll PGC_COLL_ALLREDUCE, PGC_COLL_SCAN
+        or PGC_COLL_EXSCAN; sendbuf NULL: in place."""
         cdef pgc_team *t = self._begin(count * pgc_dtype_size(<pgc_dtype>dtype))
-        return self._end(_elementwise(t, which, sendbuf, recvbuf, count, dtype, op))
+        return self._end(_elementwise(t, coll, sendbuf, recvbuf, count, dtype, op))
 
-    cdef int _elementwise_obj(self, int which, sendbuf, recvbuf, size_t count, int dtype, int op) except -1:
+    cdef int _elementwise_obj(self, int coll, sendbuf, recvbuf, size_t count, int dtype, int op) except -1:
         cdef size_t n = self._checked_vector_bytes(count, dtype, op)
         cdef _Buffers b = _Buffers()
         cdef const char *s = NULL if sendbuf is None else b.get(0, sendbuf, False, n, "sendbuf")
-        return self.c_elementwise(which, s, b.get(1, recvbuf, True, n, "recvbuf"), count, dtype, op)
+        return self.c_elementwise(coll, s, b.get(1, recvbuf, True, n, "recvbuf"), count, dtype, op)
 
     def allreduce(self, sendbuf, recvbuf, size_t count, int dtype, int op):
-        self._elementwise_obj(0, sendbuf, recvbuf, count, dtype, op)
+        self._elementwise_obj(PGC_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op)
 
     def scan(self, sendbuf, recvbuf, size_t count, int dtype, int op):
-        self._elementwise_obj(1, sendbuf, recvbuf, count, dtype, op)
+        self._elementwise_obj(PGC_COLL_SCAN, sendbuf, recvbuf, count, dtype, op)
 
     def exscan(self, sendbuf, recvbuf, size_t count, int dtype, int op):
-        self._elementwise_obj(2, sendbuf, recvbuf, count, dtype, op)
+        self._elementwise_obj(PGC_COLL_EXSCAN, sendbuf, recvbuf, count, dtype, op)
 
     cdef int c_reduce_scatter(self, bint block, const char *sendbuf, char *recvbuf,
                               const size_t *recvcounts, int dtype, int op) except -1:

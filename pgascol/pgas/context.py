@@ -12,13 +12,14 @@ import time
 import numpy as np
 from mpi4py import MPI
 
+from ..comm._comm import state_of
 from ..errors import ArgumentError, PeerDeadError, PgascolTimeoutError
 
 
 def of(comm):
     """The context of pgascol communicator `comm` (made on first use)."""
-    st = getattr(comm, "_pg", None)
-    if st is None or st.core is None:
+    st = state_of(comm)
+    if st is None:
         raise ArgumentError("the PGAS layer needs a pgascol communicator (pgascol.Comm), "
                             "not %r" % (comm,))
     if st.pgas is None:

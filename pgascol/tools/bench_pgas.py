@@ -109,6 +109,8 @@ class Job:
         self.args = args
         self.world = MPI.COMM_WORLD
         self.comm = pgascol.Comm(MPI.COMM_WORLD)
+        from ..comm._comm import state_of
+        self.nnodes = state_of(self.comm).nnodes
         self.P, self.me = self.world.Get_size(), self.world.Get_rank()
         self.results = []
         self.failures = []
@@ -276,7 +278,7 @@ def randomaccess(job):
     args, P, me = job.args, job.P, job.me
     rounds = args.rounds
     passes = rounds + rounds % 2                # an even number: the table returns to t[i] = i
-    one_node = job.comm._pg.team.num_nodes == 1
+    one_node = job.nnodes == 1
     for variant in args.variants:
         comm = job.world if variant in RA_MPI else job.comm
         sides = [Side(job, variant, comm, P, me)]
@@ -370,7 +372,7 @@ def stream(job):
         ts.append(slowest(job.world, time.perf_counter() - t0))
     errors = job.check("stream.slicing", np.count_nonzero(mine[2] != 1.0 + SCALAR * 2.0))
     rate_s = nbytes / min(ts) / GB
-    where = "node" if job.comm._pg.team.num_nodes == 1 else "internode"
+    where = "node" if job.nnodes == 1 else "internode"
     job.add(record("pgas.stream.slicing", "pgascol", nbytes, P, ts, 1, where, rate_s, "GB/s", errors=errors,
                    block=blk))
     job.say("stream slicing   n=%d: c[lo:hi] = a[lo:hi] + s*b[lo:hi], blocks of %d: %7.2f GB/s, %.3f of local()"
@@ -502,13 +504,13 @@ def main(argv=None):
     from mpi4py import MPI
     job = Job(args)
     lib = MPI.Get_library_version().strip().splitlines()[0].strip()
-    job.say("# np=%d, %s, %s; best of %d rounds" % (job.P, lib, "one node" if job.comm._pg.team.num_nodes == 1
-                                                   else "%d nodes" % job.comm._pg.team.num_nodes, args.rounds))
+    job.say("# np=%d, %s, %s; best of %d rounds" % (job.P, lib, "one node" if job.nnodes == 1
+                                                   else "%d nodes" % job.nnodes, args.rounds))
     for name in benchmarks:
         {"randomaccess": randomaccess, "stream": stream, "latency": latency}[name](job)
     if job.me == 0 and args.json:
         with open(args.json, "w") as f:
-            json.dump({"np": job.P, "mpi_library": lib, "nodes": job.comm._pg.team.num_nodes,
+            json.dump({"np": job.P, "mpi_library": lib, "nodes": job.nnodes,
                        "params": {k: getattr(args, k) for k in ("table_log2", "element_table_log2", "stream_n",
                                                                 "stream_block", "latency_iters", "rounds")},
                        "failures": job.failures, "results": job.results}, f, indent=1)
