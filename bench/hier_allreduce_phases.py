@@ -41,7 +41,7 @@ def main():
         ("pgascol", lambda: comm.Allreduce(x, y)),
         ("pgascol (ordinary stores)", lambda: ordinary.Allreduce(x, y)),
         ("node reduce-scatter", lambda: st.core.reduce_scatter(x, block, counts, f64, add)),
-        ("inter-node allreduce", lambda: st.xcomm.Allreduce(MPI.IN_PLACE, block2)),
+        ("inter-node allreduce", lambda: st.internode_comm.Allreduce(MPI.IN_PLACE, block2)),
         ("node allgather", lambda: st.core.allgather(block, block.nbytes, y, [c * 8 for c in counts],
                                                      None, True, cold)),
     ]

@@ -35,20 +35,20 @@ cdef int _alltoall(_State st, object sendbuf, object recvbuf, bint v) except -1:
     return 1
 
 
-# Tag of the hierarchical Alltoall(v)'s messages on the private pcomm.
+# Tag of the hierarchical Alltoall(v)'s messages on private_comm.
 cdef int _TAG_ALLTOALL = 21
 
 
 cdef int _hier_alltoall(_State st, _Msg s, _Layout slay, _Msg r, _Layout rlay, bint v) except -1:
     """Blocks between members of my node through the engine (an Alltoallv
     over the node restricted to the members' counts and displacements), the
-    blocks to and from every other rank by MPI point-to-point on pcomm, posted
+    blocks to and from every other rank by MPI point-to-point on private_comm, posted
     before the engine part and completed after it. Every block goes straight
     between the two ranks' buffers at their own offsets, so rank order holds
     whatever the placement of ranks on nodes. In place (s None) the blocks
     for remote ranks are copied out of recvbuf before anything is received."""
     cdef Team core = st.core
-    pcomm = st.pcomm
+    pcomm = st.private_comm
     node_of = st.node_of
     cdef int P = st.size, me = st.rank, nid = st.nidx, i, q
     cdef Py_ssize_t c, d, off

@@ -9,7 +9,7 @@ cdef int _barrier(_State st) except -1:
         return 1
     st.core.c_barrier()
     if st.lrank == 0:
-        _mpi_wait(st, [st.xcomm.Ibarrier()], "Barrier")
+        _mpi_wait(st, [st.internode_comm.Ibarrier()], "Barrier")
     st.core.c_barrier()
     st.count(PGC_COLL_BARRIER, P_HIER)
     _poke_mpi()

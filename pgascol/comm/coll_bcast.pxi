@@ -40,7 +40,7 @@ cdef int _hier_bcast(_State st, _Msg m, Py_ssize_t n, int root) except -1:
     if st.nidx == rn and rl != 0:
         _root_node_leg(st, m, n, root, dtype)
     cdef bint node_phase = st.nidx != rn or rl == 0
-    if n > _SEGMENT:       # the same choice on every leader: it depends on n only
+    if n > _HIER_SEGMENT_BYTES:       # the same choice on every leader: it depends on n only
         return _hier_bcast_segments(st, m, n, rn, dtype, node_phase)
     cdef char *src = m.ptr          # what this node's leg broadcasts
     if st.lrank == 0:
@@ -65,15 +65,15 @@ cdef int _root_node_leg(_State st, _Msg m, Py_ssize_t n, int root, int dtype) ex
 
 
 cdef int _hier_bcast_segments(_State st, _Msg m, Py_ssize_t n, int rn, int dtype, bint node_phase) except -1:
-    """A hierarchical Bcast of more than _SEGMENT bytes: the leaders'
+    """A hierarchical Bcast of more than _HIER_SEGMENT_BYTES bytes: the leaders'
     transfer of segment i overlaps the node copy of i-1."""
     mv = _u8(m.obj)
     cdef Py_ssize_t off = 0, prev = -1, plen = 0, seg
     req = None
     while off < n or prev >= 0:
-        seg = min(_SEGMENT, n - off) if off < n else 0
+        seg = min(_HIER_SEGMENT_BYTES, n - off) if off < n else 0
         if st.lrank == 0 and seg:
-            req = [st.xcomm.Ibcast([mv[off:off + seg], seg, _BYTE], root=rn)]
+            req = [st.internode_comm.Ibcast([mv[off:off + seg], seg, _BYTE], root=rn)]
         if prev >= 0 and node_phase:
             st.core.c_bcast(m.ptr + prev, plen, 0, dtype)
         if req is not None:
@@ -97,7 +97,7 @@ cdef char *_leaders_leg(_State st, _Msg m, Py_ssize_t n, int root, int *dtype) e
     try:
         if n <= _TYPED_BCAST_MAX:
             return _leaders_bcast(st, m, n, root, dtype)
-        _mpi_wait(st, [st.xcomm.Ibcast([m.obj, n, _BYTE], root=st.node_of[root])], "Bcast")
+        _mpi_wait(st, [st.internode_comm.Ibcast([m.obj, n, _BYTE], root=st.node_of[root])], "Bcast")
         return m.ptr
     except RootRefusedError as exc:
         _bcast_root_refused(st, exc, n, n)
@@ -123,8 +123,8 @@ cdef int _bcast_leg_scratch(_State st, int rn, Py_ssize_t n, Py_ssize_t off) exc
     data is not taken moves them so (_join_leg, _bcast_root_refused)."""
     cdef Py_ssize_t seg
     while True:
-        seg = min(_SEGMENT, n - off) if n > _SEGMENT else _leaders_bytes(n)
-        _mpi_wait(st, [st.xcomm.Ibcast([st.scratch(0, seg), seg, _BYTE], root=rn)], "Bcast")
+        seg = min(_HIER_SEGMENT_BYTES, n - off) if n > _HIER_SEGMENT_BYTES else _leaders_bytes(n)
+        _mpi_wait(st, [st.internode_comm.Ibcast([st.scratch(0, seg), seg, _BYTE], root=rn)], "Bcast")
         off += seg
         if off >= n:
             return 0
@@ -169,7 +169,7 @@ cdef char *_leaders_bcast(_State st, _Msg m, Py_ssize_t n, int root, int *dtype)
             theirs = st.core.t.basic_seen
         memcpy(p, m.ptr, n)
         p[n] = <char>(theirs + 1)
-    _mpi_wait(st, [st.xcomm.Ibcast([b, _leaders_bytes(n), _BYTE], root=rn)], "Bcast")
+    _mpi_wait(st, [st.internode_comm.Ibcast([b, _leaders_bytes(n), _BYTE], root=rn)], "Bcast")
     if st.nidx != rn:
         theirs = (<unsigned char>p[n]) - 1
         if _hold_root_type(st, "Bcast", root, theirs, mine):

@@ -114,7 +114,7 @@ cdef int _place_node_message(_State st, _Layout lay, object u8, int node, object
 cdef int _hier_gather(_State st, _Msg s, Py_ssize_t sb, _Msg r, _Layout lay, int root,
                       bint v, int dtype) except -1:
     """Every other node gathers its blocks at its leader, which sends them
-    to the root in one message (pcomm); the root's node gathers on the
+    to the root in one message (private_comm); the root's node gathers on the
     engine meanwhile. With nodes of consecutive ranks and blocks one after
     another (the usual case) a node's message lands straight at its place
     in the root's buffer; otherwise the root places each block. s None: in
@@ -136,7 +136,7 @@ cdef int _hier_gather(_State st, _Msg s, Py_ssize_t sb, _Msg r, _Layout lay, int
                 b = _node_message(st, lay, dst, n, in_order, False)
                 nodes.append(n)
                 into.append(b)
-                reqs.append(st.pcomm.Irecv([b, len(b), _BYTE], source=st.members[n][0], tag=tag))
+                reqs.append(st.private_comm.Irecv([b, len(b), _BYTE], source=st.members[n][0], tag=tag))
         ml = _members_layout(st, lay, rn)
         try:
             core.c_gather(True, NULL if s is None else s.ptr, sb, r.ptr, ml.counts, ml.displs, rl, dtype)
@@ -160,7 +160,7 @@ cdef int _hier_gather(_State st, _Msg s, Py_ssize_t sb, _Msg r, _Layout lay, int
     core.c_gather(True, s.ptr, sb, <char *>cnp.PyArray_DATA(b), ml.counts, ml.displs, 0, dtype)
     # the tag states this leader's type, and whether its node leg met another one (held)
     tag = _gather_tag(st.seq, dtype, core.held is not None)
-    _mpi_wait(st, [st.pcomm.Isend([b, tot, _BYTE], dest=root, tag=tag)], "Gather")
+    _mpi_wait(st, [st.private_comm.Isend([b, tot, _BYTE], dest=root, tag=tag)], "Gather")
     return 0
 
 
@@ -195,7 +195,7 @@ cdef int _collect_types(_State st, list reqs, list srcs, tuple typed, str what) 
         if reqs[i].Test():
             continue
         for tag in range(base, base + 32):
-            m = None if tag == own else st.pcomm.Improbe(q, tag, status)
+            m = None if tag == own else st.private_comm.Improbe(q, tag, status)
             if m is None:
                 continue
             reqs[i].Cancel()
@@ -264,7 +264,7 @@ cdef int _scatter(_State st, object sendbuf, object recvbuf, int root, bint v) e
 cdef int _hier_scatter(_State st, _Msg s, _Layout lay, _Msg r, Py_ssize_t rb, int root,
                        bint v, int dtype) except -1:
     """Gather's mirror: the root sends every other node its members' blocks
-    in one message (pcomm; with nodes of consecutive ranks and blocks one
+    in one message (private_comm; with nodes of consecutive ranks and blocks one
     after another, straight out of the send buffer), its leader scatters
     them on the engine; the root's node scatters from the root meanwhile.
     r None: in place at the root."""
@@ -283,7 +283,7 @@ cdef int _hier_scatter(_State st, _Msg s, _Layout lay, _Msg r, Py_ssize_t rb, in
         for n in range(st.nnodes):
             if n != rn:
                 b = _node_message(st, lay, src, n, in_order, True)
-                reqs.append(st.pcomm.Isend([b, len(b), _BYTE], dest=st.members[n][0], tag=TAG_SCATTER + 1 + dtype))
+                reqs.append(st.private_comm.Isend([b, len(b), _BYTE], dest=st.members[n][0], tag=TAG_SCATTER + 1 + dtype))
         ml = _members_layout(st, lay, rn)
         core.c_scatter(True, s.ptr, ml.counts, ml.displs, rptr, rb, rl, dtype)
         _mpi_wait(st, reqs, "Scatter")
@@ -300,7 +300,7 @@ cdef int _hier_scatter(_State st, _Msg s, _Layout lay, _Msg r, Py_ssize_t rb, in
     status = MPI.Status()
     cdef int got = 0
     while got <= 0:     # a refusal of an earlier call (_refusal_of) is dropped
-        _mpi_wait(st, [st.pcomm.Irecv([b, cap, _BYTE], source=root, tag=MPI.ANY_TAG)], "Scatter", [status])
+        _mpi_wait(st, [st.private_comm.Irecv([b, cap, _BYTE], source=root, tag=MPI.ANY_TAG)], "Scatter", [status])
         got = _root_message(st, status, b, tot, root, "Scatter", dtype)
     if got == 2:
         # the root's type differs (held): my own block stays out of my buffer,
@@ -378,9 +378,9 @@ cdef int _hier_allgather_in_order(_State st, const char *sptr, Py_ssize_t sb, _M
             node_tot.append(lay.displs[nn + len(m) - 1] + lay.counts[nn + len(m) - 1] - lay.displs[nn])
         whole = _u8(r.obj)[start:start + total]
         if node_tot.count(node_tot[0]) == st.nnodes:    # MPI's Allgather costs less than its v-form
-            req = st.xcomm.Iallgather(_IN_PLACE, [whole, node_tot[0], _BYTE])
+            req = st.internode_comm.Iallgather(_IN_PLACE, [whole, node_tot[0], _BYTE])
         else:
-            req = st.xcomm.Iallgatherv(_IN_PLACE, [whole, (node_tot, offs), _BYTE])
+            req = st.internode_comm.Iallgatherv(_IN_PLACE, [whole, (node_tot, offs), _BYTE])
         _mpi_wait(st, [req], "Allgather")
     core.c_bcast(r.ptr + start, total, 0)
     return 0
@@ -404,7 +404,7 @@ cdef int _hier_allgather(_State st, object sobj, Py_ssize_t sb, object robj, lis
     mine = full[offs[st.nidx]:offs[st.nidx] + node_tot[st.nidx]]
     core.gather(sobj, sb, mine if st.lrank == 0 else None, sizes if st.lrank == 0 else None, None, 0, True)
     if st.lrank == 0:
-        _mpi_wait(st, [st.xcomm.Iallgatherv(_IN_PLACE, [full, (node_tot, offs), _BYTE])], "Allgather")
+        _mpi_wait(st, [st.internode_comm.Iallgatherv(_IN_PLACE, [full, (node_tot, offs), _BYTE])], "Allgather")
     core.bcast(full, total, 0)
     dst = _u8(robj)
     for n in range(st.nnodes):

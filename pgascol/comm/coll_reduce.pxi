@@ -69,7 +69,7 @@ cdef int _hier_allreduce(_State st, object sobj, object robj, const char *sptr, 
         src = rptr
     if st.equal and count * esize > _HIER_ROOTED_MAX:
         out = _u8(robj)
-        seg = max(L, _SEGMENT // esize)
+        seg = max(L, _HIER_SEGMENT_BYTES // esize)
         pending = None          # the previous segment: (requests, its scratch block or None, bytes, offset, blay)
         while first < count or pending is not None:
             nxt = None
@@ -94,7 +94,7 @@ cdef int _hier_allreduce(_State st, object sobj, object robj, const char *sptr, 
                     blk = out[off + blay.displs[l]:off + blay.displs[l] + mine * esize]
                     bptr = rptr + off + blay.displs[l]
                 core.c_reduce_scatter(False, src + off, bptr, elay.counts, code, opc)
-                req = [st.xcomm.Iallreduce(_IN_PLACE, [blk, mine, mpitype], op)] if mine else []
+                req = [st.internode_comm.Iallreduce(_IN_PLACE, [blk, mine, mpitype], op)] if mine else []
                 nxt = (req, blk if inplace else None, mine * esize, off, blay)
                 first += n
                 k += 1
@@ -108,7 +108,7 @@ cdef int _hier_allreduce(_State st, object sobj, object robj, const char *sptr, 
         return 0
     if st.lrank == 0:
         core.c_reduce(sptr, rptr, count, code, opc, 0)
-        _mpi_wait(st, [st.xcomm.Iallreduce(_IN_PLACE, [robj, count, mpitype], op)], "Allreduce")
+        _mpi_wait(st, [st.internode_comm.Iallreduce(_IN_PLACE, [robj, count, mpitype], op)], "Allreduce")
     else:
         core.c_reduce(rptr if sptr == NULL else sptr, NULL, count, code, opc, 0)
     core.c_bcast(rptr, count * esize, 0)
@@ -222,16 +222,16 @@ cdef int _hier_reduce(_State st, _Msg s, _Msg r, _Msg t, int opc, object op, int
         # in place at a root that leads its node: the data is already in r
         core.c_reduce(NULL if s is None else s.ptr, accp, count, t.code, opc, 0)
         if st.nidx == rn:
-            req = st.xcomm.Ireduce(_IN_PLACE, [acc, count, t.mpitype], op, root=rn)
+            req = st.internode_comm.Ireduce(_IN_PLACE, [acc, count, t.mpitype], op, root=rn)
         else:
-            req = st.xcomm.Ireduce([acc, count, t.mpitype], None, op, root=rn)
+            req = st.internode_comm.Ireduce([acc, count, t.mpitype], None, op, root=rn)
         _mpi_wait(st, [req], "Reduce")
         if st.nidx == rn and rl != 0:
-            _mpi_wait(st, [st.ncomm.Isend([acc, n, _BYTE], dest=rl, tag=TAG_REDUCE)], "Reduce")
+            _mpi_wait(st, [st.node_comm.Isend([acc, n, _BYTE], dest=rl, tag=TAG_REDUCE)], "Reduce")
     else:
         core.c_reduce(r.ptr if s is None else s.ptr, NULL, count, t.code, opc, 0)
         if at_root:
-            _mpi_wait(st, [st.ncomm.Irecv([r.obj, n, _BYTE], source=0, tag=TAG_REDUCE)], "Reduce")
+            _mpi_wait(st, [st.node_comm.Irecv([r.obj, n, _BYTE], source=0, tag=TAG_REDUCE)], "Reduce")
     return 0
 
 
@@ -346,7 +346,7 @@ cdef int _scan(_State st, object sendbuf, object recvbuf, object op, bint ex) ex
 cdef int _hier_scan(_State st, _Msg s, _Msg r, int opc, object op, bint ex) except -1:
     """Scan/Exscan over nodes of consecutive ranks in rank order (see
     _State.in_rank_order): the node's own (ex)scan on the engine; the Exscan of
-    the node totals across nodes (MPI, on an xcomm, whose rank is the node
+    the node totals across nodes (MPI, on internode_comm, whose rank is the node
     index) by the holder of the total: with equal nodes the last local rank
     of every node, otherwise the leaders after a node broadcast of the total;
     the node broadcast of that prefix from the holder; locally prefix op own
@@ -377,7 +377,7 @@ cdef int _hier_scan(_State st, _Msg s, _Msg r, int opc, object op, bint ex) exce
     if holder != last:
         core.c_bcast(totp, n, last)
     if st.lrank == holder:
-        _mpi_wait(st, [st.xcomm.Iexscan([tot, count, r.mpitype], [pre, count, r.mpitype], op)],
+        _mpi_wait(st, [st.internode_comm.Iexscan([tot, count, r.mpitype], [pre, count, r.mpitype], op)],
                   "Exscan" if ex else "Scan")
     if st.nidx > 0:
         core.c_bcast(prep, n, holder)

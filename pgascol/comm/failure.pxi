@@ -4,7 +4,7 @@
 # Within a node the node team carries the same news without messages
 # (pgc_coll_refuse, pgc_coll_to_mpi, the team's abort: csrc/coll/coll.c).
 #
-# All go on the private communicator (_State.pcomm), eagerly (Isend kept in
+# All go on the private communicator (_State.private_comm), eagerly (Isend kept in
 # _State.alerts until free), and are read by whoever waits between nodes:
 # _mpi_wait's checks every 100 ms (_mpi_check -> _check_alerts), or a wait
 # that expects them (_drain, _leaders_wait, _root_message).
@@ -70,25 +70,25 @@ cdef int _check_alerts(_State st, str what) except -1:
     give up too, at once instead of at the timeout; a wait that takes the
     refusals of its sources itself (_leaders_wait, _drain) leaves them."""
     status = MPI.Status()
-    if st.collecting is not None:
+    if st.refusal_wait is not None:
         _collect_refusals(st)
     else:
-        m = st.pcomm.Improbe(MPI.ANY_SOURCE, _refusal_tag(st.seq), status)
+        m = st.private_comm.Improbe(MPI.ANY_SOURCE, _refusal_tag(st.seq), status)
         if m is not None:
             seq, why = _refusal_of(m, status)
             # a refuser whose data this rank does not need joins the leg
             # anyway (or tells it gave up: TAG_ABORT): wait for it
-            if seq == st.seq and (st.agreeing or _needs_node(st, st.coll, st.root, st.node_of[status.Get_source()],
+            if seq == st.seq and (st.in_path_agreement or _needs_node(st, st.coll, st.root, st.node_of[status.Get_source()],
                                                              st.nidx)):
-                if not st.agreeing and _awaits_join(st, st.coll):
+                if not st.in_path_agreement and _awaits_join(st, st.coll):
                     _await_join(st, status.Get_source(), why)
                 else:
                     _refusal_alert(st, status.Get_source(), why, what)
-    m = None if st.agreeing else st.pcomm.Improbe(MPI.ANY_SOURCE, TAG_PATH, status)
+    m = None if st.in_path_agreement else st.private_comm.Improbe(MPI.ANY_SOURCE, TAG_PATH, status)
     if m is not None:
         m.Recv([np.zeros(1, np.int8), 1, _BYTE])
         _path_alert(st, status.Get_source(), what)
-    m = st.pcomm.Improbe(MPI.ANY_SOURCE, TAG_ABORT, status)
+    m = st.private_comm.Improbe(MPI.ANY_SOURCE, TAG_ABORT, status)
     if m is not None:
         why = bytearray(status.Get_count(_BYTE))
         m.Recv([why, len(why), _BYTE])
@@ -99,8 +99,8 @@ cdef int _check_alerts(_State st, str what) except -1:
 cdef int _path_alert(_State st, int src, str what) except -1:
     """Rank src's node takes this call to MPI (its TAG_PATH received):
     answer 0 (this node does not), give up the node team and raise."""
-    st.alerted = True
-    st.alerts.append(st.pcomm.Isend([_NO, 1, _BYTE], dest=src, tag=TAG_PATH))
+    st.alerts_exchanged = True
+    st.alerts.append(st.private_comm.Isend([_NO, 1, _BYTE], dest=src, tag=TAG_PATH))
     msg = ("%s: rank %d takes it to MPI (arguments pgascol does not accelerate, such as a user-defined "
            "operator or a datatype it does not pack) while this rank is in the hierarchical %s; every "
            "rank must pass arguments of the same kind" % (what, src, what))
@@ -111,7 +111,7 @@ cdef int _path_alert(_State st, int src, str what) except -1:
 cdef int _abort_alert(_State st, int src, bytes why, str what) except -1:
     """Rank src's node gave up (its TAG_ABORT received): so does this one,
     revoking its node team if src's revoked the communicator (_revoke)."""
-    st.alerted = True
+    st.alerts_exchanged = True
     reason = why.decode(errors="replace")
     if reason.startswith(_REVOKED):
         msg = "%s: the communicator was revoked (told by the node of rank %d: %s)" % (
@@ -128,7 +128,7 @@ cdef int _refusal_alert(_State st, int src, bytes why, str what) except -1:
     _send_refusal received) while this rank waits in an inter-node MPI
     collective it never joined: the request can never complete, so the
     node team gives the call up and this rank raises PeerRefusedError."""
-    st.alerted = True
+    st.alerts_exchanged = True
     _send_refusal(st, src, b"")     # the reply: in the call, given up (_refused waits for it)
     msg = ("%s: rank %d refused its arguments (%s) while this rank waits for it between nodes; the call "
            "is given up" % (what, src, why.decode(errors="replace")))
@@ -155,11 +155,11 @@ cdef int _await_join(_State st, int src, bytes why) except -1:
     scratch data (_refuse_rooted), and once the leg completed it raises
     PeerRefusedError, or in a Bcast RootRefusedError (_mpi_wait), every
     rank having ended its part of the leg: the communicator stays usable."""
-    st.alerted = True
+    st.alerts_exchanged = True
     _send_refusal(st, src, _AWAITS)
-    if st.awaited is None:
-        st.awaited = []
-    st.awaited.append((src, why))
+    if st.awaited_joins is None:
+        st.awaited_joins = []
+    st.awaited_joins.append((src, why))
     return 0
 
 
@@ -176,17 +176,17 @@ cdef int _to_mpi_across(_State st, int coll) except -1:
     if st.lrank == 0:
         leaders = [st.members[n][0] for n in range(st.nnodes) if n != st.nidx]
         got = np.zeros(len(leaders), np.int8)
-        reqs = [st.pcomm.Isend([_ONE, 1, _BYTE], dest=q, tag=TAG_PATH) for q in leaders]
-        reqs += [st.pcomm.Irecv([got[i:i + 1], 1, _BYTE], source=q, tag=TAG_PATH) for i, q in enumerate(leaders)]
-        st.agreeing = True
+        reqs = [st.private_comm.Isend([_ONE, 1, _BYTE], dest=q, tag=TAG_PATH) for q in leaders]
+        reqs += [st.private_comm.Irecv([got[i:i + 1], 1, _BYTE], source=q, tag=TAG_PATH) for i, q in enumerate(leaders)]
+        st.in_path_agreement = True
         try:
             _mpi_wait(st, reqs, what)
         finally:
-            st.agreeing = False
+            st.in_path_agreement = False
         if not got.all():
             bad = leaders[int(np.argmin(got))]
             verdict[0] = 0
-            st.alerted = True
+            st.alerts_exchanged = True
     st.core.stats_paused = True     # part of the call counted as "mpi"
     try:
         st.core.bcast(verdict, 1, 0)
@@ -221,7 +221,7 @@ cdef bint _drain_alerts(_State st) except -1:
     status = MPI.Status()
     cdef bint any_ = False
     while True:     # TAG_PATH, TAG_ABORT, refusals of calls this rank had left (every rank refused)
-        m = st.pcomm.Improbe(MPI.ANY_SOURCE, MPI.ANY_TAG, status)
+        m = st.private_comm.Improbe(MPI.ANY_SOURCE, MPI.ANY_TAG, status)
         if m is None:
             break
         m.Recv([bytearray(max(status.Get_count(_BYTE), 1)), status.Get_count(_BYTE), _BYTE])
@@ -237,15 +237,15 @@ cdef int _abort_across(_State st, object exc, int root=-1) except -1:
     (else -1), which talks to the other nodes' leaders itself
     (_hier_gather, _hier_scatter, _refuse_leg): told too if it is no
     leader, and it tells them too if this rank is it."""
-    if not st.hier or st.told or (st.lrank != 0 and st.rank != root):   # once: the communicator is not used again
+    if not st.hier or st.told_other_nodes or (st.lrank != 0 and st.rank != root):   # once: the communicator is not used again
         return 0
-    st.told = st.alerted = True
+    st.told_other_nodes = st.alerts_exchanged = True
     why = str(exc).encode(errors="replace")[:255]
     dests = [st.members[n][0] for n in range(st.nnodes) if n != st.nidx]
     if root >= 0 and st.node_of[root] != st.nidx and st.local_of[root] != 0:
         dests.append(root)
     for q in dests:
-        st.alerts.append(st.pcomm.Isend([why, len(why), _BYTE], dest=q, tag=TAG_ABORT))
+        st.alerts.append(st.private_comm.Isend([why, len(why), _BYTE], dest=q, tag=TAG_ABORT))
     return 0
 
 
@@ -307,7 +307,7 @@ cdef int _send_refusal(_State st, int dest, bytes reason) except -1:
     and why: the call's number (8 bytes) and the reason, tagged by the
     number (_refusal_tag)."""
     msg = int(st.seq).to_bytes(8, "little", signed=True) + reason
-    st.alerts.append(st.pcomm.Isend([msg, len(msg), _BYTE], dest=dest, tag=_refusal_tag(st.seq)))
+    st.alerts.append(st.private_comm.Isend([msg, len(msg), _BYTE], dest=dest, tag=_refusal_tag(st.seq)))
     return 0
 
 
@@ -344,12 +344,12 @@ cdef list _drain(_State st, list srcs, int tag, str what):
     cdef int rtag = _refusal_tag(st.seq)
     cdef double start = _monotonic(), now, check = start + 0.1
     replied = []
-    st.collecting = _NO_SOURCES
+    st.refusal_wait = _NO_SOURCES
     try:
         while srcs:
             for q in list(srcs):
                 # a Scatter's or a Gather's blocks: any tag (their type's: _root_message, _gather_tag)
-                m = st.pcomm.Improbe(q, MPI.ANY_TAG if tag == TAG_SCATTER or tag == TAG_GATHER else tag,
+                m = st.private_comm.Improbe(q, MPI.ANY_TAG if tag == TAG_SCATTER or tag == TAG_GATHER else tag,
                                      status) if tag >= 0 else None
                 if m is not None:
                     got = status.Get_tag()
@@ -364,7 +364,7 @@ cdef list _drain(_State st, list srcs, int tag, str what):
                         _abort_alert(st, q, bytes(buf[:n]), what)
                     srcs.remove(q)
                     continue
-                m = st.pcomm.Improbe(q, rtag, status)
+                m = st.private_comm.Improbe(q, rtag, status)
                 if m is None:
                     continue
                 seq, why = _refusal_of(m, status)
@@ -378,7 +378,7 @@ cdef list _drain(_State st, list srcs, int tag, str what):
                 check = now + 0.1
             os.sched_yield()
     finally:
-        st.collecting = None
+        st.refusal_wait = None
     return replied
 
 
@@ -391,12 +391,12 @@ cdef int _leaders_wait(_State st, list reqs, list srcs, str what, tuple typed) e
     PeerRefusedError naming the leader and its reason, and the
     communicator stays usable. typed: (the receives' buffers, the root's
     basic type), for the blocks of another type (_collect_types)."""
-    st.collecting = (reqs, srcs, typed, what)
+    st.refusal_wait = (reqs, srcs, typed, what)
     st.refusals = []
     try:
         _mpi_wait(st, reqs, what)
     finally:
-        st.collecting = None
+        st.refusal_wait = None
     if st.refusals:
         q, why = st.refusals[0]
         raise PeerRefusedError("%s: rank %d refused its arguments: %s" % (what, q, why.decode(errors="replace")))
@@ -404,11 +404,11 @@ cdef int _leaders_wait(_State st, list reqs, list srcs, str what, tuple typed) e
 
 
 cdef int _collect_refusals(_State st) except -1:
-    reqs, srcs, typed, what = st.collecting
+    reqs, srcs, typed, what = st.refusal_wait
     status = MPI.Status()
     cdef int rtag = _refusal_tag(st.seq)
     for i, q in enumerate(srcs):
-        m = st.pcomm.Improbe(q, rtag, status)
+        m = st.private_comm.Improbe(q, rtag, status)
         if m is None:
             continue
         seq, why = _refusal_of(m, status)

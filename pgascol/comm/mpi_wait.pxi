@@ -30,7 +30,7 @@ cdef int _mpi_wait(_State st, object reqs, str what, object statuses=None) excep
         return 0
     cdef double start = _monotonic(), now, check = start + 0.1
     cdef int polls = 0
-    st.awaited = None
+    st.awaited_joins = None
     while not _Testall(reqs, statuses):
         polls += 1
         if polls < st.mpi_spin:
@@ -43,9 +43,9 @@ cdef int _mpi_wait(_State st, object reqs, str what, object statuses=None) excep
             os.sched_yield()
         else:
             _sleep(100e-6)
-    if st.awaited:      # the leg completed with a refuser's scratch data
-        q, why = st.awaited[0]
-        st.awaited = None
+    if st.awaited_joins:      # the leg completed with a refuser's scratch data
+        q, why = st.awaited_joins[0]
+        st.awaited_joins = None
         if st.coll == PGC_COLL_BCAST:   # the root's node's (_needs_node): the root refused
             raise RootRefusedError("%s: the root (rank %d) refused its arguments: %s"
                                    % (what, st.root, why.decode(errors="replace")))

@@ -34,7 +34,7 @@ cdef int _refused(_State st, object comm, int coll, object exc, int root, object
         # this call, so a leader's later calls never read it (another tag,
         # _check_alerts); the other nodes may still wait for this rank in
         # MPI after it freed the communicator: kept (free)
-        st.alerted = True
+        st.alerts_exchanged = True
         if _joins_leg(coll):
             # a Bcast's root: its node's members end the call with its reason
             # (RootRefusedError), and a root that does not lead its node leaves
@@ -50,7 +50,7 @@ cdef int _refused(_State st, object comm, int coll, object exc, int root, object
             # call (an Allreduce's broadcast) and its next inter-node
             # collective would meet the other leaders' of this call: unless
             # every member refused too, its node team gives the call up
-            if st.core.c_refused_alike() and _leaders_meet(coll):
+            if st.core.c_wait_all_refused() and _leaders_meet(coll):
                 _refused_alike_across(st, coll)
     return 0
 
@@ -132,7 +132,7 @@ cdef int _refuse_rooted(_State st, int coll, bytes reason, int root, object leg,
     for it). The others leave a refusal unread and wait for the join.
     Refusals and waits only: it joins, and the communicator stays usable,
     every rank in the call that raises nothing having the right data. A
-    call given up, or members of its node in the call (c_refused_alike,
+    call given up, or members of its node in the call (c_wait_all_refused,
     unless node_out): it gives the call up (_give_up_across). Arguments
     that do not tell the leg (leg None: a root out of range, no buffer,
     counts that differ) tell nobody's needs either: it waits for every leg
@@ -143,13 +143,13 @@ cdef int _refuse_rooted(_State st, int coll, bytes reason, int root, object leg,
         # this node's leg rank settles the leg; a member of its node in the
         # call may wait for this rank in a later node leg (a Scan's node
         # broadcast of the total): the node team gives the call up then
-        st.core.c_refused_alike()
+        st.core.c_wait_all_refused()
         return 0
     what = _COLL_NAMES[coll]
     ranks = [_leg_rank(st, coll, n) for n in range(st.nnodes) if n != st.nidx]
     for q in ranks:
         _send_refusal(st, q, reason)
-    if not node_out and not st.core.c_refused_alike():
+    if not node_out and not st.core.c_wait_all_refused():
         return _give_up_across(st, ranks, "%s: this rank refused its arguments while a rank of its node is in "
                                "the call: the call is given up" % what)
     if leg is None:     # who needs it is unknown too: every leg rank answers, or the wait times out
@@ -220,22 +220,22 @@ cdef int _join_leg(_State st, int coll, int root, tuple leg) except -1:
     cdef int rn = st.node_of[root] if 0 <= root < st.size else 0
     mpitype, op = leg[1], leg[3]
     what = _COLL_NAMES[coll]
-    st.collecting = _NO_SOURCES
+    st.refusal_wait = _NO_SOURCES
     try:
         if coll == PGC_COLL_BCAST:
             _bcast_leg_scratch(st, rn, count, 0)
         elif coll == PGC_COLL_REDUCE:
             acc = st.scratch(0, count * esize)
             if st.nidx == rn:
-                req = st.xcomm.Ireduce(_IN_PLACE, [acc, count, mpitype], op, root=rn)
+                req = st.internode_comm.Ireduce(_IN_PLACE, [acc, count, mpitype], op, root=rn)
             else:
-                req = st.xcomm.Ireduce([acc, count, mpitype], None, op, root=rn)
+                req = st.internode_comm.Ireduce([acc, count, mpitype], None, op, root=rn)
             _mpi_wait(st, [req], what)
         else:
-            _mpi_wait(st, [st.xcomm.Iexscan([st.scratch(0, count * esize), count, mpitype],
+            _mpi_wait(st, [st.internode_comm.Iexscan([st.scratch(0, count * esize), count, mpitype],
                                             [st.scratch(1, count * esize), count, mpitype], op)], what)
     finally:
-        st.collecting = None
+        st.refusal_wait = None
     return 0
 
 
@@ -246,11 +246,11 @@ cdef int _give_up_across(_State st, list ranks, str msg) except -1:
     ranks (TAG_ABORT), which give up at their next check: those that wait
     for it in this call, and any whose later call would."""
     st.core.abort(msg)
-    if not st.told:
-        st.told = True
+    if not st.told_other_nodes:
+        st.told_other_nodes = True
         why = msg.encode(errors="replace")[:255]
         for q in ranks:
-            st.alerts.append(st.pcomm.Isend([why, len(why), _BYTE], dest=q, tag=TAG_ABORT))
+            st.alerts.append(st.private_comm.Isend([why, len(why), _BYTE], dest=q, tag=TAG_ABORT))
     return 0
 
 

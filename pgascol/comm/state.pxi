@@ -26,7 +26,7 @@ cdef enum:
 # Pipeline segment of the inter-node legs: 1 MiB measured faster than
 # 256 KiB-16 MiB for a 16 MiB Allreduce on 2 virtual nodes
 # (docs/PERFORMANCE.md, "Hierarchical Allreduce in 1 MiB segments").
-cdef Py_ssize_t _SEGMENT = 1 << 20
+cdef Py_ssize_t _HIER_SEGMENT_BYTES = 1 << 20
 
 # Hierarchical Allreduce of vectors up to this many bytes: node reduce, one
 # leaders' allreduce per node, node broadcast, instead of the partitioned
@@ -49,7 +49,10 @@ def _u8(obj):
 
 cdef class _State:
     """pgascol's side of one communicator."""
-    cdef public object team, xcomm, pcomm, ncomm
+    cdef public object team
+    cdef public object internode_comm   # this local rank's ranks of every node (Split by local rank; rank: node index)
+    cdef public object private_comm     # a Dup: the hierarchy's point-to-point legs and the failure messages (failure.pxi)
+    cdef public object node_comm        # this node's ranks (the node team's)
     cdef public Team core       # typed: the hot collectives are C-level calls (Team.c_*)
     cdef public double timeout
     cdef public Py_ssize_t cold_min  # a hierarchical Allreduce of this many bytes outgrows the cache
@@ -66,17 +69,17 @@ cdef class _State:
     cdef list scratch_bufs      # pre-faulted work areas of the hierarchical legs
     cdef dict locks             # mpi4py's locks of the pickle-based methods (msgpickle.pxi), by key
     cdef list alerts            # sends of _abort_across and _check_alerts, completed at free
-    cdef bint agreeing          # in _to_mpi_across: its TAG_PATH messages are its own
-    cdef bint told              # _abort_across told the other nodes
-    cdef bint alerted           # TAG_PATH or TAG_ABORT messages were exchanged in a failure
+    cdef bint in_path_agreement # in _to_mpi_across: its TAG_PATH messages are its own
+    cdef bint told_other_nodes  # _abort_across told the other nodes
+    cdef bint alerts_exchanged  # TAG_PATH or TAG_ABORT messages were exchanged in a failure
     # The number of this rank's hierarchical call (_engine), the same on
     # every rank, refused calls included: a refusal sent between nodes
     # names it (_send_refusal).
     cdef public long long seq
     cdef public int coll, root  # the collective of call `seq` and its root argument (_engine)
-    cdef object collecting      # (requests, sources, typed, what) whose refusals a wait takes (_leaders_wait), or None
+    cdef object refusal_wait    # (requests, sources, typed, what) whose refusals a wait takes (_leaders_wait), or None
     cdef list refusals          # (rank, reason) of the refusals _leaders_wait found
-    cdef list awaited           # (rank, reason) of refusers whose join this rank's leg waits for (_await_join)
+    cdef list awaited_joins     # (rank, reason) of refusers whose join this rank's leg waits for (_await_join)
     cdef long long counters[<int>NCOLL_COUNTED][<int>NPATHS_]
 
     def __init__(self, comm, env=os.environ):
@@ -98,7 +101,7 @@ cdef class _State:
         self.rank, self.size = comm.Get_rank(), comm.Get_size()
         self.lrank, self.lsize = t.local_rank, t.local_size
         self.nidx, self.nnodes = t.node_index, t.num_nodes
-        self.ncomm = t.node_comm
+        self.node_comm = t.node_comm
         self.hier = self.nnodes > 1
         # a member's refusal in a node leg gives the node team's call up: its
         # members wait for each other in the call's further legs
@@ -106,7 +109,7 @@ cdef class _State:
         self.scratch_bufs = [None, None, None]
         self.locks = {}
         self.alerts = []
-        self.xcomm = self.pcomm = None
+        self.internode_comm = self.private_comm = None
         if self.hier:
             placement = comm.allgather((self.nidx, self.lrank))
             self.node_of = [p[0] for p in placement]
@@ -120,8 +123,8 @@ cdef class _State:
             self.equal = len(sizes) == 1
             self.in_rank_order = [q for m in self.members for q in m] == list(range(self.size))
             # Per-local-rank inter-node communicator; its rank is the node index.
-            self.xcomm = comm.Split(self.lrank, self.nidx)
-            self.pcomm = comm.Dup()
+            self.internode_comm = comm.Split(self.lrank, self.nidx)
+            self.private_comm = comm.Dup()
         self.tuner = _Tuner(self, env)
         self.log("ready: rank %d of %d, node %d of %d, local rank %d of %d%s" % (
             self.rank, self.size, self.nidx, self.nnodes, self.lrank, self.lsize,
@@ -160,24 +163,24 @@ cdef class _State:
         if self.alerts:     # eager sends: complete, or left to MPI (their peers gave up)
             _Testall(self.alerts)
             self.alerts = []
-        if self.pcomm is not None and _drain_alerts(self):     # leaders', roots' (_abort_across)
-            self.alerted = True
-        if self.alerted or (self.hier and _given_up(self)):
+        if self.private_comm is not None and _drain_alerts(self):     # leaders', roots' (_abort_across)
+            self.alerts_exchanged = True
+        if self.alerts_exchanged or (self.hier and _given_up(self)):
             # Alerts may still be on their way to this communicator, and
             # requests of a leg the node gave up may still be pending on
             # the inter-node one; MPI may give a freed communicator's
             # context to the next one (Open MPI does), where they would
             # meet its calls: both are kept until the end of the job,
             # never reused, instead of freed.
-            _KEPT.extend((self.pcomm, self.xcomm))
-            self.pcomm = self.xcomm = None
+            _KEPT.extend((self.private_comm, self.internode_comm))
+            self.private_comm = self.internode_comm = None
         if self.pgas is not None:   # global arrays and locks still allocated: freed with the communicator
             self.pgas.free_all()
             self.pgas = None
-        for c in (self.xcomm, self.pcomm):
+        for c in (self.internode_comm, self.private_comm):
             if c is not None and c != MPI.COMM_NULL:
                 c.Free()
-        self.xcomm = self.pcomm = None
+        self.internode_comm = self.private_comm = None
         if self.team is not None:
             self.team.free()
         self.team = self.core = None

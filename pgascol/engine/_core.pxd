@@ -29,7 +29,7 @@ cdef class Team:
     cdef int c_fold(self, char *out, const char *a, const char *b, size_t count, int dtype, int op) except -1
     cdef int c_barrier(self) except -1
     cdef void c_refuse(self, int coll, const char *reason) noexcept
-    cdef bint c_refused_alike(self) noexcept
+    cdef bint c_wait_all_refused(self) noexcept
     cdef bint c_peers_refused(self, int coll) except -1
     cdef int c_check_aborted(self) except -1
     cdef int c_to_mpi(self, int coll) except -1

@@ -667,7 +667,7 @@ cdef class Team:
         _leave(t)
         self.busy = 0
 
-    cdef bint c_refused_alike(self) noexcept:
+    cdef bint c_wait_all_refused(self) noexcept:
         """After c_refuse: wait until every peer is done with the refused
         call, its signature compared with ours at the first wait on it
         (pgc_wait_step_all): whether every peer refused it too. A peer in
