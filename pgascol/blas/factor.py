@@ -29,12 +29,12 @@ import scipy.linalg.lapack as lapack
 
 from ..errors import ArgumentError, PgascolError
 from . import _kernels as K
-from . import operands as ops
+from . import operands
 from ..pgas import array as pgas_array
 
 
 def _setup(a, what):
-    va = ops.matrix("a", a)
+    va = operands.matrix("a", a)
     if va.dist != "row" or va.rows != va.cols:
         raise ArgumentError("%s needs a square matrix distributed by rows (NB = its block), not %s by %ss"
                             % (what, "x".join(map(str, va.shape)), va.dist))
@@ -64,7 +64,7 @@ def _gather_column(ctx, a, aloc, k, c0, c1, mine, pos, nb, n):
         counts.append(sum(min(nb, n - i * nb) for i in bl) * w)
     displs = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(int).tolist()
     buf = np.empty(sum(counts), a.dtype)
-    ctx.comm.Allgatherv(send.reshape(-1), [buf, counts, displs, ops.MPI._typedict[a.dtype.char]])
+    ctx.comm.Allgatherv(send.reshape(-1), [buf, counts, displs, operands.MPI._typedict[a.dtype.char]])
     out = np.empty((n - k * nb, w), a.dtype)
     for r in range(P):
         part = buf[displs[r]:displs[r] + counts[r]].reshape(-1, w)
@@ -87,7 +87,7 @@ def cholesky(a, variant="syrk"):
         raise ArgumentError('variant must be "gemm" or "syrk", not %r' % (variant,))
     arr = a
     a, ctx, n, nb, nblocks, mine, pos = _setup(a, "cholesky")
-    ops.sync(ctx)
+    operands.sync(ctx)
     aloc = a.local()
     for k in range(nblocks):
         k0, k1 = k * nb, min(n, k * nb + nb)
@@ -120,7 +120,7 @@ def cholesky(a, variant="syrk"):
                 if i0 > k1:
                     K.gemm(0, 2, -1.0, Li, below[:i0 - k1], 1.0, aloc[rows, k1:i0])
                 K.syrk(True, 0, -1.0, Li, 1.0, aloc[rows, i0:i1])
-    ops.sync(ctx)
+    operands.sync(ctx)
     return arr
 
 
@@ -144,7 +144,7 @@ def lu(a, pivoting=True):
     a, ctx, n, nb, nblocks, mine, pos = _setup(a, "lu")
     if ctx.nnodes == 1 and ctx.size > 1:
         return _lu_node(a, ctx, n, nb, nblocks, pivoting)
-    ops.sync(ctx)
+    operands.sync(ctx)
     aloc = a.local()
     piv = np.arange(n)
     for k in range(nblocks):
@@ -169,7 +169,7 @@ def lu(a, pivoting=True):
             if not pivoting:
                 K.trsm(False, False, 0, False, 1.0, ukk, aloc[rows, k0:k1])
             K.gemm(0, 0, -1.0, aloc[rows, k0:k1], uk, 1.0, aloc[rows, k1:n])
-    ops.sync(ctx)
+    operands.sync(ctx)
     return piv
 
 
@@ -234,7 +234,7 @@ def _interchange(ctx, a, aloc, k0, p, pos, nb, n):
     scount = [int(np.count_nonzero((src_owner == ctx.rank) & (dst_owner == r))) * n for r in range(ctx.size)]
     rcount = [int(np.count_nonzero((dst_owner == ctx.rank) & (src_owner == r))) * n for r in range(ctx.size)]
     send, recv = aloc[send_rows], np.empty((len(recv_rows), n), a.dtype)
-    t = ops.MPI._typedict[a.dtype.char]
+    t = operands.MPI._typedict[a.dtype.char]
     displs = lambda c: np.concatenate(([0], np.cumsum(c)[:-1])).astype(int).tolist()   # noqa: E731
     ctx.comm.Alltoallv([send, scount, displs(scount), t], [recv, rcount, displs(rcount), t])
     aloc[recv_rows] = recv
@@ -278,16 +278,16 @@ def _lu_node_steps(a, ctx, n, nb, nblocks, pivoting, parts, pub):
         return parts[r][lb * nb:lb * nb + min(nb, n - i * nb)]
 
     piv = np.arange(n)
-    ops.sync(ctx)
+    operands.sync(ctx)
     if me == 0:
         _factor_panel(block, pub, 0, nb, nblocks, n, pivoting)
-    ops.sync(ctx)
+    operands.sync(ctx)
     for k in range(nblocks):
         k0, k1 = k * nb, min(n, k * nb + nb)
         k2 = min(n, k1 + nb)
         got = np.array(pub.node_view(k % P))
         if got[nb]:
-            ops.sync(ctx)
+            operands.sync(ctx)
             raise _zero_pivot(pivoting, k0 + int(got[nb]) - 1)
         if pivoting:
             piv[k0:k1] = k0 + got[:k1 - k0]
@@ -303,7 +303,7 @@ def _lu_node_steps(a, ctx, n, nb, nblocks, pivoting, parts, pub):
                 K.gemm(0, 0, -1.0, b[:, k0:k1], top[:, c], 1.0, b[:, c])
             if ahead and c.start == k1:                 # panel k+1's columns are done: factor it
                 _factor_panel(block, pub, k + 1, nb, nblocks, n, pivoting)
-        ops.sync(ctx)                                   # step k complete, panel k+1 factored
+        operands.sync(ctx)                                   # step k complete, panel k+1 factored
     return piv
 
 

@@ -8,13 +8,13 @@ from mpi4py import MPI
 
 from ..errors import ArgumentError
 from . import _kernels as K
-from . import operands as ops
+from . import operands
 
 
 def _pair(x, y):
-    vx = ops.vector("x", x)
-    vy = ops.vector("y", y, vx.dtype)
-    ctx = ops.same_comm(vx, vy)
+    vx = operands.vector("x", x)
+    vy = operands.vector("y", y, vx.dtype)
+    ctx = operands.same_comm(vx, vy)
     if vx.n != vy.n:
         raise ArgumentError("x has %d elements, y %d" % (vx.n, vy.n))
     if vx.layout_key() != vy.layout_key():
@@ -38,7 +38,7 @@ def swap(x, y):
 
 def scal(a, x):
     """x = a x; returns x."""
-    K.scal(a, ops.vector("x", x).local())
+    K.scal(a, operands.vector("x", x).local())
     return x
 
 
@@ -49,7 +49,7 @@ def axpy(x, y, n=None, a=1.0):
     if n is not None:
         if not 0 <= n <= vx.n:
             raise ArgumentError("n is %r, x has %d elements" % (n, vx.n))
-        vx, vy = ops.Vec("x", vx.arr, vx.off, n), ops.Vec("y", vy.arr, vy.off, n)
+        vx, vy = operands.Vec("x", vx.arr, vx.off, n), operands.Vec("y", vy.arr, vy.off, n)
     K.axpy(a, vx.local(), vy.local())
     return y
 
@@ -81,7 +81,7 @@ def nrm2(x):
     """The Euclidean norm, on every rank. Each rank's norm is BLAS's
     (scaled, no overflow); the ranks' norms are gathered and combined
     scaled by the largest, so no square overflows either."""
-    vx = ops.vector("x", x)
+    vx = operands.vector("x", x)
     ctx = vx.ctx
     mine = np.array([K.nrm2(vx.local())], np.float64)
     norms = np.empty(ctx.size, np.float64)
@@ -95,7 +95,7 @@ def nrm2(x):
 
 def asum(x):
     """sum(|x|) (complex: sum(|re| + |im|), BLAS's), on every rank."""
-    vx = ops.vector("x", x)
+    vx = operands.vector("x", x)
     return _real(vx.dtype)(_allreduce(vx.ctx, K.asum(vx.local()), np.float64))
 
 

@@ -19,19 +19,19 @@ from ..errors import ArgumentError
 from ..pgas import array as pgas_array
 from ..pgas import matrix as pgas_matrix
 from . import _kernels as K
-from . import operands as ops
+from . import operands
 
 
 def gemv(alpha, a, x, beta=0.0, y=None, trans=0):
     """y = alpha op(a) x + beta y (scipy.linalg.blas.gemv's order); returns y
     (a new global vector, distributed as the result naturally is, when None)."""
-    va = ops.matrix("a", a)
-    vx = ops.vector("x", x, va.dtype)
-    t = ops.trans_code("trans", trans)
-    vy = ops.vector("y", y, va.dtype) if y is not None else None
-    ctx = ops.same_comm(*[v for v in (va, vx, vy) if v is not None])
+    va = operands.matrix("a", a)
+    vx = operands.vector("x", x, va.dtype)
+    t = operands.trans_code("trans", trans)
+    vy = operands.vector("y", y, va.dtype) if y is not None else None
+    ctx = operands.same_comm(*[v for v in (va, vx, vy) if v is not None])
     m, n = (va.rows, va.cols) if t == 0 else (va.cols, va.rows)
-    rows = ops.rows_local(va, t)
+    rows = operands.rows_local(va, t)
     against = "the rows of op(a)" if rows is not None else "the columns of op(a)"
     if rows is None:
         vx.colocated(n, va.bsize, va.first, against)
@@ -41,17 +41,17 @@ def gemv(alpha, a, x, beta=0.0, y=None, trans=0):
         if rows is not None and va.first:
             raise ArgumentError("a's rows start on rank %d: pass y (a new vector starts on rank 0)" % va.first)
         y = pgas_array(ctx.comm, m, va.dtype, block=va.bsize if rows is not None else "*")
-        vy, beta = ops.vector("y", y), 0.0
+        vy, beta = operands.vector("y", y), 0.0
     if rows is not None:
         vy.colocated(m, va.bsize, va.first, against)
     elif vy.n != m:
         raise ArgumentError("y has %d elements, op(a) has %d rows" % (vy.n, m))
-    ops.sync(ctx)
+    operands.sync(ctx)
     if rows is not None:
         _gemv_rows(alpha, rows, vx, beta, vy.local())
     else:
         _gemv_cols(ctx, alpha, va, t, vx, beta, vy)
-    ops.sync(ctx)
+    operands.sync(ctx)
     return y
 
 
@@ -60,7 +60,7 @@ def _gemv_rows(alpha, rows, vx, beta, yl):
     # caller's rows x n read): one local gemv over the whole row block runs
     # faster than one per piece on column slices of it
     aloc, f = rows
-    parts = ops.pieces(vx)
+    parts = operands.pieces(vx)
     x = parts[0][2] if len(parts) == 1 else np.concatenate([piece for _, _, piece in parts])
     if aloc.shape[0 if f == 0 else 1] and vx.n:
         local_gemv(f, alpha, aloc, x, beta, yl)
@@ -72,7 +72,7 @@ def _gemv_cols(ctx, alpha, va, t, vx, beta, vy):
     # the caller's columns of op(A) are op(local): a partial y of full length
     partial = np.zeros(vy.n, va.dtype)
     local_gemv(t, alpha, va.local(), vx.local(), 0.0, partial)
-    got = ops.reduce_scatter(ctx, partial, vy)
+    got = operands.reduce_scatter(ctx, partial, vy)
     yl = vy.local()
     scale(beta, yl)
     yl += got
@@ -103,15 +103,15 @@ def ger(alpha, x, y, incx=1, incy=1, a=None, conj=False):
     a is None."""
     if incx != 1 or incy != 1:
         raise ArgumentError("incx and incy must be 1 (use blas.subvector for parts of a vector)")
-    vx = ops.vector("x", x)
-    vy = ops.vector("y", y, vx.dtype)
+    vx = operands.vector("x", x)
+    vy = operands.vector("y", y, vx.dtype)
     if a is None:
-        ctx = ops.same_comm(vx, vy)
+        ctx = operands.same_comm(vx, vy)
         if vx.block is None or vx.first:
             raise ArgumentError("ger with a=None needs x block-cyclic from rank 0 (its rows' distribution)")
         a = pgas_matrix(ctx.comm, (vx.n, vy.n), vx.dtype, block=vx.block, dist="row")
-    va = ops.matrix("a", a, vx.dtype)
-    ctx = ops.same_comm(va, vx, vy)
+    va = operands.matrix("a", a, vx.dtype)
+    ctx = operands.same_comm(va, vx, vy)
     if va.dist == "row":
         vx.colocated(va.rows, va.bsize, va.first, "the rows of a")
         if vy.n != va.cols:
@@ -120,17 +120,17 @@ def ger(alpha, x, y, incx=1, incy=1, a=None, conj=False):
         vy.colocated(va.cols, va.bsize, va.first, "the columns of a")
         if vx.n != va.rows:
             raise ArgumentError("x has %d elements, a has %d rows" % (vx.n, va.rows))
-    ops.sync(ctx)
+    operands.sync(ctx)
     aloc = va.local()
     if va.dist == "row":
         xl = vx.local()
-        for lo, hi, piece in ops.pieces(vy):
+        for lo, hi, piece in operands.pieces(vy):
             K.geru(alpha, xl, np.conj(piece) if conj else piece, aloc[:, lo:hi])
     else:
         yl = np.conj(vy.local()) if conj else vy.local()
-        for lo, hi, piece in ops.pieces(vx):
+        for lo, hi, piece in operands.pieces(vx):
             K.geru(alpha, piece, yl, aloc[lo:hi, :])
-    ops.sync(ctx)
+    operands.sync(ctx)
     return a
 
 
@@ -146,16 +146,16 @@ def trsv(a, x, lower=0, trans=0, diag=0):
     """x = op(a)^-1 x, a triangular (scipy.linalg.blas.trsv's flags: lower=1
     for the lower triangle, diag=1 for a unit diagonal); x lies like a's
     rows or columns. Solves in place; returns x."""
-    va = ops.matrix("a", a)
-    vx = ops.vector("x", x, va.dtype)
-    t = ops.trans_code("trans", trans)
-    ctx = ops.same_comm(va, vx)
+    va = operands.matrix("a", a)
+    vx = operands.vector("x", x, va.dtype)
+    t = operands.trans_code("trans", trans)
+    ctx = operands.same_comm(va, vx)
     if va.rows != va.cols:
         raise ArgumentError("a must be square, not %d x %d" % va.shape)
     vx.colocated(va.rows, va.bsize, va.first, "the %ss of a" % va.dist)
-    ops.sync(ctx)
+    operands.sync(ctx)
     trsm_rows_left(ctx, va, vx.local().reshape(-1, 1), bool(lower), t, bool(diag), 1.0)
-    ops.sync(ctx)
+    operands.sync(ctx)
     return x
 
 

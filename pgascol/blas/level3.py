@@ -31,7 +31,7 @@ import numpy as np
 from ..errors import ArgumentError
 from ..pgas import matrix as pgas_matrix
 from . import _kernels as K
-from . import operands as ops
+from . import operands
 from .level2 import scale, trsm_rows_left
 
 
@@ -69,7 +69,7 @@ def _accumulate(c, idx, axis, a, fa, b, fb, alpha):
 def gemm_rows(cl, aloc, fa, vb, tb, alpha):
     """cl (the caller's rows of C) += alpha op(aloc) op(b), b replicated."""
     kpanel = (vb.dist == "row") == (tb == 0)
-    for idx, view in ops.panels(vb):
+    for idx, view in operands.panels(vb):
         if kpanel:                  # op(b)[idx, :] = op(view): meets op(aloc)[:, idx]
             pa, f = _op_cols(aloc, fa, idx)
             _accumulate(cl, None, 0, pa, f, view, tb, alpha)
@@ -80,7 +80,7 @@ def gemm_rows(cl, aloc, fa, vb, tb, alpha):
 def gemm_cols(cl, bloc, fb, va, ta, alpha):
     """cl (the caller's columns of C) += alpha op(a) op(bloc), a replicated."""
     kpanel = (va.dist == "col") == (ta == 0)
-    for idx, view in ops.panels(va):
+    for idx, view in operands.panels(va):
         if kpanel:                  # op(a)[:, idx] = op(view): meets op(bloc)[idx, :]
             pb, f = _op_rows(bloc, fb, idx)
             _accumulate(cl, None, 0, view, ta, pb, f, alpha)
@@ -98,9 +98,9 @@ def _gemm_plan(va, vb, vc, ta, tb):
         if vc.shape != (m, n):
             raise ArgumentError("c is %d x %d, op(a) op(b) is %d x %d" % (vc.rows, vc.cols, m, n))
         return vc.dist, m, n, vc.bsize, vc.first
-    if ops.op_by_rows(va, ta):
+    if operands.op_by_rows(va, ta):
         plan = ("row", m, n, va.bsize, va.first)
-    elif not ops.op_by_rows(vb, tb):
+    elif not operands.op_by_rows(vb, tb):
         plan = ("col", m, n, vb.bsize, vb.first)
     else:
         return "row", m, n, max(-(-m // va.ctx.size), 1), 0
@@ -117,22 +117,22 @@ def _result(ctx, va, vb, c, vc, ta, tb, beta):
     if vc is not None:
         return c, vc, beta
     c = pgas_matrix(ctx.comm, (m, n), va.dtype, block=block, dist=dist)
-    return c, ops.matrix("c", c), 0.0
+    return c, operands.matrix("c", c), 0.0
 
 
 def gemm(alpha, a, b, beta=0.0, c=None, trans_a=0, trans_b=0):
     """c = alpha op(a) op(b) + beta c (scipy.linalg.blas.gemm's order); returns c."""
-    va = ops.matrix("a", a)
-    vb = ops.matrix("b", b, va.dtype)
-    ta, tb = ops.trans_code("trans_a", trans_a), ops.trans_code("trans_b", trans_b)
-    vc = ops.matrix("c", c, va.dtype) if c is not None else None
-    ctx = ops.same_comm(*[v for v in (va, vb, vc) if v is not None])
+    va = operands.matrix("a", a)
+    vb = operands.matrix("b", b, va.dtype)
+    ta, tb = operands.trans_code("trans_a", trans_a), operands.trans_code("trans_b", trans_b)
+    vc = operands.matrix("c", c, va.dtype) if c is not None else None
+    ctx = operands.same_comm(*[v for v in (va, vb, vc) if v is not None])
     c, vc, beta = _result(ctx, va, vb, c, vc, ta, tb, beta)
-    ops.sync(ctx)
+    operands.sync(ctx)
     cl = vc.local()
     scale(beta, cl)
     _gemm_into(cl, vc, va, vb, ta, tb, alpha)
-    ops.sync(ctx)
+    operands.sync(ctx)
     return c
 
 
@@ -141,7 +141,7 @@ def _gemm_into(cl, vc, va, vb, ta, tb, alpha):
     op(a)'s rows like C's, by columns with op(b)'s columns like C's, or the
     outer product (op(a) by columns, op(b) by rows); other operands are
     first redistributed into the nearest of these (operands.redistributed)."""
-    by_rows, by_cols = ops.op_by_rows(va, ta), not ops.op_by_rows(vb, tb)
+    by_rows, by_cols = operands.op_by_rows(va, ta), not operands.op_by_rows(vb, tb)
     if vc.dist == "row" and by_rows and _alike(va, vc):
         gemm_rows(cl, va.local(), ta, vb, tb, alpha)
     elif vc.dist == "col" and by_cols and _alike(vb, vc):
@@ -168,7 +168,7 @@ def _like(v, t, along, w):
     if _alike(v, w):
         yield v
         return
-    new = ops.redistributed(v, t, along, w.bsize, w.first)
+    new = operands.redistributed(v, t, along, w.bsize, w.first)
     try:
         yield new
     finally:
@@ -183,22 +183,22 @@ def gemm_outer(cl, vc, va, vb, ta, tb, alpha):
     partial = np.zeros(vc.shape, vc.dtype)
     if aloc.size and bloc.size:
         K.gemm(ta, tb, alpha, aloc, bloc, 0.0, partial)
-    cl += ops.reduce_scatter(vc.ctx, partial, vc)
+    cl += operands.reduce_scatter(vc.ctx, partial, vc)
 
 
 def syrk(alpha, a, beta=0.0, c=None, trans=0, lower=0):
     """The upper (lower=1: lower) triangle of c = alpha op(a) op(a)^T + beta c
     (scipy.linalg.blas.syrk's order); the other triangle is left as it was."""
-    va = ops.matrix("a", a)
-    t = ops.trans_code("trans", trans)
+    va = operands.matrix("a", a)
+    t = operands.trans_code("trans", trans)
     if t == 2:
         raise ArgumentError("syrk's trans is 0 (a a^T) or 1 (a^T a); conjugate transposes are herk's")
-    vc = ops.matrix("c", c, va.dtype) if c is not None else None
-    ctx = ops.same_comm(*[v for v in (va, vc) if v is not None])
+    vc = operands.matrix("c", c, va.dtype) if c is not None else None
+    ctx = operands.same_comm(*[v for v in (va, vc) if v is not None])
     ta, tb = t, 1 - t
     c, vc, beta = _result(ctx, va, va, c, vc, ta, tb, beta)
     n = vc.cols
-    ops.sync(ctx)
+    operands.sync(ctx)
     cl = vc.local()
     new = np.array(cl)
     scale(beta, new)
@@ -211,7 +211,7 @@ def syrk(alpha, a, beta=0.0, c=None, trans=0, lower=0):
     else:
         keep = mine[None, :] <= full[:, None] if lower else mine[None, :] >= full[:, None]
     np.copyto(cl, new, where=keep)
-    ops.sync(ctx)
+    operands.sync(ctx)
     return c
 
 
@@ -223,10 +223,10 @@ def trsm(alpha, a, b, side=0, lower=0, trans_a=0, diag=0):
     transposes): a's tiles are needed by their rows' owners, so a must hold
     op(a)'s rows (or its transposed tiles) like b; left with b by columns
     and right with b by rows: a is replicated, no communication in the solve."""
-    va = ops.matrix("a", a)
-    vb = ops.matrix("b", b, va.dtype)
-    t = ops.trans_code("trans_a", trans_a)
-    ctx = ops.same_comm(va, vb)
+    va = operands.matrix("a", a)
+    vb = operands.matrix("b", b, va.dtype)
+    t = operands.trans_code("trans_a", trans_a)
+    ctx = operands.same_comm(va, vb)
     if side not in (0, 1):
         raise ArgumentError("side must be 0 (left) or 1 (right), not %r" % (side,))
     if va.rows != va.cols:
@@ -237,9 +237,9 @@ def trsm(alpha, a, b, side=0, lower=0, trans_a=0, diag=0):
     blocked = (side == 0) == (vb.dist == "row")
     if blocked:
         check_tiles(va, vb.bsize, vb.first, "b's %ss" % vb.dist)
-    ops.sync(ctx)
+    operands.sync(ctx)
     if not blocked:
-        K.trsm(side == 0, bool(lower), t, bool(diag), alpha, ops.assemble(va), vb.local())
+        K.trsm(side == 0, bool(lower), t, bool(diag), alpha, operands.assemble(va), vb.local())
     elif side == 0:
         trsm_rows_left(ctx, va, vb.local(), bool(lower), t, bool(diag), alpha)
     else:
@@ -250,7 +250,7 @@ def trsm(alpha, a, b, side=0, lower=0, trans_a=0, diag=0):
             np.conjugate(xt, out=xt)
         trsm_rows_left(ctx, va, xt, bool(lower), 1 if t == 0 else 0, bool(diag), np.conj(alpha) if t == 2 else alpha)
         bl[...] = xt.T.conj() if t == 2 else xt.T
-    ops.sync(ctx)
+    operands.sync(ctx)
     return b
 
 

@@ -299,10 +299,10 @@ def _typed(v, dtype):
     return v
 
 
-def same_comm(*ops):
-    if len({id(o.ctx) for o in ops}) > 1:
-        raise ArgumentError("%s are not on the same communicator" % ", ".join(o.name for o in ops))
-    return ops[0].ctx
+def same_comm(*views):
+    if len({id(v.ctx) for v in views}) > 1:
+        raise ArgumentError("%s are not on the same communicator" % ", ".join(v.name for v in views))
+    return views[0].ctx
 
 
 def op_by_rows(v, trans):

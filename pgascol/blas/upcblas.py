@@ -24,7 +24,7 @@ import numpy as np
 from ..errors import ArgumentError
 from ..pgas import GlobalArray
 from . import level1, level2, level3
-from . import operands as ops
+from . import operands
 from .level2 import scale
 
 upc_pblas_rowDist, upc_pblas_colDist = 0, 1
@@ -79,7 +79,7 @@ def _vec(j, ptr, dtype, block, n, jblock):
     if arr.layout.block != block:
         raise _Wrong(jblock if jblock else j, "the array's block is %d, not %d" % (arr.layout.block, block))
     try:
-        return ops.Vec("x", arr, off, n)
+        return operands.Vec("x", arr, off, n)
     except ArgumentError as exc:
         raise _Wrong(j, str(exc))
 
@@ -92,7 +92,7 @@ def _mat(j, jld, ptr, dtype, dist, b, m, n, ld, jblock):
     if arr.layout.block != (b * ld if dist == "row" else b):
         raise _Wrong(jblock if jblock else j, "the array's block is %d" % arr.layout.block)
     try:
-        return ops.Mat("A", arr, off, m, n, ld, dist, b)
+        return operands.Mat("A", arr, off, m, n, ld, dist, b)
     except ArgumentError as exc:
         raise _Wrong(j, str(exc))
 
@@ -113,18 +113,18 @@ def _replicated(j, jld, ptr, dtype, sec, m, n, ld, jsec):
     P = arr._ctx.size
     try:
         if sec % ld == 0:
-            return ops.Mat("B", arr, off, m, n, ld, "row", sec // ld)
+            return operands.Mat("B", arr, off, m, n, ld, "row", sec // ld)
         if ld % (sec * P) == 0:
-            return ops.Mat("B", arr, off, m, n, ld, "col", sec)
+            return operands.Mat("B", arr, off, m, n, ld, "col", sec)
     except ArgumentError as exc:
         raise _Wrong(j, str(exc))
     if off < 0 or (m and off + (m - 1) * ld + n > arr.size):
         raise _Wrong(j, "does not fit the array")
-    return ops.Gathered("B", np.empty((m, n), arr.dtype), (arr, off, ld))     # MemoryError: +1
+    return operands.Gathered("B", np.empty((m, n), arr.dtype), (arr, off, ld))     # MemoryError: +1
 
 
 def _whole(rep):
-    return rep.fill() if isinstance(rep, ops.Gathered) else rep
+    return rep.fill() if isinstance(rep, operands.Gathered) else rep
 
 
 def _same_rank(j, a, b):
@@ -168,7 +168,7 @@ def _store(dst, value, dtype):
     ctx = arr._ctx
     if int(arr.layout.owner(off)) == ctx.rank:
         arr[off] = value
-    ops.sync(ctx)
+    operands.sync(ctx)
 
 
 # ---------------------------------------------------------------- BLAS1
@@ -371,22 +371,22 @@ def _blas3(t):
 def _gemm(alpha, beta, va, vb, vc, ta, tb):
     """C = alpha op(A) op(B) + beta C with UPCBLAS's replicated operand."""
     ctx = vc.ctx
-    ops.sync(ctx)
+    operands.sync(ctx)
     va, vb = _whole(va), _whole(vb)
     cl = vc.local()
     scale(beta, cl)
     level3._gemm_into(cl, vc, va, vb, ta, tb, alpha)
-    ops.sync(ctx)
+    operands.sync(ctx)
 
 
 def _trsm(alpha, vt, vx, side, lower, trans, diag):
-    if isinstance(vt, ops.Gathered):
-        ops.sync(vx.ctx)
+    if isinstance(vt, operands.Gathered):
+        operands.sync(vx.ctx)
         vt = _whole(vt)
-        ops.sync(vx.ctx)
+        operands.sync(vx.ctx)
         from . import _kernels as K
         K.trsm(side == 0, bool(lower), trans, bool(diag), alpha, vt.array, vx.local())
-        ops.sync(vx.ctx)
+        operands.sync(vx.ctx)
         return
     level3.trsm(alpha, vt, vx, side, lower, trans, diag)
 

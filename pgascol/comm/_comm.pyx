@@ -129,10 +129,10 @@ cdef int _engine(object comm, int coll, object sendbuf, object recvbuf, object o
     cdef _State st = _st(comm)
     if st is None:
         return 0
-    st.seq += 1     # this call's number, the same on every rank (refusals name it)
+    st.call_number += 1     # this call's number, the same on every rank (refusals name it)
     st.coll, st.root = coll, root   # what a refusal met in its waits is weighed against (_needs_node)
     cdef _Tuner tn = <_Tuner>st.tuner
-    if st.seq == tn.next_exchange:
+    if st.call_number == tn.next_exchange:
         tn.exchange()   # agreed call numbers: every rank, before this call's work
     cdef int done
     try:

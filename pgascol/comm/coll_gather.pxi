@@ -130,7 +130,7 @@ cdef int _hier_gather(_State st, _Msg s, Py_ssize_t sb, _Msg r, _Layout lay, int
         in_order = st.in_rank_order and lay.consecutive()
         dst = _u8(r.obj)
         reqs, nodes, into = [], [], []
-        tag = _gather_tag(st.seq, dtype, False)     # blocks of this root's type (others: _collect_types)
+        tag = _gather_tag(st.call_number, dtype, False)     # blocks of this root's type (others: _collect_types)
         for n in range(st.nnodes):
             if n != rn:
                 b = _node_message(st, lay, dst, n, in_order, False)
@@ -159,13 +159,13 @@ cdef int _hier_gather(_State st, _Msg s, Py_ssize_t sb, _Msg r, _Layout lay, int
     b = st.scratch(0, tot)
     core.c_gather(True, s.ptr, sb, <char *>cnp.PyArray_DATA(b), ml.counts, ml.displs, 0, dtype)
     # the tag states this leader's type, and whether its node leg met another one (held)
-    tag = _gather_tag(st.seq, dtype, core.held is not None)
+    tag = _gather_tag(st.call_number, dtype, core.held is not None)
     _mpi_wait(st, [st.private_comm.Isend([b, tot, _BYTE], dest=root, tag=tag)], "Gather")
     return 0
 
 
 # The tags of a hierarchical Gather(v)'s blocks from a leader to the root:
-# per call (st.seq) one of _GATHER_SLOTS sets of 32 tags, 64-1023 (below
+# per call (st.call_number) one of _GATHER_SLOTS sets of 32 tags, 64-1023 (below
 # TAG_REFUSAL): the leader's basic type + 1 (0-15), + 16 if a member of its
 # node stated another one (its node leg held a DatatypeMismatchError). The
 # root receives the blocks of its own type from a node that stated no other
@@ -176,8 +176,8 @@ cdef int _hier_gather(_State st, _Msg s, Py_ssize_t sb, _Msg r, _Layout lay, int
 cdef int _GATHER_SLOTS = 30
 
 
-cdef inline int _gather_tag(long long seq, int dtype, bint mixed):
-    return TAG_GATHER + 32 * <int>(seq % _GATHER_SLOTS) + 16 * mixed + 1 + dtype
+cdef inline int _gather_tag(long long call_number, int dtype, bint mixed):
+    return TAG_GATHER + 32 * <int>(call_number % _GATHER_SLOTS) + 16 * mixed + 1 + dtype
 
 
 cdef int _collect_types(_State st, list reqs, list srcs, tuple typed, str what) except -1:
@@ -190,7 +190,7 @@ cdef int _collect_types(_State st, list reqs, list srcs, tuple typed, str what) 
     a DatatypeMismatchError, raised once the call completed."""
     into, mine = typed
     status = MPI.Status()
-    cdef int base = _gather_tag(st.seq, -1, False), own = _gather_tag(st.seq, mine, False), tag, theirs
+    cdef int base = _gather_tag(st.call_number, -1, False), own = _gather_tag(st.call_number, mine, False), tag, theirs
     for i, q in enumerate(srcs):
         if reqs[i].Test():
             continue

@@ -11,9 +11,9 @@
 #
 #   message                 sent by (where)                  to                    the receiver
 #   ----------------------  -------------------------------  --------------------  ------------------------------------------
-#   TAG_REFUSAL + seq:      a leader that refused call seq   the other leaders     in the call's MPI leg: gives the call up,
-#     seq (8 bytes),          (_refused); a Bcast, Reduce,     (leg ranks)           replies b"", PeerRefusedError
-#     reason                  Scan or Exscan leg rank                                (_refusal_alert); or, when it can wait for
+#   TAG_REFUSAL + call n:   a leader that refused call n     the other leaders     in the call's MPI leg: gives the call up,
+#     n (8 bytes), reason     (_refused); a Bcast, Reduce,     (leg ranks)           replies b"", PeerRefusedError
+#                             Scan or Exscan leg rank                                (_refusal_alert); or, when it can wait for
 #                             (_refuse_rooted); a Gather(v)/                         the refuser's join, replies _AWAITS and
 #                             Scatter(v) root or leader in                           raises once the leg completed
 #                             place of its blocks (_refuse_leg)                      (_await_join); a Gather's root: collects
@@ -47,7 +47,7 @@ cdef enum:
     TAG_REDUCE = 13
     TAG_PATH = 14       # between leaders: "my node takes this call to MPI" (1) or "mine does not" (0)
     TAG_ABORT = 15      # a leader to the others: its node team gave up, and why (_abort_across)
-    # A refusal of call `seq` (_send_refusal): TAG_REFUSAL + seq % _SEQ_TAGS, so that
+    # A refusal of call number n (_send_refusal): TAG_REFUSAL + n % _SEQ_TAGS, so that
     # a wait of a later call never matches one left over from an earlier call
     TAG_REFUSAL = 1024
 cdef long long _SEQ_TAGS = 16384    # tags up to 17407: MPI guarantees 32767
@@ -73,13 +73,13 @@ cdef int _check_alerts(_State st, str what) except -1:
     if st.refusal_wait is not None:
         _collect_refusals(st)
     else:
-        m = st.private_comm.Improbe(MPI.ANY_SOURCE, _refusal_tag(st.seq), status)
+        m = st.private_comm.Improbe(MPI.ANY_SOURCE, _refusal_tag(st.call_number), status)
         if m is not None:
-            seq, why = _refusal_of(m, status)
+            number, why = _refusal_of(m, status)
             # a refuser whose data this rank does not need joins the leg
             # anyway (or tells it gave up: TAG_ABORT): wait for it
-            if seq == st.seq and (st.in_path_agreement or _needs_node(st, st.coll, st.root, st.node_of[status.Get_source()],
-                                                             st.nidx)):
+            if number == st.call_number and (st.in_path_agreement or _needs_node(
+                    st, st.coll, st.root, st.node_of[status.Get_source()], st.nidx)):
                 if not st.in_path_agreement and _awaits_join(st, st.coll):
                     _await_join(st, status.Get_source(), why)
                 else:
@@ -298,16 +298,16 @@ cdef list _other_leaders(_State st):
     return [st.members[n][0] for n in range(st.nnodes) if n != st.nidx]
 
 
-cdef inline int _refusal_tag(long long seq):
-    return TAG_REFUSAL + <int>(seq % _SEQ_TAGS)
+cdef inline int _refusal_tag(long long call_number):
+    return TAG_REFUSAL + <int>(call_number % _SEQ_TAGS)
 
 
 cdef int _send_refusal(_State st, int dest, bytes reason) except -1:
-    """Tell rank dest that this rank refused its arguments to call st.seq,
+    """Tell rank dest that this rank refused its arguments to call st.call_number,
     and why: the call's number (8 bytes) and the reason, tagged by the
     number (_refusal_tag)."""
-    msg = int(st.seq).to_bytes(8, "little", signed=True) + reason
-    st.alerts.append(st.private_comm.Isend([msg, len(msg), _BYTE], dest=dest, tag=_refusal_tag(st.seq)))
+    msg = int(st.call_number).to_bytes(8, "little", signed=True) + reason
+    st.alerts.append(st.private_comm.Isend([msg, len(msg), _BYTE], dest=dest, tag=_refusal_tag(st.call_number)))
     return 0
 
 
@@ -341,7 +341,7 @@ cdef list _drain(_State st, list srcs, int tag, str what):
     sources that replied, with their reply (b"": in the call, given up;
     _AWAITS: in the call, waiting for the refuser's join)."""
     status = MPI.Status()
-    cdef int rtag = _refusal_tag(st.seq)
+    cdef int rtag = _refusal_tag(st.call_number)
     cdef double start = _monotonic(), now, check = start + 0.1
     replied = []
     st.refusal_wait = _NO_SOURCES
@@ -356,7 +356,7 @@ cdef list _drain(_State st, list srcs, int tag, str what):
                     n = status.Get_count(_BYTE)
                     buf = st.scratch(2, max(n, 8))
                     m.Recv([buf, n, _BYTE])
-                    if got >= TAG_REFUSAL and _refusal_seq(buf) != st.seq:
+                    if got >= TAG_REFUSAL and _refusal_seq(buf) != st.call_number:
                         continue    # a refusal of an earlier call: dropped
                     if got == TAG_PATH:
                         _path_alert(st, q, what)
@@ -367,8 +367,8 @@ cdef list _drain(_State st, list srcs, int tag, str what):
                 m = st.private_comm.Improbe(q, rtag, status)
                 if m is None:
                     continue
-                seq, why = _refusal_of(m, status)
-                if seq == st.seq:
+                number, why = _refusal_of(m, status)
+                if number == st.call_number:
                     srcs.remove(q)
                     if not why or why == _AWAITS:
                         replied.append((q, why))
@@ -406,13 +406,13 @@ cdef int _leaders_wait(_State st, list reqs, list srcs, str what, tuple typed) e
 cdef int _collect_refusals(_State st) except -1:
     reqs, srcs, typed, what = st.refusal_wait
     status = MPI.Status()
-    cdef int rtag = _refusal_tag(st.seq)
+    cdef int rtag = _refusal_tag(st.call_number)
     for i, q in enumerate(srcs):
         m = st.private_comm.Improbe(q, rtag, status)
         if m is None:
             continue
-        seq, why = _refusal_of(m, status)
-        if seq == st.seq:
+        number, why = _refusal_of(m, status)
+        if number == st.call_number:
             if reqs[i] != MPI.REQUEST_NULL:
                 reqs[i].Cancel()    # q sends nothing else in this call
             st.refusals.append((q, why))
@@ -434,7 +434,7 @@ cdef int _root_message(_State st, object status, object buf, Py_ssize_t nbytes, 
     cdef int tag = status.Get_tag()
     cdef Py_ssize_t got = status.Get_count(_BYTE)
     if tag >= TAG_REFUSAL:
-        if _refusal_seq(buf) != st.seq:
+        if _refusal_seq(buf) != st.call_number:
             return -1
         why = bytes(buf[8:got])
         st.core.c_refuse(PGC_COLL_SCATTERV, why)

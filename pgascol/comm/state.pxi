@@ -75,8 +75,8 @@ cdef class _State:
     # The number of this rank's hierarchical call (_engine), the same on
     # every rank, refused calls included: a refusal sent between nodes
     # names it (_send_refusal).
-    cdef public long long seq
-    cdef public int coll, root  # the collective of call `seq` and its root argument (_engine)
+    cdef public long long call_number
+    cdef public int coll, root  # the collective of call `call_number` and its root argument (_engine)
     cdef object refusal_wait    # (requests, sources, typed, what) whose refusals a wait takes (_leaders_wait), or None
     cdef list refusals          # (rank, reason) of the refusals _leaders_wait found
     cdef list awaited_joins     # (rank, reason) of refusers whose join this rank's leg waits for (_await_join)

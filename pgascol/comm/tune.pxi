@@ -18,7 +18,7 @@
 #   agreement    every rank takes the same path in every call without a message
 #                of its own: what a call runs is a function of state every rank
 #                holds alike (the table, changed only at exchanges) and of the
-#                call's number (_State.seq, the same on every rank, refused
+#                call's number (_State.call_number, the same on every rank, refused
 #                calls included). Exchanges are one small Allreduce (MAX) at
 #                agreed call numbers, ahead of that call's own work.
 #   learning     a class is measured once the team made ACTIVATE calls of it: in
@@ -289,7 +289,7 @@ cdef class _Tuner:
             # that it is timed in the steady state of its own buffers
             # (blocks go round the candidates, each round of them from a
             # hashed start, so that no pattern of calls keeps a class on one)
-            b = <unsigned long long>self.st.seq // BLOCK
+            b = <unsigned long long>self.st.call_number // BLOCK
             i = <int>((b + (((b // sl.ncand + 1) * 0x9E3779B97F4A7C15ull) >> 33)) % <unsigned>sl.ncand)
             self.cur, self.cur_cand = s, i
             self.t0 = _now_ns()
@@ -360,9 +360,9 @@ cdef class _Tuner:
         n = j
         self._allreduce_max(n)
         if y[0] != -y[1]:
-            # ranks out of step (cannot happen while seq is): stop tuning alike everywhere
+            # ranks out of step (cannot happen while call_number is): stop tuning alike everywhere
             self.enabled = False
-            self.st.log("tuning: ranks out of step at call %d; the built-in thresholds from here" % self.st.seq)
+            self.st.log("tuning: ranks out of step at call %d; the built-in thresholds from here" % self.st.call_number)
             return 0
         for s in range(NSLOTS):
             self.slots[s].agreed_seen = <long long>y[4 + s]
@@ -391,7 +391,7 @@ cdef class _Tuner:
         cdef double per_call = y[2] / self.gap, cost = max(y[3], 1000.0)
         self.gap = max(GAP_MIN, min(GAP_MEASURING if measuring else GAP_MAX,
                                     <long long>(EXCHANGE_SHARE * cost / max(per_call, 1.0))))
-        self.next_exchange = self.st.seq + self.gap
+        self.next_exchange = self.st.call_number + self.gap
         self.last_exchange_ns = _now_ns()
         # its own cost: the cheapest so far (one exchange also waits for the
         # slowest rank to arrive, which is the collectives' time, not its own)
@@ -467,7 +467,7 @@ cdef class _Tuner:
         coll = _TUNED[s // NCLASSES]
         k = s % NCLASSES + CLASS_MIN
         cdef _Slot *sl = &self.slots[s]
-        entry = (self.st.seq, _COLL_NAMES[coll], k, None if was < 0 else _CAND_NAMES[sl.cand[was]],
+        entry = (self.st.call_number, _COLL_NAMES[coll], k, None if was < 0 else _CAND_NAMES[sl.cand[was]],
                  _CAND_NAMES[sl.cand[now]], times)
         self.log.append(entry)
         if self.st.debug:
