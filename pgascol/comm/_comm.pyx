@@ -136,7 +136,7 @@ cdef int _engine(object comm, int coll, object sendbuf, object recvbuf, object o
         tn.exchange()   # agreed call numbers: every rank, before this call's work
     cdef int done
     try:
-        done = _dispatch(st, comm, coll, sendbuf, recvbuf, op, recvcounts, root)
+        done = _dispatch(st, coll, sendbuf, recvbuf, op, recvcounts, root)
     except BaseException:
         tn.abandon()
         raise
@@ -160,8 +160,8 @@ cdef int _engine(object comm, int coll, object sendbuf, object recvbuf, object o
     return 0
 
 
-cdef int _dispatch(_State st, object comm, int coll, object sendbuf, object recvbuf, object op,
-                   object recvcounts, int root) except -1:
+cdef int _dispatch(_State st, int coll, object sendbuf, object recvbuf, object op, object recvcounts,
+                   int root) except -1:
     """_engine's body: the collective's own function, its errors turned into
     refusals and alerts as each needs."""
     cdef int done
@@ -190,7 +190,7 @@ cdef int _dispatch(_State st, object comm, int coll, object sendbuf, object recv
     except (PeerRefusedError, DatatypeMismatchError):
         raise       # the root or a rank this one waits for refused, or the types differed: the call is over
     except ArgumentError as exc:
-        _refused(st, comm, coll, exc, root, sendbuf, recvbuf, op)
+        _refused(st, coll, exc, root, sendbuf, recvbuf, op)
         raise
     except RevokedError:
         _revoke(st, None)
@@ -210,7 +210,7 @@ cdef int _dispatch(_State st, object comm, int coll, object sendbuf, object recv
         # buffer, a dtype MPI cannot map, a count it cannot infer, ...): raised
         # before the engine, so refused like an ArgumentError, or the peers
         # would pair this rank's next call with this one
-        _refused(st, comm, coll, exc, root, sendbuf, recvbuf, op)
+        _refused(st, coll, exc, root, sendbuf, recvbuf, op)
         raise
     return done
 

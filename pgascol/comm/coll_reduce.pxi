@@ -161,8 +161,7 @@ cdef int _reduce(_State st, object sendbuf, object recvbuf, object op, int root)
     return 1
 
 
-cdef bint _reduce_on_scratch(_State st, object comm, object sendbuf, object recvbuf, object op,
-                             int root) except -1:
+cdef bint _reduce_on_scratch(_State st, object sendbuf, object recvbuf, object op, int root) except -1:
     """The root of a Reduce refused its own arguments (_refused), which
     no other rank's result depends on: where they tell the call's count,
     type and operator as the others use them (_leg_of: its send buffer,
@@ -186,14 +185,7 @@ cdef bint _reduce_on_scratch(_State st, object comm, object sendbuf, object recv
         if st.core.c_peers_refused(PGC_COLL_REDUCE):
             return False    # its node's members refused alike: so does it (nobody waits for its part)
         st.core.stats_paused = True
-        scratch = [st.scratch(1, count * esize), count, leg[1]]
-        if not _reduce(st, _IN_PLACE, scratch, op, root):
-            # every rank takes this call to MPI (the tuner's choice, or an
-            # operator the engine does not run): so does the root's part
-            st.core.c_to_mpi(PGC_COLL_REDUCE)
-            if st.hier:
-                _to_mpi_across(st, PGC_COLL_REDUCE)
-            _base.Reduce(comm, _IN_PLACE, scratch, op, root)
+        _reduce(st, _IN_PLACE, [st.scratch(1, count * esize), count, leg[1]], op, root)
     except (PeerRefusedError, DatatypeMismatchError):
         pass        # the call is over, the team in step
     except RevokedError:

@@ -2,8 +2,8 @@
 # the other nodes learn it and how the call ends on every rank with the
 # communicator usable, or is given up. The messages are failure.pxi's.
 
-cdef int _refused(_State st, object comm, int coll, object exc, int root, object sendbuf,
-                  object recvbuf, object op) except -1:
+cdef int _refused(_State st, int coll, object exc, int root, object sendbuf, object recvbuf,
+                  object op) except -1:
     """This rank raised `exc` before its call reached the engine, while the
     other ranks may be in it: the node team takes the call as refused, so a
     peer waiting for this rank fails at once with a message naming it (and,
@@ -18,11 +18,10 @@ cdef int _refused(_State st, object comm, int coll, object exc, int root, object
     The root of a Reduce, whose data nobody needs, does not refuse: it runs
     its part on scratch buffers where its arguments tell the call and its
     node's members are in it (_reduce_on_scratch).
-    comm: the communicator called; sendbuf, recvbuf, op: the call's
-    arguments (Bcast's buffer: sendbuf)."""
+    sendbuf, recvbuf, op: the call's arguments (Bcast's buffer: sendbuf)."""
     if st.core is None:
         return 0
-    if coll == PGC_COLL_REDUCE and st.rank == root and _reduce_on_scratch(st, comm, sendbuf, recvbuf, op, root):
+    if coll == PGC_COLL_REDUCE and st.rank == root and _reduce_on_scratch(st, sendbuf, recvbuf, op, root):
         return 0
     reason = ("%s: %s" % (type(exc).__name__, exc)).encode(errors="replace")[:_REFUSAL_MAX - 1]
     if st.hier and _root_refusal_ends_call(coll) and 0 <= root < st.size:

@@ -175,7 +175,7 @@ def _save_learned():
 cdef class _Tuner:
     """One communicator's path table and its measurements (see above)."""
     cdef _State st
-    cdef public bint enabled, measure_now, saves
+    cdef public bint enabled, requested, measure_now, saves
     cdef public str shape
     cdef int ncand                      # the stride of a measuring slot's figures in an exchange
     cdef int slot_of[PGC_NCOLL]         # collective -> its row of slots, -1: not tuned
@@ -206,19 +206,20 @@ cdef class _Tuner:
             if _core.COLLECTIVES[c] not in fixed:
                 self.slot_of[c] = i     # (a PGASCOL_CMA_MIN_<NAME> fixes that one's path)
         inline_max = st.core.config["inline_max"]
+        cdef bint tunable = False           # a class with a choice (none: one rank, several nodes, no single copy)
         for i in range(NSLOTS):
             self.slots[i].phase = PHASE_BUILTIN
             self.slots[i].chosen = -1
             self.slots[i].interval = INTERVAL_MIN
             cands = self._candidates(_TUNED[i // NCLASSES], i % NCLASSES + CLASS_MIN, inline_max)
             self.slots[i].ncand = len(cands)
+            tunable |= len(cands) > 0
             for j, c in enumerate(cands):
                 self.slots[i].cand[j] = c
         self.min_bytes = 1
         self.ncand = MAXCAND
-        # across nodes, or without single copy, there is nothing to choose (_candidates): no exchanges
-        self.enabled = (st.size > 1 and not st.hier and st.core.cma_ok
-                        and env.get("PGASCOL_TUNE", "1").strip() not in ("0", "off", ""))
+        self.requested = env.get("PGASCOL_TUNE", "1").strip() not in ("0", "off", "")
+        self.enabled = self.requested and tunable     # (not: no exchanges)
         self.saves = env.get("PGASCOL_TUNE_SAVE", "1").strip() not in ("0", "off", "")
         self.measure_now = False    # calibrate: measure a class from its first call
         self.shape = "%dn%dr%s" % (st.nnodes, st.size, "o" if st.team.layout.oversubscribed else "")

@@ -76,10 +76,9 @@ def run(comm, output=None, log=print, max_bytes=1 << 24):
     table = {}
     try:
         tuner = tuner_of(pcomm)
-        tune = os.environ.get("PGASCOL_TUNE", "1")
-        if P < 2 or tune.strip() in ("0", "off", ""):
+        if P < 2 or not tuner.requested:
             raise SystemExit("calibration needs >= 2 ranks and PGASCOL_TUNE=1 (%d rank(s), PGASCOL_TUNE=%s)"
-                             % (P, tune))
+                             % (P, os.environ.get("PGASCOL_TUNE", "1")))
         if not tuner.enabled:
             if me == 0:
                 log("nothing to calibrate: %s (no file written)" % (
