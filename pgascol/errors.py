@@ -10,10 +10,10 @@ the comparison with mpi4py's constant still holds.
 
 This module does not import mpi4py's MPI (importing pgascol must not
 initialise MPI: the launchers and the CLI use it), so the classes are
-RuntimeErrors; the errors the engine and the collectives raise once MPI is
-loaded are also ``MPI.Exception``s: ``in_mpi(cls)`` is cls's twin that
-derives from both (same name, caught by ``except cls`` and by ``except
-MPI.Exception``, pickled as cls). ``str()`` is pgascol's message."""
+RuntimeErrors; once MPI is loaded every error made is also an
+``MPI.Exception``: ``in_mpi(cls)`` is cls's twin that derives from both
+(same name, caught by ``except cls`` and by ``except MPI.Exception``,
+pickled as cls). ``str()`` is pgascol's message."""
 import sys
 
 
@@ -26,6 +26,15 @@ class PgascolError(RuntimeError):
     name of mpi4py's constant)."""
 
     ERROR_CLASS = "ERR_OTHER"
+
+    def __new__(cls, *args, **kwargs):
+        # Wherever it is raised, once mpi4py's MPI is loaded an error is also
+        # an MPI.Exception (its twin, in_mpi), as mpi4py's own errors are:
+        # `except MPI.Exception` around a drop-in call catches it.
+        # (Made by the __new__ of its built-in layout, without the arguments:
+        # OSError's, for a TimeoutError, would parse them; __init__ takes them.)
+        twin = in_mpi(cls)
+        return _layout_base(twin).__new__(twin)
 
     def __init__(self, message, peer=-1, errno=0, error_class=None):
         RuntimeError.__init__(self, message)    # (MPI.Exception's would take a code)
@@ -47,12 +56,20 @@ class PgascolError(RuntimeError):
     error_code = property(Get_error_code)
 
 
+def _layout_base(cls):
+    """The built-in class whose instance layout cls has (OSError for a
+    TimeoutError's subclass): the one whose __new__ may make a cls."""
+    while cls.__module__ != "builtins":
+        cls = cls.__base__
+    return cls
+
+
 def _mpi_members(cls):
     """What the MPI.Exception twin of cls overrides: mpi4py's exception
     reads its code through int() and compares and hashes by it, takes its
     message from MPI; an exception object here is itself, with its message."""
     def __reduce__(self):
-        state = dict(self.__dict__)
+        state = dict(self.__dict__, errno=self.errno)   # (OSError's errno is no __dict__ entry)
         return (cls, self.args, state)
     return {"__module__": cls.__module__, "__qualname__": cls.__qualname__, "__doc__": cls.__doc__,
             "__int__": PgascolError.Get_error_class, "__str__": RuntimeError.__str__,
@@ -72,7 +89,7 @@ def in_mpi(cls):
     twin = _TWINS.get(cls)
     if twin is None:
         MPI = sys.modules.get("mpi4py.MPI")
-        if MPI is None:
+        if MPI is None or issubclass(cls, MPI.Exception):
             return cls
         twin = _TWINS[cls] = type(cls.__name__, (cls, MPI.Exception), _mpi_members(cls))
     return twin

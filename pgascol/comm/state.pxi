@@ -226,7 +226,8 @@ def state_of(comm):
 
 cdef int _check_root(_State st, int root) except -1:
     if root < 0 or root >= st.size:
-        raise ArgumentError("root %d out of range for a communicator of %d ranks" % (root, st.size))
+        raise ArgumentError("root %d out of range for a communicator of %d ranks" % (root, st.size),
+                            error_class=MPI.ERR_ROOT)    # (mpi4py's error for it)
     return 0
 
 

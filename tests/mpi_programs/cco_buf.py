@@ -226,3 +226,40 @@ def test_exscan():
             return ex
         a, b = both(f)
         same(a, b, ("Exscan", per))
+
+
+def test_bad_root_like_mpi4py():
+    """A root out of range in a rooted buffer collective: an MPI.Exception with
+    error class ERR_ROOT, as mpi4py's communicator gives, raised by every rank
+    before anything moves; the communicator goes on."""
+    x = np.zeros(4)
+    calls = (lambda c, r: c.Bcast(x, root=r), lambda c, r: c.Reduce(x, np.zeros(4), root=r),
+             lambda c, r: c.Gather(x, np.zeros(4 * P), root=r),
+             lambda c, r: c.Scatter(np.zeros(4 * P), x, root=r))
+    for root in (P, -1, -P):
+        for c in (PG, NATIVE):
+            for call in calls:
+                try:
+                    call(c, root)
+                except MPI.Exception as e:
+                    assert e.Get_error_class() == MPI.ERR_ROOT, (c, root, e)
+                else:
+                    raise AssertionError("root %d: no error" % root)
+    assert both(lambda c: c.bcast(ME, root=P - 1)) == (P - 1, P - 1)
+
+
+def test_argument_errors_are_mpi_exceptions():
+    """Every pgascol error is also an MPI.Exception once MPI is loaded, as
+    mpi4py's own: `except MPI.Exception` around a drop-in call catches a
+    buffer the communicator refuses, with error class ERR_ARG."""
+    from pgascol import ArgumentError
+    try:
+        PG.Allreduce(np.zeros(3), np.zeros(2))   # a receive buffer too small
+    except MPI.Exception as e:
+        assert isinstance(e, ArgumentError) and e.Get_error_class() == MPI.ERR_ARG, e
+    else:
+        raise AssertionError("no error")
+    assert isinstance(ArgumentError("x"), MPI.Exception)
+    a = np.arange(3.0)
+    PG.Allreduce(MPI.IN_PLACE, a)
+    assert (a == np.arange(3.0) * P).all()
