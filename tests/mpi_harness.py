@@ -4,7 +4,7 @@ Test programs are plain Python files in ``tests/mpi_programs/``.  Every
 top-level ``def test_*`` in them is a test; a test may take a ``comm``
 parameter and then receives ``MPI.COMM_WORLD``::
 
-    # tests/mpi_programs/cco_buf.py
+    # tests/mpi_programs/comm_coll_buffers.py
     def test_bcast(comm):
         ...
 
@@ -15,15 +15,17 @@ the suite's table)::
     from tests.mpi_harness import Run, program_tests
 
     TABLE = [
-        Run("cco_buf.py"),                                # 1, 2, 3, 4 and 8 ranks
-        Run("cco_buf.py", (3, 4, 8), "vnodes_of_2",       # a name for the setting
-            {"PGASCOL_NODE_SIZE": "2"}, timeout=300),     # extra environment
-        Run(("cco_buf.py", "cco_vec.py"), (2,)),          # programs sharing a launch
+        Run("comm_coll_buffers.py"),                    # 1, 2, 3, 4 and 8 ranks
+        Run("comm_coll_buffers.py", (3, 4, 8),
+            "vnodes_of_2",                              # a name for the setting
+            {"PGASCOL_NODE_SIZE": "2"}, timeout=300),   # extra environment
+        Run(("comm_coll_buffers.py",                    # programs sharing a launch
+             "comm_coll_vectors.py"), (2,)),
     ]
     test_collectives = program_tests(TABLE)
 
 Every test function of a row's programs, rank count and setting is one
-pytest item, e.g. ``test_comm[cco_buf::test_bcast-np4-vnodes_of_2]``;
+pytest item, e.g. ``test_comm[comm_coll_buffers::test_bcast-np4-vnodes_of_2]``;
 all items of one (programs, np, setting) are read from a single ``mpiexec``
 launch, cached for the whole pytest run by the ``mpi_jobs`` fixture in
 ``tests/conftest.py``.  Besides them there is one ``clean_exit-np<N>[-setting]``
@@ -39,7 +41,7 @@ after the other; with several programs a function's name in a launch is
 
 Direct use (e.g. to assert on a failure that is expected)::
 
-    result = run_mpi("engine.py", np=4, select="bcast")
+    result = run_mpi("engine_collectives.py", np=4, select="bcast")
     result.failed_ranks("test_bcast_every_root_and_size")  # -> [] or e.g. [1, 3]
     result.check("test_bcast_every_root_and_size")  # raises MPITestFailure with a report
     result.check()                                   # every function + clean exit

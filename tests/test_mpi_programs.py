@@ -3,17 +3,18 @@ tests/mpi_harness.py: one table of launches, each row (programs, rank
 counts, setting, environment), and one pytest function per chapter.
 
 Every test function of a program is one pytest item per rank count and
-setting, e.g. ``test_comm[cco_buf::test_bcast-np4-vnodes_of_2]``; the items of
-one launch read their outcome from a single mpiexec (see tests/mpi_harness.py
-for the clean-exit items, PGASCOL_TEST_NP and rerunning a function by hand).
-``pytest tests/test_mpi_programs.py::test_comm`` runs one chapter."""
+setting, e.g. ``test_comm[comm_coll_buffers::test_bcast-np4-vnodes_of_2]``;
+the items of one launch read their outcome from a single mpiexec (see
+tests/mpi_harness.py for the clean-exit items, PGASCOL_TEST_NP and rerunning
+a function by hand). ``pytest tests/test_mpi_programs.py::test_comm`` runs
+one chapter; tests/README.md lists the chapters by feature."""
 from pgascol.engine._core import COLLECTIVES
 from tests.mpi_harness import Run, list_test_functions, program_tests
 
-# pgascol.Comm as mpi4py's communicator: its object model (comm), message
-# specifications (msgspec), buffer and vector collectives (cco_buf,
-# cco_vec), on one shared pgascol.Comm per launch.
-COMM = ("cco_buf.py", "cco_vec.py", "msgspec.py", "comm.py")
+# pgascol.Comm as mpi4py's communicator: buffer and vector collectives,
+# message specifications and its object model, on one shared pgascol.Comm
+# per launch.
+COMM = ("comm_coll_buffers.py", "comm_coll_vectors.py", "comm_message_specs.py", "comm_communicator.py")
 
 
 def vnodes(k, node_map=None):
@@ -30,13 +31,13 @@ def vnodes(k, node_map=None):
 # Distributed BLAS: the routines, the factorizations and UPCBLAS's interface, in one launch.
 BLAS = ("blas_routines.py", "blas_factor.py", "blas_upcblas.py")
 
-# Small thresholds, so that every size of engine.py lands on both sides of
-# each of them.
+# Small thresholds, so that every size of engine_collectives.py lands on
+# both sides of each of them.
 ENGINE_SMALL = {"PGASCOL_INLINE_MAX": "64", "PGASCOL_CHUNK_BYTES": "4096", "PGASCOL_XCHG_CHUNK_BYTES": "4096",
                 "PGASCOL_STAGING_BYTES": "16384"}
 CMA_EVERYWHERE = {"PGASCOL_CMA_MIN_" + name.upper(): "0" for name in COLLECTIVES}
 # The > 16 MiB messages: with the default thresholds only.
-ENGINE_LARGE = tuple(n for n in list_test_functions("engine.py") if n.startswith("test_large_"))
+ENGINE_LARGE = tuple(n for n in list_test_functions("engine_collectives.py") if n.startswith("test_large_"))
 # Small thresholds for the random mix: every transfer method, a binary Bcast
 # tree, streaming stores everywhere.
 MIX_SMALL = {"PGASCOL_INLINE_MAX": "64", "PGASCOL_CHUNK_BYTES": "4096", "PGASCOL_XCHG_CHUNK_BYTES": "4096",
@@ -62,7 +63,7 @@ ERRORS_AT_8 = (ROOT_MISUSE, "test_a_member_that_refuses_leaves_the_communicator_
                "test_a_refusal_of_its_own_arguments_across_nodes_ends_every_rank_at_once",
                "test_refusals_every_rank_makes_alike_leave_no_alert_behind",
                "test_a_refusal_of_a_bcast_reduce_or_scan_by_whole_nodes_never_gives_wrong_data")
-ERRORS_NOT_AT_8 = tuple(n for n in list_test_functions("errors.py") if n not in ERRORS_AT_8)
+ERRORS_NOT_AT_8 = tuple(n for n in list_test_functions("comm_errors.py") if n not in ERRORS_AT_8)
 # The scenarios of node_team.py end their jobs abnormally: tests/test_segment_cleanup.py runs them.
 NODE_TEAM_SCENARIOS = tuple(n for n in list_test_functions("node_team.py") if n.startswith("test_scenario_"))
 
@@ -88,73 +89,73 @@ TABLE = [
     # ---- object (pickle-based) collectives: path "shm" on one node; "mpi" (mpi4py's own
     # methods) on virtual nodes, where the misuse test is left out: mpi4py leaves the ranks
     # that did nothing wrong blocked in MPI
-    Run("cco_obj.py", timeout=400),
-    Run("cco_obj.py", (4,), "vnodes_of_2", vnodes(2), timeout=400,
+    Run("comm_coll_objects.py", timeout=400),
+    Run("comm_coll_objects.py", (4,), "vnodes_of_2", vnodes(2), timeout=400,
         exclude=("test_misuse_raises_everywhere_and_comm_stays_usable",)),
 
     # ---- derived datatypes and MPI.BOTTOM in the data-movement collectives (their calls
     # must run on the engine: the built-in paths, no tuner to take a size class to MPI)
-    Run("datatype.py", env=BUILT_IN_PATHS, timeout=400),
-    Run("datatype.py", (2, 3, 4), "vnodes_of_1", {**vnodes(1), **BUILT_IN_PATHS}, timeout=400),
-    Run("datatype.py", (3, 4, 8), "vnodes_of_2", {**vnodes(2), **BUILT_IN_PATHS}, timeout=400),
+    Run("comm_datatypes.py", env=BUILT_IN_PATHS, timeout=400),
+    Run("comm_datatypes.py", (2, 3, 4), "vnodes_of_1", {**vnodes(1), **BUILT_IN_PATHS}, timeout=400),
+    Run("comm_datatypes.py", (3, 4, 8), "vnodes_of_2", {**vnodes(2), **BUILT_IN_PATHS}, timeout=400),
 
     # ---- errors on some ranks only: timeouts naming the operation; on virtual nodes of 1
     # and 2 ranks the others wait in MPI, not in the engine
-    Run("errors.py", (2, 3, 4), "timeout_3s", SHORT_TIMEOUT),
-    Run("errors.py", (2, 3, 4), "timeout_3s_vnodes_of_1", {**SHORT_TIMEOUT, **vnodes(1)}),
-    Run("errors.py", (3, 4), "timeout_3s_vnodes_of_2", {**SHORT_TIMEOUT, **vnodes(2)}),
+    Run("comm_errors.py", (2, 3, 4), "timeout_3s", SHORT_TIMEOUT),
+    Run("comm_errors.py", (2, 3, 4), "timeout_3s_vnodes_of_1", {**SHORT_TIMEOUT, **vnodes(1)}),
+    Run("comm_errors.py", (3, 4), "timeout_3s_vnodes_of_2", {**SHORT_TIMEOUT, **vnodes(2)}),
     # ... and at np=8 (oversubscribed), the misuse that must leave the communicator usable
     # or end every rank at once, on one node and on unequal virtual nodes (3, 3, 2)
-    Run("errors.py", (8,), "timeout_3s", SHORT_TIMEOUT, exclude=ERRORS_NOT_AT_8),
-    Run("errors.py", (8,), "timeout_3s_vnodes_of_3", {**SHORT_TIMEOUT, **vnodes(3)}, exclude=ERRORS_NOT_AT_8),
+    Run("comm_errors.py", (8,), "timeout_3s", SHORT_TIMEOUT, exclude=ERRORS_NOT_AT_8),
+    Run("comm_errors.py", (8,), "timeout_3s_vnodes_of_3", {**SHORT_TIMEOUT, **vnodes(3)}, exclude=ERRORS_NOT_AT_8),
     # types that differ, and a root's refusal (Bcast, Gather(v), Scatter(v), Reduce), between nodes
     # whose ranks are not consecutive (a node's second rank on another node)
-    Run("errors.py", (4, 8), "timeout_3s_vnodes_of_2_roundrobin", {**SHORT_TIMEOUT, **vnodes(2, "roundrobin")},
+    Run("comm_errors.py", (4, 8), "timeout_3s_vnodes_of_2_roundrobin", {**SHORT_TIMEOUT, **vnodes(2, "roundrobin")},
         exclude=tuple(n for n in ERRORS_AT_8 + ERRORS_NOT_AT_8 if n not in (TYPES_DIFFER, TYPES_ACROSS, ROOT_MISUSE,
                                                                            REDUCE_ROOT))),
 
     # ---- revoked communicators (ULFM: Open MPI's ci:test-openmpi run; under MPICH, which
     # has none, Revoke raises NotImplementedError and the communicator stays usable)
-    Run("ulfm.py", (2, 3, 4)),
-    Run("ulfm.py", (2, 3), "vnodes_of_1", vnodes(1)),
-    Run("ulfm.py", (4,), "vnodes_of_2", vnodes(2)),
+    Run("comm_ulfm.py", (2, 3, 4)),
+    Run("comm_ulfm.py", (2, 3), "vnodes_of_1", vnodes(1)),
+    Run("comm_ulfm.py", (4,), "vnodes_of_2", vnodes(2)),
 
     # ---- rank order whatever the placement on nodes: round robin (k=1 is consecutive
     # again), consecutive (the hierarchical Scan/Exscan; k=2: np=3 -> {0,1} {2}, np=4 ->
     # {0,1} {2,3}; k=3, np=8 -> {0,1,2} {3,4,5} {6,7}) and, for comparison, one node
-    Run("placement.py", (3,), "vnodes_of_1_roundrobin", {**vnodes(1, "roundrobin"), **BUILT_IN_PATHS}, timeout=300),
-    Run("placement.py", (3, 4, 8), "vnodes_of_2_roundrobin", {**vnodes(2, "roundrobin"), **BUILT_IN_PATHS}, timeout=400),
-    Run("placement.py", (4, 8), "vnodes_of_3_roundrobin", {**vnodes(3, "roundrobin"), **BUILT_IN_PATHS}, timeout=400),
-    Run("placement.py", (3, 4), "vnodes_of_2_block", {**vnodes(2, "block"), **BUILT_IN_PATHS}, timeout=300),
-    Run("placement.py", (8,), "vnodes_of_3_block", {**vnodes(3, "block"), **BUILT_IN_PATHS}, timeout=400),
-    Run("placement.py", (3,), env=BUILT_IN_PATHS, timeout=300),
+    Run("comm_placement.py", (3,), "vnodes_of_1_roundrobin", {**vnodes(1, "roundrobin"), **BUILT_IN_PATHS}, timeout=300),
+    Run("comm_placement.py", (3, 4, 8), "vnodes_of_2_roundrobin", {**vnodes(2, "roundrobin"), **BUILT_IN_PATHS}, timeout=400),
+    Run("comm_placement.py", (4, 8), "vnodes_of_3_roundrobin", {**vnodes(3, "roundrobin"), **BUILT_IN_PATHS}, timeout=400),
+    Run("comm_placement.py", (3, 4), "vnodes_of_2_block", {**vnodes(2, "block"), **BUILT_IN_PATHS}, timeout=300),
+    Run("comm_placement.py", (8,), "vnodes_of_3_block", {**vnodes(3, "block"), **BUILT_IN_PATHS}, timeout=400),
+    Run("comm_placement.py", (3,), env=BUILT_IN_PATHS, timeout=300),
 
     # ---- the random mix: the defaults; small thresholds; single copy and AVX2 off;
     # virtual nodes, consecutive and round robin; named segments with the path fixed by size
-    Run("random_mix.py", timeout=300),
-    Run("random_mix.py", (2, 3, 4, 8), "small_thresholds", MIX_SMALL, timeout=300),
-    Run("random_mix.py", (2, 3), "no_cma_no_simd", {"PGASCOL_CMA": "0", "PGASCOL_SIMD": "0"}, timeout=300),
-    Run("random_mix.py", (3, 4, 8), "vnodes_of_2", vnodes(2), timeout=300),
-    Run("random_mix.py", (4, 8), "vnodes_of_3_roundrobin", vnodes(3, "roundrobin"), timeout=300),
-    Run("random_mix.py", (4,), "named_by_size", {"PGASCOL_SEGMENT": "named", "PGASCOL_ADAPT": "0"},
+    Run("comm_random_mix.py", timeout=300),
+    Run("comm_random_mix.py", (2, 3, 4, 8), "small_thresholds", MIX_SMALL, timeout=300),
+    Run("comm_random_mix.py", (2, 3), "no_cma_no_simd", {"PGASCOL_CMA": "0", "PGASCOL_SIMD": "0"}, timeout=300),
+    Run("comm_random_mix.py", (3, 4, 8), "vnodes_of_2", vnodes(2), timeout=300),
+    Run("comm_random_mix.py", (4, 8), "vnodes_of_3_roundrobin", vnodes(3, "roundrobin"), timeout=300),
+    Run("comm_random_mix.py", (4,), "named_by_size", {"PGASCOL_SEGMENT": "named", "PGASCOL_ADAPT": "0"},
         timeout=300),
 
     # ---- the tuner: learned paths, the same on every rank, right results on each,
     # following a change of cost, kept in the calibration file; one node (oversubscribed
     # at 8); virtual nodes, where it is off and every call runs the hierarchy
-    Run("tuning.py", timeout=300),
-    Run("tuning.py", (3, 4), "vnodes_of_2", vnodes(2), timeout=300),
+    Run("comm_tuning.py", timeout=300),
+    Run("comm_tuning.py", (3, 4), "vnodes_of_2", vnodes(2), timeout=300),
 
     # ---- the intra-node engine: the defaults; small thresholds with single copy off, the
     # baseline loops (no AVX2) and staging written with streaming stores (the defaults
     # write it with ordinary stores); small thresholds with single copy everywhere; and
     # a Bcast down a binary tree (every team of 2 or more), both copy methods
-    Run("engine.py", timeout=600),
-    Run("engine.py", setting="small_no_cma", timeout=600, exclude=ENGINE_LARGE,
+    Run("engine_collectives.py", timeout=600),
+    Run("engine_collectives.py", setting="small_no_cma", timeout=600, exclude=ENGINE_LARGE,
         env={**ENGINE_SMALL, "PGASCOL_CMA": "0", "PGASCOL_SIMD": "0", "PGASCOL_STREAM": "2"}),
-    Run("engine.py", setting="small_cma", env={**ENGINE_SMALL, **CMA_EVERYWHERE}, timeout=600,
+    Run("engine_collectives.py", setting="small_cma", env={**ENGINE_SMALL, **CMA_EVERYWHERE}, timeout=600,
         exclude=ENGINE_LARGE),
-    Run("engine.py", setting="small_tree", timeout=600, exclude=ENGINE_LARGE,
+    Run("engine_collectives.py", setting="small_tree", timeout=600, exclude=ENGINE_LARGE,
         env={**ENGINE_SMALL, **CMA_EVERYWHERE, "PGASCOL_BCAST_TREE_MIN": "2", "PGASCOL_BCAST_RADIX": "2",
              "PGASCOL_CMA_MIN_BCAST": "20000"}),
 
@@ -186,10 +187,10 @@ TABLE = [
 
     # ---- buffers in node shared memory (pgascol.empty): one node, with the kernel's single
     # copy off (the shared regions' copies only), and virtual nodes (the intra-node legs)
-    Run("shared_buffers.py", timeout=300),
-    Run("shared_buffers.py", (2, 3, 4, 8), "no_cma", {"PGASCOL_CMA": "0"}, timeout=300),
-    Run("shared_buffers.py", (3, 4, 8), "vnodes_of_2", vnodes(2), timeout=300),
-    Run("shared_buffers.py", (8,), "vnodes_of_3_roundrobin", vnodes(3, "roundrobin"), timeout=300),
+    Run("comm_shared_buffers.py", timeout=300),
+    Run("comm_shared_buffers.py", (2, 3, 4, 8), "no_cma", {"PGASCOL_CMA": "0"}, timeout=300),
+    Run("comm_shared_buffers.py", (3, 4, 8), "vnodes_of_2", vnodes(2), timeout=300),
+    Run("comm_shared_buffers.py", (8,), "vnodes_of_3_roundrobin", vnodes(3, "roundrobin"), timeout=300),
     # ---- distributed BLAS on global arrays: one node (operands read in place) and virtual
     # nodes of 1, 2 and 3 ranks (Allgatherv, Reduce_scatter, panels fetched with Rget)
     Run(BLAS, timeout=600),
@@ -228,20 +229,23 @@ def chapter(programs):
     return program_tests(rows)
 
 
+# A chapter of one program is test_ and the program's name without "comm_"
+# (pgascol.Comm's chapters are the suite's default); a chapter of several
+# programs is named by their layer.
 test_comm = chapter(COMM)
-test_cco_obj = chapter("cco_obj.py")
-test_datatype = chapter("datatype.py")
-test_errors = chapter("errors.py")
-test_ulfm = chapter("ulfm.py")
-test_placement = chapter("placement.py")
-test_random_mix = chapter("random_mix.py")
-test_tuning = chapter("tuning.py")
-test_engine = chapter("engine.py")
+test_coll_objects = chapter("comm_coll_objects.py")
+test_datatypes = chapter("comm_datatypes.py")
+test_errors = chapter("comm_errors.py")
+test_ulfm = chapter("comm_ulfm.py")
+test_placement = chapter("comm_placement.py")
+test_random_mix = chapter("comm_random_mix.py")
+test_tuning = chapter("comm_tuning.py")
+test_engine_collectives = chapter("engine_collectives.py")
 test_node_team = chapter("node_team.py")
-test_pgas = chapter("pgas_arrays.py")
+test_pgas_arrays = chapter("pgas_arrays.py")
 test_upc_smoke = chapter("upc_smoke.py")
 test_upc = chapter(UPC)
-test_shared_buffers = chapter("shared_buffers.py")
+test_shared_buffers = chapter("comm_shared_buffers.py")
 test_blas = chapter(BLAS)
 test_sparse_apps = chapter("sparse_apps.py")
 test_blas_memory = chapter("blas_memory.py")

@@ -14,7 +14,14 @@ import pytest
 
 from tests.mpi_harness import REPO_ROOT, cleaned_mpi_shm, find_launcher
 
-SCRIPT = REPO_ROOT / "tests" / "comm_scripts" / "plain_mpi4py.py"
+# Whole scripts, launched as `mpiexec python -m pgascol SCRIPT` rather than
+# through tests/mpi_harness.py: that command is what is tested (COMM_WORLD
+# replaced before the script runs, its arguments, an uncaught exception
+# aborting the job), and comm_world_predefined.py also runs under plain
+# mpi4py. Under the harness, its runner would be the main program and would
+# catch the exception.
+SCRIPTS = REPO_ROOT / "tests" / "zero_code_scripts"
+SCRIPT = SCRIPTS / "plain_mpi4py.py"
 
 
 def _run(np_, *args, timeout=120, env=None, cpus=None):
@@ -51,7 +58,7 @@ def test_virtual_nodes_through_zero_code_mode():
     assert "'Allreduce': {'hier': 1}" in proc.stdout, proc.stdout
 
 
-PREDEFINED = REPO_ROOT / "tests" / "comm_scripts" / "predefined.py"
+PREDEFINED = SCRIPTS / "comm_world_predefined.py"
 
 
 @pytest.mark.parametrize("np_, node_size", [(1, None), (2, None), (3, None), (4, None), (3, "2"), (4, "1")])

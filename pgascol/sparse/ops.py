@@ -46,7 +46,7 @@ zeros), so nobody waits for it; the closing barrier counts the failed
 ranks (pgas.barrier_count: an Allreduce instead of the barrier) and every
 rank raises OperationFailedError naming them and their causes. y is then
 undefined; the handle, x and the communicator stay usable (tests:
-sparse.py's test_a_failure_mid_product_*). A failure while a handle
+sparse_handles.py's test_a_failure_mid_product_*). A failure while a handle
 builds its exchange plan (its first product with an x layout, collective)
 raises OperationFailedError on every rank at once, the plan not kept
 (handle._plan). A rank that dies is found by the waits' peer liveness

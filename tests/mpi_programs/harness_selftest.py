@@ -1,7 +1,7 @@
 """Self-test program for tests/mpi_harness.py (mpi4py + numpy only).
 
 Besides ordinary tests it contains functions that misbehave on purpose, to
-exercise the harness's failure reporting (see tests/test_harness.py):
+exercise the harness's failure reporting (see tests/test_mpi_harness.py):
 
 * test_fails_on_rank1 raises on rank 1 (expected failure for np > 1);
 * test_hangs_on_rank0 and test_crashes_on_rank1 hang or crash the whole job,
@@ -33,7 +33,7 @@ def test_bcast_from_every_root(comm):
 
 def test_environment():
     # Takes no comm: the runner only passes it to functions that ask for it.
-    assert os.environ["HARNESS_SELFTEST_MARKER"] == "from-test_harness"
+    assert os.environ["HARNESS_SELFTEST_MARKER"] == "from-test_mpi_harness"
     assert float(os.environ["PGASCOL_TIMEOUT"]) > 0
 
 

@@ -1,5 +1,5 @@
 """A second self-test program for tests/mpi_harness.py, run in one launch
-after harness_selftest.py (tests/test_harness.py): loaded in the same
+after harness_selftest.py (tests/test_mpi_harness.py): loaded in the same
 processes after it, given the same program arguments."""
 
 import sys

@@ -16,7 +16,7 @@ from tests.mpi_harness import (DEFAULT_NPROCS, MPITestFailure, Run, cleaned_mpi_
                                selected_nprocs)
 
 SELFTEST = "harness_selftest.py"
-SELFTEST_ENV = {"HARNESS_SELFTEST_MARKER": "from-test_harness"}
+SELFTEST_ENV = {"HARNESS_SELFTEST_MARKER": "from-test_mpi_harness"}
 # Functions that hang or crash a job on purpose; run separately below.
 FAILURE_SCENARIOS = ("test_hangs_on_rank0", "test_crashes_on_rank1")
 

@@ -1,8 +1,9 @@
 """Buffer collectives of pgascol.Comm (mpi4py's test_cco_buf), one test per
 collective, each against the native communicator on the same data: one
-launch runs this program with cco_vec.py, msgspec.py and comm.py on one
-pgascol.Comm over COMM_WORLD (tests/test_mpi_programs.py: 1, 2, 3, 4 and 8
-ranks on one node, and virtual nodes of 1, 2 and 3 ranks).
+launch runs this program with comm_coll_vectors.py, comm_message_specs.py
+and comm_communicator.py on one pgascol.Comm over COMM_WORLD
+(tests/test_mpi_programs.py: 1, 2, 3, 4 and 8 ranks on one node, and
+virtual nodes of 1, 2 and 3 ranks).
 
 Data are small integers, so sums are exact in every type and the results
 must be bitwise identical to MPI's."""

@@ -1,7 +1,7 @@
 """Vector collectives of pgascol.Comm (mpi4py's test_cco_vec): Gatherv,
 Scatterv, Allgatherv and Alltoallv with uneven counts, with and without gaps
 between the blocks, each against the native communicator on the same data;
-run in one launch with cco_buf.py (see there)."""
+run in one launch with comm_coll_buffers.py (see there)."""
 import numpy as np
 from mpi4py import MPI
 

@@ -1,8 +1,8 @@
 # An mpi4py program that checks what mpi4py's own test suite checks of
 # MPI.COMM_WORLD (test_objmodel, test_comm, test_exceptions, test_p2p_obj):
 # run by tests/test_zero_code.py as `mpiexec -n N python -m pgascol
-# predefined.py`, where COMM_WORLD is a pgascol.Comm, and as a plain mpi4py
-# program, where it is mpi4py's constant; both must pass.
+# comm_world_predefined.py`, where COMM_WORLD is a pgascol.Comm, and as a
+# plain mpi4py program, where it is mpi4py's constant; both must pass.
 import copy
 import pickle
 import sys

@@ -2,7 +2,8 @@
 buffer argument, against the native communicator: numpy arrays of every
 layout, byte buffers typed as mpi4py types them, contiguous derived types
 mixed with predefined ones, reductions on derived types, and the
-specifications it refuses. Run in one launch with cco_buf.py (see there)."""
+specifications it refuses. Run in one launch with comm_coll_buffers.py
+(see there)."""
 import numpy as np
 from mpi4py import MPI
 

@@ -2,8 +2,9 @@
 intracommunicator sharing its handle, constructors that return pgascol
 communicators, subclasses, the GIL released while a call waits, what goes
 to MPI, the pickle-based methods it inherits, statistics and Free. Run in
-one launch after cco_buf.py, cco_vec.py and msgspec.py (see cco_buf.py), on
-their pgascol.Comm: the statistics show their calls too."""
+one launch after comm_coll_buffers.py, comm_coll_vectors.py and
+comm_message_specs.py (see comm_coll_buffers.py), on their pgascol.Comm:
+the statistics show their calls too."""
 import os
 
 import numpy as np
@@ -123,7 +124,8 @@ def test_short_calls_release_the_gil_while_they_wait():
 
 def test_fallbacks_give_mpi_results():
     """A user-defined operator goes to MPI (reductions on derived types:
-    msgspec.py; derived types in data movement run on pgascol: datatype.py)."""
+    comm_message_specs.py; derived types in data movement run on pgascol:
+    comm_datatypes.py)."""
     before = pgascol.stats(PG)
     def add(inbuf, inoutbuf, datatype):
         i = np.frombuffer(inbuf, dtype=np.float64)
