@@ -1,9 +1,9 @@
-"""Iterative solvers on distributed sparse matrices (handles).
+"""Iterative solvers on distributed sparse matrices (SparseMatrix).
 
     x, info = sparse.cg(A, b)          # b: a global array, e.g. A.vector("row")
 
 cg is scipy.sparse.linalg.cg's algorithm (no preconditioner) on global
-arrays: one SpMV (sparse.mv on the handle: the halo exchange the handle
+arrays: one SpMV (sparse.mv on the matrix: the halo exchange the matrix
 planned once) and two collective dot products per iteration, the vector
 updates local (pgascol.blas level 1: every vector lies like b, so each rank
 updates its own part with one BLAS call). Collective: every rank calls it
@@ -16,7 +16,7 @@ from ..blas import level1
 from ..errors import ArgumentError
 from ..pgas import GlobalArray
 from ..pgas import array as pgas_array
-from .ops import mv
+from .products import mv
 
 
 def like(v, fill=0):
@@ -35,7 +35,7 @@ def _same_layout(a, b):
 
 def _check(A, b, x0):
     if not hasattr(A, "shape") or not hasattr(A, "vector"):
-        raise ArgumentError("A must be a pgascol.sparse matrix handle, not %s" % type(A).__name__)
+        raise ArgumentError("A must be a pgascol.sparse.SparseMatrix, not %s" % type(A).__name__)
     if A.shape[0] != A.shape[1]:
         raise ArgumentError("cg needs a square matrix, A is %d x %d" % A.shape)
     for name, v in (("b", b), ("x0", x0)):

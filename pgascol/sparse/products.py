@@ -1,17 +1,17 @@
-"""SpMV and SpMM on the handles: y <- alpha op(A) x + beta y.
+"""SpMV and SpMM on distributed sparse matrices: y <- alpha op(A) x + beta y.
 
 Which way the data go depends only on whether op(A)'s rows are the
-handle's lines (`aligned`: CSR, COO, BSR, DIA split by rows, lower
+matrix's lines (`aligned`: CSR, COO, BSR, DIA split by rows, lower
 skyline not transposed; CSC, upper skyline transposed; never DIA split by
 diagonals):
 
 - aligned: each rank computes its own rows of y in place, reading the x
   entries its lines touch. Formats with explicit indices (CSR, CSC, COO,
-  BSR) use a plan built once per handle and x layout (`_Plan`): the
-  indices of x entries on the caller's node are remapped to element
+  BSR) use a plan built once per matrix and x layout
+  (SparseMatrix._plan): the indices of x entries on the caller's node are remapped to element
   offsets in the node's shared segment of x (read in place, no copy);
   those of other nodes go to a halo buffer filled by neighbour messages
-  of only the needed entries (Isend/Irecv on the handle's own
+  of only the needed entries (Isend/Irecv on the matrix's own
   communicator), posted before the node part is multiplied and waited
   for after it (PETSc's split of the local matrix). DIA's row block
   touches one contiguous range of x: the same plan over that range, its
@@ -45,11 +45,11 @@ still sends its halo messages (empty) and enters the collectives (with
 zeros), so nobody waits for it; the closing barrier counts the failed
 ranks (pgas.barrier_count: an Allreduce instead of the barrier) and every
 rank raises OperationFailedError naming them and their causes. y is then
-undefined; the handle, x and the communicator stay usable (tests:
-sparse.py's test_a_failure_mid_product_*). A failure while a handle
+undefined; the matrix, x and the communicator stay usable (tests:
+sparse.py's test_a_failure_mid_product_*). A failure while a matrix
 builds its exchange plan (its first product with an x layout, collective)
 raises OperationFailedError on every rank at once, the plan not kept
-(handle._plan). A rank that dies is found by the waits' peer liveness
+(SparseMatrix._plan). A rank that dies is found by the waits' peer liveness
 check (or PGASCOL_TIMEOUT), as everywhere.
 
 Operands: pgas GlobalArrays (mv) and pgas Matrices distributed by rows
@@ -188,9 +188,9 @@ def _close(A, guard, what, yname):
     the local work failed on any (guard): if so every rank raises
     OperationFailedError naming the ranks and causes (one allgather, on
     failure only). Every rank took its part in the product's messages and
-    collectives, so the communicator and the handle stay usable."""
+    collectives, so the communicator and the matrix stay usable."""
     if pgas.barrier_count(A.comm, guard.exc is not None):
-        plan.fail_everywhere(A.comm, guard.exc, what, "%s is undefined, the handle, the other operands and "
+        plan.fail_everywhere(A.comm, guard.exc, what, "%s is undefined, the matrix, the other operands and "
                              "the communicator remain usable" % yname)
 
 

@@ -1,13 +1,13 @@
-"""Distributed sparse matrices: handles made once (collectively) and freed
-explicitly.
+"""Distributed sparse matrices (SparseMatrix): made once (collectively) and
+freed explicitly.
 
 from_scipy splits the matrix on the root as its format's distribution
 says (formats.py) and sends each rank its piece with the communicator's
 Scatterv, array by array (no pickle of scipy objects); with root=None
-every rank already holds A and takes its own piece. The handle keeps the
+every rank already holds A and takes its own piece. The matrix keeps the
 piece as flat arrays for the kernels (_kernels.pyx), the distribution
 (row_counts, col_counts: the Irregular layouts of its vectors) and the
-communication plans of mv/mm (ops.py), built on first use."""
+communication plans of mv/mm (products.py), built on first use."""
 import operator
 
 import numpy as np
@@ -66,7 +66,7 @@ class SparseMatrix:
     # ------------------------------------------------------------ lifetime
 
     def free(self):
-        """Collective: release the handle (its plans and message communicator)."""
+        """Collective: release the matrix (its plans and message communicator)."""
         if self._freed:
             return
         self._freed = True
@@ -103,7 +103,7 @@ class SparseMatrix:
             raise ArgumentError('kind must be "row" or "col", not %r' % (kind,))
         return self.row_counts if kind == "row" else self.col_counts
 
-    # ------------------------------------------------------------ what the products use (ops.py)
+    # ------------------------------------------------------------ what the products use (products.py)
 
     @property
     def _unit(self):
@@ -323,19 +323,19 @@ def _scatter(comm, a, counts, dtype, root, built):
 
 
 def _made(comm, what, built, meta, arrays):
-    """The handle, once every rank knows that building it went well on all
-    (one Allreduce); else OperationFailedError on every rank, no handle
+    """The matrix, once every rank knows that building it went well on all
+    (one Allreduce); else OperationFailedError on every rank, no matrix
     made: a failure after the argument check on one rank (built) ends the
     others at once instead of leaving them in a collective."""
     A = None if meta is None else built.run(_handle, comm, meta, arrays)    # (None: failed on the root)
     if comm.allreduce(int(built.exc is not None)):
-        plan.fail_everywhere(comm, built.exc, what, "no handle was made; the communicator remains usable")
+        plan.fail_everywhere(comm, built.exc, what, "no matrix was made; the communicator remains usable")
     A._mpi = MPI.Intracomm(comm).Dup()      # the halo's messages: never mixed with the caller's
     return A
 
 
 def _handle(comm, meta, arrays):
-    """The handle from this rank's fields: (lengths, idx/first, val)."""
+    """The SparseMatrix from this rank's fields: (lengths, idx/first, val)."""
     idt = formats.index_dtype(*meta["shape"], meta["nnz"], sum(len(a) for a in arrays[2:]))
     length, idx, val = arrays
     ptr = np.zeros(len(length) + 1, idt)
