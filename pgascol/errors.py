@@ -156,7 +156,7 @@ class OperationFailedError(PgascolError):
     part in the operation's communication, with placeholder data, so every
     rank raises this error at the operation's end, naming the failed ranks
     and their causes. The output operands are undefined; the communicator,
-    the handles and the other operands stay usable."""
+    the sparse matrices and the other operands stay usable."""
 
 
 class PgascolTimeoutError(PgascolError, TimeoutError):

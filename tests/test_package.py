@@ -1,6 +1,12 @@
 """The package's public names: `from pgascol import *` gives every error
-class a program may catch, and nothing named in __all__ is missing."""
+class a program may catch, nothing named in __all__ is missing, and the
+old names of renamed modules still import (deprecated) for one release."""
+import importlib
 import inspect
+import re
+import sys
+
+import pytest
 
 import pgascol
 from pgascol import errors
@@ -16,3 +22,33 @@ def test_all_names_exist():
     missing = [name for name in pgascol.__all__ if not hasattr(pgascol, name)]
     assert not missing, missing
     assert len(set(pgascol.__all__)) == len(pgascol.__all__)
+
+
+# The modules renamed for one meaning per name keep their old names for one
+# release: importing one warns, naming the new module, and gives its objects.
+DEPRECATED_MODULES = [
+    ("pgascol.upc.ops", "pgascol.upc.operators",
+     ("ADD", "MULT", "LOGAND", "LOGOR", "AND", "OR", "XOR", "MIN", "MAX", "FUNC", "NONCOMM_FUNC", "OPERATORS",
+      "TYPES", "Operator")),
+    ("pgascol.sparse.ops", "pgascol.sparse.products", ("mv", "mm", "TRANS", "SCATTERED")),
+    ("pgascol.sparse.handle", "pgascol.sparse.matrix", ("SparseMatrix", "from_scipy", "from_local_rows")),
+]
+
+
+@pytest.mark.parametrize("old, new, names", DEPRECATED_MODULES, ids=[old for old, _, _ in DEPRECATED_MODULES])
+def test_a_deprecated_module_warns_and_gives_the_new_modules_objects(old, new, names):
+    current = importlib.import_module(new)
+    sys.modules.pop(old, None)                  # a fresh import, so that it warns again
+    with pytest.warns(DeprecationWarning, match=re.escape(new)):
+        alias = importlib.import_module(old)
+    for name in names:
+        assert getattr(alias, name) is getattr(current, name), (old, name)
+
+
+def test_the_packages_export_the_renamed_modules_objects():
+    from pgascol import sparse, upc
+    from pgascol.sparse import matrix, products
+    from pgascol.upc import operators
+    assert upc.ADD is operators.ADD and upc.OPERATORS is operators.OPERATORS and upc.TYPES is operators.TYPES
+    assert sparse.SparseMatrix is matrix.SparseMatrix and sparse.from_scipy is matrix.from_scipy
+    assert sparse.mv is products.mv and sparse.mm is products.mm

@@ -8,7 +8,7 @@ import pytest
 
 from pgascol.engine import _core
 from pgascol.errors import ArgumentError
-from pgascol.upc.ops import TYPES, Operator
+from pgascol.upc.operators import TYPES, Operator
 
 U8 = np.uint8
 LENGTHS = (1, 2, 7, 15, 16, 17, 33, 1000)

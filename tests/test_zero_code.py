@@ -244,7 +244,7 @@ def test_calibrate_upc_stores_defaults_that_info_and_calls_use(tmp_path):
         # a reduction's 'auto' with a built-in operator runs the measured winner (three-phase and hier
         # where the layout allows them, else allgather), on 2 ranks; on 3 the built-in choice
         from pgascol.upc import reduce
-        from pgascol.upc.ops import ADD, Operator
+        from pgascol.upc.operators import ADD, Operator
         add = Operator(ADD, np.dtype(np.float64), None, "test")
         for coll in ("reduce", "prefix_reduce"):
             for nbytes in (4, 1 << 16):

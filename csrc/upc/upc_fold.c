@@ -6,7 +6,7 @@
  * picked once per call from a table indexed by [op][dtype]; a NULL entry is
  * a pair UPC does not define (AND, OR, XOR on floating types). Semantics,
  * with x the left (earlier in index order) operand and y the right one, as
- * numpy computes them (pgascol/upc/ops.py):
+ * numpy computes them (pgascol/upc/operators.py):
  *  - integer ADD, MULT wrap modulo 2^bits: computed in an unsigned type at
  *    least as wide as int, then converted back;
  *  - MIN, MAX: x < y ? x : y and x > y ? x : y, and a NaN in either operand

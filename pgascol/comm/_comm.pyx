@@ -48,7 +48,7 @@ from ..errors import (ArgumentError, CollectiveMismatchError, DatatypeMismatchEr
 from ..node.team import NodeTeam
 
 include "datatypes.pxi"
-include "ops.pxi"
+include "mpi_operators.pxi"
 include "msgbuffer.pxi"
 include "state.pxi"
 include "mpi_wait.pxi"

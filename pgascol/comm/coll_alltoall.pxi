@@ -48,7 +48,7 @@ cdef int _hier_alltoall(_State st, _Msg s, _Layout slay, _Msg r, _Layout rlay, b
     whatever the placement of ranks on nodes. In place (s None) the blocks
     for remote ranks are copied out of recvbuf before anything is received."""
     cdef Team core = st.core
-    pcomm = st.private_comm
+    private_comm = st.private_comm
     node_of = st.node_of
     cdef int P = st.size, me = st.rank, nid = st.nidx, i, q
     cdef Py_ssize_t c, d, off
@@ -82,9 +82,9 @@ cdef int _hier_alltoall(_State st, _Msg s, _Layout slay, _Msg r, _Layout rlay, b
             c = rlay.counts[q]
             if c:
                 d = rlay.displs[q]
-                reqs.append(pcomm.Irecv([dst[d:d + c], c, _BYTE], source=q, tag=_TAG_ALLTOALL))
+                reqs.append(private_comm.Irecv([dst[d:d + c], c, _BYTE], source=q, tag=_TAG_ALLTOALL))
     for q, off, c in sends:
-        reqs.append(pcomm.Isend([src[off:off + c], c, _BYTE], dest=q, tag=_TAG_ALLTOALL))
+        reqs.append(private_comm.Isend([src[off:off + c], c, _BYTE], dest=q, tag=_TAG_ALLTOALL))
     cdef _Layout mr = _members_layout(st, rlay, nid)
     cdef _Layout ms = None if inplace else _members_layout(st, slay, nid)
     core.c_alltoall(v, NULL if inplace else s.ptr, NULL if inplace else ms.counts,

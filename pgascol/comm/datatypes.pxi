@@ -34,7 +34,7 @@ def _build_tables():
                 ("C_BOOL", {1: "bool"}, OPC_FULL), ("CXX_BOOL", {1: "bool"}, OPC_FULL),
                 ("BYTE", {1: "uint8"}, OPC_BITWISE), ("CHAR", {1: "int8"}, OPC_NONE),
                 ("PACKED", {1: "uint8"}, OPC_NONE), ("WCHAR", {2: "uint16", 4: "uint32"}, OPC_NONE)]
-    for name, by_size, opc in entries:
+    for name, by_size, opclass in entries:
         dt = getattr(MPI, name, None)
         if dt is None or dt == MPI.DATATYPE_NULL:
             continue
@@ -46,7 +46,7 @@ def _build_tables():
         code = by_size.get(size)
         if code is None or lb != 0 or extent != size or _core.dtype_size(D[code]) != size:
             continue
-        _DT[dt.handle] = (dt, D[code], opc, size)
+        _DT[dt.handle] = (dt, D[code], opclass, size)
 
 
 _build_tables()

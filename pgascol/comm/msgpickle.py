@@ -125,11 +125,11 @@ def _message(obj):
     return _Message([f0] + list(bufs), [len(f0)] + lens)
 
 
-def _messages(seq, size):
+def _messages(sendobj, size):
     """Messages of a scatter/alltoall sequence (mpi4py: None means None for
     everyone; anything else must give exactly size items), or the exception."""
     try:
-        items = [None] * size if seq is None else list(seq)
+        items = [None] * size if sendobj is None else list(sendobj)
         if len(items) != size:
             raise ValueError(f"expecting {size} items, got {len(items)}")
         msgs = [_message(x) for x in items]
@@ -344,14 +344,14 @@ def allgather(core, obj):
     return _gather_frames(core, msg, nframes, len0s, None)
 
 
-def scatter(core, seq, root):
+def scatter(core, sendobj, root):
     """mpi4py's scatter: item i of root's sequence (of exactly size items, or
     None: None for everyone) to rank i."""
     size, rank = core.size, core.rank
     hdr = bytearray(_HB)
     msgs = error = None
     if rank == root:
-        msgs, error = _messages(seq, size)
+        msgs, error = _messages(sendobj, size)
         rows = [[_FAILED, 0, 0, 0]] * size if error is not None else [m.header() for m in msgs]
         hdrs = struct.pack("%dq" % (4 * size), *[x for row in rows for x in row])
         core.scatter(hdrs, [_HB] * size, None, hdr, _HB, root, False)
@@ -370,11 +370,11 @@ def scatter(core, seq, root):
     return _unpack(mine, nframes, len0)
 
 
-def alltoall(core, seq):
+def alltoall(core, sendobj):
     """mpi4py's alltoall: item j of rank i's sequence (size items, or None)
     becomes item i of rank j's result."""
     size = core.size
-    msgs, error = _messages(seq, size)
+    msgs, error = _messages(sendobj, size)
     rows = [[_FAILED, 0, 0, 0]] * size if error is not None else [m.header() for m in msgs]
     shdr = struct.pack("%dq" % (4 * size), *[x for row in rows for x in row])
     rhdr = bytearray(_HB * size)

@@ -21,7 +21,7 @@ DIA has two splits (SPLITS, the `split` keyword of from_scipy):
 - "diagonals" (the default, UPCBLAS's): the diagonals dealt cyclically,
   rank r keeping diagonals r, r+P, ... whole (all m rows: lo 0); every
   rank touches every row of y, so partial products are summed by
-  Reduce_scatter (ops.py).
+  Reduce_scatter (products.py).
 - "rows": by row blocks, as the row formats: a rank keeps, of every
   diagonal that crosses its rows, the part in its rows, so that y = A x
   is written in place and x needs only a halo. Its fields' per-rank

@@ -1,5 +1,5 @@
 """The communication plan of an aligned product with explicit indices
-(CSR, CSC transposed, COO, BSR): built once per handle, its remapping once
+(CSR, CSC transposed, COO, BSR): built once per matrix, its remapping once
 per layout of x (row stride and the node segment's part offsets).
 
 Exchange (collective, once): the x entries ("units": columns, BSR block
@@ -70,7 +70,7 @@ class Exchange:
         counts = np.array([len(self.halo) * self.unit, guard.exc is not None], np.int64)
         A._mpi.Allreduce(MPI.IN_PLACE, counts)
         if counts[1]:
-            fail_everywhere(A._mpi, guard.exc, what, "no plan was kept; the handle, the operands and the "
+            fail_everywhere(A._mpi, guard.exc, what, "no plan was kept; the matrix, the operands and the "
                             "communicator remain usable")
         return int(counts[0])
 
@@ -86,7 +86,7 @@ class Exchange:
         """Post the receives and the sends: (halo buffer, requests, buffers
         in flight). A rank whose packing failed (guard) still sends, empty
         messages: its peers' receives complete, their halo undefined (the
-        product then fails on every rank, ops._close)."""
+        product then fails on every rank, products._close)."""
         halo = np.empty(len(self.halo) * self.unit * k, A.dtype)
         bufs = guard.run(self._pack, X)
         if bufs is None:
@@ -222,7 +222,7 @@ def multiply(A, ex, rm, X, y, ldy, alpha, beta, conj, guard):
 
 def scatter(A, ex, rm, X, Y, alpha, beta, conj, guard):
     """y = beta*y + alpha op(A) X for a product whose rows of op(A) are not
-    the handle's lines (CSC; CSR and COO transposed): the exchange
+    the matrix's lines (CSC; CSR and COO transposed): the exchange
     reversed. My lines' contributions to my own rows of y are added in
     place; those to other ranks' rows go to the halo buffer (zeroed), sent
     to their owners, who add what they receive: only the rows touched move,
@@ -285,7 +285,7 @@ class Guard:
     """The first exception of this rank's local work in a product. After
     it the rank skips its local work but keeps taking its part in the
     product's communication (placeholder data), so that every rank reaches
-    the closing verdict (ops._close), which raises on all of them, instead
+    the closing verdict (products._close), which raises on all of them, instead
     of the others waiting for this rank until PGASCOL_TIMEOUT."""
 
     def __init__(self):

@@ -1,9 +1,9 @@
-"""Iterative solvers on distributed sparse matrices (handles).
+"""Iterative solvers on distributed sparse matrices (SparseMatrix).
 
     x, info = sparse.cg(A, b)          # b: a global array, e.g. A.vector("row")
 
 cg is scipy.sparse.linalg.cg's algorithm (no preconditioner) on global
-arrays: one SpMV (sparse.mv on the handle: the halo exchange the handle
+arrays: one SpMV (sparse.mv on the matrix: the halo exchange the matrix
 planned once) and two collective dot products per iteration, the vector
 updates local (pgascol.blas level 1: every vector lies like b, so each rank
 updates its own part with one BLAS call). Collective: every rank calls it
@@ -12,11 +12,11 @@ import math
 
 import numpy as np
 
-from ..blas import level1
+from ..blas import level1 as blas_level1
 from ..errors import ArgumentError
 from ..pgas import GlobalArray
 from ..pgas import array as pgas_array
-from .ops import mv
+from .products import mv
 
 
 def like(v, fill=0):
@@ -35,7 +35,7 @@ def _same_layout(a, b):
 
 def _check(A, b, x0):
     if not hasattr(A, "shape") or not hasattr(A, "vector"):
-        raise ArgumentError("A must be a pgascol.sparse matrix handle, not %s" % type(A).__name__)
+        raise ArgumentError("A must be a pgascol.sparse.SparseMatrix, not %s" % type(A).__name__)
     if A.shape[0] != A.shape[1]:
         raise ArgumentError("cg needs a square matrix, A is %d x %d" % A.shape)
     for name, v in (("b", b), ("x0", x0)):
@@ -67,25 +67,25 @@ def cg(A, b, x0=None, tol=1e-8, maxiter=None, callback=None, atol=0.0):
     x = like(b) if x0 is None else x0
     r, p, q = like(b), like(b), like(b)
     try:
-        level1.copy(b, r)
-        bnorm = math.sqrt(abs(level1.dotc(b, b)))
-        if x0 is not None and level1.asum(x) != 0:      # scipy's x.any(): no product for x0 = 0
+        blas_level1.copy(b, r)
+        bnorm = math.sqrt(abs(blas_level1.dotc(b, b)))
+        if x0 is not None and blas_level1.asum(x) != 0:     # scipy's x.any(): no product for x0 = 0
             mv(A, x, r, alpha=-1.0, beta=1.0)               # r = b - A x
         limit = max(tol * bnorm, atol)
         rho_prev = None
         for iteration in range(maxiter):
-            rho = level1.dotc(r, r)
+            rho = blas_level1.dotc(r, r)
             if math.sqrt(abs(rho)) <= limit:
                 return x, 0
             if rho_prev is None:
-                level1.copy(r, p)
+                blas_level1.copy(r, p)
             else:
-                level1.scal(rho / rho_prev, p)              # p = r + (rho / rho_prev) p
-                level1.axpy(r, p)
+                blas_level1.scal(rho / rho_prev, p)         # p = r + (rho / rho_prev) p
+                blas_level1.axpy(r, p)
             mv(A, p, q, alpha=1.0, beta=0.0)                # q = A p
-            alpha = rho / level1.dotc(p, q)
-            level1.axpy(p, x, a=alpha)
-            level1.axpy(q, r, a=-alpha)
+            alpha = rho / blas_level1.dotc(p, q)
+            blas_level1.axpy(p, x, a=alpha)
+            blas_level1.axpy(q, r, a=-alpha)
             rho_prev = rho
             if callback is not None:
                 callback(x)

@@ -23,10 +23,10 @@ dst, a (global array, offset) pair, and returns it.
 The sparse operands live in private memory on rank thread_src, or on every
 rank (replicated) when thread_src is the number of ranks: UPCBLAS's
 semantics. As in UPCBLAS every call distributes them anew: it builds a
-temporary handle (sparse.from_scipy in the thesis's distributions: rows
+temporary matrix (sparse.from_scipy in the thesis's distributions: rows
 or columns balanced by nonzeros, DIA's diagonals dealt cyclically),
 multiplies and frees it. This is the slow path, kept for fidelity with ported code;
-a loop that multiplies by one matrix should create the handle once
+a loop that multiplies by one matrix should create the SparseMatrix once
 (sparse.from_scipy) and call sparse.mv / sparse.mm, which does not move the
 matrix again (pgascol-bench sparse measures both)."""
 import numpy as np
@@ -35,9 +35,9 @@ import scipy.sparse as sp
 from ..blas.upcblas import _store
 from ..errors import ArgumentError
 from ..pgas import GlobalArray
-from .handle import from_scipy
+from .matrix import from_scipy
 from .level1 import dot
-from .ops import mm, mv
+from .products import mm, mv
 
 DTYPES = {"s": np.float32, "d": np.float64, "c": np.complex64, "z": np.complex128}
 TRANSPOSE = {0: "N", 1: "T", 2: "C", "N": "N", "T": "T", "C": "C"}
@@ -96,8 +96,8 @@ def _build(fmt, args, dtype):
 NARGS = {"csr": 5, "csc": 5, "coo": 5, "bsr": 7, "dia": 4, "sky": 4}
 
 
-def _handle(fmt, args, dtype, comm, thread_src):
-    """A temporary handle from the private arrays on thread_src (every rank
+def _temporary_matrix(fmt, args, dtype, comm, thread_src):
+    """A temporary SparseMatrix from the private arrays on thread_src (every rank
     when replicated). Arrays refused where they are refuse the call on every
     rank (one allgather of the verdicts) before the matrix moves."""
     root = _root(comm, thread_src)
@@ -125,7 +125,7 @@ def _product(t, fmt, name, operands):
     def product(transpose, alpha, *args):
         *a_args, x, y, thread_src = args
         comm, trans = _comm_of(x), _trans(transpose)
-        with _handle(fmt, a_args, dtype, comm, thread_src) as A:
+        with _temporary_matrix(fmt, a_args, dtype, comm, thread_src) as A:
             (mv if name == "susmv" else mm)(A, x, y, alpha=alpha, beta=1, trans=trans)
         return 0
     product.__name__ = product.__qualname__ = "upc_blas_%s%s_%s" % (t, name, fmt)

@@ -104,16 +104,16 @@ def _sides(ours, theirs, inputs, fresh):
     return tuple(out)
 
 
-def shared_alloc(team, pcomm=None):
+def shared_alloc(team, pgascol_comm=None):
     """An allocator for make_case whose arrays live in node shared memory
-    (pgascol.empty: on pcomm's node team, else on `team`), and the list
+    (pgascol.empty: on pgascol_comm's node team, else on `team`), and the list
     of what it allocated, for pgascol.free."""
     import numpy as np
     from ..comm import buffers
     made = []
 
     def alloc(n, fill):
-        a = (buffers.empty(pcomm, n, np.float64) if pcomm is not None
+        a = (buffers.empty(pgascol_comm, n, np.float64) if pgascol_comm is not None
              else buffers.node_empty(team, (n,), np.dtype(np.float64)))
         a.fill(fill)
         made.append(a)
@@ -126,21 +126,20 @@ def _private(n, fill):
     return np.full(n, float(fill))
 
 
-def make_case(op, nbytes, comm, team, pcomm=None, fresh=False, alloc=_private):
+def make_case(op, nbytes, comm, team, pgascol_comm=None, fresh=False, alloc=_private):
     """Return (pgascol_call, mpi_call) closures for one op and payload size
     (bytes per rank's contribution, as IMB/OSU count them; Alltoall(v): the
-    total a rank sends). With pcomm, the pgascol side makes the native calls
+    total a rank sends). With pgascol_comm, the pgascol side makes the native calls
     on that pgascol.Comm; otherwise it calls the team's engine directly.
     fresh: every call first stores into the data this rank contributes (its
     send buffer; a Bcast's or a Scatter's at the root only), as a program
     that computes its input before each call does (_sides). alloc(n, fill):
     the float64 arrays of the case (shared_alloc: in node shared memory)."""
-    import numpy as np
     from mpi4py import MPI
     from ..engine import _core
 
-    if pcomm is not None:
-        return (make_case(op, nbytes, pcomm, team, fresh=fresh, alloc=alloc)[1],
+    if pgascol_comm is not None:
+        return (make_case(op, nbytes, pgascol_comm, team, fresh=fresh, alloc=alloc)[1],
                 make_case(op, nbytes, comm, team, fresh=fresh)[1])
     F64, SUM = _core.DTYPES["float64"], _core.OPS["SUM"]
     P, me = comm.Get_size(), comm.Get_rank()
@@ -243,18 +242,18 @@ def buffer_sets(footprint, llc):
     return max(1, min(MAX_BUFFER_SETS, -(-OFF_CACHE_FACTOR * llc // footprint)))
 
 
-def tuned_state(pcomm, op, nbytes, P):
+def tuned_state(pgascol_comm, op, nbytes, P):
     """What the tuner held for this case's size class at the end of the case
     (pgascol.tuning): {"path", "source"}; None where it does not tune it
     (--via team, the v forms with per-rank counts, sizes up to the inline
     size)."""
-    if pcomm is None:
+    if pgascol_comm is None:
         return None
     import pgascol
     from ..comm._comm import tuner_of
     name = {"reduce_scatter_block": "Reduce_scatter_block"}.get(op, op.capitalize())
     per = nbytes // P if op in ("alltoall", "alltoallv") else nbytes
-    entry = pgascol.tuning(pcomm).get(name, {}).get(tuner_of(pcomm).class_of(name, max(per, 1)))
+    entry = pgascol.tuning(pgascol_comm).get(name, {}).get(tuner_of(pgascol_comm).class_of(name, max(per, 1)))
     return None if entry is None else {"path": entry["path"], "source": entry["source"]}
 
 
@@ -307,7 +306,7 @@ def worker_main(argv=None):
 
     comm = MPI.COMM_WORLD
     team = pgascol.NodeTeam(comm)
-    pcomm = pgascol.Comm(comm) if args.via == "comm" else None
+    pgascol_comm = pgascol.Comm(comm) if args.via == "comm" else None
     P, me = comm.Get_size(), comm.Get_rank()
     lib = MPI.Get_library_version().strip().splitlines()[0].strip()
     llc, llc_source = comm.bcast(llc_size() if me == 0 else None, 0)  # same sets on every rank
@@ -320,10 +319,10 @@ def worker_main(argv=None):
                       P, lib, args.via, args.rounds, iters_text(args.iters, args.target_ms),
                       cache_text(args.off_cache, llc, llc_source), fresh_text(args.fresh)))
         out.flush()
-    counters = (lambda: pgascol.stats(pcomm)) if pcomm is not None else team.core.stats
+    counters = (lambda: pgascol.stats(pgascol_comm)) if pgascol_comm is not None else team.core.stats
     for k, (op, nbytes) in enumerate(cases, 1):
-        case = time_case(args, op, nbytes, comm, team, pcomm, llc, counters)
-        results += case_rows(case, op, nbytes, P, tuned_state(pcomm, op, nbytes, P))
+        case = time_case(args, op, nbytes, comm, team, pgascol_comm, llc, counters)
+        results += case_rows(case, op, nbytes, P, tuned_state(pgascol_comm, op, nbytes, P))
         if me == 0:
             out.write(case_line(case, k, len(cases), op, nbytes, args.off_cache))
             out.flush()
@@ -335,28 +334,28 @@ def worker_main(argv=None):
                        "buffers": args.buffers,
                        "llc_source": llc_source,
                        "results": results}, f, indent=1)
-    if pcomm is not None:
-        pcomm.Free()
+    if pgascol_comm is not None:
+        pgascol_comm.Free()
     team.free()
     return 0
 
 
-def _case_closures(args, op, nbytes, comm, team, pcomm, nsets):
+def _case_closures(args, op, nbytes, comm, team, pgascol_comm, nsets):
     """One case's calls: nsets (pgascol, mpi) pairs of make_case closures;
     with --buffers shared, as many pgascol calls on buffers in node shared
     memory, and the arrays allocated for them (for pgascol.free)."""
-    if nsets > 1 and pcomm is None:
+    if nsets > 1 and pgascol_comm is None:
         # --via team: make_case's two closures share buffers; cold data
         # needs a set of its own for each side
         sets = [(make_case(op, nbytes, comm, team, fresh=args.fresh)[0],
                  make_case(op, nbytes, comm, team, fresh=args.fresh)[1]) for _ in range(nsets)]
     else:
-        sets = [make_case(op, nbytes, comm, team, pcomm, args.fresh) for _ in range(nsets)]
+        sets = [make_case(op, nbytes, comm, team, pgascol_comm, args.fresh) for _ in range(nsets)]
     shared, made = [], []
     if args.buffers == "shared":
         for _ in range(nsets):
-            alloc, mine = shared_alloc(team, pcomm)
-            shared.append(make_case(op, nbytes, comm, team, pcomm, args.fresh, alloc)[0])
+            alloc, mine = shared_alloc(team, pgascol_comm)
+            shared.append(make_case(op, nbytes, comm, team, pgascol_comm, args.fresh, alloc)[0])
             made += mine
     return sets, shared, made
 
@@ -366,7 +365,7 @@ def _most_used(tally):
     return max(tally, key=tally.get) if any(tally.values()) else "-"
 
 
-def time_case(args, op, nbytes, comm, team, pcomm, llc, counters):
+def time_case(args, op, nbytes, comm, team, pgascol_comm, llc, counters):
     """Time one case on every rank. Each of args.rounds rounds times
     pgascol (the paths it takes counted from counters()), then with
     --buffers shared pgascol on shared buffers and the operation's floor,
@@ -380,7 +379,7 @@ def time_case(args, op, nbytes, comm, team, pcomm, llc, counters):
     import pgascol
     P = comm.Get_size()
     nsets = buffer_sets(case_bytes(op, nbytes, P), llc) if args.off_cache else 1
-    sets, shared, made = _case_closures(args, op, nbytes, comm, team, pcomm, nsets)
+    sets, shared, made = _case_closures(args, op, nbytes, comm, team, pgascol_comm, nsets)
     # the floor of the operation: one memcpy of what a rank must write at
     # least, timed in the rounds beside the collectives (--buffers shared)
     fbytes = floor_bytes(op, nbytes, P)

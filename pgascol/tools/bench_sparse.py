@@ -1,4 +1,4 @@
-"""pgascol-bench sparse: SpMV and SpMM on pgascol.sparse handles against
+"""pgascol-bench sparse: SpMV and SpMM on pgascol.sparse matrices against
 scipy.sparse in one process, PETSc's MatMult (when petsc4py imports) and
 UPCBLAS's per-call redistribution, side by side in one MPI job.
 
@@ -14,7 +14,7 @@ matrices, powerlaw a random 1M x 1M matrix with power-law row lengths (8 a
 row on average), band a random 2M x 2M band matrix of 9 diagonals (the
 one whose lower triangle a skyline holds without padding; --quick:
 smaller ones). Rank 0 builds each whole and the
-handle is made once from it (sparse.from_scipy, not timed). Format sky
+SparseMatrix is made once from it (sparse.from_scipy, not timed). Format sky
 holds the matrix's lower triangle; dia is DIA split by diagonals (the
 default: cyclically, partials summed by Reduce_scatter), dia-rows the same
 matrix with split="rows" (row blocks, y in place, x by halo); both are
@@ -45,7 +45,6 @@ impl "pgascol" | "scipy" | "petsc" | "upcblas", t_min/avg/max_us; plus
 gflops, gbs, nnz), so `pgascol-bench compare` reads it unchanged."""
 import argparse
 import json
-import os
 import sys
 import time
 
@@ -143,10 +142,10 @@ def _petsc():
         return None, "%s: %s" % (type(exc).__name__, exc)
 
 
-def _petsc_case(PETSc, comm, H, G):
-    """MatMult on an AIJ matrix of the handle's rows (CSR only)."""
+def _petsc_case(PETSc, comm, A, G):
+    """MatMult on an AIJ matrix of A's rows (CSR only)."""
     import numpy as np
-    rows = H.row_counts
+    rows = A.row_counts
     me = comm.Get_rank()
     lo = sum(rows[:me])
     local = comm.scatter([G[sum(rows[:r]):sum(rows[:r + 1])] for r in range(comm.Get_size())]
@@ -202,7 +201,7 @@ def worker_main(argv):
                 case = _Case(comm, label, fmt, S, shape, blocksize, k, matrix_bytes, nnz)
                 extra = []
                 if k == 1 and PETSc is not None and fmt == "csr":
-                    extra.append(("petsc",) + _petsc_case(PETSc, comm, case.H, S))
+                    extra.append(("petsc",) + _petsc_case(PETSc, comm, case.A, S))
                 if k == 1 and fmt in upc_formats:
                     extra.append(("upcblas", case.upcblas(S), ()))
                 results += case.run(args.rounds, extra)
@@ -223,8 +222,8 @@ def worker_main(argv):
 
 
 class _Case:
-    """One matrix, format and column count: the handle, its operands, and
-    scipy's on rank 0."""
+    """One matrix, format and column count: the SparseMatrix, its operands,
+    and scipy's on rank 0."""
 
     def __init__(self, comm, label, fmt, S, shape, blocksize, k, matrix_bytes, nnz):
         import numpy as np
@@ -236,14 +235,14 @@ class _Case:
         self.nnz = nnz
         self.bytes = matrix_bytes + k * (m + n) * 8
         base, _, split = fmt.partition("-")
-        self.H = sparse.from_scipy(comm, S, root=0, format=base, blocksize=blocksize, split=split or None)
+        self.A = sparse.from_scipy(comm, S, root=0, format=base, blocksize=blocksize, split=split or None)
         rng = np.random.default_rng(me)
         if k == 1:
-            self.x, self.y = self.H.vector("col"), self.H.vector("row")
-            self.ours = lambda: sparse.mv(self.H, self.x, self.y, alpha=1.0, beta=0.0)
+            self.x, self.y = self.A.vector("col"), self.A.vector("row")
+            self.ours = lambda: sparse.mv(self.A, self.x, self.y, alpha=1.0, beta=0.0)
         else:
-            self.x, self.y = self.H.matrix("col", k), self.H.matrix("row", k)
-            self.ours = lambda: sparse.mm(self.H, self.x, self.y, alpha=1.0, beta=0.0)
+            self.x, self.y = self.A.matrix("col", k), self.A.matrix("row", k)
+            self.ours = lambda: sparse.mm(self.A, self.x, self.y, alpha=1.0, beta=0.0)
         self.x.local()[...] = rng.random(self.x.local().shape)
         if me == 0:
             X = np.random.default_rng(0).random(n if k == 1 else (n, k))
@@ -254,7 +253,7 @@ class _Case:
     def upcblas(self, S):
         """UPCBLAS's SpMV of this format: the matrix's arrays on rank 0, sent on every call."""
         from ..sparse import upcblas
-        args = upcblas.arrays_of(S, self.fmt, self.H.blocksize) if self.comm.Get_rank() == 0 \
+        args = upcblas.arrays_of(S, self.fmt, self.A.blocksize) if self.comm.Get_rank() == 0 \
             else (None,) * upcblas.NARGS[self.fmt]
         call = getattr(upcblas, "upc_blas_dsusmv_%s" % self.fmt)
         return lambda: call(0, 1.0, *args, self.x, self.y, 0)
@@ -294,7 +293,7 @@ class _Case:
         return out
 
     def free(self):
-        for o in (self.x, self.y, self.H):
+        for o in (self.x, self.y, self.A):
             o.free()
 
 

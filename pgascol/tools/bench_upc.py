@@ -46,7 +46,6 @@ variant, the MPI-style twin and native MPI, t_avg against size.
 markdown tables of docs/PERFORMANCE.md from such a JSON."""
 import argparse
 import json
-import os
 import sys
 import time
 
@@ -134,7 +133,7 @@ class Case:
     """One collective at one size: the UPC call (per algorithm and flags),
     its MPI-style twin on a pgascol.Comm and on native MPI."""
 
-    def __init__(self, coll, nbytes, root, op, comm, pcomm):
+    def __init__(self, coll, nbytes, root, op, comm, pgascol_comm):
         import numpy as np
         from .. import pgas, upc
         self.upc, self.coll, self.root = upc, coll, root
@@ -143,7 +142,7 @@ class Case:
         B = nbytes
 
         def ga(n, dtype, block, fill=1):
-            a = pgas.full(pcomm, n, fill, dtype, block=block)
+            a = pgas.full(pgascol_comm, n, fill, dtype, block=block)
             self.arrays.append(a)
             return a
         if coll in ("reduce", "prefix_reduce"):
@@ -198,9 +197,9 @@ class Case:
                         "exchange": lambda: c.Alltoall(big, big2),
                         "permute": lambda: c.Sendrecv(small, (me + 1) % P, 7, big[:B], (me - 1) % P, 7)}[coll]
         self.nbytes = nbytes
-        self.comm_call = twin(pcomm) if TWIN[coll] else None
+        self.comm_call = twin(pgascol_comm) if TWIN[coll] else None
         self.mpi_call = twin(comm) if TWIN[coll] or coll == "permute" else None
-        pgas.barrier(pcomm)
+        pgas.barrier(pgascol_comm)
 
     def upc_call(self, algorithm, flags):
         """The UPC call, its arguments bound positionally as the twin's are
@@ -257,13 +256,12 @@ def worker_main(argv=None):
     colls, sizes = parse_colls(args.colls), parse_sizes(args.sizes)
     modes, max_bytes = parse_flags(args.flags), parse_size(args.max_bytes)
 
-    import numpy as np
     from mpi4py import MPI
     import pgascol
     from .. import pgas, upc
 
     comm = MPI.COMM_WORLD
-    pcomm = pgascol.Comm(comm)
+    pgascol_comm = pgascol.Comm(comm)
     P, me = comm.Get_size(), comm.Get_rank()
     if not 0 <= args.root < P:
         raise SystemExit("--root %d: not a rank of %d" % (args.root, P))
@@ -275,7 +273,7 @@ def worker_main(argv=None):
                       P, lib, args.rounds, args.root, args.op))
         out.flush()
     for coll in colls:
-        usable = algorithms(upc, coll, pgas.context.of(pcomm).nnodes)
+        usable = algorithms(upc, coll, pgas.context.of(pgascol_comm).nnodes)
         wanted = [None] + [a for a in usable if args.algorithms == "all" or a in args.algorithms.split(",")]
         for nbytes in sizes:
             if array_bytes(coll, nbytes, P) > max_bytes:
@@ -283,14 +281,14 @@ def worker_main(argv=None):
                     out.write("# %s %s skipped: %s of arrays and buffers > --max-bytes\n" % (
                         coll, human(nbytes), human(array_bytes(coll, nbytes, P))))
                 continue
-            case = Case(coll, nbytes, args.root, args.op, comm, pcomm)
+            case = Case(coll, nbytes, args.root, args.op, comm, pgascol_comm)
             sides = []          # (label, impl, algorithm, flags label, call, sync)
             for label, names in modes:
                 flags = 0
                 for n in names:
                     flags |= getattr(upc, n)
                 nosync = bool(flags & (upc.UPC_IN_NOSYNC | upc.UPC_OUT_NOSYNC))
-                sync = (lambda: pgas.barrier(pcomm)) if nosync else (lambda: None)
+                sync = (lambda: pgas.barrier(pgascol_comm)) if nosync else (lambda: None)
                 for a in wanted:
                     sides.append((op_label(coll, a, label), "pgascol", a, label, case.upc_call(a, flags), sync))
             if case.comm_call:
@@ -304,12 +302,12 @@ def worker_main(argv=None):
             if args.iters:
                 iters = args.iters
             else:
-                one = max(time_iterations(s[4], 3, pcomm, s[5]).mean() for s in sides)
+                one = max(time_iterations(s[4], 3, pgascol_comm, s[5]).mean() for s in sides)
                 iters = comm.bcast(int(max(MIN_ITERS, min(MAX_ITERS, args.target_ms * 1e-3 / max(one, 1e-7)))), 0)
             best = [None] * len(sides)      # (t_min, t_avg, t_max) in us
             for _ in range(args.rounds):
                 for k, s in enumerate(sides):
-                    t = time_iterations(s[4], iters, pcomm, s[5]) * 1e6
+                    t = time_iterations(s[4], iters, pgascol_comm, s[5]) * 1e6
                     b = best[k]
                     lo = t.min() if b is None else min(b[0], t.min())
                     if b is None or t.mean() < b[1]:
@@ -335,7 +333,7 @@ def worker_main(argv=None):
             json.dump({"np": P, "mpi_library": lib, "rounds": args.rounds, "iters": args.iters,
                        "target_ms": None if args.iters else args.target_ms, "root": args.root,
                        "op": args.op, "flags": [m[0] for m in modes], "results": results}, f, indent=1)
-    pcomm.Free()
+    pgascol_comm.Free()
     return 0
 
 

@@ -70,12 +70,12 @@ def run(comm, output=None, log=print, max_bytes=1 << 24):
     classes from 16 KiB to max_bytes, and write it."""
     import pgascol
     from ..comm._comm import TUNED, tuner_of
-    pcomm = pgascol.Comm(comm)
-    me, P = pcomm.Get_rank(), pcomm.Get_size()
+    pgascol_comm = pgascol.Comm(comm)
+    me, P = pgascol_comm.Get_rank(), pgascol_comm.Get_size()
     start = time.perf_counter()
     table = {}
     try:
-        tuner = tuner_of(pcomm)
+        tuner = tuner_of(pgascol_comm)
         if P < 2 or not tuner.requested:
             raise SystemExit("calibration needs >= 2 ranks and PGASCOL_TUNE=1 (%d rank(s), PGASCOL_TUNE=%s)"
                              % (P, os.environ.get("PGASCOL_TUNE", "1")))
@@ -91,7 +91,7 @@ def run(comm, output=None, log=print, max_bytes=1 << 24):
             for k in CLASSES:
                 if (1 << k) * P > MAX_BUFFER or (1 << k) > max_bytes:
                     continue
-                call, calls = _call(pcomm, name, 1 << k), 0
+                call, calls = _call(pgascol_comm, name, 1 << k), 0
                 while calls < MAX_CALLS:
                     call()
                     calls += 1
@@ -108,7 +108,7 @@ def run(comm, output=None, log=print, max_bytes=1 << 24):
                                                 "undecided after %d calls" % calls))
         shape = tuner.shape
     finally:
-        pcomm.Free()
+        pgascol_comm.Free()
     where = None
     if me == 0:
         where = calibration.save({shape: table}, "calibrate", output)
@@ -198,30 +198,30 @@ def run_upc(comm, output=None, log=print, sizes=UPC_SIZES, colls=UPC_CALIBRATED)
 
     from .. import pgas, upc
     from ..upc import defaults
-    pcomm = comm if isinstance(comm, pgascol.Comm) else pgascol.Comm(comm)
-    nnodes = pgas.context.of(pcomm).nnodes
-    sized = defaults.shape_of(nnodes, pcomm.size)[1]
+    pgascol_comm = comm if isinstance(comm, pgascol.Comm) else pgascol.Comm(comm)
+    nnodes = pgas.context.of(pgascol_comm).nnodes
+    sized = defaults.shape_of(nnodes, pgascol_comm.size)[1]
     rules, table = {}, []
     try:
         for coll in colls:
             names = _upc_names(upc, coll, nnodes)
             measured = []
             for n in sizes:
-                made, call = _upc_case(upc, pgas, pcomm, coll, n)
+                made, call = _upc_case(upc, pgas, pgascol_comm, coll, n)
                 try:
-                    times = {a: _best(pcomm, call(a), n * pcomm.size) for a in names}
+                    times = {a: _best(pgascol_comm, call(a), n * pgascol_comm.size) for a in names}
                 finally:
                     for a in made:
                         a.free()
                 measured.append((n, times))
                 table.append((coll, n, {a: t * 1e6 for a, t in times.items()}))
-                if pcomm.rank == 0:
+                if pgascol_comm.rank == 0:
                     log("upc %-10s %9d B  %s" % (coll, n, "  ".join(
                         "%s %.1f us" % (a, t * 1e6) for a, t in sorted(times.items(), key=lambda kv: kv[1]))))
             rules[coll] = {sized: defaults.compress(defaults.winners(measured))}
     finally:
-        if pcomm is not comm:
-            pcomm.Free()
+        if pgascol_comm is not comm:
+            pgascol_comm.Free()
     where = None
     if comm.Get_rank() == 0:
         where = defaults.save(rules, output, host=socket.gethostname(), np=comm.Get_size(), nodes=nnodes,

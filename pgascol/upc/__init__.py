@@ -15,7 +15,8 @@ on every rank before anything moves."""
 from .flags import (UPC_IN_ALLSYNC, UPC_IN_MYSYNC, UPC_IN_NOSYNC, UPC_OUT_ALLSYNC,  # noqa: F401
                     UPC_OUT_MYSYNC, UPC_OUT_NOSYNC)
 from .move import all_broadcast, all_exchange, all_gather, all_gather_all, all_permute, all_scatter  # noqa: F401
-from .ops import ADD, AND, FUNC, LOGAND, LOGOR, MAX, MIN, MULT, NONCOMM_FUNC, OPERATORS, OR, TYPES, XOR  # noqa: F401
+from .operators import (ADD, AND, FUNC, LOGAND, LOGOR, MAX, MIN, MULT, NONCOMM_FUNC, OPERATORS, OR,  # noqa: F401
+                        TYPES, XOR)
 from .plan import ALGORITHMS  # noqa: F401
 from .reduce import all_prefix_reduce, all_reduce  # noqa: F401
 

@@ -27,7 +27,7 @@ from ..pgas.layout import BlockCyclic
 from . import defaults as _defaults
 from . import folds
 from . import plan as P
-from .ops import OPERATORS, Operator
+from .operators import OPERATORS, Operator
 from .operand import Operand
 
 _LAST = P.LAST

@@ -429,7 +429,7 @@ def test_a_failure_while_building_ends_every_rank_and_leaves_everything_usable()
     the split of local rows; a product's first exchange plan, gather and
     scatter; its remap): OperationFailedError on every rank at once, no
     handle or plan kept, and the same build or product succeeds after."""
-    from pgascol.sparse import handle, plan
+    from pgascol.sparse import matrix as handle, plan
     n = 6 * P + 5
     G = banded(n)
     xg = rand(n, np.float64, 14)
@@ -455,7 +455,7 @@ def test_a_failure_while_building_ends_every_rank_and_leaves_everything_usable()
 
 
 def test_a_failure_mid_product_ends_every_rank_and_leaves_everything_usable():
-    from pgascol.sparse import ops, plan
+    from pgascol.sparse import products as ops, plan
     n = 6 * P + 5
     G = banded(n)
     xg = rand(n, np.float64, 12)
