@@ -1,4 +1,4 @@
-"""pgascol.sparse: the multi-rank program tests/mpi_programs/sparse_handles.py
+"""pgascol.sparse: the multi-rank program tests/mpi_programs/sparse_matrices.py
 under mpiexec (every case at np 2 and 3, a sample at np 1, 4 and 8 and on
 virtual nodes of 1, 2 and 3 ranks: the halo messages between nodes), and
 single-process checks of the formats and the local kernels against scipy.
@@ -16,13 +16,13 @@ from tests.test_mpi_programs import vnodes
 SAMPLED = {"PGASCOL_SPARSE_TEST_SAMPLE": "0.1"}
 
 TABLE = [
-    Run("sparse_handles.py", (2, 3), timeout=600),
-    Run("sparse_handles.py", (1, 4, 8), "sampled", SAMPLED, timeout=600),
-    Run("sparse_handles.py", (3,), "vnodes_of_1_sampled", {**vnodes(1), **SAMPLED}, timeout=600),
-    Run("sparse_handles.py", (4,), "vnodes_of_2_sampled", {**vnodes(2), **SAMPLED}, timeout=600),
-    Run("sparse_handles.py", (8,), "vnodes_of_3_sampled", {**vnodes(3, "roundrobin"), **SAMPLED}, timeout=600),
+    Run("sparse_matrices.py", (2, 3), timeout=600),
+    Run("sparse_matrices.py", (1, 4, 8), "sampled", SAMPLED, timeout=600),
+    Run("sparse_matrices.py", (3,), "vnodes_of_1_sampled", {**vnodes(1), **SAMPLED}, timeout=600),
+    Run("sparse_matrices.py", (4,), "vnodes_of_2_sampled", {**vnodes(2), **SAMPLED}, timeout=600),
+    Run("sparse_matrices.py", (8,), "vnodes_of_3_sampled", {**vnodes(3, "roundrobin"), **SAMPLED}, timeout=600),
 ]
-test_sparse_handles = program_tests(TABLE)
+test_sparse_matrices = program_tests(TABLE)
 
 TYPES = (np.float32, np.float64, np.complex64, np.complex128)
 

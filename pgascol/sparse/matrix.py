@@ -327,14 +327,14 @@ def _made(comm, what, built, meta, arrays):
     (one Allreduce); else OperationFailedError on every rank, no matrix
     made: a failure after the argument check on one rank (built) ends the
     others at once instead of leaving them in a collective."""
-    A = None if meta is None else built.run(_handle, comm, meta, arrays)    # (None: failed on the root)
+    A = None if meta is None else built.run(_piece_matrix, comm, meta, arrays)    # (None: failed on the root)
     if comm.allreduce(int(built.exc is not None)):
         plan.fail_everywhere(comm, built.exc, what, "no matrix was made; the communicator remains usable")
     A._mpi = MPI.Intracomm(comm).Dup()      # the halo's messages: never mixed with the caller's
     return A
 
 
-def _handle(comm, meta, arrays):
+def _piece_matrix(comm, meta, arrays):
     """The SparseMatrix from this rank's fields: (lengths, idx/first, val)."""
     idt = formats.index_dtype(*meta["shape"], meta["nnz"], sum(len(a) for a in arrays[2:]))
     length, idx, val = arrays

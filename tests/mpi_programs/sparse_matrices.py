@@ -1,7 +1,7 @@
 """pgascol.sparse: every format x dtype x distribution x trans against
 scipy.sparse on the gathered operands (the same matrices on every rank,
 from one seed), square and rectangular, with empty rows and columns; a
-rank with no rows; SpMM with 1, 3 and 64 columns; a handle reused while x
+rank with no rows; SpMM with 1, 3 and 64 columns; a matrix reused while x
 changes; operands in other layouts (redistributed); misuse. Run at np 1,
 2, 3, 4 and 8 and on virtual nodes (PGASCOL_NODE_SIZE: the halo messages
 and Rget windows); PGASCOL_SPARSE_TEST_SAMPLE=0.2 runs a fixed random
@@ -55,7 +55,7 @@ def matrix(shape, dt, seed, fmt="csr", density=0.3):
 
 
 def make(G, fmt, dist, blocksize=None):
-    """The handle of G distributed from rank 0, from the last rank, replicated,
+    """The matrix of G distributed from rank 0, from the last rank, replicated,
     or from local rows; fmt "dia-rows": DIA with split="rows"."""
     fmt, _, split = fmt.partition("-")
     kw = {"blocksize": blocksize} if fmt == "bsr" else {"split": split} if split else {}
@@ -168,7 +168,7 @@ def test_mm_with_1_3_and_64_columns():
             close(Cr, 2 * (O @ Bg) + C0, dt, what + " replicated")
 
 
-def test_a_handle_reused_while_x_changes():
+def test_a_matrix_reused_while_x_changes():
     G = matrix((40, 40), np.float64, 9)
     for fmt in ("csr", "csc", "sky", "dia", "dia-rows"):
         H = sp.csr_array(sp.tril(G)) if fmt == "sky" else G
@@ -228,7 +228,7 @@ def test_dia_split_by_diagonals_or_by_rows():
 
 
 def _upcblas_dia_is_split_by_diagonals(A, G):
-    """UPCBLAS's per-call susmv_dia builds its handle by diagonals (the thesis's split)."""
+    """UPCBLAS's per-call susmv_dia builds its matrix by diagonals (the thesis's split)."""
     from pgascol.sparse import upcblas
     made, real = [], upcblas.from_scipy
 
@@ -428,19 +428,19 @@ def test_a_failure_while_building_ends_every_rank_and_leaves_everything_usable()
     collective of the build (the root's metadata before its bcast, a piece,
     the split of local rows; a product's first exchange plan, gather and
     scatter; its remap): OperationFailedError on every rank at once, no
-    handle or plan kept, and the same build or product succeeds after."""
-    from pgascol.sparse import matrix as handle, plan
+    matrix or plan kept, and the same build or product succeeds after."""
+    from pgascol.sparse import matrix, plan
     n = 6 * P + 5
     G = banded(n)
     xg = rand(n, np.float64, 14)
-    for fmt, dist, where in (("csr", "rootlast", (handle, "_meta")), ("dia", "root0", (handle, "_handle")),
-                             ("bsr", "replicated", (handle, "_meta")), ("coo", "local", (handle.formats, "split"))):
+    for fmt, dist, where in (("csr", "rootlast", (matrix, "_meta")), ("dia", "root0", (matrix, "_piece_matrix")),
+                             ("bsr", "replicated", (matrix, "_meta")), ("coo", "local", (matrix.formats, "split"))):
         fails_everywhere(lambda: make(G, fmt, dist, (1, 1)), where)
         with make(G, fmt, dist, (1, 1)) as A:
             back = A.to_scipy(root=0)
             assert ME != 0 or abs(back - G).max() == 0, (fmt, dist)
     for fmt, trans, where in (("csr", "N", (plan.Exchange, "_split")), ("csr", "T", (plan.Exchange, "_asked")),
-                              ("dia-rows", "N", (handle.SparseMatrix, "_remap")), ("csc", "N", (plan.Exchange, "_split"))):
+                              ("dia-rows", "N", (matrix.SparseMatrix, "_remap")), ("csc", "N", (plan.Exchange, "_split"))):
         if where[1] == "_asked" and P == 1:
             continue                    # one rank: nobody to ask, the step does not run
         with make(G, fmt, "root0") as A, operands(A, trans, xg) as (x, y):
@@ -455,11 +455,11 @@ def test_a_failure_while_building_ends_every_rank_and_leaves_everything_usable()
 
 
 def test_a_failure_mid_product_ends_every_rank_and_leaves_everything_usable():
-    from pgascol.sparse import products as ops, plan
+    from pgascol.sparse import products, plan
     n = 6 * P + 5
     G = banded(n)
     xg = rand(n, np.float64, 12)
-    gather, scatter, partial = (plan, "kernel"), (plan, "scatter_kernel"), (ops, "_scatter_local")
+    gather, scatter, partial = (plan, "kernel"), (plan, "scatter_kernel"), (products, "_scatter_local")
     cases = [("csr", "N", gather, gather), ("csr", "N", (plan.Exchange, "_pack"), gather),
              ("coo", "N", gather, gather), ("csr", "T", scatter, partial), ("coo", "C", scatter, partial),
              ("csc", "N", scatter, partial), ("dia", "N", partial, partial), ("dia-rows", "N", gather, gather),
@@ -469,7 +469,7 @@ def test_a_failure_mid_product_ends_every_rank_and_leaves_everything_usable():
         H = sp.tril(G, format="csr") if fmt == "sky" else G
         with make(H, fmt, "root0") as A, operands(A, trans, xg) as (x, y):
             failing_product(A, x, y, where, trans)
-            # the same handle, operands and communicator afterwards: a correct product
+            # the same matrix, operands and communicator afterwards: a correct product
             sparse.mv(A, x, y, 1.0, 0.0, trans)
             close(y[:], op(H, trans) @ xg, np.float64, "%s %s after the failure" % (fmt, trans))
             yr = np.zeros(n)                                # the replicated path
