@@ -43,7 +43,7 @@ def main(n, nb):
     blas.set_threads(1)
     for name in ("_gather_column", "_getrf", "_interchange", "_factor_panel", "_swap_rows"):
         setattr(factor, name, timed(name.strip("_"), getattr(factor, name)))
-    factor.ops.sync = timed("barrier", factor.ops.sync)
+    factor.operands.sync = timed("barrier", factor.operands.sync)
     factor.K = Kernels
     a = pgas.matrix(comm, (n, n), block=nb, dist="row")
     rows = np.array([i for lo, hi in a.owned_rows() for i in range(lo, min(hi, n))], int)

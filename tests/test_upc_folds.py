@@ -1,5 +1,5 @@
 """The folds of pgascol.upc's reductions in C (csrc/upc/upc_fold.c, through
-_core.upc_fold and upc_scan) against numpy's (pgascol/upc/ops.py), for every
+_core.upc_fold and upc_scan) against numpy's (pgascol/upc/operators.py), for every
 built-in operator on every UPC type, run lengths around the eight-lane loop,
 and the refusals of pairs UPC does not define. One process: the folds need
 no team."""

@@ -14,11 +14,11 @@ one-double Allreduces (p.q and r.r): a latency-bound workload.
 
 Implementations (--impl, all three by default, same matrix rows): "mpi"
 and "pgascol" run the code above on MPI.COMM_WORLD and on pgascol.Comm;
-"sparse" runs pgascol.sparse.cg on a matrix handle made once from the same
+"sparse" runs pgascol.sparse.cg on a sparse matrix made once from the same
 rows (sparse.from_local_rows): its products exchange only the entries of p
 each rank's rows touch (read in place inside a node), and its vector
 operations are pgascol.blas's on global arrays. Its communication happens
-inside the handle and the BLAS calls, so its "coll" columns read 0.
+inside the matrix and the BLAS calls, so its "coll" columns read 0.
 """
 import math
 import sys
@@ -118,8 +118,8 @@ class DistributedCG:
         return shift + 1.0 / x_dot_z, rnorm
 
 
-class HandleCG:
-    """The same power iteration with pgascol.sparse.cg on a matrix handle;
+class SparseMatrixCG:
+    """The same power iteration with pgascol.sparse.cg on a sparse matrix;
     the vectors are global arrays laid out like the matrix's rows."""
 
     def __init__(self, problem, comm):
@@ -158,7 +158,7 @@ def setup(args, world):
 
 def run(problem, comm):
     if comm.impl == "sparse":
-        cg = HandleCG(problem, comm.comm)
+        cg = SparseMatrixCG(problem, comm.comm)
     else:
         cg = DistributedCG(problem, comm)
     cg.power_step(problem["shift"])     # NAS: one untimed iteration, then restart from x = 1
@@ -166,7 +166,7 @@ def run(problem, comm):
     comm.start()
     for _ in range(problem["niter"]):
         zeta, rnorm = cg.power_step(problem["shift"])
-    comm.stop()                         # the handle's release is not timed
+    comm.stop()                         # the matrix's release is not timed
     if comm.impl == "sparse":
         cg.free()
     return {"zeta": zeta, "rnorm": rnorm}
