@@ -252,11 +252,11 @@ def remeasure(v, docs, prefix, sides, args, worker, tmp):
         if r["case"] not in by_case or tuple(r["key"]) not in second:
             continue
         r2 = by_case[r["case"]]
-        first, second = r["verdict"], r2["verdict"]
-        if second == "regression" and first != "regression":
+        first, again_verdict = r["verdict"], r2["verdict"]
+        if again_verdict == "regression" and first != "regression":
             r2 = dict(r2, verdict="inconclusive", reason="a regression in the re-measure only (first: "
                       "%s): %s" % (first, r2["reason"]))
-        elif first == "regression" and second != "regression":
+        elif first == "regression" and again_verdict != "regression":
             r2 = dict(r2, reason="not confirmed on re-measure: " + r2["reason"])
         else:
             r2 = dict(r2, reason="re-measured (first: %s): %s" % (first, r2["reason"]))

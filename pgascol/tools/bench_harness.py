@@ -45,7 +45,8 @@ class BenchError(Exception):
 
 def run_command(command, args, argv):
     """command(args, argv), a subcommand, as pgascol-bench runs it: a
-    BenchError is one line on stderr and exit status 2, ^C exit status 130."""
+    BenchError is one line on stderr and exit status 2, any other
+    exception its traceback and exit status 2, ^C exit status 130."""
     try:
         return command(args, argv)
     except BenchError as e:
@@ -53,6 +54,12 @@ def run_command(command, args, argv):
         return 2
     except KeyboardInterrupt:
         return 130
+    except Exception:
+        # a bug must not read as a verdict (1 is "a regression")
+        import traceback
+        traceback.print_exc()
+        print("pgascol-bench: error: unexpected failure (above)", file=sys.stderr)
+        return 2
 
 
 # ---------------------------------------------------------------------------
