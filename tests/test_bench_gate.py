@@ -43,17 +43,17 @@ def test_ab_refuses_what_is_not_an_install():
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
 def test_a_short_instruction_count(tmp_path):
     out = tmp_path / "cg.json"
-    r = cli("instructions", "--ops", "allreduce", "--sizes", "8", "--iters", 20, "--rounds", 2, "--json", out,
+    r = cli("instructions", "--ops", "allreduce", "--sizes", "8", "--iters", 20, "--rounds", 3, "--json", out,
             timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     doc = json.loads(out.read_text())
     assert doc["meta"]["measure"] == "instructions"
     (row,) = doc["results"]
-    assert row["op"] == "allreduce" and len(row["samples_instr"]) == 2 and row["instructions"] > 0
+    assert row["op"] == "allreduce" and len(row["samples_instr"]) == 3 and row["instructions"] > 0
     assert len(row["instr_by_rank"]) == 2
-    # the gate on itself: no regression
+    # the gate on itself: never a regression (3 where the rounds' counts vary by 0.5% or more)
     r = cli("verdict", out, out)
-    assert r.returncode == 0, r.stdout
+    assert r.returncode in (0, 3), r.stdout
 
 
 def test_instructions_without_valgrind_says_how_to_install_it():
