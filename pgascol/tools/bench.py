@@ -7,6 +7,12 @@
     pgascol-bench pgas [--np 1,2] [--benchmarks randomaccess,stream,latency] [--json FILE] ...
                                                                       (pgascol/tools/bench_pgas.py)
     pgascol-bench compare BASE.json NEW.json [--threshold 0.10]
+    pgascol-bench verdict BASE.json NEW.json [--min-effect F] [--strict] [--markdown F] [--junit F]
+                                                                      (pgascol/tools/bench_verdict.py)
+    pgascol-bench ab --base PYTHON|VENV|REV --new PYTHON|VENV|REV [--quick] ...
+                                                                      (pgascol/tools/bench_ab.py)
+    pgascol-bench instructions [--quick] [--ops ...] [--sizes ...] [--json FILE]
+                                                                      (pgascol/tools/bench_callgrind.py)
     pgascol-bench plot RESULTS.json --plot FILE.png | DIR/
     pgascol-bench upc ...      (UPC's collectives, UOMS-style: pgascol/tools/bench_upc.py)
     pgascol-bench blas [--np N] [--ops dgemm,...] [--threads K] [--json FILE]   (pgascol/tools/bench_blas.py)
@@ -87,7 +93,7 @@ def _parser():
                    help="one PNG per op, time against size: out.png -> out-bcast.png, ...; "
                         "DIR/ -> DIR/bcast.png, ... (needs matplotlib)")
     r.add_argument("--quick", action="store_true", help="a small sweep (np=2, under 2 minutes)")
-    from . import bench_blas, bench_pgas, bench_sparse, bench_upc
+    from . import bench_ab, bench_blas, bench_callgrind, bench_pgas, bench_sparse, bench_upc, bench_verdict
     bench_pgas.add_parser(sub)
     bench_upc.add_parser(sub)
     bench_blas.add_parser(sub)
@@ -97,6 +103,9 @@ def _parser():
     c.add_argument("new")
     c.add_argument("--threshold", type=float, default=0.10,
                    help="relative slowdown tolerated (default 0.10)")
+    bench_verdict.add_parser(sub)
+    bench_ab.add_parser(sub)
+    bench_callgrind.add_parser(sub)
     p = sub.add_parser("plot", help="plot a JSON written by `run --json`, `upc --json` or `blas --json`, one PNG per op")
     p.add_argument("results", metavar="RESULTS.json")
     p.add_argument("--plot", metavar="FILE.png|DIR/", required=True,
@@ -113,7 +122,7 @@ def main(argv=None):
     ap = _parser()
     args = ap.parse_args(argv)
     if args.command is None:
-        ap.error("choose a command: run, pgas, upc, blas, sparse, compare or plot")
+        ap.error("choose a command: run, pgas, upc, blas, sparse, compare, verdict, ab, instructions or plot")
     return run_command(_dispatch, args, argv)
 
 
@@ -135,6 +144,15 @@ def _dispatch(args, argv):
     if args.command == "upc":
         from .bench_upc import cmd_upc
         return cmd_upc(args, argv)
+    if args.command == "verdict":
+        from .bench_verdict import cmd_verdict
+        return cmd_verdict(args)
+    if args.command == "ab":
+        from .bench_ab import cmd_ab
+        return cmd_ab(args, argv)
+    if args.command == "instructions":
+        from .bench_callgrind import cmd_instructions
+        return cmd_instructions(args, argv)
     return cmd_compare(args)
 
 

@@ -281,6 +281,14 @@ def _worker_args(argv):
     ap.add_argument("--buffers", choices=("private", "shared"), default="private",
                     help="shared: a third side, pgascol on buffers of pgascol.empty")
     ap.add_argument("--json")
+    # what `pgascol-bench ab` runs (bench_ab.py): the same calls per round
+    # on both sides, pgascol alone, chosen cases; and its test-only slowdown
+    ap.add_argument("--iters-file", help="JSON {\"OP:BYTES\": calls per round}: pins iters per case")
+    ap.add_argument("--only-ours", action="store_true", help="time pgascol only (no native MPI side)")
+    ap.add_argument("--cases", help="comma-separated OP:BYTES, instead of --ops x --sizes")
+    ap.add_argument("--inject-slowdown", metavar="OP:BYTES:FRACTION",
+                    help="TEST ONLY: that case's pgascol side makes one extra call every "
+                         "1/FRACTION calls (a synthetic slowdown of FRACTION, to test a gate)")
     args = ap.parse_args(argv)
     try:
         ops, sizes = parse_ops(args.ops), parse_sizes(args.sizes)
@@ -311,6 +319,11 @@ def worker_main(argv=None):
     lib = MPI.Get_library_version().strip().splitlines()[0].strip()
     llc, llc_source = comm.bcast(llc_size() if me == 0 else None, 0)  # same sets on every rank
     cases = [(op, 0 if op == "barrier" else s) for op in ops for s in ([0] if op == "barrier" else sizes)]
+    if args.cases:
+        cases = [(c.rsplit(":", 1)[0], int(c.rsplit(":", 1)[1])) for c in args.cases.split(",")]
+    if args.iters_file:
+        with open(args.iters_file) as f:
+            args.pinned_iters = json.load(f)
     results = []
     out = sys.stdout
     if me == 0:
@@ -397,11 +410,14 @@ def time_case(args, op, nbytes, comm, team, pgascol_comm, llc, counters):
     for fn in [f for s in sets for f in s] + shared:  # warm up, fault pages in
         fn()
     ours, theirs = (itertools.cycle([s[side] for s in sets]) for side in (0, 1))
+    ours = injected(ours, args.inject_slowdown, op, nbytes)
     ours_shared = itertools.cycle(shared) if shared else None
     stores = [getattr(s[0], "store", None) for s in sets]
     del sets
     if args.iters:
         iters = args.iters
+    elif getattr(args, "pinned_iters", None) and "%s:%d" % (op, nbytes) in args.pinned_iters:
+        iters = args.pinned_iters["%s:%d" % (op, nbytes)]
     else:
         one = max(time_calls(ours, 1, comm), time_calls(theirs, 1, comm), 1e-7)
         iters = comm.bcast(int(max(1, min(MAX_ITERS, args.target_ms * 1e-3 / one))), 0)
@@ -412,7 +428,8 @@ def time_case(args, op, nbytes, comm, team, pgascol_comm, llc, counters):
             ts.append(counted(ours_shared, tally_shared))
         if copies is not None:
             tf.append(time_calls(copies, iters, comm))
-        tm.append(time_calls(theirs, iters, comm))
+        if not args.only_ours:
+            tm.append(time_calls(theirs, iters, comm))
     # --fresh: the stores alone (both sides' times include them)
     store = (min(time_calls(itertools.cycle(stores), iters, comm) for _ in range(3))
              if args.fresh and None not in stores else None)
@@ -424,6 +441,26 @@ def time_case(args, op, nbytes, comm, team, pgascol_comm, llc, counters):
     return SimpleNamespace(t_ours=tp, t_mpi=tm, t_shared=ts, iters=iters, nsets=nsets, store=store,
                            path=_most_used(tally), path_shared=_most_used(tally_shared),
                            floor=floor, fbytes=fbytes, op_floor=op_floor)
+
+
+def injected(calls, spec, op, nbytes):
+    """The pgascol side's calls, with --inject-slowdown OP:BYTES:FRACTION
+    matching this case: every round(1/FRACTION)-th call is made twice, on
+    every rank alike (a test-only slowdown of the benchmark, not of the
+    engine)."""
+    if not spec:
+        return calls
+    name, size, fraction = spec.split(":")
+    if (name, int(size)) != (op, nbytes):
+        return calls
+    every = max(1, round(1 / float(fraction)))
+
+    def twice(fn):
+        def both():
+            fn()
+            fn()
+        return both
+    return (twice(fn) if k % every == every - 1 else fn for k, fn in enumerate(calls))
 
 
 def _floors(nbytes, fbytes, tf, llc, off_cache, comm):
@@ -444,7 +481,7 @@ def case_rows(case, op, nbytes, P, learned):
     """The case's records (time_case's `case`): pgascol, native MPI and,
     with --buffers shared, pgascol-shared; `learned` (tuned_state) goes on
     pgascol's."""
-    rows = [("pgascol", case.t_ours, case.path), ("mpi", case.t_mpi, None)] + (
+    rows = [("pgascol", case.t_ours, case.path)] + ([("mpi", case.t_mpi, None)] if case.t_mpi else []) + (
         [("pgascol-shared", case.t_shared, case.path_shared)] if case.t_shared else [])
     out = []
     for impl, times, p in rows:
@@ -460,6 +497,9 @@ def case_rows(case, op, nbytes, P, learned):
 def case_line(case, k, ncases, op, nbytes, off_cache):
     """Rank 0's line of case k of ncases (time_case's `case`)."""
     tp, tm, ts, op_floor = case.t_ours, case.t_mpi, case.t_shared, case.op_floor
+    if not tm:   # --only-ours
+        return "[%d/%d] %-20s %6s  pgascol %10.2f us  %d calls per round  %s\n" % (
+            k, ncases, op, human(nbytes) if nbytes else "-", min(tp) * 1e6, case.iters, case.path)
     return ("[%d/%d] %-20s %6s  pgascol %10.2f us  mpi %10.2f us  ratio %5.2f  "
             "memcpy %9.2f us  %s%s%s%s\n" % (
                 k, ncases, op, human(nbytes) if nbytes else "-", min(tp) * 1e6,

@@ -45,7 +45,8 @@ class BenchError(Exception):
 
 def run_command(command, args, argv):
     """command(args, argv), a subcommand, as pgascol-bench runs it: a
-    BenchError is one line on stderr and exit status 2, ^C exit status 130."""
+    BenchError is one line on stderr and exit status 2, any other
+    exception its traceback and exit status 2, ^C exit status 130."""
     try:
         return command(args, argv)
     except BenchError as e:
@@ -53,6 +54,12 @@ def run_command(command, args, argv):
         return 2
     except KeyboardInterrupt:
         return 130
+    except Exception:
+        # a bug must not read as a verdict (1 is "a regression")
+        import traceback
+        traceback.print_exc()
+        print("pgascol-bench: error: unexpected failure (above)", file=sys.stderr)
+        return 2
 
 
 # ---------------------------------------------------------------------------
@@ -169,7 +176,8 @@ def stats_row(impl, op, nbytes, P, times, iters, path, floor, sets, store=None):
             "t_min_us": min(times) * 1e6, "t_avg_us": sum(times) / len(times) * 1e6,
             "t_max_us": max(times) * 1e6, "path": path, "memcpy_us": floor * 1e6,
             "iters": iters, "rounds": len(times), "buffer_sets": sets,
-            "store_us": None if store is None else store * 1e6}
+            "store_us": None if store is None else store * 1e6,
+            "samples_us": [t * 1e6 for t in times]}
 
 
 # ---------------------------------------------------------------------------
@@ -308,8 +316,11 @@ def _git_revision():
     return None
 
 
-def collect_meta(command, np_, vns, mpi_library, launcher, impl):
+def collect_meta(command, np_, vns, mpi_library, launcher, impl, conditions=None):
+    """The run's meta; its fingerprint (bench_fingerprint) is this
+    interpreter's, with `conditions` (LoadProbe.stop()) where measured."""
     import numpy
+    from .bench_fingerprint import fingerprint
     try:
         import psutil
         physical = psutil.cpu_count(logical=False)
@@ -328,7 +339,9 @@ def collect_meta(command, np_, vns, mpi_library, launcher, impl):
             "mpi4py": mpi4py_version, "pgascol": __version__, "git_revision": _git_revision(),
             "python": platform.python_version(), "numpy": numpy.__version__,
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "command": command, "np": np_, "virtual_node_size": vns}
+            "command": command, "np": np_, "virtual_node_size": vns,
+            "fingerprint": dict(fingerprint(np_, mpi_library), **(
+                {"conditions": conditions} if conditions else {}))}
 
 
 def _kill_job(proc):
@@ -376,12 +389,14 @@ def launch(args, argv, np_, module, worker):
     """Run `python -m module worker WORKER... --json RAW` on np_ ranks under the
     launcher (args.mpi_launcher, args.virtual_node_size), echoing its output;
     returns (the job's JSON, the run's meta)."""
+    from .bench_fingerprint import LoadProbe
     prefix, impl = find_launcher(args.mpi_launcher)
+    probe = LoadProbe().start()
     rc, job = run_job(prefix, np_, args.virtual_node_size, [module, "worker", *worker])
     if rc != 0 or job is None:
         raise BenchError("the MPI job failed (exit status %s); see its output above" % rc)
     meta = collect_meta(shlex.join(["pgascol-bench", *argv]), job["np"], args.virtual_node_size,
-                        job["mpi_library"], shlex.join(prefix), impl)
+                        job["mpi_library"], shlex.join(prefix), impl, probe.stop())
     return job, meta
 
 
@@ -390,7 +405,9 @@ def run_worker_job(args, argv, module, worker_args, env=None):
     args.np ranks (default 2; args.virtual_node_size: PGASCOL_NODE_SIZE)
     with worker_args and --json, wait for it, and return (the JSON rank 0
     wrote, the pgascol-bench/1 meta of the run). BenchError when it failed."""
+    from .bench_fingerprint import LoadProbe
     prefix, impl = find_launcher(args.mpi_launcher)
+    probe = LoadProbe().start()
     env = dict(os.environ if env is None else env, PYTHONUNBUFFERED="1")
     if args.virtual_node_size:
         env["PGASCOL_NODE_SIZE"] = str(args.virtual_node_size)
@@ -405,7 +422,7 @@ def run_worker_job(args, argv, module, worker_args, env=None):
         with open(raw) as f:
             job = json.load(f)
     meta = collect_meta(shlex.join(["pgascol-bench", *argv]), job["np"], args.virtual_node_size,
-                        job["mpi_library"], shlex.join(prefix), impl)
+                        job["mpi_library"], shlex.join(prefix), impl, probe.stop())
     return job, meta
 
 
@@ -492,11 +509,19 @@ def load_results(path):
     return results_by_case(load_doc(path))
 
 
+def best_and_worst(row):
+    """(best, worst round) of a row: t_min_us, t_max_us, or in an
+    instruction count (bench_callgrind) instr_min, instr_max."""
+    if "t_min_us" in row:
+        return row["t_min_us"], row["t_max_us"]
+    return row["instr_min"], row["instr_max"]
+
+
 def is_regression(base, new, threshold):
     """The rule of `compare`: slower than the threshold AND beyond the
     spread of the base run (its slowest round)."""
-    return (new["t_min_us"] > base["t_min_us"] * (1 + threshold)
-            and new["t_min_us"] > base["t_max_us"])
+    (b_min, b_max), (n_min, _) = best_and_worst(base), best_and_worst(new)
+    return n_min > b_min * (1 + threshold) and n_min > b_max
 
 
 def cmd_compare(args):
@@ -517,11 +542,12 @@ def cmd_compare(args):
         "op", "bytes", "np", "impl", "base min", "base max", "new min", "change", ""))
     regressions = []
     for k in keys:
-        b, n = base[k], new[k]
-        change = n["t_min_us"] / b["t_min_us"] - 1 if b["t_min_us"] > 0 else float("nan")
+        (b_min, b_max), (n_min, _) = best_and_worst(base[k]), best_and_worst(new[k])
+        b, n = {"t_min_us": b_min, "t_max_us": b_max}, {"t_min_us": n_min}
+        change = n_min / b_min - 1 if b_min > 0 else float("nan")
         flag = ""
         if k[3] in OURS:
-            if is_regression(b, n, args.threshold):
+            if is_regression(base[k], new[k], args.threshold):
                 flag = "REGRESSION"
                 regressions.append(k)
             elif n["t_min_us"] > b["t_min_us"] * (1 + args.threshold):
