@@ -15,9 +15,9 @@
 #define IOV_MAX 1024
 #endif
 #define BATCH 64 /* iovecs per call: well under IOV_MAX, on the stack */
-/* Bytes per call: the kernel pins the remote pages of a call before copying;
- * 1 MiB calls ran at 11-14 GB/s on the development machine, 16 MiB calls at
- * 5-8 GB/s. */
+/* Bytes per call: the kernel pins the remote pages of a call before copying,
+ * and larger calls ran slower (docs/PERFORMANCE.md, "Single-copy calls of at
+ * most 1 MiB"). */
 #define CALL_MAX ((size_t)1 << 20)
 
 /* A cursor over an iovec list: the next `batch` entries, starting `skip`

@@ -4,14 +4,12 @@
  * the loop of a team's pgc_simd.
  *
  * Why not memcpy: for the sizes of a pipeline chunk glibc picks
- * `rep movsb`, which measured slower on the development machine (AMD EPYC
- * VM): ~20% over a whole Allreduce, 2-21% for the exchanges. Why AVX2:
+ * `rep movsb`, which measured slower on the development machine. Why AVX2:
  * most stores of a pipeline land in lines another core last read (staging,
- * result slots), and each such store waits for the line to be taken over.
- * Two processes pinned to the two vCPUs, 1 MiB through a shared buffer:
- * the writer's 16-byte loop costs 97-137 ps/B, glibc 68-90, the 32-byte
- * AVX2 loop below 62-65 (fewer store-buffer entries per line, so more
- * lines in flight; PGASCOL_SIMD=0 selects the baseline loops, to compare).
+ * result slots), and each such store waits for the line to be taken over;
+ * the 32-byte AVX2 loop below takes fewer store-buffer entries per line, so
+ * more lines are in flight (PGASCOL_SIMD=0 selects the baseline loops, to
+ * compare; docs/PERFORMANCE.md, "Copies use an AVX2 loop, not memcpy").
  * On the copy of a cache-resident buffer no loop wins. */
 #ifndef PGC_COPY_H
 #define PGC_COPY_H
@@ -64,8 +62,9 @@ static inline void pgc_copy_with(pgc_simd simd, void *restrict dst, const void *
  * and leave every cache, instead of being fetched for ownership first. On
  * the development VM, in the hours when its two vCPUs stop sharing a cache
  * well (bench/handoff.c tells when), an ordinary store into staging
- * lines that readers on the other core hold costs 320-450 ps/B, a
- * streaming one 40-50 at any hour; readers then fetch from memory, which
+ * lines that readers on the other core hold costs several times a
+ * streaming one (docs/PERFORMANCE.md, "Streaming stores into staging while
+ * ordinary ones cost 3x more"); readers then fetch from memory, which
  * costs them more when the machine is quiet. pgc_stage_xfer (coll.c)
  * chooses by measurement. The baseline copy off x86-64. */
 static inline void pgc_copy_stream(void *restrict dst, const void *restrict src, size_t n)

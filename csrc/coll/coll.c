@@ -157,8 +157,9 @@ static uint64_t last_measured(pgc_costs *c, pgc_path path)
  * memory and leave every cache: cheaper for the writer when a line the
  * readers hold must first come back across a slow link, dearer for the
  * readers, who then fetch from memory. Stream only while ordinary stores
- * measure more than three times dearer: 22-88 against 40-50 ps/B when
- * quiet, 290-450 in slow periods (copy.h: pgc_copy_stream). */
+ * measure more than three times dearer, as in slow periods (copy.h:
+ * pgc_copy_stream; docs/PERFORMANCE.md, "Streaming stores into staging
+ * while ordinary ones cost 3x more"). */
 static pgc_xfer stage_best(const pgc_team *t)
 {
     pgc_costs *c = &t->hdr->costs;
@@ -190,10 +191,10 @@ pgc_path pgc_choose_member_path(pgc_team *t, pgc_coll coll, size_t bytes, int sh
      * leave their results in their receive buffers to be pulled a second
      * time (coll_reduce.c). Single copy only
      * when clearly cheaper (by a quarter): the two are close on a quiet
-     * machine, where staging keeps the readers' copies at memcpy speed
-     * (np=2, 16 MiB Allreduce, in-job: staged 2.27 ms, single copy 2.56,
-     * with stage 46-50, copyout 55-65 and cma 64-79 ps/B: one pull per
-     * byte would have chosen single copy). A copy-out not measured yet
+     * machine, where staging keeps the readers' copies at memcpy speed, and
+     * one pull per byte chose single copy for a 16 MiB Allreduce that
+     * staging ran faster (docs/PERFORMANCE.md, "The path follows the
+     * measured costs"). A copy-out not measured yet
      * counts as free: members of a Reduce_scatter or a Reduce stage but
      * copy nothing out (the block owners read the staging inside the
      * fold), and their staging alone tells a slow period. */

@@ -287,11 +287,9 @@ pgc_path pgc_choose_path(const pgc_team *t, pgc_coll coll, size_t bytes, int sha
  * was longer, and seeded costs set it to that.
  * A new team starts at 12.5 ms: its first costs are measured on cold
  * staging and freshly faulted pages, and a path chosen on them held for
- * 100 ms (np=2, 1 MiB Alltoall in a quiet period: single copy 0.9x MPICH
- * through most of a benchmark's rounds where staging measured 0.6-0.7x).
- * A probe runs the dearer path: in a slow period staging costs 3-5x single
- * copy, and 4 staged collectives every 100 ms took a tenth of the time of 4 MiB
- * Reduce_scatter_block at np=2, hence no shorter interval after the start.
+ * 100 ms. A probe runs the dearer path: in a slow period staging costs
+ * several times single copy, hence no shorter interval after the start
+ * (docs/PERFORMANCE.md, "Probes start at 12.5 ms and back off to 800 ms").
  * Only a change in favour of the path not taken waits for a probe (the path
  * taken is measured by every collective), so the cap bounds how long a team stays
  * on single copy after a slow period. */

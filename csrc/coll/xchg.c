@@ -11,8 +11,8 @@ static inline size_t min_size(size_t a, size_t b)
 }
 
 /* The table: one pgc_blk per member at the tail of a member's staging, so
- * that the ring starts page-aligned (memcpy into slots at a page offset of
- * 64 measured ~30% slower than into page-aligned ones). */
+ * that the ring starts page-aligned (memcpy into slots at a page offset
+ * measured slower: docs/PERFORMANCE.md, "Staging is 2 MiB per rank"). */
 size_t pgc_xchg_table_bytes(const pgc_team *t)
 {
     return PGC_ALIGN_UP((size_t)t->nranks * sizeof(pgc_blk), PGC_CACHELINE);
@@ -30,7 +30,7 @@ pgc_blk *pgc_xchg_table(const pgc_team *t, int r)
  * the sequence number and carries its own table, so the sender writes it after
  * pgc_wait_peers_done(t, PGC_RUNAHEAD), not 1 as for the table in staging:
  * a root of back-to-back small Scatters runs ahead of its readers as a
- * Bcast root does (np=4 on 2 cores, 8 B: 8-14 us a call before, 1.6-2.8 after). */
+ * Bcast root does (docs/PERFORMANCE.md, "Senders run up to 64 calls ahead"). */
 _Static_assert(PGC_INLINE_SLOT_MAX <= UINT16_MAX, "inline block offsets are uint16_t");
 
 size_t pgc_xchg_inline_bytes(const pgc_team *t, size_t packed)
@@ -109,8 +109,7 @@ int pgc_xchg_ring(pgc_team *t, pgc_ring *g, uint32_t nwin, const char *name)
     g->chunk = chunk;
     g->slots = (uint32_t)(win / chunk);
     /* A deeper ring only lets the producer run further ahead and push the
-     * ring out of cache: with 2 MiB staging, 32 slots of 64 KiB made 1 MiB
-     * Alltoall 1.06-1.16 of MPICH, 16 slots 0.76-0.87. */
+     * ring out of cache (docs/PERFORMANCE.md, "Staging is 2 MiB per rank"). */
     if (g->slots > PGC_XCHG_MAX_SLOTS)
         g->slots = PGC_XCHG_MAX_SLOTS;
     g->win_bytes = (size_t)g->slots * chunk;
@@ -174,11 +173,10 @@ int pgc_xchg_run(pgc_team *t, const pgc_ring *g, const pgc_stream *out, int nout
     /* Writes into the receive buffer (own block, copy-outs) go to memory
      * with streaming stores once a block reaches cfg.recv_stream_min: across
      * the node the collective then writes more than the cache holds, so an ordinary
-     * store would first fetch each line it overwrites (np=2, 16 MiB
-     * Alltoall 0.76-0.83 of MPICH against 0.96-1.01; np=8, Allgather of
-     * 2 / 4 MiB per rank 0.52-0.61 / 0.55-0.59 against 0.64-0.85 /
-     * 0.64-0.77). Streamed copy-outs are not timed: the team's costs stay
-     * those of ordinary ones. */
+     * store would first fetch each line it overwrites (docs/PERFORMANCE.md,
+     * "Streaming stores into receive buffers that outgrow the cache").
+     * Streamed copy-outs are not timed: the team's costs stay those of
+     * ordinary ones. */
     size_t largest = self ? self->len : 0;
     for (int i = 0; i < nin; i++)
         largest = in[i].len > largest ? in[i].len : largest;

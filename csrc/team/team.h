@@ -27,9 +27,8 @@
 #define PGC_LAYOUT_VERSION 19
 /* The largest inline slot (PGASCOL_INLINE_MAX is capped to it): PGC_RUNAHEAD
  * of them per member, 512 KiB. Below a pipeline chunk, copy-in/copy-out
- * copies as often as inline but adds its protocol: up to 8 KiB inline was
- * faster at every size measured (np=2 / 4 / 8 on 2 cores; docs/PERFORMANCE.md,
- * "Decisions"). */
+ * copies as often as inline but adds its protocol (docs/PERFORMANCE.md,
+ * "Inline up to 8 KiB"). */
 #define PGC_INLINE_SLOT_MAX 8192
 
 /* The last step of every collective: "this member is done with collective

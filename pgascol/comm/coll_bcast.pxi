@@ -135,14 +135,11 @@ cdef int _bcast_leg_scratch(_State st, int rn, Py_ssize_t n, Py_ssize_t off) exc
 # work area (two copies of at most 2 KiB, one at the root's node's leader
 # before its Ibcast, one at each other leader after it; no further message).
 # Not more: the copies grow, and a power of two and one byte crosses the
-# MPIs' size thresholds (Open MPI's shared-memory eager limit is 4 KiB);
-# carried so, a 64 KiB Bcast on 2 virtual nodes of 2 took 24.4 us against
-# 19.7 (docs/PERFORMANCE.md, "A rooted collective's basic type costs no exchange").
+# MPIs' size thresholds (Open MPI's shared-memory eager limit is 4 KiB).
 # Larger ones go straight between the users' buffers and carry no type: a
 # struct datatype over both would cost a type creation per call, a second
-# message a message (a 1-byte Ibcast of the type posted and waited with the
-# bytes' took a 4 KiB Bcast from 2.2 to 7.9 us, a 64 KiB one from 20.8 to
-# 30.0: docs/PERFORMANCE.md, same section; docs/ARCHITECTURE.md, "Datatypes
+# message a message (docs/PERFORMANCE.md, "A rooted collective's basic type
+# costs no exchange", has the runs of both; docs/ARCHITECTURE.md, "Datatypes
 # that differ at the same byte count").
 cdef Py_ssize_t _TYPED_BCAST_MAX = 2 << 10
 

@@ -49,9 +49,8 @@ cdef int _hier_allreduce(_State st, object sobj, object robj, const char *sptr, 
     when recvbuf outgrows the cache (cold_min), the node allgather writes
     it with streaming stores: the segments gathered first are out of the
     cache by the end anyway, and an ordinary store would fetch each line
-    only to overwrite it (2 virtual nodes of 2, 16 MiB: the allgather
-    phase 3.1-5.0 ms instead of 4.3-5.3 with ordinary stores;
-    `PGASCOL_NODE_SIZE=2 mpiexec -n 4 python bench/hier_allreduce_phases.py 16M`).
+    only to overwrite it (docs/PERFORMANCE.md, "Streaming stores into
+    receive buffers that outgrow the cache").
     Every leg is a C-level engine call (Team.c_*), as in the other collectives.
     Vectors up to _HIER_ROOTED_MAX, and unequal nodes: node reduce to the
     leader, leaders' allreduce, node broadcast (one MPI call per node: the

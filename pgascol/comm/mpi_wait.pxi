@@ -6,11 +6,9 @@ cdef object _Testall = MPI.Request.Testall
 
 # How long _mpi_wait polls with sched_yield before it sleeps between polls.
 # A pipelined leg on an oversubscribed node often waits a few ms for a peer
-# that shares its CPU; a sleeping poller answers MPI's next step up to
-# ~150 us late each time: 16 MiB Allreduce on 2 virtual nodes of 2 (4 ranks
-# on 2 cores) took 1.08-1.38x native sleeping after 1 ms, 0.81-1.05x after
-# 50 ms (alternating jobs of bench/hier_allreduce_phases.py; docs/PERFORMANCE.md,
-# "Inter-node waits poll, yield for 50 ms, then sleep").
+# that shares its CPU, and a sleeping poller answers MPI's next step late
+# each time (docs/PERFORMANCE.md, "Inter-node waits poll, yield for 50 ms,
+# then sleep").
 cdef double _MPI_YIELD_S = 0.05
 
 

@@ -31,11 +31,9 @@ cdef Py_ssize_t _HIER_SEGMENT_BYTES = 1 << 20
 # Hierarchical Allreduce of vectors up to this many bytes: node reduce, one
 # leaders' allreduce per node, node broadcast, instead of the partitioned
 # pipeline (node reduce-scatter, every local rank's own allreduce, node
-# allgather) that spreads large vectors over all local ranks. 2 virtual
-# nodes of 2 (pgascol-bench, one job each way): 16 KiB 116 against 361 us,
-# 64 KiB 135 against 455 us; 256 KiB-1 MiB the partitioned one ahead
-# (`pgascol-bench run --np 4 --virtual-node-size 2 --ops allreduce`;
-# docs/PERFORMANCE.md, "Small hierarchical Allreduce is rooted up to 64 KiB").
+# allgather) that spreads large vectors over all local ranks and is ahead
+# from 256 KiB (docs/PERFORMANCE.md, "Small hierarchical Allreduce is rooted
+# up to 64 KiB").
 cdef Py_ssize_t _HIER_ROOTED_MAX = 64 << 10
 
 
@@ -93,10 +91,9 @@ cdef class _State:
         # 0: never), the block size from which the engine streams receives.
         self.cold_min = cfg["recv_stream_min"]
         # Ranks outnumber CPUs (the engine then never spins either): polling
-        # MPI holds a CPU the peer it waits for may need, so yield at once.
-        # 2 virtual nodes of 2, small Allreduce/Allgather/Scan, three
-        # alternating jobs each: 8 B Allreduce 1.06-1.16 of MPICH, against
-        # 1.18-5.03 after 256 polls (`pgascol-bench run --np 4 --virtual-node-size 2`).
+        # MPI holds a CPU the peer it waits for may need, so yield at once
+        # (docs/PERFORMANCE.md, "Inter-node waits poll, yield for 50 ms, then
+        # sleep").
         self.mpi_spin = 256 if cfg["spin_ns"] else 0
         self.rank, self.size = comm.Get_rank(), comm.Get_size()
         self.lrank, self.lsize = t.local_rank, t.local_size
@@ -196,8 +193,9 @@ _DTYPE_NAMES = {code: name for name, code in _core.DTYPES.items()}
 
 # Where a Comm keeps its _pg slot (0: unknown, use getattr): the slot comes
 # right after mpi4py's object, so every collective reads it with one load
-# instead of a generic attribute lookup (~130 instructions). Set once Comm
-# exists (_locate_slot), checked against Comm's size.
+# instead of a generic attribute lookup (docs/PERFORMANCE.md, "Small calls
+# reach the engine at C level"). Set once Comm exists (_locate_slot),
+# checked against Comm's size.
 cdef Py_ssize_t _PG_OFFSET = 0
 cdef PyTypeObject *_COMM_TYPE = NULL
 

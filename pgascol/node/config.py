@@ -15,24 +15,22 @@ MiB = 1024 * KiB
 
 #: Single copy (process_vm_readv/writev) from this many bytes on, per
 #: collective; None = never: the built-in starting point, measured on the
-#: 2-core development machine (docs/PERFORMANCE.md); the tuner (tune.pxi)
-#: replaces it per size class with what the job measures. Reductions (bytes: the whole vector) stay
-#: on copy-in/copy-out by size (single copy measured slower: a 16 MiB
-#: float64 Allreduce at np=2 pulling the peer's half with process_vm_readv
-#: takes 3.4-4.2 ms, a pipelined copy through cache-resident staging
-#: 1.6 ms; the kernel copy moves 5-8 GB/s there) and take single copy only by the
-#: measured costs (REDUCTIONS, _adaptive).
+#: 2-core development machine (docs/PERFORMANCE.md, "Single copy by size,
+#: per collective (the built-in starting point)"); the tuner (tune.pxi)
+#: replaces it per size class with what the job measures. Reductions (bytes:
+#: the whole vector) stay on copy-in/copy-out by size (single copy measured
+#: slower than a pipelined copy through cache-resident staging) and take
+#: single copy only by the measured costs (REDUCTIONS, _adaptive).
 REDUCTIONS = ("Reduce", "Allreduce", "Reduce_scatter", "Reduce_scatter_block", "Scan", "Exscan")
 CMA_MIN_DEFAULTS = {
     **{name: None for name in REDUCTIONS},
     # Bcast pushes as well as pulls (direction control): one copy instead of
-    # two with a cross-core hop; wins from 64 KiB (16 MiB: 0.6x native).
+    # two with a cross-core hop; wins from 64 KiB.
     "Bcast": 64 * KiB,
     "Gather": 8 * MiB, "Gatherv": 8 * MiB,
     "Scatter": 64 * KiB, "Scatterv": 64 * KiB,
-    # Allgather from 8 MiB in all (np=2, 4 MiB per rank: 0.99-1.03 of MPICH
-    # against 1.42-1.49 staged; 1 MiB per rank: 0.80 against 0.64), except
-    # on oversubscribed teams (_oversubscribed_cma).
+    # Allgather from 8 MiB in all, except on oversubscribed teams
+    # (_oversubscribed_cma).
     "Allgather": 8 * MiB, "Allgatherv": 8 * MiB,
     "Alltoall": 4 * MiB, "Alltoallv": 4 * MiB,
 }
@@ -43,39 +41,32 @@ VARIABLES = {
     "PGASCOL_SPIN_US": ("20", float, "busy-wait budget (us) when ranks fit the node's CPUs"),
     "PGASCOL_YIELD_US": ("1000", float, "sched_yield budget (us) before sleeping on the futex"),
     "PGASCOL_INLINE_MAX": ("8192", int, "payloads up to this many bytes travel inline"),
-    # 2 MiB: reductions get 256 KiB slots at np=2 (Reduce_scatter_block of
-    # 1-4 MiB: 0.39-0.54 of MPICH, against 0.63-0.89 with 1 MiB).
+    # 2 MiB: reductions get 256 KiB slots at np=2 (docs/PERFORMANCE.md,
+    # "Staging is 2 MiB per rank").
     "PGASCOL_STAGING_BYTES": (str(2 * MiB), int, "per-rank copy-in/copy-out staging area"),
-    # 128 KiB: np=8 1 MiB Bcast 310-325 us against 336-380 with 256 KiB
-    # (in-job alternation, MPICH wheel).
+    # 128 KiB, and 256 KiB for the exchanges below (docs/PERFORMANCE.md,
+    # "Bcast chunk 128 KiB, exchange chunk 256 KiB").
     "PGASCOL_CHUNK_BYTES": (str(128 * KiB), int, "pipeline chunk of copy-in/copy-out Bcast"),
-    # 256 KiB: 1 MiB Alltoall at np=2 51.5-57.7 us against 54.5-60.5 with
-    # 128 KiB, Allgather 81-84 against 87-88 (in-job alternation, quiet
-    # host); np=8 Alltoall 590 and 1230 against 669 and 1392 (two jobs).
-    # Gather and Scatter alike within noise. (128 against 64 KiB: 1 MiB Allgather/Alltoall at
-    # np=2 0.61-0.68/0.77-0.82 of MPICH against 0.73-0.80/0.83-0.86.)
     "PGASCOL_XCHG_CHUNK_BYTES": (str(256 * KiB), int, "chunk of the copy-in/copy-out exchange ring "
                                  "(Gather, Scatter, Allgather, Alltoall and their v forms)"),
     "PGASCOL_CMA": ("1", int, "0 forces single copy off"),
     "PGASCOL_ADAPT": ("1", int, "1: Gather/Allgather/Alltoall(v) payloads and reductions staged by size go "
                       "by single copy while the team measures it cheaper (0: by size only)"),
-    # Below ~256 KiB the fixed cost of a single-copy call (~1.5 us) weighs in,
-    # which the per-byte costs the team measures do not show.
+    # Below 256 KiB the fixed cost of a single-copy call weighs in, which the
+    # per-byte costs the team measures do not show (docs/PERFORMANCE.md, "The
+    # path follows the measured costs").
     "PGASCOL_ADAPT_MIN": (str(256 * KiB), int, "... for payloads of this many bytes or more"),
     "PGASCOL_STREAM": ("1", int, "1: copy-in/copy-out writers fill their staging with streaming "
                        "stores while the team measures ordinary ones 3x dearer (0: never; 2: always)"),
-    # auto: np=2, Alltoall of 16 MiB (own block 8 MiB) 0.76-0.83 of MPICH
-    # against 0.96-1.01, Allgather of 8 / 16 MiB 0.87-0.98 / 0.89-0.98
-    # against 0.97-1.23 / 1.00-1.13 (own blocks); np=8, Allgather of 2 / 4
-    # MiB per rank 0.52-0.61 / 0.55-0.59 against 0.64-0.85 / 0.64-0.77
-    # (copy-outs too; `pgascol-bench run --np 8 --ops allgather --sizes 2M,4M`).
+    # auto: docs/PERFORMANCE.md, "Streaming stores into receive buffers that
+    # outgrow the cache".
     "PGASCOL_RECV_STREAM_MIN": ("auto", str, "Gather, Scatter, Allgather and Alltoall (and v forms): "
                                 "a member writes its receive buffer (own block, copy-outs) with streaming "
                                 "stores once a block reaches this many bytes (auto: the last-level cache / "
                                 "(2 x local ranks), where the op's data outgrows the cache; 0: never); "
                                 "across nodes, also an Allreduce of this many bytes per rank"),
-    # np=8 on 2 cores, 1 MiB: Bcast 20-35% and Allreduce 2-28% faster with
-    # AVX2 (in-job alternation, Open MPI); np=2 the same or up to 13% faster.
+    # AVX2 measured faster (docs/PERFORMANCE.md, "Copies use an AVX2 loop,
+    # not memcpy").
     "PGASCOL_SIMD": ("1", int, "1: copies and reduction kernels use AVX2 where the CPU has it "
                      "(0: the baseline SSE2 loops)"),
     "PGASCOL_HUGEPAGES": ("0", int, "1 advises transparent huge pages for the segment"),
@@ -172,15 +163,12 @@ def _oversubscribed_bcast(cfg, env, cpus):
     Flat, not a tree, until the CPUs alone reach the tree's threshold: no
     more readers than CPUs run at once, so the root's buffer never has more
     readers at a time, while a tree makes each member wait for its parent
-    to be scheduled, copy and post. np=8 on 2 cores, Open MPI 5, medians of
-    5 alternating jobs: flat 0.50/0.55/0.60/0.97 of native at
-    64K/256K/1M/4M against 0.77/0.75/0.89/1.11 for the 4-nomial tree.
+    to be scheduled, copy and post.
 
     Payloads that fit the staging ring are staged, not single-copied: flat
-    single copy makes every reader do a kernel copy (~10 GB/s) of the
-    root's buffer on the few CPUs, whereas staging costs the root one
-    memcpy and lets each reader copy at memcpy speed whenever it runs
-    (1 MiB: 0.85-0.91 of native single copy, 0.47-0.60 staged).
+    single copy makes every reader do a kernel copy of the root's buffer on
+    the few CPUs, whereas staging costs the root one memcpy and lets each
+    reader copy at memcpy speed whenever it runs.
     docs/PERFORMANCE.md, "Bcast is a flat pull below 16 ranks", has the runs."""
     if "PGASCOL_BCAST_TREE_MIN" not in env and cpus < cfg["bcast_tree_min"]:
         cfg["bcast_tree_min"] = 0
@@ -193,8 +181,9 @@ def _oversubscribed_cma(cfg, env):
     """Allgather(v) stays on copy-in/copy-out when ranks outnumber CPUs,
     unless PGASCOL_CMA_MIN_ALLGATHER(V) says otherwise: with every member
     pulling every block in the kernel on a few CPUs, single copy measured
-    worse at np=4 and 8 on 2 cores (2-4 MiB per rank), while staging costs
-    each block one copy in and lets readers copy at memcpy speed."""
+    worse, while staging costs each block one copy in and lets readers copy
+    at memcpy speed (docs/PERFORMANCE.md, "Single copy by size, per
+    collective (the built-in starting point)")."""
     for name in ("Allgather", "Allgatherv"):
         if "PGASCOL_CMA_MIN_" + name.upper() not in env:
             cfg["cma_min"][name] = None
@@ -213,12 +202,11 @@ def _adaptive(cfg, env):
     that is not None; the reductions always), unless PGASCOL_ADAPT=0 or a
     PGASCOL_CMA_MIN_<NAME> fixes their path by size (tests, calibration).
 
-    Why: in the hours when this machine's two vCPUs stop sharing a cache
-    well (bench/handoff.c: 400-550 ns round trip instead of 65-130),
-    copy-in/copy-out slows down three- to five-fold (the copy into staging,
-    whose lines the readers hold, most: 22-28 -> 318-404 ps/B), taking 1 MiB
-    Alltoall at np=2 from 0.7 to 4x MPICH, while single copy of an unchanged
-    buffer keeps its speed (docs/PERFORMANCE.md, "The path follows the measured costs")."""
+    Why: in the hours when the development machine's two vCPUs stop sharing
+    a cache well (bench/handoff.c tells when), copy-in/copy-out slows down
+    several fold (the copy into staging, whose lines the readers hold,
+    most), while single copy of an unchanged buffer keeps its speed
+    (docs/PERFORMANCE.md, "The path follows the measured costs")."""
     if not _get(env, "PGASCOL_ADAPT"):
         return []
     return [name for name in ADAPTIVE
@@ -256,10 +244,8 @@ def team_config(oversubscribed, env=os.environ, cpus=0, members=0):
     cfg = {
         "timeout_s": _get(env, "PGASCOL_TIMEOUT"),
         # Spinning only pays when every rank has a CPU: with more ranks than
-        # CPUs the rank we wait for may need our core: a token passed round
-        # 4 processes on 2 cores takes ~2.8 ms a hop spinning, ~1.4 us with
-        # sched_yield (docs/PERFORMANCE.md, "Waits spin, then sched_yield, then
-        # sleep on a futex").
+        # CPUs the rank we wait for may need our core (docs/PERFORMANCE.md,
+        # "Waits spin, then sched_yield, then sleep on a futex").
         "spin_ns": 0 if oversubscribed else int(_get(env, "PGASCOL_SPIN_US") * 1000),
         "yield_ns": int(_get(env, "PGASCOL_YIELD_US") * 1000),
         "inline_max": min(_get(env, "PGASCOL_INLINE_MAX"), _core.INLINE_SLOT_MAX),
@@ -275,9 +261,8 @@ def team_config(oversubscribed, env=os.environ, cpus=0, members=0):
         # Reductions: one window instead of two when the blocks fit, where
         # every window's waits cost context switches (coll_reduce.c).
         "reduce_one_window": 1 if oversubscribed else 0,
-        # Slow periods (copy.h: pgc_copy_stream): np=8 1 MiB Bcast 2.3x faster;
-        # np=2 4 MiB Reduce_scatter_block 4x faster than ordinary staging
-        # (1.0-1.3x than single copy, which it otherwise switches to).
+        # Slow periods (copy.h: pgc_copy_stream; docs/PERFORMANCE.md,
+        # "Streaming stores into staging while ordinary ones cost 3x more").
         "stream": _get(env, "PGASCOL_STREAM"),
         "simd": _get(env, "PGASCOL_SIMD"),
         "recv_stream_min": recv_stream_min(env, members),

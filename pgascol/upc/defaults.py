@@ -20,8 +20,8 @@ from ..node.calibration import cache_path
 #: member that arrives last makes every copy, both ALLSYNCs in one round
 #: (plan.last_program), where a single copier (the root) would be a fan-in
 #: then a fan-out, one more member to schedule in between when ranks
-#: outnumber cores: 4 KiB broadcast at np=8 on 2 cores 15.6 us against the
-#: root's push 18.9 us (docs/PERFORMANCE.md, "UPC collectives"). Up to
+#: outnumber cores (docs/PERFORMANCE.md, "Small UPC ALLSYNC calls: the last
+#: arrival copies"). Up to
 #: SMALL a rooted collective runs with the root copying every block (push
 #: for broadcast and scatter, pull for gather); above, every member copies
 #: its own block, in parallel. gather_all and exchange move P blocks per
