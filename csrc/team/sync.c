@@ -169,36 +169,102 @@ static const char *basic_name(uint64_t sig)
     return basic < 0 ? "bytes of no stated type" : pgc_dtype_name((pgc_dtype)basic);
 }
 
-int pgc_signature_mismatch(pgc_team *t, int peer, uint64_t theirs)
+/* What a peer's signature of this seq says against ours (pgc_check_signature
+ * found them different), from classify_signature_difference; the first that
+ * applies, in this order. */
+typedef enum {
+    SIGDIFF_PEER_ON_MPI,     /* the peer took its collective to MPI */
+    SIGDIFF_SELF_ON_MPI,     /* we must take ours to MPI, the peer refused nothing */
+    SIGDIFF_ROOT_REFUSED,    /* the root of our rooted collective refused it */
+    SIGDIFF_TYPES_ONLY,      /* the basic types alone differ (pgc_sig_types_only_differ) */
+    SIGDIFF_READER_REFUSED,  /* a reader of the Bcast or Scatter(v) whose root we are refused it */
+    SIGDIFF_PEER_REFUSED,    /* a peer we need refused our collective, refusals not aborting */
+    SIGDIFF_REFUSAL_ABORTS,  /* the peer refused, in any other case: our call cannot complete */
+    SIGDIFF_UPC_ARGS,        /* one UPC collective, other arguments */
+    SIGDIFF_TYPES_DIFFER,    /* one collective, other basic types (and counts) */
+    SIGDIFF_REDUCTION_SHAPE, /* one reduction, another count (or a Reduce's root) */
+    SIGDIFF_RECVCOUNTS,      /* one Reduce_scatter, other recvcounts */
+    SIGDIFF_OUT_OF_STEP,     /* another collective */
+} sig_difference;
+
+/* Decide what differs between our signature and the peer's `theirs`; no
+ * effect on the team. */
+static sig_difference classify_signature_difference(const pgc_team *t, int peer, uint64_t theirs)
+{
+    const uint64_t ours = t->sig;
+    const pgc_coll coll = pgc_sig_coll(ours);
+    const int they_refused = (pgc_sig_kind(theirs) & PGC_SIG_REFUSED) != 0;
+    const int we_refused = (pgc_sig_kind(ours) & PGC_SIG_REFUSED) != 0;
+    if (they_refused && pgc_sig_arg(theirs) == PGC_SIG_ARG_MPI)
+        return SIGDIFF_PEER_ON_MPI;
+    if (we_refused && pgc_sig_arg(ours) == PGC_SIG_ARG_MPI && !they_refused)
+        return SIGDIFF_SELF_ON_MPI;
+    if (they_refused && !we_refused && pgc_same_family(pgc_sig_coll(theirs), coll) &&
+        pgc_root_refusal_ends_call(coll) && peer == PGC_SIG_ROOT(pgc_sig_arg(ours)))
+        return SIGDIFF_ROOT_REFUSED;
+    if (pgc_sig_types_only_differ(ours, theirs))
+        return SIGDIFF_TYPES_ONLY;
+    if (they_refused && !we_refused && pgc_same_family(pgc_sig_coll(theirs), coll) && !t->refusals_abort) {
+        if ((coll == PGC_COLL_BCAST || pgc_same_family(coll, PGC_COLL_SCATTER)) &&
+            PGC_SIG_ROOT(pgc_sig_arg(ours)) == t->rank)
+            return SIGDIFF_READER_REFUSED;
+        return SIGDIFF_PEER_REFUSED;
+    }
+    if (they_refused)
+        return SIGDIFF_REFUSAL_ABORTS;
+    if (pgc_sig_coll(theirs) == coll && coll >= PGC_COLL_UPC_BROADCAST)
+        return SIGDIFF_UPC_ARGS;
+    if (types_differ(ours, theirs))
+        return SIGDIFF_TYPES_DIFFER;
+    /* the messages' descriptions: the collective, a reduction's dtype and
+     * op, a rooted collective's root */
+    char mine[96], other[96];
+    describe_sig(ours, mine, sizeof mine);
+    describe_sig(theirs, other, sizeof other);
+    /* a reduction of another shape (team.h: PGC_SIG_REDUCTION) */
+    if (strcmp(mine, other) == 0 && pgc_sig_coll(theirs) == coll && coll != PGC_COLL_REDUCE_SCATTER)
+        return SIGDIFF_REDUCTION_SHAPE;
+    if (strcmp(mine, other) == 0 && pgc_sig_coll(theirs) == coll)
+        return SIGDIFF_RECVCOUNTS;
+    return SIGDIFF_OUT_OF_STEP;
+}
+
+/* Report a difference: set t->err, abort the team and return
+ * PGC_EMISMATCH, except in four cases, which leave the team usable. A
+ * refusing root ends the call (PGC_EREFUSED), a refusing peer we need
+ * gives it up (PGC_EPEERREFUSED), each with t->err; basic types that alone
+ * differ (t->err: PGC_ETYPE) and a refusing reader of our Bcast or
+ * Scatter(v) let the call complete: PGC_OK, recorded for pgc_coll_end and
+ * pgc_peer_skipped. */
+static int report_signature_difference(pgc_team *t, int peer, uint64_t theirs, sig_difference d)
 {
     char mine[96], other[96];
     describe_sig(t->sig, mine, sizeof mine);
     describe_sig(theirs, other, sizeof other);
     const char *collname = pgc_current_coll_name(t);
-    if ((pgc_sig_kind(theirs) & PGC_SIG_REFUSED) && pgc_sig_arg(theirs) == PGC_SIG_ARG_MPI)
+    switch (d) {
+    case SIGDIFF_PEER_ON_MPI:
         pgc_set_error(&t->err, PGC_EMISMATCH, peer, 0,
                       "%s: local rank %d took %s to MPI (arguments pgascol does not accelerate, such as "
                       "an object without the buffer protocol or a user-defined operator) while this rank "
                       "is in %s; every rank must pass arguments of the same kind", collname, peer,
                       pgc_coll_name(pgc_sig_coll(theirs)), mine);
-    else if ((pgc_sig_kind(t->sig) & PGC_SIG_REFUSED) && pgc_sig_arg(t->sig) == PGC_SIG_ARG_MPI &&
-             !(pgc_sig_kind(theirs) & PGC_SIG_REFUSED))
+        break;
+    case SIGDIFF_SELF_ON_MPI:
         pgc_set_error(&t->err, PGC_EMISMATCH, peer, 0,
                       "%s: this rank (local rank %d) must take %s to MPI (arguments pgascol does not "
                       "accelerate, such as an object without the buffer protocol or a user-defined "
                       "operator) while local rank %d is in %s; every rank must pass arguments of the "
                       "same kind", collname, t->rank, pgc_coll_name(pgc_sig_coll(t->sig)), peer, other);
-    else if ((pgc_sig_kind(theirs) & PGC_SIG_REFUSED) && !(pgc_sig_kind(t->sig) & PGC_SIG_REFUSED) &&
-             pgc_same_family(pgc_sig_coll(theirs), pgc_sig_coll(t->sig)) &&
-             pgc_root_refusal_ends_call(pgc_sig_coll(t->sig)) &&
-             peer == PGC_SIG_ROOT(pgc_sig_arg(t->sig))) {
+        break;
+    case SIGDIFF_ROOT_REFUSED:
         /* The root refused before anything moved, and nobody waits on a
          * member but the root: every member that needs it ends the call
          * with the root's reason (pgc_coll_end, coll.h), no abort. */
         pgc_set_error(&t->err, PGC_EREFUSED, peer, 0, "%s: the root (local rank %d) refused its arguments",
                       collname, peer);
         return PGC_EREFUSED;
-    } else if (pgc_sig_types_only_differ(t->sig, theirs)) {
+    case SIGDIFF_TYPES_ONLY: {
         /* The byte counts agree (or a later check of them aborts): the
          * collective moves its bytes as MPI would, and this member ends it
          * with the difference (pgc_coll_end), the team usable. */
@@ -213,62 +279,69 @@ int pgc_signature_mismatch(pgc_team *t, int peer, uint64_t theirs)
         t->skip_seq[peer] = t->seq;
         t->basic_seen = sig_basic(theirs);
         return PGC_OK;
-    } else if ((pgc_sig_kind(theirs) & PGC_SIG_REFUSED) && !(pgc_sig_kind(t->sig) & PGC_SIG_REFUSED) &&
-               pgc_same_family(pgc_sig_coll(theirs), pgc_sig_coll(t->sig)) && !t->refusals_abort) {
-        pgc_coll coll = pgc_sig_coll(t->sig);
-        if ((coll == PGC_COLL_BCAST || pgc_same_family(coll, PGC_COLL_SCATTER)) &&
-            PGC_SIG_ROOT(pgc_sig_arg(t->sig)) == t->rank) {
-            /* A reader of our Bcast or Scatter(v) refused it: we need
-             * nothing from it, its DONE stands for its acknowledgements,
-             * and we push nothing into the buffer it never exposed
-             * (pgc_peer_skipped): the call completes, as under MPI. */
-            t->end_pending |= PGC_END_SKIP;
-            t->skip_seq[peer] = t->seq;
-            return PGC_OK;
-        }
+    }
+    case SIGDIFF_READER_REFUSED:
+        /* A reader of our Bcast or Scatter(v) refused it: we need
+         * nothing from it, its DONE stands for its acknowledgements,
+         * and we push nothing into the buffer it never exposed
+         * (pgc_peer_skipped): the call completes, as under MPI. */
+        t->end_pending |= PGC_END_SKIP;
+        t->skip_seq[peer] = t->seq;
+        return PGC_OK;
+    case SIGDIFF_PEER_REFUSED:
         /* The peer refused this collective before it moved anything, and
          * we need it: we give the collective up (pgc_coll_end: give_up,
          * coll.c, which adds the peer's reason), and so does every member
          * that needs us. No abort. */
         return pgc_set_error(&t->err, PGC_EPEERREFUSED, peer, 0, "%s: local rank %d refused its arguments",
                              collname, peer);
-    } else if (pgc_sig_kind(theirs) & PGC_SIG_REFUSED)
+    case SIGDIFF_REFUSAL_ABORTS:
         pgc_set_error(&t->err, PGC_EMISMATCH, peer, 0,
                       "%s: local rank %d refused its arguments to %s (see the error it raised), "
                       "so this rank's %s cannot complete",
                       collname, peer, pgc_coll_name(pgc_sig_coll(theirs)), mine);
-    else if (pgc_sig_coll(theirs) == pgc_sig_coll(t->sig) && pgc_sig_coll(t->sig) >= PGC_COLL_UPC_BROADCAST)
+        break;
+    case SIGDIFF_UPC_ARGS:
         /* a UPC collective: its argument hashes what must agree (team.h) */
         pgc_set_error(&t->err, PGC_EMISMATCH, peer, 0,
                       "%s: local rank %d passed other arguments than this rank (local rank %d): the "
                       "arrays, root, nbytes, flags, algorithm, operator and counts must agree on every rank",
                       collname, peer, t->rank);
-    else if (types_differ(t->sig, theirs))
+        break;
+    case SIGDIFF_TYPES_DIFFER:
         pgc_set_error(&t->err, PGC_EMISMATCH, peer, 0,
                       "%s: local rank %d passes its elements as %s where this rank (local rank %d) passes "
                       "%s: the type signatures differ (MPI calls the program erroneous, even at the same "
                       "byte count); every rank must pass the same basic type",
                       collname, peer, basic_name(theirs), t->rank, basic_name(t->sig));
-    else if (strcmp(mine, other) == 0 && pgc_sig_coll(theirs) == pgc_sig_coll(t->sig) &&
-             pgc_sig_coll(t->sig) != PGC_COLL_REDUCE_SCATTER)
-        /* a reduction of another shape (team.h: PGC_SIG_REDUCTION) */
+        break;
+    case SIGDIFF_REDUCTION_SHAPE:
         pgc_set_error(&t->err, PGC_EMISMATCH, peer, 0,
                       "%s: local rank %d reduces a different number of elements%s than this rank "
                       "(local rank %d, %llu elements); every rank must pass the same count",
                       collname, peer, pgc_sig_coll(t->sig) == PGC_COLL_REDUCE ? " (or to a different root)" : "",
                       t->rank, (unsigned long long)t->sig_elems);
-    else if (strcmp(mine, other) == 0 && pgc_sig_coll(theirs) == pgc_sig_coll(t->sig))
+        break;
+    case SIGDIFF_RECVCOUNTS:
         pgc_set_error(&t->err, PGC_EMISMATCH, peer, 0,
                       "%s: local rank %d passed other recvcounts than this rank (local rank %d, %llu "
                       "elements in all); every rank must pass the same recvcounts",
                       collname, peer, t->rank, (unsigned long long)t->sig_elems);
-    else
+        break;
+    case SIGDIFF_OUT_OF_STEP:
         pgc_set_error(&t->err, PGC_EMISMATCH, peer, 0,
                       "%s: collectives out of step: local rank %d is in %s where this rank (local rank %d) "
                       "is in %s; every rank must call the same collectives in the same order "
                       "(did a rank skip one after an error?)", collname, peer, other, t->rank, mine);
+        break;
+    }
     pgc_team_abort(t, PGC_EMISMATCH, t->err.msg);
     return PGC_EMISMATCH;
+}
+
+int pgc_signature_mismatch(pgc_team *t, int peer, uint64_t theirs)
+{
+    return report_signature_difference(t, peer, theirs, classify_signature_difference(t, peer, theirs));
 }
 
 int pgc_check_skipped_signatures(pgc_team *t, int peer, uint32_t last)

@@ -17,9 +17,10 @@ Layouts (UPC's): element i of a block-cyclic array lives on rank
 block="*" blocked, block=0 all on rank 0); counts=[...] gives one
 contiguous range per rank. Inside a node every part is in shared memory
 (plain loads and stores, C atomics for updates); across nodes MPI RMA."""
-from .array import GlobalArray, Handle, array, copy, copy_nb, empty, full, zeros  # noqa: F401
+from .array import GlobalArray, array, empty, full, zeros  # noqa: F401
 from .lock import Lock  # noqa: F401
 from .matrix import Matrix, matrix  # noqa: F401
+from .nonblocking import Handle, copy, copy_nb  # noqa: F401
 from .sync import barrier, barrier_count, fence, notify, wait, wait_until  # noqa: F401
 
 __all__ = ["GlobalArray", "Matrix", "Handle", "Lock", "array", "zeros", "empty", "full", "matrix", "copy",

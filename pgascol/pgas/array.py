@@ -22,6 +22,7 @@ from ..engine import _core
 from ..errors import ArgumentError, FreedError, IndexOutOfRangeError
 from . import context
 from .layout import BlockCyclic, Irregular
+from .nonblocking import Handle
 
 #: Operators of update / fetch_op: the names of the engine's op codes.
 UPDATE_OPS = ("SUM", "BAND", "BOR", "BXOR", "MIN", "MAX")
@@ -45,32 +46,6 @@ def op_name(op):
 def _agree(ctx, what, prepare):
     """comm.agree on the context's communicator, after the layer's bounded barrier."""
     return agree(ctx.comm, what, prepare, ctx.barrier)
-
-
-class Handle:
-    """A non-blocking access in flight: wait() completes it, test() says
-    whether it has. `requests`: (target rank, MPI request) pairs."""
-
-    def __init__(self, ctx, requests=(), finish=None, result=None):
-        self._ctx, self._requests, self._finish, self.result = ctx, list(requests), finish, result
-
-    def test(self):
-        if self._requests and not MPI.Request.Testall([req for _, req in self._requests]):
-            return False
-        self._complete()
-        return True
-
-    def wait(self):
-        for r, req in self._requests:
-            self._ctx.wait_request(req, "an access to rank %d" % r)
-        self._complete()
-        return self.result
-
-    def _complete(self):
-        self._requests = []
-        if self._finish is not None:
-            finish, self._finish = self._finish, None
-            finish()
 
 
 class GlobalArray:
@@ -500,7 +475,7 @@ class GlobalArray:
 
     def fetch_op(self, i, value, op):
         """Atomically: old = a[i]; a[i] = old (op) value; returns old (strict)."""
-        ctx = self._live()
+        self._live()
         name = op_name(op)
         code = self._update_code(name)
         r, loc = self._locate(i)
@@ -531,7 +506,7 @@ class GlobalArray:
 
     def compare_swap(self, i, expected, value):
         """Atomically: old = a[i]; a[i] = value if old == expected; returns old (strict)."""
-        ctx = self._live()
+        self._live()
         if self.dtype.itemsize not in (4, 8) or self.dtype.kind not in "iuf":
             raise ArgumentError("compare_swap needs 32- or 64-bit integers or floats, not %s" % self.dtype)
         r, loc = self._locate(i)
@@ -709,16 +684,3 @@ def empty(comm, n, dtype=np.float64, block=1, counts=None):
 
 def full(comm, n, value, dtype=np.float64, block=1, counts=None):
     return array(comm, n, dtype, block, counts, value)
-
-
-def copy(dst, dst_start, src, src_start, n):
-    """dst[dst_start:dst_start+n] = src[src_start:src_start+n] (one-sided, by the caller)."""
-    copy_nb(dst, dst_start, src, src_start, n).wait()
-
-
-def copy_nb(dst, dst_start, src, src_start, n):
-    if src.dtype != dst.dtype:
-        raise ArgumentError("copy between %s and %s" % (src.dtype, dst.dtype))
-    buf = np.empty(n, src.dtype)
-    src.get(src_start, buf)
-    return dst.put_nb(dst_start, buf)
