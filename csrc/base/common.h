@@ -25,7 +25,7 @@
 #define PGC_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
 /* Status codes: 0 is success, every error is negative. The Cython layer maps
- * each to an exception class (see pgascol/engine/_core.pyx: _raise_error). */
+ * each to an exception class (see pgascol/engine/errors.pxi: _raise). */
 enum {
     PGC_OK = 0,
     PGC_EINVAL = -1,     /* bad argument: refused before any data moved */

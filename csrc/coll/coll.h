@@ -1,9 +1,9 @@
 /* coll.h - the intra-node collectives and what they share.
  *
  * One file per family: coll_barrier.c, coll_bcast.c, coll_reduce.c (Reduce,
- * Allreduce, Reduce_scatter(_block), Scan, Exscan), coll_gather.c (Gather(v),
- * Scatter(v), Allgather(v)) and coll_alltoall.c; the last two share the
- * exchange engine (xchg.h). This file and coll.c hold what they all use.
+ * Allreduce, Reduce_scatter(_block), Scan, Exscan, over the reduction engine
+ * of reduce.h), coll_gather.c (Gather(v), Scatter(v), Allgather(v)) and
+ * coll_alltoall.c; the last two share the exchange engine (xchg.h). This file and coll.c hold what they all use.
  *
  * Phases. Every collective runs the same phases, in this order:
  *   check  refuse bad arguments (pgc_<collective> itself), before anything
@@ -31,7 +31,7 @@
  *          costs, and post DONE for this seq (on success)
  * A helper that runs one phase of one member's part is named after it:
  * <family>_<role or path>_<phase> (bcast_root_start, bcast_tree_work,
- * gather_sender_start, scatter_root_ack, reduce_cico_work), or
+ * gather_sender_start, scatter_root_ack, pgc_reduce_cico_work), or
  * <family>_<phase> where every member plays the same part (alltoall_start,
  * allgather_work). The exchange engine's steps are pgc_xchg_ring (plan),
  * pgc_xchg_publish (start), pgc_xchg_desc and pgc_xchg_run (work) and

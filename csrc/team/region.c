@@ -42,7 +42,7 @@ int pgc_region_add(pgc_team *t, uint64_t id, uint64_t size, const uint64_t *base
         t->regions = grown;
         t->regions_cap = cap;
     }
-    /* reductions pull exposed pieces into it (coll_reduce.c), also where
+    /* reductions pull exposed pieces into it (reduce.c), also where
      * only shared regions make single copy possible */
     if (!t->pull_buf && !(t->pull_buf = malloc(t->hdr->staging_stride / 2)))
         return pgc_set_error(&t->err, PGC_ENOMEM, -1, 0, "no memory for the %zu-byte single-copy pull buffer",

@@ -52,8 +52,12 @@ int pgc_wait_signed(pgc_team *t, int peer, uint32_t seq, uint64_t *sig);
 #define PGC_PROGRESS_EVERY_NS (2ull * 1000 * 1000)
 void pgc_set_wait_progress(void (*hook)(void));
 
-/* The peer is in another collective (or refused this one): abort the team
- * with a message naming both; returns PGC_EMISMATCH. */
+/* The peer's signature differs from ours in this slot: what differs is
+ * classified, then reported (sync.c: classify_signature_difference,
+ * report_signature_difference). Returns PGC_OK where nothing is wrong (the
+ * same call, seen early), PGC_EREFUSED or PGC_EPEERREFUSED for a refusal
+ * (the team stays usable), else PGC_EMISMATCH with the team aborted and a
+ * message naming both calls. */
 int pgc_signature_mismatch(pgc_team *t, int peer, uint64_t theirs);
 /* Check the peer's signatures of the collectives since `last` (the seq of
  * our previous check of it) in which we did not wait on it. */

@@ -19,7 +19,7 @@
 static volatile uint64_t cma_probe_word = 0x70676173636f6cull;
 
 /* An inline slot holds inline_max bytes (capped), and at least a
- * Reduce_scatter's nranks - 1 block bounds (coll_reduce.c: rs_bounds_of),
+ * Reduce_scatter's nranks - 1 block bounds (reduce.c: rs_bounds_of),
  * which only teams of more than 1025 members with the largest slots, or
  * small PGASCOL_INLINE_MAX, make count. */
 static size_t inline_slot_size(const pgc_config *cfg, int nranks)

@@ -244,7 +244,7 @@ typedef struct pgc_team {
     int cma_ok;                 /* single copy works between all members */
     char cma_reason[320];       /* why not, when it does not */
     /* Where a reduction's block owner pulls the pieces of members that
-     * exposed their buffers (coll_reduce.c): staging_bytes / 2, private,
+     * exposed their buffers (reduce.c): staging_bytes / 2, private,
      * allocated with single copy (pgc_team_probe_cma) or with the first
      * shared region (region.h). */
     char *pull_buf;
@@ -403,7 +403,7 @@ static inline int pgc_sig_types_only_differ(uint64_t a, uint64_t b)
  * hash with the top bit set. Reduce_scatter's recvcounts do not fit a word:
  * the shape states their sum, and the members compare the block bounds
  * themselves, in full, before reading each other's data (rs_check_bounds,
- * coll_reduce.c). */
+ * reduce.c). */
 static inline uint64_t pgc_sig_mix(uint64_t h, uint64_t v)
 {
     h = (h ^ v) * 0x9e3779b97f4a7c15ull;

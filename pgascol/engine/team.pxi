@@ -442,7 +442,7 @@ cdef class Team:
     cdef size_t _checked_vector_bytes(self, size_t count, int dtype, int op) except? 0:
         """count elements in bytes, once (op, dtype) is one MPI defines: the
         check of the Python methods. The c_ methods leave it to their caller
-        (pgascol.Comm checks the pair once, pgascol/comm/ops.pxi); the C core
+        (pgascol.Comm checks the pair once, pgascol/comm/mpi_operators.pxi); the C core
         checks again, as a guard."""
         if dtype < 0 or dtype >= PGC_NDTYPES:
             raise ArgumentError("unsupported datatype code %d" % dtype)
