@@ -14,6 +14,7 @@ RuntimeErrors; once MPI is loaded every error made is also an
 ``MPI.Exception``: ``in_mpi(cls)`` is cls's twin that derives from both
 (same name, caught by ``except cls`` and by ``except MPI.Exception``,
 pickled as cls). ``str()`` is pgascol's message."""
+import copyreg
 import sys
 
 
@@ -80,6 +81,18 @@ def _mpi_members(cls):
             "error_class": PgascolError.error_class, "error_code": PgascolError.error_code}
 
 
+class _Twin(type):
+    """The class of the MPI.Exception twins. A twin has its public class's
+    name, so pickle cannot find it by name (``comm.bcast(type(error))``):
+    copyreg pickles it as ``in_mpi(public class)`` instead."""
+
+
+def _reduce_twin(twin):
+    return (in_mpi, (twin.__bases__[0],))
+
+
+copyreg.pickle(_Twin, _reduce_twin)
+
 _TWINS = {}
 
 
@@ -91,7 +104,7 @@ def in_mpi(cls):
         MPI = sys.modules.get("mpi4py.MPI")
         if MPI is None or issubclass(cls, MPI.Exception):
             return cls
-        twin = _TWINS[cls] = type(cls.__name__, (cls, MPI.Exception), _mpi_members(cls))
+        twin = _TWINS[cls] = _Twin(cls.__name__, (cls, MPI.Exception), _mpi_members(cls))
     return twin
 
 

@@ -23,6 +23,8 @@ def test_every_error_is_an_mpi_exception_with_its_fields(cls):
     assert isinstance(caught.value, cls)
     back = pickle.loads(pickle.dumps(e))
     assert type(back) is type(e) and (str(back), back.peer, back.errno) == ("what went wrong", 3, 5)
+    # the class itself travels too, as a program sends an error's kind to other ranks
+    assert pickle.loads(pickle.dumps((type(e), str(e)))) == (type(e), "what went wrong")
 
 
 def test_a_timeout_is_still_a_timeout_error():
