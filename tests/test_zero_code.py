@@ -200,6 +200,12 @@ def test_calibrate_across_nodes_says_there_is_nothing_to_learn(tmp_path):
     assert not out.exists()
 
 
+def test_a_bad_option_is_one_clear_line_on_every_rank():
+    proc = _run(2, "calibrate", "--max-size", "bogus", timeout=60)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.count("pgascol calibrate: bad size 'bogus'") == 2, proc.stderr
+
+
 def test_calibrate_on_one_rank_says_why():
     proc = _run(1, "calibrate", "--output", "/nonexistent/cal.json", timeout=60)
     assert proc.returncode != 0 and "calibration needs >= 2 ranks" in proc.stderr + proc.stdout

@@ -7,10 +7,11 @@ import sys
 
 from .. import __version__
 from ..engine import _core
-from ..node import calibration, config, topology
+from ..node import calibration, config
 from . import calibrate
 from ..upc import defaults as upc_defaults
 from ..errors import ArgumentError
+from .bench_harness import BenchError
 
 
 def _mpi_line():
@@ -177,21 +178,31 @@ def main(argv=None):
     cal.add_argument("--upc-sizes", help="nbytes measured, e.g. 4,4K,64K (default: %s)" % ",".join(
         str(n) for n in calibrate.UPC_SIZES))
     args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
     try:
-        if args.command == "info":
-            return info(args)
-        if args.command == "calibrate":
-            from mpi4py import MPI
-            if not args.upc_only:
-                from .bench_harness import parse_size
-                calibrate.run(MPI.COMM_WORLD, args.output, max_bytes=parse_size(args.max_size))
-            if args.upc or args.upc_only:
-                from .bench_harness import parse_sizes
-                calibrate.run_upc(MPI.COMM_WORLD, args.upc_output,
-                                  sizes=parse_sizes(args.upc_sizes) if args.upc_sizes else calibrate.UPC_SIZES)
-            return 0
-    except ArgumentError as exc:  # a bad PGASCOL_* variable: one line, not a traceback
+        return _command(args)
+    except (ArgumentError, BenchError) as exc:  # a bad variable or option: one line, not a traceback
         sys.stderr.write("pgascol %s: %s\n" % (args.command, exc))
         return 2
-    parser.print_help()
-    return 2
+    except BaseException as exc:
+        # Anything else ends the whole job (MPI.COMM_WORLD.Abort at exit, as
+        # python -m mpi4py does) rather than leaving the other ranks waiting.
+        from mpi4py.run import set_abort_status
+        set_abort_status(exc)
+        raise
+
+
+def _command(args):
+    if args.command == "info":
+        return info(args)
+    from mpi4py import MPI
+    if not args.upc_only:
+        from .bench_harness import parse_size
+        calibrate.run(MPI.COMM_WORLD, args.output, max_bytes=parse_size(args.max_size))
+    if args.upc or args.upc_only:
+        from .bench_harness import parse_sizes
+        calibrate.run_upc(MPI.COMM_WORLD, args.upc_output,
+                          sizes=parse_sizes(args.upc_sizes) if args.upc_sizes else calibrate.UPC_SIZES)
+    return 0
