@@ -124,7 +124,6 @@ def _refill(a, rng, n, spd):
 
 def _dask():
     try:
-        import dask
         import dask.array as da
     except ImportError:
         return None
@@ -140,7 +139,6 @@ def worker_main(argv):
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--json")
     args = ap.parse_args(argv)
-    import numpy as np
     from mpi4py import MPI
     from threadpoolctl import threadpool_limits
 

@@ -16,7 +16,6 @@ import numpy as np
 from ..engine import _core
 from ..errors import ArgumentError
 from ..pgas.array import zeros as shared_zeros
-from ..pgas import context
 from . import defaults as _defaults
 from .flags import ALLSYNC, MYSYNC, NOSYNC, parse_flags
 
