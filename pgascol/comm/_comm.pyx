@@ -43,8 +43,7 @@ from ..engine.ccore cimport (
     PGC_COLL_ALLTOALL, PGC_COLL_ALLTOALLV, PGC_COLL_REDUCE_SCATTER, PGC_COLL_REDUCE_SCATTER_BLOCK,
     PGC_COLL_SCAN, PGC_COLL_EXSCAN, PGC_NCOLL)
 from ..errors import (ArgumentError, CollectiveMismatchError, DatatypeMismatchError, PeerRefusedError,
-                      PgascolError, PgascolTimeoutError, RevokedError, RootRefusedError, TeamAbortedError,
-                      in_mpi)
+                      PgascolError, PgascolTimeoutError, RevokedError, RootRefusedError, TeamAbortedError)
 from ..node.team import NodeTeam
 
 include "datatypes.pxi"
@@ -202,7 +201,7 @@ cdef int _dispatch(_State st, int coll, object sendbuf, object recvbuf, object o
         if _ULFM and exc.Get_error_class() == MPI.ERR_REVOKED:
             # an inter-node leg met a communicator another node revoked
             _revoke(st, "%s: the communicator was revoked (on another node)" % _COLL_NAMES[coll])
-            raise in_mpi(RevokedError)("%s: the communicator was revoked (on another node): MPI's %s"
+            raise RevokedError("%s: the communicator was revoked (on another node): MPI's %s"
                                % (_COLL_NAMES[coll], exc.Get_error_string())) from exc
         raise
     except _ARGUMENT_ERRORS as exc:

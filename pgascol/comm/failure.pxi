@@ -117,7 +117,7 @@ cdef int _abort_alert(_State st, int src, bytes why, str what) except -1:
         msg = "%s: the communicator was revoked (told by the node of rank %d: %s)" % (
             what, src, reason[len(_REVOKED):])
         st.core.revoke(msg)
-        raise in_mpi(RevokedError)(msg)
+        raise RevokedError(msg)
     msg = "%s: the node of rank %d gave up: %s" % (what, src, why.decode(errors="replace"))
     st.core.abort(msg)
     raise TeamAbortedError(msg)
@@ -467,7 +467,7 @@ cdef int _hold_root_type(_State st, str what, int root, int theirs, int mine) ex
 cdef int _hold_type_mismatch(_State st, str what, str why) except -1:
     """Hold a DatatypeMismatchError of a hierarchical call (why: who
     passes which type), raised once the call completed (_raise_held)."""
-    st.core.hold(in_mpi(DatatypeMismatchError)(
+    st.core.hold(DatatypeMismatchError(
         "%s (hierarchical): %s: the type signatures differ (MPI calls the program erroneous, even at the "
         "same byte count); every rank must pass the basic type of the root" % (what, why)))
     return 0

@@ -18,7 +18,7 @@ from libc.string cimport memset
 from .ccore cimport *
 from ..errors import (ArgumentError, CollectiveMismatchError, DatatypeMismatchError, PeerDeadError, PeerRefusedError,
                      PgascolError, RevokedError, RootRefusedError, PgascolTimeoutError, TeamAbortedError,
-                     TeamClosedError, in_mpi)
+                     TeamClosedError)
 
 include "codes.pxi"
 include "runtime.pxi"
