@@ -6,7 +6,7 @@ import numpy
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
-# numpy's C API as of numpy 1.22, pyproject.toml's floor: built against numpy
+# numpy's C API as of numpy 1.22 (pyproject.toml's floor is higher): built against numpy
 # 2's headers, the extensions then import under any numpy from 1.22 on.
 NUMPY_API = [("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION"), ("NPY_TARGET_VERSION", "NPY_1_22_API_VERSION")]
 
