@@ -6,6 +6,10 @@ import numpy
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
+# numpy's C API as of numpy 1.22 (pyproject.toml's floor is higher): built against numpy
+# 2's headers, the extensions then import under any numpy from 1.22 on.
+NUMPY_API = [("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION"), ("NPY_TARGET_VERSION", "NPY_1_22_API_VERSION")]
+
 core = Extension(
     "pgascol.engine._core",
     sources=["pgascol/engine/_core.pyx"] + sorted(glob("csrc/**/*.c", recursive=True)),
@@ -21,20 +25,17 @@ core = Extension(
 # path (pgascol/comm/_comm.pyx, _numpy_direct).
 comm = Extension("pgascol.comm._comm", sources=["pgascol/comm/_comm.pyx"],
                  include_dirs=["csrc", numpy.get_include()],
-                 define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
-                 extra_compile_args=["-O2"])
+                 define_macros=NUMPY_API, extra_compile_args=["-O2"])
 
 # The local kernels of pgascol.blas: SciPy's BLAS through scipy.linalg.cython_blas
 # (its function pointers, resolved at import: no BLAS to link here).
 kernels = Extension("pgascol.blas._kernels", sources=["pgascol/blas/_kernels.pyx"],
                     include_dirs=[numpy.get_include()],
-                    define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
-                    extra_compile_args=["-O2"])
+                    define_macros=NUMPY_API, extra_compile_args=["-O2"])
 
 # The local kernels of pgascol.sparse: plain C loops, fused over the four value
 # types and int32/int64 indices, the GIL released.
 sparse_kernels = Extension("pgascol.sparse._kernels", sources=["pgascol/sparse/_kernels.pyx"],
-                           define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
-                           extra_compile_args=["-O3"])
+                           define_macros=NUMPY_API, extra_compile_args=["-O3"])
 
 setup(ext_modules=cythonize([core, comm, kernels, sparse_kernels], language_level=3, compiler_directives={"embedsignature": True}))

@@ -5,7 +5,7 @@
     comm = pgascol.Comm(MPI.COMM_WORLD)   # a drop-in mpi4py communicator
 
 See README.md and docs/ARCHITECTURE.md."""
-__version__ = "0.1.0"
+from ._version import __version__  # noqa: F401
 
 from .errors import (ArgumentError, CollectiveMismatchError, DatatypeMismatchError,  # noqa: F401
                      OperationFailedError, PeerDeadError, PeerRefusedError, PgascolError, PgascolTimeoutError,
