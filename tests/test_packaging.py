@@ -71,7 +71,7 @@ def test_sdist_holds_the_docs_readme_names():
     named = set(re.findall(r"\b(docs/[\w./-]+\.md)\b", (ROOT / "README.md").read_text()))
     assert named, "README.md names no docs/*.md"
     assert named <= sdist_files(), sorted(named - sdist_files())
-    assert {"README.md", "CHANGELOG.md", ".ci/release"} <= sdist_files()
+    assert {"README.md", "CHANGELOG.md", "LICENSE", ".ci/release"} <= sdist_files()
 
 
 def test_sdist_holds_no_build_products():
@@ -134,3 +134,10 @@ def test_dependency_floors_are_the_ones_tested():
         floors[name.lower()] = Version(bound)
     tested = {name: Version(v) for name, v in (pin.lower().split("==") for pin in release_setting("LOWEST"))}
     assert tested == floors, "pyproject's floors %s, .ci/release tests %s" % (floors, tested)
+
+
+def test_the_release_quick_check_names_test_files_that_exist():
+    files = release_setting("QUICK")
+    assert files and all(f.startswith("tests/test_") for f in files), files
+    missing = [f for f in files if not (ROOT / f).is_file()]
+    assert not missing, "%s's QUICK names files that are gone: %s" % (RELEASE, missing)
