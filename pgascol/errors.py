@@ -180,6 +180,17 @@ class TeamClosedError(PgascolError):
     """The team was freed."""
 
 
+class ArgumentTypeError(ArgumentError, TypeError):
+    """A buffer specification mpi4py refuses with a TypeError (an object
+    that is no buffer, a count that is no integer): an ArgumentError, and
+    the TypeError a drop-in's callers may catch."""
+
+
+class ArgumentBufferError(ArgumentError, BufferError):
+    """A buffer mpi4py refuses with a BufferError (not contiguous): an
+    ArgumentError, and the BufferError a drop-in's callers may catch."""
+
+
 class IndexOutOfRangeError(ArgumentError, IndexError):
     """An index outside a global array, refused before any data moved."""
 

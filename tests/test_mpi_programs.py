@@ -56,6 +56,7 @@ TYPES_MOVE_NOTHING = "test_on_one_node_no_bytes_move_between_ranks_of_different_
 ROOT_MISUSE = "test_root_only_misuse_leaves_the_communicator_usable"
 REDUCE_ROOT = "test_a_reduce_root_that_refuses_runs_with_scratch_and_the_others_complete"
 ERRORS_AT_8 = (ROOT_MISUSE, "test_a_member_that_refuses_leaves_the_communicator_usable",
+               "test_a_spec_mpi4py_refuses_on_one_rank_leaves_the_communicator_usable",
                "test_misuse_on_the_root_and_another_leader_ends_every_rank_at_once",
                "test_a_derived_datatype_on_one_rank_only",
                "test_ranks_on_different_paths_all_fail_at_once",

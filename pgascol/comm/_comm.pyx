@@ -42,8 +42,9 @@ from ..engine.ccore cimport (
     PGC_COLL_GATHERV, PGC_COLL_SCATTER, PGC_COLL_SCATTERV, PGC_COLL_ALLGATHER, PGC_COLL_ALLGATHERV,
     PGC_COLL_ALLTOALL, PGC_COLL_ALLTOALLV, PGC_COLL_REDUCE_SCATTER, PGC_COLL_REDUCE_SCATTER_BLOCK,
     PGC_COLL_SCAN, PGC_COLL_EXSCAN, PGC_NCOLL)
-from ..errors import (ArgumentError, CollectiveMismatchError, DatatypeMismatchError, PeerRefusedError,
-                      PgascolError, PgascolTimeoutError, RevokedError, RootRefusedError, TeamAbortedError)
+from ..errors import (ArgumentBufferError, ArgumentError, ArgumentTypeError, CollectiveMismatchError,
+                      DatatypeMismatchError, PeerRefusedError, PgascolError, PgascolTimeoutError, RevokedError,
+                      RootRefusedError, TeamAbortedError)
 from ..node.team import NodeTeam
 
 include "datatypes.pxi"

@@ -85,7 +85,7 @@ cdef int _getbuf(object buf, bint writable, bint fmt, _Msg m) except -1:
     m.release()
     try:
         PyObject_GetBuffer(buf, &m.view, flags)
-    except BaseException:
+    except BaseException as exc:
         if writable:
             try:
                 ro = memoryview(buf).readonly
@@ -93,7 +93,13 @@ cdef int _getbuf(object buf, bint writable, bint fmt, _Msg m) except -1:
                 ro = False
             if ro:
                 raise ArgumentError("the receive buffer is read-only (%s)" % type(buf).__name__)
-        return 0
+        if _other_buffer_kind(buf) and not isinstance(buf, cnp.ndarray):
+            return 0
+        # mpi4py asks for the same buffer (any contiguous, writable to
+        # receive) and fails alike: not contiguous, or no buffer at all (a
+        # numpy array's DLPack view, mpi4py's second try, has its layout)
+        _bad_message(str(exc), ArgumentBufferError if isinstance(exc, BufferError) or isinstance(buf, cnp.ndarray)
+                     else ArgumentTypeError if isinstance(exc, TypeError) else ArgumentError)
     m.held = True
     m.ptr = <char *>m.view.buf
     m.nbytes = m.view.len
@@ -125,6 +131,20 @@ cdef int _getbuf(object buf, bint writable, bint fmt, _Msg m) except -1:
     return 1
 
 
+cdef inline bint _other_buffer_kind(object buf):
+    """A buffer mpi4py takes without the buffer protocol (DLPack, CUDA's
+    array interface): left to MPI, as everything pgascol does not accelerate."""
+    return hasattr(buf, "__dlpack__") or hasattr(buf, "__cuda_array_interface__")
+
+
+cdef int _bad_message(str why, object kind=ArgumentError) except -1:
+    """A buffer specification mpi4py raises for (with its message; kind: the
+    ArgumentError that is also mpi4py's exception class): refused here
+    before anything moves, so that the other ranks are told (_refused)
+    instead of waiting in the engine while this rank's call goes to MPI."""
+    raise kind("message: " + why)
+
+
 cdef bint _index(object x, Py_ssize_t *value) except -1:
     """x is one integer (int, numpy integer, anything with __index__ that
     is not a sequence): *value. 0 otherwise (e.g. a list or an array of
@@ -138,14 +158,16 @@ cdef bint _index(object x, Py_ssize_t *value) except -1:
     return 1
 
 
-cdef list _index_list(object xs, int blocks):
+cdef list _index_list(object xs, int blocks, str what):
     """A sequence of `blocks` integers as a list of ints (numpy arrays
-    too), or None where mpi4py raises (not integers, wrong length)."""
+    too); ArgumentError where mpi4py raises (not integers, wrong length)."""
     try:
         out = [PyNumber_Index(x) for x in xs]
     except TypeError:
-        return None
-    return out if len(out) == blocks else None
+        _bad_message("%s must be integers (got %r)" % (what, xs), ArgumentTypeError)
+    if len(out) != blocks:
+        _bad_message("expecting %d %s, got %d" % (blocks, what, len(out)))
+    return out
 
 
 cdef int _not_negative(Py_ssize_t value, str what) except -1:
@@ -158,12 +180,12 @@ cdef int _not_negative(Py_ssize_t value, str what) except -1:
 
 
 cdef bint _size_arg(object x, str what, Py_ssize_t *value) except -1:
-    """A count or displacement of a simple message: 1 with *value, 0 where
-    mpi4py raises (not an integer); ArgumentError if negative."""
+    """A count or displacement of a simple message: 1 with *value;
+    ArgumentError where mpi4py raises (not an integer, too large, negative)."""
     try:
         value[0] = x
-    except (TypeError, OverflowError):
-        return 0
+    except (TypeError, OverflowError) as exc:
+        _bad_message("%s %r: %s" % (what, x, exc), ArgumentTypeError if isinstance(exc, TypeError) else ArgumentError)
     _not_negative(value[0], what)
     return 1
 
@@ -172,49 +194,57 @@ cdef int _simple_layout(object o_count, object o_displ, Py_ssize_t length, Py_ss
                         int blocks, _Msg m) except -1:
     """mpi4py's count (per block) and displacement of a simple message, in
     elements `extent` bytes apart, in a buffer of `length` bytes: m.count,
-    m.displ. 0 where mpi4py raises; ArgumentError for negative values."""
+    m.displ; ArgumentError where mpi4py raises, with its message."""
     cdef Py_ssize_t c
     m.displ = 0
     if o_displ is not None:
-        if not _size_arg(o_displ, "displacement", &m.displ):
-            return 0
+        _size_arg(o_displ, "displacement", &m.displ)
         if m.displ:
-            if extent <= 0 or m.displ * extent > length:
-                return 0
+            if extent <= 0:
+                _bad_message("cannot handle displacement, datatype extent %d" % extent)
+            if m.displ * extent > length:
+                _bad_message("displacement %d out of bounds, number of datatype entries %d"
+                             % (m.displ, length // extent))
             length -= m.displ * extent
     if o_count is not None:
         return _size_arg(o_count, "count", &m.count)
     m.count = 0
     if length > 0:
-        if extent <= 0 or length % extent:
-            return 0
+        _check_multiple(length, extent)
         c = length // extent
         if blocks >= 2:
             if c % blocks:
-                return 0
+                _bad_message("cannot infer count, number of entries %d is not a multiple of required "
+                             "number of blocks %d" % (c, blocks))
             c //= blocks
         m.count = c
     return 1
 
 
+cdef int _check_multiple(Py_ssize_t length, Py_ssize_t extent) except -1:
+    if extent <= 0:
+        _bad_message("cannot infer count, datatype extent %d" % extent)
+    if length % extent:
+        _bad_message("cannot infer count, buffer length %d is not a multiple of datatype extent %d"
+                     % (length, extent))
+    return 0
+
+
 cdef int _vector_layout(object o_count, object o_displ, Py_ssize_t length, Py_ssize_t extent,
                         int blocks, _Msg m) except -1:
     """mpi4py's counts and displacements of a vector message, in elements
-    `extent` bytes apart, in a buffer of `length` bytes: m.counts, m.displs.
-    0 where mpi4py raises; ArgumentError for negative values."""
+    `extent` bytes apart, in a buffer of `length` bytes: m.counts, m.displs;
+    ArgumentError where mpi4py raises, and for negative values."""
     cdef Py_ssize_t csize = 0, c, i
     if o_count is None:
         if length > 0:
-            if extent <= 0 or length % extent:
-                return 0
+            _check_multiple(length, extent)
             csize = length // extent
         m.counts = [csize // blocks + (1 if csize % blocks > i else 0) for i in range(blocks)]
     elif _index(o_count, &c):
         m.counts = [c] * blocks
     else:
-        m.counts = _index_list(o_count, blocks)
-        if m.counts is None:
-            return 0
+        m.counts = _index_list(o_count, blocks, "counts")
     if o_displ is None:
         m.displs = []
         c = 0
@@ -224,9 +254,7 @@ cdef int _vector_layout(object o_count, object o_displ, Py_ssize_t length, Py_ss
     elif _index(o_displ, &c):
         m.displs = [c * i for i in range(blocks)]
     else:
-        m.displs = _index_list(o_displ, blocks)
-        if m.displs is None:
-            return 0
+        m.displs = _index_list(o_displ, blocks, "displacements")
     for i in range(blocks):
         _not_negative(m.counts[i], "count")
         _not_negative(m.displs[i], "displacement")
@@ -258,15 +286,19 @@ cdef int _parse(object msg, bint writable, int blocks, bint vector, bint pack, _
         elif nargs == 4:
             o_buf, o_count, o_displ, o_type = msg
         else:
-            return 0
+            _bad_message("expecting 2 to 4 items")
         if pack and o_type is not None and (o_buf is None or o_buf is _BOTTOM):
             # absolute addresses (mpi4py reads None as BOTTOM; to Python,
             # BOTTOM is a buffer of no bytes)
             return _packed(o_buf, o_count, o_displ, o_type, blocks, vector, m)
         if not PyObject_CheckBuffer(o_buf):
-            return 0
-    else:
+            if o_buf is None or o_buf is _BOTTOM or _other_buffer_kind(o_buf):
+                return 0
+            _bad_message("expecting a buffer, got %s" % type(o_buf).__name__, ArgumentTypeError)
+    elif _other_buffer_kind(msg):
         return 0
+    else:
+        _bad_message("expecting buffer or list/tuple, got %s" % type(msg).__name__, ArgumentTypeError)
     if o_type is not None:
         info = _type_info(o_type)
         if info is None:
