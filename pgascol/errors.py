@@ -130,9 +130,10 @@ class RootRefusedError(PeerRefusedError):
 class DatatypeMismatchError(ArgumentError):
     """Ranks of a Bcast, Gather(v) or Scatter(v) passed other basic types at
     the same byte count (the root 8 MPI.INT, a receiver 4 MPI.DOUBLE): MPI
-    calls the program erroneous but compares no type signatures, so the call
-    moved its bytes as MPI would, and the ranks that saw the difference
-    raise this once it completed; the communicator stays usable."""
+    calls the program erroneous. No bytes move between ranks of different
+    types (a receiver's buffer stays untouched); the call completes among
+    the others, and the ranks that saw the difference raise this once it
+    completed; the communicator stays usable."""
 
     ERROR_CLASS = "ERR_TYPE"
 
