@@ -5,13 +5,12 @@ import os
 import platform
 import sys
 
-from .. import __version__
-from ..engine import _core
-from ..node import calibration, config
-from . import calibrate
-from ..upc import defaults as upc_defaults
 from ..errors import ArgumentError
 from .bench_harness import BenchError
+
+# The engine, the calibration and pgascol.upc are imported by the commands
+# that use them: zero-code mode (a script) starts without them (numpy and
+# pgascol.upc cost 0.3 s of a job's start-up).
 
 
 def _mpi_line():
@@ -23,7 +22,11 @@ def _mpi_line():
 
 def info(args):
     from mpi4py import MPI
+    from .. import __version__
+    from ..engine import _core
+    from ..node import config
     from ..node.team import NodeTeam
+    from ..upc import defaults as upc_defaults
 
     comm = MPI.COMM_WORLD
     team = NodeTeam(comm)
@@ -109,6 +112,7 @@ def _tuning_lines(out, cfg, d):
         "in the job's calls, the faster taken (PGASCOL_TUNE=1; inline sizes and calls across nodes "
         "have one path)" if tune
         else "the built-in thresholds only (PGASCOL_TUNE=0)"))
+    from ..node import calibration
     path = calibration.default_path()
     tables, status = calibration.read()
     out.write("            calibration file %s: %s\n" % (path, {
@@ -164,6 +168,9 @@ def main(argv=None):
     if argv and (argv[0] in ("-m", "-c", "-") or argv[0].endswith(".py") or os.path.isfile(argv[0])):
         from ..comm.run import main as run_main
         return run_main(argv)
+    from ..node import calibration
+    from ..upc import defaults as upc_defaults
+    from . import calibrate
     parser = argparse.ArgumentParser(prog="pgascol", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command")
     sub.add_parser("info", help="describe the machine, MPI, node layout, single copy and thresholds")
@@ -198,6 +205,7 @@ def _command(args):
     if args.command == "info":
         return info(args)
     from mpi4py import MPI
+    from . import calibrate
     if not args.upc_only:
         from .bench_harness import parse_size
         calibrate.run(MPI.COMM_WORLD, args.output, max_bytes=parse_size(args.max_size))
