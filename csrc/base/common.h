@@ -25,8 +25,11 @@
 #define PGC_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
 /* Status codes: 0 is success, every error is negative. The Cython layer maps
- * each to an exception class (see pgascol/engine/errors.pxi: _raise). */
+ * each to an exception class (see pgascol/engine/errors.pxi: _raise).
+ * PGC_ON_MPI is no error: every member agreed to run the call on MPI
+ * (pgc_coll_agree_mpi, coll.h), and the caller now does. */
 enum {
+    PGC_ON_MPI = 1,
     PGC_OK = 0,
     PGC_EINVAL = -1,     /* bad argument: refused before any data moved */
     PGC_ENOMEM = -2,

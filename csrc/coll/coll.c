@@ -122,6 +122,55 @@ int pgc_coll_to_mpi(pgc_team *t, pgc_coll coll)
     return pgc_wait_peers_done(t, 0);
 }
 
+/* The descriptor's path byte of a member in a call agreed on MPI: its
+ * length is the call's bytes (t->hint_bytes). */
+#define PGC_DESC_ON_MPI 0xfeu
+
+int pgc_coll_agree_mpi(pgc_team *t, pgc_coll coll, uint64_t arg)
+{
+    if (!pgc_sig_reduction(coll))
+        arg |= pgc_sig_class_bits(t->hint_bytes);
+    int rc = pgc_coll_sign(t, coll, arg);
+    if (rc || (rc = pgc_check_aborted(t)))
+        return rc;
+    /* our bytes in our descriptor (free once every peer is done with the
+     * collective PGC_RUNAHEAD back, pgc_desc_of), then DONE: both words,
+     * since a peer may wait on either (release: after the descriptor) */
+    if ((rc = pgc_wait_peers_done(t, PGC_RUNAHEAD)))
+        return rc;
+    pgc_desc_put(t, (pgc_path)PGC_DESC_ON_MPI, t->hint_bytes);
+    pgc_post_ack(t, PGC_STEP_DONE);
+    pgc_post_step(t, PGC_STEP_DONE);
+    /* the first wait on each peer checks its signature (sync.h) */
+    if ((rc = pgc_wait_peers_done(t, 0)))
+        return rc;
+    unsigned pending = t->end_pending;
+    t->end_pending = 0;
+    if (pending & PGC_END_TYPES)
+        return PGC_ETYPE; /* t->err says which member stated which type */
+    for (int p = 0; p < t->nranks; p++) {
+        if (p == t->rank)
+            continue;
+        /* relaxed: the peer stored both before the DONE our wait acquired */
+        uint64_t sig = atomic_load_explicit(&pgc_ctl_of(t, p)->sig[t->seq & (PGC_SIG_RING - 1)], memory_order_relaxed);
+        if (pgc_sig_kind(sig) & PGC_SIG_REFUSED)
+            /* a reader of our Bcast or Scatter refused (PGC_END_SKIP: the
+             * engine would complete the call without it): on MPI nobody may */
+            return pgc_set_error(&t->err, PGC_EPEERREFUSED, p, 0, "%s: local rank %d refused its arguments",
+                                 pgc_coll_name(coll), p);
+        uint64_t desc = pgc_desc_get(t, p);
+        if (pgc_desc_path(desc) != (pgc_path)PGC_DESC_ON_MPI || pgc_desc_len(desc) != t->hint_bytes) {
+            pgc_set_error(&t->err, PGC_EMISMATCH, p, 0,
+                          "%s: this rank (local rank %d) passes %zu bytes, local rank %d %llu; every rank must "
+                          "pass the same count", pgc_coll_name(coll), t->rank, t->hint_bytes, p,
+                          (unsigned long long)pgc_desc_len(desc));
+            pgc_team_abort(t, PGC_EMISMATCH, t->err.msg);
+            return PGC_EMISMATCH;
+        }
+    }
+    return PGC_ON_MPI;
+}
+
 pgc_path pgc_choose_path(const pgc_team *t, pgc_coll coll, size_t bytes, int shared)
 {
     if (bytes <= t->cfg.inline_max && bytes <= t->hdr->inline_slot)

@@ -85,8 +85,24 @@ static inline int pgc_coll_sign(pgc_team *t, uint32_t kind, uint64_t arg)
         return pgc_wait_peers_done(t, PGC_RUNAHEAD / 2);
     return PGC_OK;
 }
+/* Begin a call the tuner gave to MPI (t->path_hint PGC_HINT_MPI): the
+ * engine's signature of the call, with its size class (pgc_sig_class_bits),
+ * DONE at once, and a wait until every peer is done too, whose signature
+ * checks meet a refusal, another basic type or another collective exactly
+ * as the engine's paths would; then the peers' byte counts are compared.
+ * Returns PGC_ON_MPI where every member agreed: no data moved, and the
+ * caller runs the call on MPI, every member alike. Otherwise the error for
+ * pgc_coll_end, as if the engine had run the call: PGC_EREFUSED (the root
+ * refused), PGC_EPEERREFUSED (another member refused: every member gives
+ * the call up, since none may enter MPI without it), PGC_ETYPE (another
+ * basic type: nothing moved), or PGC_EMISMATCH, the team aborted (another
+ * size, another collective). In coll.c. */
+int pgc_coll_agree_mpi(pgc_team *t, pgc_coll coll, uint64_t arg);
+
 static inline int pgc_coll_begin(pgc_team *t, pgc_coll coll, uint64_t arg)
 {
+    if (PGC_UNLIKELY(t->path_hint == PGC_HINT_MPI))
+        return pgc_coll_agree_mpi(t, coll, arg);
     int rc = pgc_coll_sign(t, coll, arg);
     return rc ? rc : pgc_check_aborted(t);
 }

@@ -359,7 +359,7 @@ int pgc_bcast(pgc_team *t, void *buf, size_t bytes, int root, int dtype)
         return pgc_set_error(&t->err, PGC_EINVAL, -1, 0, "Bcast: root %d out of range [0, %d)", root, t->nranks);
     int rc = pgc_coll_begin(t, PGC_COLL_BCAST, PGC_SIG_ROOTED(dtype, root));
     if (rc)
-        return rc;
+        return pgc_coll_end(t, rc); /* a refusal met, or PGC_ON_MPI */
     pgc_path path = pgc_choose_path(t, PGC_COLL_BCAST, bytes, 0);
     pgc_count(t, PGC_COLL_BCAST, path);
     int radix = pgc_bcast_radix(t, path);

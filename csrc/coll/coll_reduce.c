@@ -124,7 +124,7 @@ static int reduce_run(pgc_team *t, rplan *p)
     t->sig_elems = p->total;
     int rc = pgc_coll_begin(t, p->coll, PGC_SIG_REDUCTION(p->dt, p->op, shape));
     if (rc)
-        return rc;
+        return pgc_coll_end(t, rc); /* a refusal met, or PGC_ON_MPI */
     p->contributes = !(p->kind == RK_EXSCAN && t->rank == t->nranks - 1);
     size_t bytes = p->total * p->esz;
     /* what the peers would read: our input, and an Allreduce's result */

@@ -180,6 +180,7 @@ typedef enum {
     SIGDIFF_READER_REFUSED,  /* a reader of the Bcast or Scatter(v) whose root we are refused it */
     SIGDIFF_PEER_REFUSED,    /* a peer we need refused our collective, refusals not aborting */
     SIGDIFF_REFUSAL_ABORTS,  /* the peer refused, in any other case: our call cannot complete */
+    SIGDIFF_SIZE_CLASS,      /* one collective, another size class stated (a call agreed on MPI, coll.h) */
     SIGDIFF_UPC_ARGS,        /* one UPC collective, other arguments */
     SIGDIFF_TYPES_DIFFER,    /* one collective, other basic types (and counts) */
     SIGDIFF_REDUCTION_SHAPE, /* one reduction, another count (or a Reduce's root) */
@@ -212,6 +213,8 @@ static sig_difference classify_signature_difference(const pgc_team *t, int peer,
     }
     if (they_refused)
         return SIGDIFF_REFUSAL_ABORTS;
+    if (pgc_same_family(pgc_sig_coll(theirs), coll) && pgc_sig_class(theirs) != pgc_sig_class(ours))
+        return SIGDIFF_SIZE_CLASS;
     if (pgc_sig_coll(theirs) == coll && coll >= PGC_COLL_UPC_BROADCAST)
         return SIGDIFF_UPC_ARGS;
     if (types_differ(ours, theirs))
@@ -300,6 +303,15 @@ static int report_signature_difference(pgc_team *t, int peer, uint64_t theirs, s
                       "%s: local rank %d refused its arguments to %s (see the error it raised), "
                       "so this rank's %s cannot complete",
                       collname, peer, pgc_coll_name(pgc_sig_coll(theirs)), mine);
+        break;
+    case SIGDIFF_SIZE_CLASS:
+        /* The tuner chose by the call's size, alike on every rank of a
+         * correct call: one rank's call on MPI and another's in the engine
+         * (or on MPI at another class) is a call of other counts. */
+        pgc_set_error(&t->err, PGC_EMISMATCH, peer, 0,
+                      "%s: local rank %d passes a count of another size than this rank (local rank %d%s); "
+                      "every rank must pass the same count", collname, peer, t->rank,
+                      pgc_sig_class(t->sig) ? ", whose call went to MPI" : "");
         break;
     case SIGDIFF_UPC_ARGS:
         /* a UPC collective: its argument hashes what must agree (team.h) */

@@ -229,14 +229,19 @@ typedef struct pgc_team {
      * team, whose members wait for each other in further legs of the call. */
     int refusals_abort;
     /* The path the comm layer's tuner chose for the next collectives
-     * (pgascol/comm/tune.pxi): PGC_PATH_CICO or PGC_PATH_CMA, or 0
-     * (PGC_PATH_INLINE: no choice, the thresholds and the measured costs
-     * decide). Private to the member, set and cleared around one call; every
-     * member of the call sets the same one (the tuner's schedule and its
-     * decisions are the same on every rank), which Bcast needs (its root and
-     * readers must agree on the path) and the others tolerate (readers follow
-     * each sender's announced path). Inline payloads stay inline. */
+     * (pgascol/comm/tune.pxi): PGC_PATH_CICO or PGC_PATH_CMA, PGC_HINT_MPI
+     * (MPI's own collective: pgc_coll_begin agrees on it with the peers and
+     * the call returns PGC_ON_MPI), or 0 (PGC_PATH_INLINE: no choice, the
+     * thresholds and the measured costs decide). Private to the member, set
+     * and cleared around one call; every member of the call sets the same one
+     * (the tuner's schedule and its decisions are the same on every rank),
+     * which Bcast needs (its root and readers must agree on the path) and the
+     * others tolerate (readers follow each sender's announced path). Inline
+     * payloads stay inline. hint_bytes: the call's bytes as the tuner counts
+     * them, the same on every member of a correct call (the MPI hint's
+     * agreement compares them). */
     int path_hint;
+    size_t hint_bytes;
     pgc_config cfg;             /* copy of hdr->cfg */
     pgc_simd simd;              /* the loops this member copies and reduces with (cfg.simd) */
     uint64_t spin_iters;        /* spin budget in pause instructions */
@@ -313,6 +318,19 @@ void pgc_team_set_cma(pgc_team *t, int ok, const char *reason);
 #define PGC_SIG_ARG_BITS 50
 #define PGC_SIG_ARG_MASK ((1ull << PGC_SIG_ARG_BITS) - 1)
 #define PGC_SIG_ARG_MPI PGC_SIG_ARG_MASK /* with PGC_SIG_REFUSED: it took the collective to MPI (pgc_coll_to_mpi) */
+/* The tuner's hint to run a call on MPI (pgc_team.path_hint; not a pgc_path:
+ * the engine's counters have no row for it). */
+#define PGC_HINT_MPI 3
+/* A call agreed on MPI (pgc_coll_agree_mpi) states its size class,
+ * floor(log2(bytes)) capped to 31, in argument bits 45-49, which only the
+ * reductions use (their shape states the count exactly): a member whose call
+ * is of another class took another path, and the signatures tell. */
+#define PGC_SIG_CLASS_SHIFT 45
+static inline uint64_t pgc_sig_class_bits(size_t bytes)
+{
+    int k = bytes > 1 ? 63 - __builtin_clzll((unsigned long long)bytes) : 0;
+    return (uint64_t)(k > 31 ? 31 : k) << PGC_SIG_CLASS_SHIFT;
+}
 static inline uint64_t pgc_sig_make(uint32_t seq, uint32_t kind, uint64_t arg)
 {
     return (uint64_t)(seq & 0xffu) << 56 | (uint64_t)(kind & 0x3fu) << PGC_SIG_ARG_BITS | (arg & PGC_SIG_ARG_MASK);
@@ -338,6 +356,18 @@ static inline int pgc_sig_rooted(pgc_coll coll)
 {
     return coll == PGC_COLL_BCAST || coll == PGC_COLL_GATHER || coll == PGC_COLL_GATHERV ||
            coll == PGC_COLL_SCATTER || coll == PGC_COLL_SCATTERV;
+}
+/* The reductions, signed PGC_SIG_REDUCTION (below). */
+static inline int pgc_sig_reduction(pgc_coll coll)
+{
+    return coll == PGC_COLL_REDUCE || coll == PGC_COLL_ALLREDUCE || coll == PGC_COLL_REDUCE_SCATTER ||
+           coll == PGC_COLL_REDUCE_SCATTER_BLOCK || coll == PGC_COLL_SCAN || coll == PGC_COLL_EXSCAN;
+}
+/* The size class a signature states (pgc_sig_class_bits; 0: none, the
+ * engine's own paths). */
+static inline int pgc_sig_class(uint64_t sig)
+{
+    return pgc_sig_reduction(pgc_sig_coll(sig)) ? 0 : (int)(pgc_sig_arg(sig) >> PGC_SIG_CLASS_SHIFT & 0x1fu);
 }
 /* Collectives whose root's refusal (pgc_coll_refuse) ends the call on
  * every member, with PGC_EREFUSED and the root's reason, the team usable:

@@ -41,7 +41,7 @@ from ..engine.ccore cimport (
     PGC_COLL_BARRIER, PGC_COLL_BCAST, PGC_COLL_REDUCE, PGC_COLL_ALLREDUCE, PGC_COLL_GATHER,
     PGC_COLL_GATHERV, PGC_COLL_SCATTER, PGC_COLL_SCATTERV, PGC_COLL_ALLGATHER, PGC_COLL_ALLGATHERV,
     PGC_COLL_ALLTOALL, PGC_COLL_ALLTOALLV, PGC_COLL_REDUCE_SCATTER, PGC_COLL_REDUCE_SCATTER_BLOCK,
-    PGC_COLL_SCAN, PGC_COLL_EXSCAN, PGC_NCOLL)
+    PGC_COLL_SCAN, PGC_COLL_EXSCAN, PGC_NCOLL, PGC_HINT_MPI)
 from ..errors import (ArgumentBufferError, ArgumentError, ArgumentTypeError, CollectiveMismatchError,
                       DatatypeMismatchError, PeerRefusedError, PgascolError, PgascolTimeoutError, RevokedError,
                       RootRefusedError, TeamAbortedError)
@@ -137,6 +137,8 @@ cdef int _engine(object comm, int coll, object sendbuf, object recvbuf, object o
     cdef int done
     try:
         done = _dispatch(st, coll, sendbuf, recvbuf, op, recvcounts, root)
+        if done == _ON_MPI:
+            _run_on_mpi(st, comm, coll, sendbuf, recvbuf, op, recvcounts, root)
     except BaseException:
         tn.abandon()
         raise
@@ -157,6 +159,37 @@ cdef int _engine(object comm, int coll, object sendbuf, object recvbuf, object o
             tn.abandon()
             _abort_across(st, exc, root if _root_refusal_ends_call(coll) else -1)
             raise
+    return 0
+
+
+cdef int _run_on_mpi(_State st, object comm, int coll, object sendbuf, object recvbuf, object op,
+                     object recvcounts, int root) except -1:
+    """A call the tuner gave to MPI, which every rank of the node agreed on
+    (pgc_coll_agree_mpi: nobody refused, counts and types alike): MPI's own
+    collective on comm's handle, counted as MPI's."""
+    if coll == PGC_COLL_BCAST:
+        _base.Bcast(comm, sendbuf, root)
+    elif coll == PGC_COLL_ALLREDUCE:
+        _base.Allreduce(comm, sendbuf, recvbuf, op)
+    elif coll == PGC_COLL_REDUCE:
+        _base.Reduce(comm, sendbuf, recvbuf, op, root)
+    elif coll == PGC_COLL_GATHER:
+        _base.Gather(comm, sendbuf, recvbuf, root)
+    elif coll == PGC_COLL_SCATTER:
+        _base.Scatter(comm, sendbuf, recvbuf, root)
+    elif coll == PGC_COLL_ALLGATHER:
+        _base.Allgather(comm, sendbuf, recvbuf)
+    elif coll == PGC_COLL_ALLTOALL:
+        _base.Alltoall(comm, sendbuf, recvbuf)
+    elif coll == PGC_COLL_REDUCE_SCATTER_BLOCK:
+        _base.Reduce_scatter_block(comm, sendbuf, recvbuf, op)
+    elif coll == PGC_COLL_SCAN:
+        _base.Scan(comm, sendbuf, recvbuf, op)
+    elif coll == PGC_COLL_EXSCAN:
+        _base.Exscan(comm, sendbuf, recvbuf, op)
+    else:   # (the tuner offers MPI to these only: _MPI_CANDIDATES, tune.pxi)
+        raise PgascolError("internal: %s has no MPI path" % _COLL_NAMES[coll])
+    st.count(coll, P_MPI)
     return 0
 
 

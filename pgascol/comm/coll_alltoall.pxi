@@ -23,8 +23,9 @@ cdef int _alltoall(_State st, object sendbuf, object recvbuf, bint v) except -1:
     # the class: a block (Alltoallv: this rank's mean block, tune.pxi)
     _tune(st, coll, rlay.total() // st.size if v else rlay.counts[st.rank])
     if not st.hier:
-        st.core.c_alltoall(v, NULL if inplace else s.ptr, NULL if inplace else slay.counts,
-                           NULL if inplace else slay.displs, r.ptr, rlay.counts, rlay.displs)
+        if st.core.c_alltoall(v, NULL if inplace else s.ptr, NULL if inplace else slay.counts,
+                              NULL if inplace else slay.displs, r.ptr, rlay.counts, rlay.displs):
+            return _ON_MPI     # the tuner's MPI path, agreed (_engine runs it)
         _done(st, coll, P_ENGINE, s, r)
         return 1
     try:

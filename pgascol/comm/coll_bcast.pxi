@@ -9,7 +9,8 @@ cdef int _bcast(_State st, object buf, int root) except -1:
     _need(m, n, "buffer")
     _tune(st, PGC_COLL_BCAST, n)
     if not st.hier:
-        st.core.c_bcast(m.ptr, n, root, _basic(m))
+        if st.core.c_bcast(m.ptr, n, root, _basic(m)):
+            return _ON_MPI     # the tuner's MPI path, agreed (_engine runs it)
         _done(st, PGC_COLL_BCAST, P_ENGINE, m, None)
         return 1
     st.core.holding = True

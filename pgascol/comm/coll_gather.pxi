@@ -31,9 +31,10 @@ cdef int _gather(_State st, object sendbuf, object recvbuf, int root, bint v) ex
     cdef int dtype = _basic(r if at_root else s)     # what every rank states (PGC_SIG_ROOTED)
     _tune(st, coll, sb)     # Gatherv: by this rank's own block (tune.pxi)
     if not st.hier:
-        st.core.c_gather(v, NULL if s is None else s.ptr, sb, NULL if r is None else r.ptr,
-                         NULL if lay is None else lay.counts, NULL if lay is None else lay.displs, root,
-                         dtype)
+        if st.core.c_gather(v, NULL if s is None else s.ptr, sb, NULL if r is None else r.ptr,
+                            NULL if lay is None else lay.counts, NULL if lay is None else lay.displs, root,
+                            dtype):
+            return _ON_MPI     # the tuner's MPI path, agreed (_engine runs it)
         _done(st, coll, P_ENGINE, s, r)
         return 1
     st.core.holding = True
@@ -242,9 +243,10 @@ cdef int _scatter(_State st, object sendbuf, object recvbuf, int root, bint v) e
     cdef int dtype = _basic(s if at_root else r)     # what every rank states (PGC_SIG_ROOTED)
     _tune(st, coll, rb)     # Scatterv: by this rank's own block (tune.pxi)
     if not st.hier:
-        st.core.c_scatter(v, NULL if s is None else s.ptr, NULL if lay is None else lay.counts,
-                          NULL if lay is None else lay.displs, NULL if r is None else r.ptr, rb, root,
-                          dtype)
+        if st.core.c_scatter(v, NULL if s is None else s.ptr, NULL if lay is None else lay.counts,
+                             NULL if lay is None else lay.displs, NULL if r is None else r.ptr, rb, root,
+                             dtype):
+            return _ON_MPI     # the tuner's MPI path, agreed (_engine runs it)
         _done(st, coll, P_ENGINE, s, r)
         return 1
     st.core.holding = True
@@ -338,7 +340,8 @@ cdef int _allgather(_State st, object sendbuf, object recvbuf, bint v) except -1
     # the class: a rank's block (Allgatherv: the mean block, known to every rank)
     _tune(st, coll, lay.total() // st.size if v else sb)
     if not st.hier:
-        st.core.c_allgather(v, NULL if inplace else s.ptr, sb, r.ptr, lay.counts, lay.displs, False)
+        if st.core.c_allgather(v, NULL if inplace else s.ptr, sb, r.ptr, lay.counts, lay.displs, False):
+            return _ON_MPI     # the tuner's MPI path, agreed (_engine runs it)
         _done(st, coll, P_ENGINE, s, r)
         return 1
     try:

@@ -23,7 +23,8 @@ cdef int _allreduce(_State st, object sendbuf, object recvbuf, object op) except
         _need(s, n, "sendbuf")
     _tune(st, PGC_COLL_ALLREDUCE, n)
     if not st.hier:
-        st.core.c_elementwise(PGC_COLL_ALLREDUCE, NULL if inplace else s.ptr, r.ptr, r.count, r.code, opc)
+        if st.core.c_elementwise(PGC_COLL_ALLREDUCE, NULL if inplace else s.ptr, r.ptr, r.count, r.code, opc):
+            return _ON_MPI     # the tuner's MPI path, agreed (_engine runs it)
         st.count(PGC_COLL_ALLREDUCE, P_ENGINE)
         return 1
     try:
@@ -148,8 +149,9 @@ cdef int _reduce(_State st, object sendbuf, object recvbuf, object op, int root)
         _need(s, n, "sendbuf")
     _tune(st, PGC_COLL_REDUCE, n)
     if not st.hier:
-        st.core.c_reduce(NULL if s is None else s.ptr, NULL if r is None else r.ptr, t.count, t.code,
-                         opc, root)
+        if st.core.c_reduce(NULL if s is None else s.ptr, NULL if r is None else r.ptr, t.count, t.code,
+                            opc, root):
+            return _ON_MPI     # the tuner's MPI path, agreed (_engine runs it)
         st.count(PGC_COLL_REDUCE, P_ENGINE)
         return 1
     try:
@@ -184,7 +186,9 @@ cdef bint _reduce_on_scratch(_State st, object sendbuf, object recvbuf, object o
         if st.core.c_peers_refused(PGC_COLL_REDUCE):
             return False    # its node's members refused alike: so does it (nobody waits for its part)
         st.core.stats_paused = True
-        _reduce(st, _IN_PLACE, [st.scratch(1, count * esize), count, leg[1]], op, root)
+        scratch = [st.scratch(1, count * esize), count, leg[1]]
+        if _reduce(st, _IN_PLACE, scratch, op, root) == _ON_MPI:
+            _base.Reduce(st.team.comm, _IN_PLACE, scratch, op, root)    # where the others went
     except (PeerRefusedError, DatatypeMismatchError):
         pass        # the call is over, the team in step
     except RevokedError:
@@ -278,7 +282,8 @@ cdef int _reduce_scatter(_State st, object sendbuf, object recvbuf, object recvc
     if not st.hier:
         lay = _Layout(st.size)
         lay.set_counts(counts)
-        st.core.c_reduce_scatter(block, NULL if inplace else s.ptr, r.ptr, lay.counts, r.code, opc)
+        if st.core.c_reduce_scatter(block, NULL if inplace else s.ptr, r.ptr, lay.counts, r.code, opc):
+            return _ON_MPI     # the tuner's MPI path, agreed (_engine runs it)
         st.count(coll, P_ENGINE)
         return 1
     # hierarchy: allreduce the whole vector, keep my part
@@ -327,9 +332,11 @@ cdef int _scan(_State st, object sendbuf, object recvbuf, object op, bint ex) ex
         st.count(PGC_COLL_EXSCAN if ex else PGC_COLL_SCAN, P_HIER)
         return 1
     if ex:
-        st.core.c_elementwise(PGC_COLL_EXSCAN, NULL if inplace else s.ptr, r.ptr, r.count, r.code, opc)
+        if st.core.c_elementwise(PGC_COLL_EXSCAN, NULL if inplace else s.ptr, r.ptr, r.count, r.code, opc):
+            return _ON_MPI     # the tuner's MPI path, agreed (_engine runs it)
     else:
-        st.core.c_elementwise(PGC_COLL_SCAN, NULL if inplace else s.ptr, r.ptr, r.count, r.code, opc)
+        if st.core.c_elementwise(PGC_COLL_SCAN, NULL if inplace else s.ptr, r.ptr, r.count, r.code, opc):
+            return _ON_MPI     # the tuner's MPI path, agreed (_engine runs it)
     st.count(PGC_COLL_EXSCAN if ex else PGC_COLL_SCAN, P_ENGINE)
     return 1
 

@@ -241,6 +241,13 @@ cdef int _done(_State st, int coll, int path, _Msg a, _Msg b) except -1:
     return 0
 
 
+cdef enum:
+    # What a collective's body returns besides 0 (MPI must run it: not
+    # accelerated) and 1 (done): the tuner gave it to MPI and every rank of
+    # the node agreed (pgc_coll_agree_mpi); _engine runs MPI's collective.
+    _ON_MPI = 2
+
+
 cdef inline int _tune(_State st, int coll, Py_ssize_t nbytes) except -1:
     """The tuner's path for this call (tune.pxi), set in the team's hint for
     the engine. It depends on nothing but the call's bytes, which every

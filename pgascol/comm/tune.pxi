@@ -6,15 +6,18 @@
 # and takes the fastest, per collective and size class (calls of 2**k to
 # 2**(k+1) - 1 bytes): a window of sizes, not a threshold.
 #
-#   candidates   one node: the engine's copy-in/copy-out (cico) and single copy
-#                (cma), where the kernel allows single copy; a class that
-#                travels inline whole has one path and is not tuned. Several
-#                nodes: none (the hierarchy as built runs every call), so the
-#                tuner is off. MPI's own collective is no candidate: the engine
-#                checks every rank's arguments, types and counts against the
-#                others' before data moves (a refusal leaves the communicator
-#                usable); a call given to MPI without that check would leave
-#                the other ranks blocked in MPI when one rank refuses.
+#   candidates   one node: the engine's copy-in/copy-out (cico), single copy
+#                (cma) where the kernel allows it, and MPI's own collective
+#                (mpi) for the collectives whose counts are one number per
+#                rank (_MPI_CANDIDATES; PGASCOL_TUNE_MPI=0 leaves it out); a
+#                class that travels inline whole has one path and is not
+#                tuned. Several nodes: none (the hierarchy as built runs every
+#                call), so the tuner is off. A call given to MPI first passes
+#                the engine's own begin (pgc_coll_agree_mpi, csrc/coll/coll.c):
+#                its signature with the size class, DONE, and a wait for every
+#                peer's, whose checks meet a refusal, another type or another
+#                count before anyone enters MPI; the communicator stays
+#                usable as on the engine's paths.
 #   agreement    every rank takes the same path in every call without a message
 #                of its own: what a call runs is a function of state every rank
 #                holds alike (the table, changed only at exchanges) and of the
@@ -54,12 +57,13 @@ cdef enum:
     CAND_ENGINE = 0     # not tuned: the engine as the thresholds and its own costs choose
     CAND_CICO = 1       # = PGC_PATH_CICO: the engine, copy-in/copy-out
     CAND_CMA = 2        # = PGC_PATH_CMA: the engine, single copy
-_CAND_NAMES = ("engine", "cico", "cma")
+    CAND_MPI = 3        # = PGC_HINT_MPI: MPI's own collective, after the node's agreement
+_CAND_NAMES = ("engine", "cico", "cma", "mpi")
 
 cdef enum:
     CLASS_MIN = 0       # 1 byte (classes that travel inline whole: not tuned)
     NCLASSES = 35       # ... to 2**35 - 1 bytes
-    MAXCAND = 2
+    MAXCAND = 3
 
 # The tuned collectives: their bytes are the same on every rank of a correct call.
 _TUNED = (PGC_COLL_BCAST, PGC_COLL_REDUCE, PGC_COLL_ALLREDUCE, PGC_COLL_GATHER, PGC_COLL_SCATTER,
@@ -71,6 +75,13 @@ _TUNED = (PGC_COLL_BCAST, PGC_COLL_REDUCE, PGC_COLL_ALLREDUCE, PGC_COLL_GATHER, 
 cdef int NTUNED = 15
 TUNED = tuple(_core.COLLECTIVES[c] for c in _TUNED)    # their names
 cdef int NSLOTS = 15 * NCLASSES
+# The collectives MPI's own may run (CAND_MPI): those whose class is the same
+# on every rank of a correct call and whose counts the agreement compares
+# whole (one byte count per rank: pgc_coll_agree_mpi). Not the v forms: a
+# rank's class there is its own block's, and their counts are vectors.
+_MPI_CANDIDATES = (PGC_COLL_BCAST, PGC_COLL_REDUCE, PGC_COLL_ALLREDUCE, PGC_COLL_GATHER, PGC_COLL_SCATTER,
+                   PGC_COLL_ALLGATHER, PGC_COLL_ALLTOALL, PGC_COLL_REDUCE_SCATTER_BLOCK, PGC_COLL_SCAN,
+                   PGC_COLL_EXSCAN)
 
 cdef long long ACTIVATE = 4          # calls of a class before it is measured
 cdef int SAMPLES = 4                 # kept samples per candidate and rank in a round...
@@ -87,7 +98,7 @@ cdef long long INTERVAL_FILE = 1024  # a class the calibration file decided: fir
 # the job's time in collectives: a few calls apart where calls are large, up
 # to GAP_MAX where they are small.
 cdef long long GAP_FIRST = 16
-cdef long long GAP_MEASURING = 8    # (BLOCK x 2 candidates)
+cdef long long GAP_MEASURING = 12   # (BLOCK x 3 candidates)
 cdef long long ROUND_MAX = 128       # calls of a class after which a round ends with what it has
 cdef long long GAP_MIN = 4
 cdef long long GAP_MAX = 1024
@@ -175,7 +186,7 @@ def _save_learned():
 cdef class _Tuner:
     """One communicator's path table and its measurements (see above)."""
     cdef _State st
-    cdef public bint enabled, requested, measure_now, saves
+    cdef public bint enabled, requested, measure_now, saves, mpi_candidate
     cdef public str shape
     cdef int ncand                      # the stride of a measuring slot's figures in an exchange
     cdef int slot_of[PGC_NCOLL]         # collective -> its row of slots, -1: not tuned
@@ -205,8 +216,9 @@ cdef class _Tuner:
         for i, c in enumerate(_TUNED):
             if _core.COLLECTIVES[c] not in fixed:
                 self.slot_of[c] = i     # (a PGASCOL_CMA_MIN_<NAME> fixes that one's path)
+        self.mpi_candidate = env.get("PGASCOL_TUNE_MPI", "1").strip() not in ("0", "off", "")
         inline_max = st.core.config["inline_max"]
-        cdef bint tunable = False           # a class with a choice (none: one rank, several nodes, no single copy)
+        cdef bint tunable = False           # a class with a choice (none: one rank, several nodes)
         for i in range(NSLOTS):
             self.slots[i].phase = PHASE_BUILTIN
             self.slots[i].chosen = -1
@@ -235,12 +247,19 @@ cdef class _Tuner:
         self.ybuf = <double *>cnp.PyArray_DATA(self.yarr)
 
     def _candidates(self, int coll, int k, Py_ssize_t inline_max):
-        """The candidates of collective coll's class k: the engine's two
-        paths on a node team of two or more where single copy is allowed and
-        the class does not travel inline whole; else none (see above)."""
-        if self.st.size < 2 or self.st.hier or not self.st.core.cma_ok or (2 << k) - 1 <= inline_max:
+        """The candidates of collective coll's class k on a node team of two
+        or more, where the class does not travel inline whole: copy-in/copy-out,
+        single copy where the kernel allows it, MPI's own where the agreement
+        can check the call (_MPI_CANDIDATES, PGASCOL_TUNE_MPI); none where
+        fewer than two remain, or across nodes (see above)."""
+        if self.st.size < 2 or self.st.hier or (2 << k) - 1 <= inline_max:
             return []
-        return [CAND_CICO, CAND_CMA]
+        cands = [CAND_CICO]
+        if self.st.core.cma_ok:
+            cands.append(CAND_CMA)
+        if self.mpi_candidate and coll in _MPI_CANDIDATES:
+            cands.append(CAND_MPI)
+        return cands if len(cands) > 1 else []
 
     def _file_seeds(self, env):
         from ..node import calibration
@@ -295,7 +314,8 @@ cdef class _Tuner:
             self.cur, self.cur_cand = s, i
             self.t0 = _now_ns()
         cdef int cand = sl.cand[i]
-        self.st.core.t.path_hint = cand
+        self.st.core.t.path_hint = PGC_HINT_MPI if cand == CAND_MPI else cand
+        self.st.core.t.hint_bytes = nbytes
         return cand
 
     cdef int finish(self) except -1:

@@ -4,7 +4,7 @@ from libc.stdint cimport int32_t, uint32_t, uint64_t
 
 cdef extern from "base/common.h" nogil:
     enum:
-        PGC_OK, PGC_EINVAL, PGC_ENOMEM, PGC_ESYS, PGC_ETIMEDOUT, PGC_EPEERDEAD, PGC_EABORTED, PGC_ECLOSED,
+        PGC_ON_MPI, PGC_OK, PGC_EINVAL, PGC_ENOMEM, PGC_ESYS, PGC_ETIMEDOUT, PGC_EPEERDEAD, PGC_EABORTED, PGC_ECLOSED,
         PGC_EMISMATCH, PGC_EREFUSED, PGC_EREVOKED, PGC_ETYPE, PGC_EPEERREFUSED
     ctypedef struct pgc_error:
         int code
@@ -42,6 +42,8 @@ cdef extern from "team/team.h" nogil:
         PGC_NCOLL
     ctypedef enum pgc_path:
         PGC_PATH_INLINE, PGC_PATH_CICO, PGC_PATH_CMA, PGC_NPATH
+    enum:
+        PGC_HINT_MPI
 
     ctypedef struct pgc_config:
         double timeout_s
@@ -105,6 +107,7 @@ cdef extern from "team/team.h" nogil:
         int forwards
         int refusals_abort
         int path_hint
+        size_t hint_bytes
         void (*before_wait)(pgc_team *t) noexcept nogil
         void *before_wait_state
 

@@ -86,6 +86,10 @@ cdef class Team:
         return self.t
 
     cdef int _check(self, int rc) except -1:
+        """Raise the error rc stands for; 1 for PGC_ON_MPI (the call agreed
+        on MPI, which the caller runs), 0 for PGC_OK."""
+        if rc == PGC_ON_MPI:
+            return 1
         if rc != PGC_OK:
             if rc == PGC_ETYPE and self.holding:
                 self.hold(_error(PGC_ETYPE, &self.t.err))

@@ -86,6 +86,8 @@ VARIABLES = {
     "PGASCOL_TUNE": ("1", int, "1: every size class above the inline size takes the path (copy-in/copy-out, "
                      "single copy, MPI's own) the job measures fastest, starting from the calibration "
                      "file; 0: the built-in thresholds only"),
+    "PGASCOL_TUNE_MPI": ("1", int, "1: MPI's own collective is among the tuner's candidates (not for "
+                         "Gatherv, Scatterv, Allgatherv, Alltoallv, Reduce_scatter); 0: the engine's paths only"),
     "PGASCOL_TUNE_SAVE": ("1", int, "1: what a job learned is written to the calibration file at exit"),
 }
 

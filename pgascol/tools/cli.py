@@ -108,9 +108,11 @@ def _tuning_lines(out, cfg, d):
     this machine (each entry's source), and the built-in thresholds under it."""
     tune = os.environ.get("PGASCOL_TUNE", "1").strip() not in ("0", "off", "")
     out.write("paths:      %s\n" % (
-        "learned per collective and size class on one node: copy-in/copy-out and single copy measured "
-        "in the job's calls, the faster taken (PGASCOL_TUNE=1; inline sizes and calls across nodes "
-        "have one path)" if tune
+        "learned per collective and size class on one node: copy-in/copy-out, single copy and MPI's "
+        "own collective (%s) measured in the job's calls, the fastest taken (PGASCOL_TUNE=1; inline "
+        "sizes and calls across nodes have one path)" % (
+            "off: PGASCOL_TUNE_MPI=0" if os.environ.get("PGASCOL_TUNE_MPI", "1").strip() in ("0", "off", "")
+            else "not for the v forms") if tune
         else "the built-in thresholds only (PGASCOL_TUNE=0)"))
     from ..node import calibration
     path = calibration.default_path()

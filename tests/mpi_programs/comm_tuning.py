@@ -5,9 +5,10 @@ a change of cost without flapping, and kept in the calibration file.
 Every test makes a pgascol.Comm of its own (a fresh table) over COMM_WORLD.
 A rank's view of what ran is the node team's statistics (copy-in/copy-out
 or single copy, per collective) and the tuner's decision log; the log must
-be the same on every rank. The tuner chooses between the engine's paths on
-one node only: across nodes (virtual nodes here) and without single copy it
-is off, and every call still runs pgascol, never MPI's own."""
+be the same on every rank. The tuner chooses on one node only, between the
+engine's paths and MPI's own collective (after an agreement on the node
+team that meets refusals, other types and other counts as the engine
+does); across nodes (virtual nodes here) it is off."""
 import contextlib
 import json
 import os
@@ -92,8 +93,8 @@ def test_learning_fuzz_gives_mpis_results_and_every_rank_takes_the_same_path():
     """Random collectives of a few size classes in a random order (the same
     on every rank): each class is measured on every candidate, decided and
     re-measured while the calls go on; every result equals plain MPI's,
-    no call went to MPI's own collective, and every rank made the same
-    decisions."""
+    only the collectives MPI may run went to MPI's own, and every rank made
+    the same decisions."""
     comm = pgascol.Comm(WORLD)
     tuner = _tuned(comm)
     try:
@@ -106,14 +107,16 @@ def test_learning_fuzz_gives_mpis_results_and_every_rank_takes_the_same_path():
             want = _one(NATIVE, kind, n, root, i)
             same(got, want, "%s n=%d call %d" % (kind, n, i))
         stats = pgascol.stats(comm)
-        assert not {k: v for k, v in stats.items() if "mpi" in v}, stats
+        on_mpi = {k for k, v in stats.items() if "mpi" in v}
         if tuner is None:
+            assert not on_mpi, stats
             return
+        assert on_mpi <= set(ON_MPI), stats
         _same_everywhere([e[:5] for e in tuner.log], "the decisions")
         table = pgascol.tuning(comm)
         _same_everywhere({c: {k: v["path"] for k, v in cl.items()} for c, cl in table.items()}, "the table")
         assert tuner.log, "no class was decided in %d calls" % CALLS
-        assert all(set(e[5]) == set(tuner.candidates(e[1], 1 << e[2])) == {"cico", "cma"}
+        assert all(set(e[5]) == set(tuner.candidates(e[1], 1 << e[2])) == _candidates(e[1])
                    for e in tuner.log), tuner.log
     finally:
         comm.Free()
@@ -126,30 +129,51 @@ def _loop(comm, n, calls):
     assert y[0] == sum(data(r, n)[0] for r in range(P))
 
 
+# The collectives MPI's own may run (the others' counts are vectors).
+ON_MPI = ("Bcast", "Reduce", "Allreduce", "Gather", "Scatter", "Allgather", "Alltoall", "Reduce_scatter_block",
+          "Scan", "Exscan")
+
+
+def _candidates(coll, comm=None):
+    """What the tuner chooses between for coll above the inline sizes."""
+    cma = (comm or _CMA_PROBE)._pg.core.cma_ok
+    return {"cico"} | ({"cma"} if cma else set()) | ({"mpi"} if coll in ON_MPI else set())
+
+
 def _tuned(comm):
-    """comm's tuner, or None where it is off: one rank, several nodes, or a
-    kernel that refuses single copy (one path: nothing to choose)."""
+    """comm's tuner, or None where it is off: one rank, several nodes."""
+    global _CMA_PROBE
+    _CMA_PROBE = comm
     tuner = tuner_of(comm)
-    if P == 1 or tuner.hier or not comm._pg.core.cma_ok:
+    if P == 1 or tuner.hier:
         assert not tuner.enabled and tuner.candidates() == [] and tuner.exchanges == 0, tuner.candidates()
         assert pgascol.tuning(comm) == {}
         return None
-    assert tuner.enabled and tuner.candidates() == ["cico", "cma"]
+    assert tuner.enabled and tuner.candidates() == ["cico"] + (["cma"] if comm._pg.core.cma_ok else []) + ["mpi"]
+    assert tuner.candidates("Gatherv") == (["cico", "cma"] if comm._pg.core.cma_ok else [])
     return tuner
+
+
+_CMA_PROBE = None
 
 
 N40K = (40 << 10) // 8      # an Allreduce of class 15 (32-64 KiB)
 
 
 @contextlib.contextmanager
-def _allreduce_learned():
+def _allreduce_learned(path=None):
     """A fresh Comm whose 40 KiB Allreduce class is learned: (comm, tuner),
-    or None where the tuner is off (_tuned); freed at the end."""
+    or None where the tuner is off (_tuned); freed at the end. path: the
+    one the class learns (the others made 2 ms slower while it learns)."""
     comm = pgascol.Comm(WORLD)
     tuner = _tuned(comm)
     try:
         if tuner is not None:
+            if path:
+                tuner.slow = {c: 2e-3 for c in tuner.candidates() if c != path}
             _loop(comm, N40K, 200)
+            tuner.slow = None
+            assert path is None or _class15(comm)["path"] == path, _class15(comm)
         yield None if tuner is None else (comm, tuner)
     finally:
         comm.Free()
@@ -201,24 +225,29 @@ def test_costs_that_keep_changing_make_few_switches():
         _same_everywhere(switches, "switches")
 
 
-def test_a_refusal_in_a_learned_class_leaves_the_communicator_usable():
-    """A class the tuner decided runs the engine like any other call, whose
-    checks see every rank's arguments before data moves: a rank that
-    refuses its Allreduce (a read-only receive buffer) makes every other
-    rank raise PeerRefusedError at once; a Bcast root that refuses (a buffer
-    shorter than its count) makes every reader raise RootRefusedError; the
-    next calls of both classes are right on every rank."""
-    with _allreduce_learned() as learned:
+def _refusals_in_learned_classes(path):
+    """A class the tuner decided (on `path`: the engine's, or MPI's own after
+    the node's agreement) checks every rank's arguments before data moves:
+    a rank that refuses its Allreduce (a read-only receive buffer) makes
+    every other rank raise PeerRefusedError at once; a Bcast root that
+    refuses (a buffer shorter than its count) makes every reader raise
+    RootRefusedError; the next calls of both classes are right on every
+    rank."""
+    with _allreduce_learned(path) as learned:
         if learned is None:
             return
         comm, tuner = learned
         buf = np.zeros(N40K)
+        if path:
+            tuner.slow = {c: 2e-3 for c in tuner.candidates("Bcast") if c != path}
         for _ in range(3000):   # (the table changes at exchanges only: every rank leaves at the same call)
             comm.Bcast(buf, 0)
             entry = pgascol.tuning(comm).get("Bcast", {}).get(15)
             if entry and not entry["measuring"]:
                 break
+        tuner.slow = None
         assert entry["source"] == "learned in this job" and not entry["measuring"], entry
+        assert path is None or entry["path"] == path, entry
         ro = np.zeros(N40K)
         ro.flags.writeable = False
         for bad in sorted({0, P - 1}):
@@ -241,7 +270,63 @@ def test_a_refusal_in_a_learned_class_leaves_the_communicator_usable():
                 b = np.full(N40K, float(ME))
                 comm.Bcast(b, bad)
                 assert np.all(b == bad), (ME, name, b[0])
-        assert not {k: v for k, v in pgascol.stats(comm).items() if "mpi" in v}, pgascol.stats(comm)
+        if path == "mpi":   # (the measuring rounds ran every candidate)
+            stats = pgascol.stats(comm)
+            assert stats["Allreduce"]["mpi"] > stats["Allreduce"].get("cico", 0), stats
+
+
+def test_a_refusal_in_a_learned_class_leaves_the_communicator_usable():
+    _refusals_in_learned_classes("cico")
+
+
+def test_a_refusal_in_a_class_learned_on_mpi_leaves_the_communicator_usable():
+    _refusals_in_learned_classes("mpi")
+
+
+def test_on_mpi_other_types_or_counts_are_found_before_mpi_is_entered():
+    """A Gather class learned on MPI: a rank that states another basic type
+    at the same bytes makes every rank raise DatatypeMismatchError, nothing
+    entered MPI and the communicator usable; a rank that passes one element
+    more (the same size class) makes every rank raise
+    CollectiveMismatchError at once (the node team aborted) instead of
+    meeting MPI's undefined behaviour."""
+    n = (100 << 10) // 8
+    comm = pgascol.Comm(WORLD)
+    try:
+        tuner = _tuned(comm)
+        if tuner is None:
+            return
+        x, out = data(ME, n + 1), np.zeros((n + 1) * P)
+        tuner.slow = {c: 2e-3 for c in tuner.candidates("Gather") if c != "mpi"}
+        for _ in range(200):
+            comm.Gather(x[:n], out[:n * P] if ME == 0 else None, 0)
+        tuner.slow = None
+        assert pgascol.tuning(comm)["Gather"][16]["path"] == "mpi", pgascol.tuning(comm)["Gather"]
+        mpi_calls = pgascol.stats(comm)["Gather"]["mpi"]
+        bad = P - 1
+        with _raises(pgascol.DatatypeMismatchError, "int64"):
+            comm.Gather(x[:n].view(np.int64) if ME == bad else x[:n], out[:n * P] if ME == 0 else None, 0)
+        assert pgascol.stats(comm)["Gather"]["mpi"] == mpi_calls
+        comm.Gather(x[:n], out[:n * P] if ME == 0 else None, 0)
+        if ME == 0:
+            same(out[:n * P], np.concatenate([data(r, n + 1)[:n] for r in range(P)]), "after the types")
+        m = n + (ME == bad)
+        start = time.monotonic()
+        with _raises((pgascol.CollectiveMismatchError, pgascol.TeamAbortedError), "same count"):
+            comm.Gather(x[:m], out[:m * P] if ME == 0 else None, 0)
+        assert time.monotonic() - start < 2.5
+    finally:
+        comm.Free()
+
+
+@contextlib.contextmanager
+def _raises(kinds, text):
+    try:
+        yield
+    except kinds as exc:
+        assert text in str(exc), str(exc)
+    else:
+        raise AssertionError("rank %d raised nothing" % ME)
 
 
 def _calibration_file(path, tables):
@@ -258,7 +343,7 @@ def test_the_calibration_file_seeds_the_table_agreed_between_ranks():
     own here), all take the same one."""
     probe = pgascol.Comm(WORLD)
     shape = tuner_of(probe).shape
-    off = _tuned(probe) is None
+    off = _tuned(probe) is None or not probe._pg.core.cma_ok    # (the file names single copy)
     probe.Free()
     if off:
         return
