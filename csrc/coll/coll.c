@@ -116,10 +116,36 @@ int pgc_coll_to_mpi(pgc_team *t, pgc_coll coll)
     int rc = pgc_check_aborted(t);
     if (rc || (rc = pgc_coll_sign(t, PGC_SIG_REFUSED | coll, PGC_SIG_ARG_MPI)))
         return rc;
+    /* A reason in our staging and descriptor, as pgc_coll_refuse leaves
+     * one, for peers in the engine, which end the call as on a refusal
+     * (root_refused, give_up); read by nobody where every peer goes to MPI. */
+    static const char why[] = "its arguments take the call to MPI (arguments pgascol does not accelerate, "
+                              "such as an object without the buffer protocol or a user-defined operator)";
+    if ((rc = pgc_wait_peers_done(t, 1)) == PGC_OK) {
+        memcpy(pgc_staging_of(t, t->rank), why, sizeof why - 1);
+        pgc_desc_put(t, (pgc_path)PGC_DESC_REFUSED, PGC_DESC_REFUSAL_LEN + sizeof why - 1);
+    }
+    /* both words (release: after the signature, the descriptor and the reason) */
     pgc_post_ack(t, PGC_STEP_DONE);
     pgc_post_step(t, PGC_STEP_DONE);
     /* the first wait on each peer in this collective checks its signature */
-    return pgc_wait_peers_done(t, 0);
+    if (rc == PGC_OK)
+        rc = pgc_wait_peers_done(t, 0);
+    char reason[PGC_REFUSAL_MAX + 1];
+    int refuser = t->err.peer;
+    if (rc == PGC_EPEERREFUSED && refuser == t->rank)
+        /* a peer in the engine gave the call up on us, whom it took for a
+         * refuser, before we checked its signature */
+        return pgc_set_error(&t->err, PGC_EINVAL, -1, 0,
+                             "%s: this rank's arguments take the call to MPI (arguments pgascol does not "
+                             "accelerate, such as an object without the buffer protocol or a user-defined "
+                             "operator) while other ranks' go to pgascol; every rank must pass arguments of "
+                             "the same kind", pgc_coll_name(coll));
+    if (rc == PGC_EPEERREFUSED && refusal_reason(t, refuser, reason) == 0)
+        pgc_set_error(&t->err, PGC_EPEERREFUSED, refuser, 0,
+                      "%s: local rank %d refused its arguments%s%s; the call is given up on the ranks that "
+                      "wait for it", pgc_coll_name(coll), refuser, reason[0] ? ": " : "", reason);
+    return rc;
 }
 
 /* The descriptor's path byte of a member in a call agreed on MPI: its

@@ -173,8 +173,10 @@ static const char *basic_name(uint64_t sig)
  * found them different), from classify_signature_difference; the first that
  * applies, in this order. */
 typedef enum {
-    SIGDIFF_PEER_ON_MPI,     /* the peer took its collective to MPI */
-    SIGDIFF_SELF_ON_MPI,     /* we must take ours to MPI, the peer refused nothing */
+    SIGDIFF_PEER_ON_MPI,     /* the peer took its collective to MPI, and a refusal aborts (or we refused) */
+    SIGDIFF_SELF_ON_MPI,     /* we must take ours to MPI, the peer refused nothing, and a refusal aborts */
+    SIGDIFF_SELF_ON_MPI_ALONE, /* the same where refusals end the call: we end ours as a refuser would */
+    SIGDIFF_ON_MPI_PEER_REFUSED, /* we must take ours to MPI, the peer refused it: we may not */
     SIGDIFF_ROOT_REFUSED,    /* the root of our rooted collective refused it */
     SIGDIFF_TYPES_ONLY,      /* the basic types alone differ (pgc_sig_types_only_differ) */
     SIGDIFF_READER_REFUSED,  /* a reader of the Bcast or Scatter(v) whose root we are refused it */
@@ -196,9 +198,16 @@ static sig_difference classify_signature_difference(const pgc_team *t, int peer,
     const pgc_coll coll = pgc_sig_coll(ours);
     const int they_refused = (pgc_sig_kind(theirs) & PGC_SIG_REFUSED) != 0;
     const int we_refused = (pgc_sig_kind(ours) & PGC_SIG_REFUSED) != 0;
-    if (they_refused && pgc_sig_arg(theirs) == PGC_SIG_ARG_MPI)
+    const int same = pgc_same_family(pgc_sig_coll(theirs), coll);
+    const int we_on_mpi = we_refused && pgc_sig_arg(ours) == PGC_SIG_ARG_MPI;
+    /* On one node (refusals not aborting), a member that takes the call to
+     * MPI while its peers are in the engine is taken for a refuser by them
+     * (the cases below), and ends its own call the same way. */
+    if (they_refused && pgc_sig_arg(theirs) == PGC_SIG_ARG_MPI && (we_refused || t->refusals_abort || !same))
         return SIGDIFF_PEER_ON_MPI;
-    if (we_refused && pgc_sig_arg(ours) == PGC_SIG_ARG_MPI && !they_refused)
+    if (we_on_mpi && same && !t->refusals_abort)
+        return they_refused ? SIGDIFF_ON_MPI_PEER_REFUSED : SIGDIFF_SELF_ON_MPI_ALONE;
+    if (we_on_mpi && !they_refused)
         return SIGDIFF_SELF_ON_MPI;
     if (they_refused && !we_refused && pgc_same_family(pgc_sig_coll(theirs), coll) &&
         pgc_root_refusal_ends_call(coll) && peer == PGC_SIG_ROOT(pgc_sig_arg(ours)))
@@ -260,6 +269,18 @@ static int report_signature_difference(pgc_team *t, int peer, uint64_t theirs, s
                       "operator) while local rank %d is in %s; every rank must pass arguments of the "
                       "same kind", collname, t->rank, pgc_coll_name(pgc_sig_coll(t->sig)), peer, other);
         break;
+    case SIGDIFF_SELF_ON_MPI_ALONE:
+        /* The peer is in the engine, which took us for a refuser (our
+         * descriptor says so, pgc_coll_to_mpi): we may not enter MPI
+         * without it. No abort: every member ends the call. */
+        return pgc_set_error(&t->err, PGC_EINVAL, peer, 0,
+                             "%s: this rank's arguments take the call to MPI (arguments pgascol does not "
+                             "accelerate, such as an object without the buffer protocol or a user-defined "
+                             "operator) while local rank %d's go to pgascol; every rank must pass arguments "
+                             "of the same kind", collname, peer);
+    case SIGDIFF_ON_MPI_PEER_REFUSED:
+        return pgc_set_error(&t->err, PGC_EPEERREFUSED, peer, 0, "%s: local rank %d refused its arguments",
+                             collname, peer);
     case SIGDIFF_ROOT_REFUSED:
         /* The root refused before anything moved, and nobody waits on a
          * member but the root: every member that needs it ends the call

@@ -146,7 +146,6 @@ cdef int _engine(object comm, int coll, object sendbuf, object recvbuf, object o
         if tn.cur >= 0 or st.core.t.path_hint:
             tn.finish()
         return done
-    _fallback(st, coll)
     # every rank of the node, and of every node, must go to MPI too: fail at
     # once if not (pgc_coll_to_mpi: a member that refused its arguments, or
     # went into the engine, is found here, not left blocked in MPI)
@@ -157,8 +156,13 @@ cdef int _engine(object comm, int coll, object sendbuf, object recvbuf, object o
                 _to_mpi_across(st, coll)
         except PgascolError as exc:
             tn.abandon()
+            if not st.hier and isinstance(exc, (ArgumentError, PeerRefusedError)):
+                # on one node a peer in the engine took this rank for a
+                # refuser (or one refused): the call ends, the team usable
+                raise
             _abort_across(st, exc, root if _root_refusal_ends_call(coll) else -1)
             raise
+    _fallback(st, coll)
     return 0
 
 

@@ -467,7 +467,8 @@ def test_misuse_on_the_root_and_another_leader_ends_every_rank_at_once():
                     except ArgumentError as exc:
                         # a rank waiting for the root (the root's node, other
                         # leaders) or for another leader (q's TAG_PATH) names it
-                        assert ME == root or isinstance(exc, pgascol.PeerRefusedError), repr(exc)
+                        assert ME == root or isinstance(exc, pgascol.PeerRefusedError) or (
+                            ME == q and "take the call to MPI" in str(exc)), repr(exc)
                         assert ME == root or str(exc).startswith(name), str(exc)
                     except (TeamAbortedError, CollectiveMismatchError) as exc:
                         assert ME != root and name in str(exc), (ME, str(exc))
@@ -640,39 +641,6 @@ def test_ranks_that_all_take_themselves_for_the_root_learn_it_at_the_next_call()
             c.Free()
 
 
-def _one_rank_differs(bad, good, expected_words):
-    """Rank 0's Allreduce arguments differ in kind from the others': every
-    rank raises at once, naming what happened, and none returns data paired
-    with another call (rank 0's next Allreduce would otherwise have been
-    taken for this one)."""
-    c = _flat_comm()
-    if c is None:
-        return
-    start = time.monotonic()
-    try:
-        y = np.zeros(4)
-        try:
-            if ME == 0:
-                bad(c, y)
-            else:
-                good(c, y)
-        except (TypeError, CollectiveMismatchError, TeamAbortedError) as exc:
-            if not isinstance(exc, TypeError):
-                assert all(w in str(exc) for w in expected_words), str(exc)
-            assert time.monotonic() - start < 2.5
-        else:
-            raise AssertionError("rank %d: the Allreduce completed (y[0] = %g)" % (ME, y[0]))
-        # rank 0's next call must not complete the others' first one
-        try:
-            c.Allreduce(np.full(4, 100.0), y)
-        except TeamAbortedError:
-            pass
-        else:
-            raise AssertionError("rank %d: an Allreduce ran on an aborted team" % ME)
-    finally:
-        c.Free()
-
-
 # A rank's specification that mpi4py raises for, as (collective, the call,
 # whether this rank needs the refusing one's data: True, False, or None
 # where either ending is right: a Scatter receiver below a refusing one in
@@ -734,29 +702,81 @@ def test_a_spec_mpi4py_refuses_on_one_rank_leaves_the_communicator_usable():
                     c.Free()
 
 
-def test_one_rank_goes_to_mpi():
-    """A user-defined operator on rank 0 only: rank 0 would run MPI's
-    Allreduce while the others run the engine's. Both sides fail at once
-    instead of waiting for each other forever."""
-    mine = MPI.Op.Create(lambda a, b, dt: None, commute=True)
+def _on_mpi_alone(c, call, needs_it):
+    """call(c) takes the call to MPI on rank 0 alone (arguments pgascol does
+    not accelerate) while the others' go to the engine, on one node: every
+    rank ends it at once, none entering MPI: rank 0 with an ArgumentError
+    saying its arguments take the call to MPI, a rank that needs rank 0
+    with PeerRefusedError (RootRefusedError where rank 0 is the root) giving
+    that reason, the others completing; the communicator stays usable."""
+    start = time.monotonic()
     try:
-        _one_rank_differs(lambda c, y: c.Allreduce(np.ones(4), y, op=mine),
-                          lambda c, y: c.Allreduce(np.ones(4), y),
-                          ["Allreduce to MPI", "local rank"])
+        call(c)
+    except PeerRefusedError as exc:
+        assert ME != 0 and needs_it is not False, (ME, str(exc))
+        assert "local rank 0" in str(exc) and "take the call to MPI" in str(exc), str(exc)
+    except ArgumentError as exc:
+        assert ME == 0 and "this rank's arguments take the call to MPI" in str(exc), (ME, str(exc))
+    else:
+        assert ME != 0 and needs_it is not True, ME
+    assert time.monotonic() - start < 2.5
+    _still_usable(c)
+
+
+def test_one_rank_goes_to_mpi():
+    """Rank 0 alone passes arguments that take the call to MPI (a
+    user-defined operator, a buffer without the buffer protocol, a derived
+    datatype a reduction does not take) to each collective, as root and as
+    member: every rank ends the call at once (_on_mpi_alone), and the
+    communicator is usable after each."""
+    mine = MPI.Op.Create(lambda a, b, dt: None, commute=True)
+    vec = MPI.DOUBLE.Create_vector(4, 1, 2).Commit()
+    n = 4
+    x = lambda: _DLPackOnly(np.zeros(n)) if ME == 0 else np.zeros(n)   # noqa: E731
+    cases = {   # collective: (call, whether the other ranks need rank 0's part: True, False, None: either)
+        "Allreduce user op": (lambda c: c.Allreduce(np.ones(n), np.zeros(n), op=mine if ME == 0 else MPI.SUM), True),
+        "Allreduce derived": (lambda c: c.Allreduce([np.arange(8.0), 1, vec], [np.zeros(8), 1, vec]) if ME == 0
+                              else c.Allreduce(np.ones(4), np.zeros(4)), True),
+        "Reduce to 0": (lambda c: c.Reduce(x(), np.zeros(n) if ME == 0 else None, MPI.SUM, 0), None),
+        "Bcast from 0": (lambda c: c.Bcast(x(), 0), True),
+        "Bcast to 0": (lambda c: c.Bcast(x(), P - 1), None),
+        "Gather from 0": (lambda c: c.Gather(x(), np.zeros(n * P) if ME == P - 1 else None, P - 1), None),
+        "Scatter from 0": (lambda c: c.Scatter(_DLPackOnly(np.zeros(n * P)) if ME == 0 else None, np.zeros(n), 0),
+                           True),
+        "Allgather": (lambda c: c.Allgather(x(), np.zeros(n * P)), True),
+        "Alltoall": (lambda c: c.Alltoall(_DLPackOnly(np.zeros(n * P)) if ME == 0 else np.zeros(n * P),
+                                          np.zeros(n * P)), True),
+        "Scan": (lambda c: c.Scan(x(), np.zeros(n)), None),
+    }
+    try:
+        for name, (call, needs_it) in cases.items():
+            c = _flat_comm()
+            if c is None:
+                return
+            try:
+                _on_mpi_alone(c, call, needs_it)
+            except AssertionError as exc:
+                raise AssertionError("%s: %s" % (name, exc)) from exc
+            finally:
+                c.Free()
     finally:
+        vec.Free()
         mine.Free()
 
 
 def test_ranks_on_different_paths_all_fail_at_once():
     """Rank 0 alone passes a user-defined operator (its Allreduce goes to
-    MPI) while the others' go to pgascol, on one node or across nodes:
-    every rank raises an error naming the disagreement within a fraction
-    of a second (across nodes, the leaders tell each other: TAG_PATH,
-    TAG_ABORT), and none is left waiting inside MPI; the communicator is
-    given up."""
+    MPI) while the others' go to pgascol, across nodes: every rank raises
+    an error naming the disagreement within a fraction of a second (the
+    leaders tell each other: TAG_PATH, TAG_ABORT), and none is left waiting
+    inside MPI; the communicator is given up. (On one node the call ends
+    with the communicator usable: test_one_rank_goes_to_mpi.)"""
     if P == 1:
         return
     c = pgascol.Comm(WORLD.Dup())
+    if not c._pg.hier:
+        c.Free()
+        return
     mine = MPI.Op.Create(lambda a, b, dt: None, commute=True)
     start = time.monotonic()
     try:
@@ -783,9 +803,10 @@ def test_a_derived_datatype_on_one_rank_only():
     """Rank 0 alone passes a non-contiguous derived datatype (4 doubles,
     every other one of 8). In a reduction it goes to MPI (pgascol reduces
     predefined types only) while the others' predefined types go to
-    pgascol: every rank raises an error naming the disagreement within a
-    fraction of a second, on one node and across nodes, none left waiting
-    inside MPI. In data movement the same datatype is packed, so every rank
+    pgascol: across nodes every rank raises an error naming the
+    disagreement within a fraction of a second, none left waiting inside
+    MPI (on one node the call ends with the communicator usable:
+    test_one_rank_goes_to_mpi). In data movement the same datatype is packed, so every rank
     takes the same path and the call completes with the right data."""
     if P == 1:
         return
@@ -799,6 +820,8 @@ def test_a_derived_datatype_on_one_rank_only():
         c.Free()    # collective: every rank is done with the Bcast before the Allreduce below
     c = pgascol.Comm(WORLD.Dup())
     try:
+        if not c._pg.hier:
+            return      # (on one node the call ends with the communicator usable: test_one_rank_goes_to_mpi)
         start = time.monotonic()
         y = np.zeros(8)
         try:
