@@ -161,7 +161,8 @@ def test_shared_buffers(tmp_path):
         assert shared["buffers"] == "shared" and private["buffers"] == "private"
         assert shared["floor_bytes"] == (2 if op == "allgather" else 1) * 65536 == private["floor_bytes"]
         assert shared["floor_us"] > 0 and 0 < shared["t_min_us"] <= shared["t_max_us"]
-        assert shared["path"] == "cma", shared     # single copy through the shared regions
+        # single copy through the shared regions, unless the tuner measured MPI's own faster
+        assert shared["path"] in ("cma", "mpi"), shared
     header = [line for line in r.stdout.splitlines() if line.startswith("op ")]
     assert header and "shared min" in header[-1] and "/floor" in header[-1], r.stdout
     c = cli("compare", out, out)

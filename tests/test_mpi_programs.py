@@ -9,12 +9,18 @@ tests/mpi_harness.py for the clean-exit items, PGASCOL_TEST_NP and rerunning
 a function by hand). ``pytest tests/test_mpi_programs.py::test_comm`` runs
 one chapter; tests/README.md lists the chapters by feature."""
 from pgascol.engine._core import COLLECTIVES
-from tests.mpi_harness import Run, list_test_functions, program_tests
+from tests.mpi_harness import Run, list_test_functions, list_tests, program_tests
 
 # pgascol.Comm as mpi4py's communicator: buffer and vector collectives,
 # message specifications and its object model, on one shared pgascol.Comm
 # per launch.
 COMM = ("comm_coll_buffers.py", "comm_coll_vectors.py", "comm_message_specs.py", "comm_communicator.py")
+
+
+def functions_of(programs, keep):
+    """The test names (list_tests: "<program stem>::<function>" for several
+    programs) of the functions of `programs` whose bare name `keep` accepts."""
+    return tuple(n for n in list_tests(programs) if keep(n.rpartition("::")[2]))
 
 
 def vnodes(k, node_map=None):
@@ -31,13 +37,15 @@ def vnodes(k, node_map=None):
 # Distributed BLAS: the routines, the factorizations and UPCBLAS's interface, in one launch.
 BLAS = ("blas_routines.py", "blas_factor.py", "blas_upcblas.py")
 
-# Small thresholds, so that every size of engine_collectives.py lands on
+# The intra-node engine: every collective, then the paths that follow the measured costs.
+ENGINE = ("engine_collectives_results.py", "engine_collectives_paths.py")
+# Small thresholds, so that every size of the ENGINE programs lands on
 # both sides of each of them.
 ENGINE_SMALL = {"PGASCOL_INLINE_MAX": "64", "PGASCOL_CHUNK_BYTES": "4096", "PGASCOL_XCHG_CHUNK_BYTES": "4096",
                 "PGASCOL_STAGING_BYTES": "16384"}
 CMA_EVERYWHERE = {"PGASCOL_CMA_MIN_" + name.upper(): "0" for name in COLLECTIVES}
 # The > 16 MiB messages: with the default thresholds only.
-ENGINE_LARGE = tuple(n for n in list_test_functions("engine_collectives.py") if n.startswith("test_large_"))
+ENGINE_LARGE = functions_of(ENGINE, lambda name: name.startswith("test_large_"))
 # Small thresholds for the random mix: every transfer method, a binary Bcast
 # tree, streaming stores everywhere.
 MIX_SMALL = {"PGASCOL_INLINE_MAX": "64", "PGASCOL_CHUNK_BYTES": "4096", "PGASCOL_XCHG_CHUNK_BYTES": "4096",
@@ -48,6 +56,11 @@ MIX_SMALL = {"PGASCOL_INLINE_MAX": "64", "PGASCOL_CHUNK_BYTES": "4096", "PGASCOL
 # Programs that assert the paths the built-in thresholds take (the tuner may take a
 # size class to MPI on its measurements): tuning off.
 BUILT_IN_PATHS = {"PGASCOL_TUNE": "0"}
+# Derived datatypes in the data-movement collectives: layouts, then MPI.BOTTOM, zero counts, misuse.
+DATATYPES = ("comm_datatypes_layouts.py", "comm_datatypes_special_cases.py")
+# Errors on some ranks only: one rank's refusal, several ranks', calls that disagree, types that differ.
+ERRORS = ("comm_errors_refusals.py", "comm_errors_several_refusers.py", "comm_errors_mismatch.py",
+          "comm_errors_types.py")
 # Partial errors become timeouts: short ones.
 SHORT_TIMEOUT = {"PGASCOL_TIMEOUT": "3"}
 TYPES_DIFFER = "test_a_root_datatype_differing_at_the_same_byte_count_is_refused_and_the_comm_stays_usable"
@@ -64,7 +77,7 @@ ERRORS_AT_8 = (ROOT_MISUSE, "test_a_member_that_refuses_leaves_the_communicator_
                "test_a_refusal_of_its_own_arguments_across_nodes_ends_every_rank_at_once",
                "test_refusals_every_rank_makes_alike_leave_no_alert_behind",
                "test_a_refusal_of_a_bcast_reduce_or_scan_by_whole_nodes_never_gives_wrong_data")
-ERRORS_NOT_AT_8 = tuple(n for n in list_test_functions("comm_errors.py") if n not in ERRORS_AT_8)
+ERRORS_NOT_AT_8 = functions_of(ERRORS, lambda name: name not in ERRORS_AT_8)
 # The scenarios of node_team.py end their jobs abnormally: tests/test_segment_cleanup.py runs them.
 NODE_TEAM_SCENARIOS = tuple(n for n in list_test_functions("node_team.py") if n.startswith("test_scenario_"))
 
@@ -101,24 +114,23 @@ TABLE = [
 
     # ---- derived datatypes and MPI.BOTTOM in the data-movement collectives (their calls
     # must run on the engine: the built-in paths, no tuner to take a size class to MPI)
-    Run("comm_datatypes.py", env=BUILT_IN_PATHS, timeout=400),
-    Run("comm_datatypes.py", (2, 3), "vnodes_of_1", {**vnodes(1), **BUILT_IN_PATHS}, timeout=400),
-    Run("comm_datatypes.py", (3, 8), "vnodes_of_2", {**vnodes(2), **BUILT_IN_PATHS}, timeout=400),
+    Run(DATATYPES, env=BUILT_IN_PATHS, timeout=400),
+    Run(DATATYPES, (2, 3), "vnodes_of_1", {**vnodes(1), **BUILT_IN_PATHS}, timeout=400),
+    Run(DATATYPES, (3, 8), "vnodes_of_2", {**vnodes(2), **BUILT_IN_PATHS}, timeout=400),
 
     # ---- errors on some ranks only: timeouts naming the operation; on virtual nodes of 1
     # and 2 ranks the others wait in MPI, not in the engine
-    Run("comm_errors.py", (2, 3, 4), "timeout_3s", SHORT_TIMEOUT),
-    Run("comm_errors.py", (2, 3, 4), "timeout_3s_vnodes_of_1", {**SHORT_TIMEOUT, **vnodes(1)}),
-    Run("comm_errors.py", (3, 4), "timeout_3s_vnodes_of_2", {**SHORT_TIMEOUT, **vnodes(2)}),
+    Run(ERRORS, (2, 3, 4), "timeout_3s", SHORT_TIMEOUT),
+    Run(ERRORS, (2, 3, 4), "timeout_3s_vnodes_of_1", {**SHORT_TIMEOUT, **vnodes(1)}),
+    Run(ERRORS, (3, 4), "timeout_3s_vnodes_of_2", {**SHORT_TIMEOUT, **vnodes(2)}),
     # ... and at np=8 (oversubscribed), the misuse that must leave the communicator usable
     # or end every rank at once, on one node and on unequal virtual nodes (3, 3, 2)
-    Run("comm_errors.py", (8,), "timeout_3s", SHORT_TIMEOUT, exclude=ERRORS_NOT_AT_8),
-    Run("comm_errors.py", (8,), "timeout_3s_vnodes_of_3", {**SHORT_TIMEOUT, **vnodes(3)}, exclude=ERRORS_NOT_AT_8),
+    Run(ERRORS, (8,), "timeout_3s", SHORT_TIMEOUT, exclude=ERRORS_NOT_AT_8),
+    Run(ERRORS, (8,), "timeout_3s_vnodes_of_3", {**SHORT_TIMEOUT, **vnodes(3)}, exclude=ERRORS_NOT_AT_8),
     # types that differ, and a root's refusal (Bcast, Gather(v), Scatter(v), Reduce), between nodes
     # whose ranks are not consecutive (a node's second rank on another node)
-    Run("comm_errors.py", (4, 8), "timeout_3s_vnodes_of_2_roundrobin", {**SHORT_TIMEOUT, **vnodes(2, "roundrobin")},
-        exclude=tuple(n for n in ERRORS_AT_8 + ERRORS_NOT_AT_8 if n not in (TYPES_DIFFER, TYPES_ACROSS, ROOT_MISUSE,
-                                                                           REDUCE_ROOT))),
+    Run(ERRORS, (4, 8), "timeout_3s_vnodes_of_2_roundrobin", {**SHORT_TIMEOUT, **vnodes(2, "roundrobin")},
+        exclude=functions_of(ERRORS, lambda name: name not in (TYPES_DIFFER, TYPES_ACROSS, ROOT_MISUSE, REDUCE_ROOT))),
 
     # ---- revoked communicators (ULFM: Open MPI's ci:test-openmpi run; under MPICH, which
     # has none, Revoke raises NotImplementedError and the communicator stays usable)
@@ -156,12 +168,12 @@ TABLE = [
     # baseline loops (no AVX2) and staging written with streaming stores (the defaults
     # write it with ordinary stores); small thresholds with single copy everywhere; and
     # a Bcast down a binary tree (every team of 2 or more), both copy methods
-    Run("engine_collectives.py", timeout=600),
-    Run("engine_collectives.py", (2, 3, 8), "small_no_cma", timeout=600, exclude=ENGINE_LARGE,
+    Run(ENGINE, timeout=600),
+    Run(ENGINE, (2, 3, 8), "small_no_cma", timeout=600, exclude=ENGINE_LARGE,
         env={**ENGINE_SMALL, "PGASCOL_CMA": "0", "PGASCOL_SIMD": "0", "PGASCOL_STREAM": "2"}),
-    Run("engine_collectives.py", (2, 3, 8), "small_cma", env={**ENGINE_SMALL, **CMA_EVERYWHERE}, timeout=600,
+    Run(ENGINE, (2, 3, 8), "small_cma", env={**ENGINE_SMALL, **CMA_EVERYWHERE}, timeout=600,
         exclude=ENGINE_LARGE),
-    Run("engine_collectives.py", (3, 4, 8), "small_tree", timeout=600, exclude=ENGINE_LARGE,
+    Run(ENGINE, (3, 4, 8), "small_tree", timeout=600, exclude=ENGINE_LARGE,
         env={**ENGINE_SMALL, **CMA_EVERYWHERE, "PGASCOL_BCAST_TREE_MIN": "2", "PGASCOL_BCAST_RADIX": "2",
              "PGASCOL_CMA_MIN_BCAST": "20000"}),
 
@@ -237,16 +249,17 @@ def chapter(programs):
 
 # A chapter of one program is test_ and the program's name without "comm_"
 # (pgascol.Comm's chapters are the suite's default); a chapter of several
-# programs is named by their layer.
+# programs is named by their layer, or by the feature their names share
+# (DATATYPES: test_datatypes, ERRORS: test_errors, ENGINE: test_engine_collectives).
 test_comm = chapter(COMM)
 test_coll_objects = chapter("comm_coll_objects.py")
-test_datatypes = chapter("comm_datatypes.py")
-test_errors = chapter("comm_errors.py")
+test_datatypes = chapter(DATATYPES)
+test_errors = chapter(ERRORS)
 test_ulfm = chapter("comm_ulfm.py")
 test_placement = chapter("comm_placement.py")
 test_random_mix = chapter("comm_random_mix.py")
 test_tuning = chapter("comm_tuning.py")
-test_engine_collectives = chapter("engine_collectives.py")
+test_engine_collectives = chapter(ENGINE)
 test_node_team = chapter("node_team.py")
 test_pgas_arrays = chapter("pgas_arrays.py")
 test_upc_smoke = chapter("upc_smoke.py")

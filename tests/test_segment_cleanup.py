@@ -94,7 +94,15 @@ class Scenario:
                           for f, text in files.items() if f.startswith("survivor-")}
         self.files = files
         self.leaked = new_entries(before)
-        # MPICH's own segments (mpich_shm_*): a killed job leaves them, run_mpi removes them
+        # MPICH's own segments (mpich_shm_*): a killed job leaves them, run_mpi removes them.
+        # Survivors the launcher left running (keep_survivors) may still map them then: once
+        # they are gone, removed again (MPICH makes them for a communicator once MPI's own
+        # collectives ran on it a few times, as the tuner's MPI candidate does)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and any(
+                r.pid is not None and _running(r.pid) for r in self.result.ranks):
+            time.sleep(0.1)
+        harness.remove_orphaned_mpi_segments(mpi_before)
         mapped = "".join(maps_mentioning("/dev/shm/"))
         self.mpi_leftovers = {p for p in harness.mpi_shm_entries() - mpi_before if str(p) not in mapped}
         # the kind asked for is the kind made (a memfd never has a name)

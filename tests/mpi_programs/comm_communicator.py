@@ -125,7 +125,7 @@ def test_short_calls_release_the_gil_while_they_wait():
 def test_fallbacks_give_mpi_results():
     """A user-defined operator goes to MPI (reductions on derived types:
     comm_message_specs.py; derived types in data movement run on pgascol:
-    comm_datatypes.py)."""
+    comm_datatypes_layouts.py)."""
     before = pgascol.stats(PG)
     def add(inbuf, inoutbuf, datatype):
         i = np.frombuffer(inbuf, dtype=np.float64)
