@@ -119,8 +119,7 @@ int pgc_coll_to_mpi(pgc_team *t, pgc_coll coll)
     /* A reason in our staging and descriptor, as pgc_coll_refuse leaves
      * one, for peers in the engine, which end the call as on a refusal
      * (root_refused, give_up); read by nobody where every peer goes to MPI. */
-    static const char why[] = "its arguments take the call to MPI (arguments pgascol does not accelerate, "
-                              "such as an object without the buffer protocol or a user-defined operator)";
+    static const char why[] = "its arguments take the call to MPI (" PGC_TO_MPI_WHY ")";
     if ((rc = pgc_wait_peers_done(t, 1)) == PGC_OK) {
         memcpy(pgc_staging_of(t, t->rank), why, sizeof why - 1);
         pgc_desc_put(t, (pgc_path)PGC_DESC_REFUSED, PGC_DESC_REFUSAL_LEN + sizeof why - 1);
@@ -137,10 +136,9 @@ int pgc_coll_to_mpi(pgc_team *t, pgc_coll coll)
         /* a peer in the engine gave the call up on us, whom it took for a
          * refuser, before we checked its signature */
         return pgc_set_error(&t->err, PGC_EINVAL, -1, 0,
-                             "%s: this rank's arguments take the call to MPI (arguments pgascol does not "
-                             "accelerate, such as an object without the buffer protocol or a user-defined "
-                             "operator) while other ranks' go to pgascol; every rank must pass arguments of "
-                             "the same kind", pgc_coll_name(coll));
+                             "%s: this rank's arguments take the call to MPI (" PGC_TO_MPI_WHY ") while other "
+                             "ranks' go to pgascol; every rank must pass arguments of the same kind",
+                             pgc_coll_name(coll));
     if (rc == PGC_EPEERREFUSED && refusal_reason(t, refuser, reason) == 0)
         pgc_set_error(&t->err, PGC_EPEERREFUSED, refuser, 0,
                       "%s: local rank %d refused its arguments%s%s; the call is given up on the ranks that "

@@ -257,27 +257,23 @@ static int report_signature_difference(pgc_team *t, int peer, uint64_t theirs, s
     switch (d) {
     case SIGDIFF_PEER_ON_MPI:
         pgc_set_error(&t->err, PGC_EMISMATCH, peer, 0,
-                      "%s: local rank %d took %s to MPI (arguments pgascol does not accelerate, such as "
-                      "an object without the buffer protocol or a user-defined operator) while this rank "
-                      "is in %s; every rank must pass arguments of the same kind", collname, peer,
+                      "%s: local rank %d took %s to MPI (" PGC_TO_MPI_WHY ") while this rank is in %s; "
+                      "every rank must pass arguments of the same kind", collname, peer,
                       pgc_coll_name(pgc_sig_coll(theirs)), mine);
         break;
     case SIGDIFF_SELF_ON_MPI:
         pgc_set_error(&t->err, PGC_EMISMATCH, peer, 0,
-                      "%s: this rank (local rank %d) must take %s to MPI (arguments pgascol does not "
-                      "accelerate, such as an object without the buffer protocol or a user-defined "
-                      "operator) while local rank %d is in %s; every rank must pass arguments of the "
-                      "same kind", collname, t->rank, pgc_coll_name(pgc_sig_coll(t->sig)), peer, other);
+                      "%s: this rank (local rank %d) must take %s to MPI (" PGC_TO_MPI_WHY ") while local "
+                      "rank %d is in %s; every rank must pass arguments of the same kind", collname, t->rank, pgc_coll_name(pgc_sig_coll(t->sig)), peer, other);
         break;
     case SIGDIFF_SELF_ON_MPI_ALONE:
         /* The peer is in the engine, which took us for a refuser (our
          * descriptor says so, pgc_coll_to_mpi): we may not enter MPI
          * without it. No abort: every member ends the call. */
         return pgc_set_error(&t->err, PGC_EINVAL, peer, 0,
-                             "%s: this rank's arguments take the call to MPI (arguments pgascol does not "
-                             "accelerate, such as an object without the buffer protocol or a user-defined "
-                             "operator) while local rank %d's go to pgascol; every rank must pass arguments "
-                             "of the same kind", collname, peer);
+                             "%s: this rank's arguments take the call to MPI (" PGC_TO_MPI_WHY ") while local "
+                             "rank %d's go to pgascol; every rank must pass arguments of the same kind",
+                             collname, peer);
     case SIGDIFF_ON_MPI_PEER_REFUSED:
         return pgc_set_error(&t->err, PGC_EPEERREFUSED, peer, 0, "%s: local rank %d refused its arguments",
                              collname, peer);

@@ -318,6 +318,9 @@ void pgc_team_set_cma(pgc_team *t, int ok, const char *reason);
 #define PGC_SIG_ARG_BITS 50
 #define PGC_SIG_ARG_MASK ((1ull << PGC_SIG_ARG_BITS) - 1)
 #define PGC_SIG_ARG_MPI PGC_SIG_ARG_MASK /* with PGC_SIG_REFUSED: it took the collective to MPI (pgc_coll_to_mpi) */
+/* What takes a call to MPI, in the messages that say so. */
+#define PGC_TO_MPI_WHY "arguments pgascol does not accelerate, such as an object without the buffer protocol or a " \
+                       "user-defined operator"
 /* The tuner's hint to run a call on MPI (pgc_team.path_hint; not a pgc_path:
  * the engine's counters have no row for it). */
 #define PGC_HINT_MPI 3
@@ -364,10 +367,13 @@ static inline int pgc_sig_reduction(pgc_coll coll)
            coll == PGC_COLL_REDUCE_SCATTER_BLOCK || coll == PGC_COLL_SCAN || coll == PGC_COLL_EXSCAN;
 }
 /* The size class a signature states (pgc_sig_class_bits; 0: none, the
- * engine's own paths). */
+ * engine's own paths). Not in a reduction's, nor in a UPC collective's,
+ * whose argument is a hash of all its bits. */
 static inline int pgc_sig_class(uint64_t sig)
 {
-    return pgc_sig_reduction(pgc_sig_coll(sig)) ? 0 : (int)(pgc_sig_arg(sig) >> PGC_SIG_CLASS_SHIFT & 0x1fu);
+    pgc_coll coll = pgc_sig_coll(sig);
+    return pgc_sig_reduction(coll) || coll >= PGC_COLL_UPC_BROADCAST
+               ? 0 : (int)(pgc_sig_arg(sig) >> PGC_SIG_CLASS_SHIFT & 0x1fu);
 }
 /* Collectives whose root's refusal (pgc_coll_refuse) ends the call on
  * every member, with PGC_EREFUSED and the root's reason, the team usable:
