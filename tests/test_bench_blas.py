@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parent.parent
 CLI = [sys.executable, "-m", "pgascol.tools.bench"]
 
@@ -25,6 +27,7 @@ def test_blas_run_writes_the_schema_and_compare_reads_it(tmp_path):
         assert (op, "pgascol") in cases and (op, "numpy") in cases, op
     for x in doc["results"]:
         assert 0 < x["t_min_us"] <= x["t_avg_us"] <= x["t_max_us"] and x["np"] == 2 and x["gflops"] > 0
+        assert len(x["samples_us"]) == x["rounds"] and min(x["samples_us"]) == pytest.approx(x["t_min_us"])
     c = cli("compare", out, out)
     assert c.returncode == 0 and "no regression (7 pgascol case(s) compared)" in c.stdout, c.stdout + c.stderr
 

@@ -2,6 +2,7 @@
 `pgascol-bench ab` (bench_ab.py, an A/A of this install) and `pgascol-bench
 instructions` (bench_callgrind.py, under valgrind where it is installed).
 They assert what the runs write, never how fast anything was."""
+import itertools
 import json
 import shutil
 import subprocess
@@ -28,10 +29,28 @@ def test_a_short_interleaved_a_b_run(tmp_path):
     (ra,), (rb,) = a["results"], b["results"]
     assert ra["iters"] == rb["iters"]                # the same calls per round on both sides
     assert len(ra["samples_us"]) == len(rb["samples_us"]) == 3   # one block each, 3 rounds
+    assert ra["block_samples_us"] == [min(ra["samples_us"])]      # decided on each job's best round
     assert a["meta"]["fingerprint"]["machine"]["env"]["PGASCOL_TUNE"] == "0"     # pinned
     assert a["meta"]["fingerprint"]["conditions"]["busy"] is not None
     v = json.loads(verdict.read_text())
     assert v["status"] == r.returncode and v["cases"][0]["case"] == "allreduce 1K np=2"
+
+
+@pytest.mark.skipif(not (REPO / ".git").exists(), reason="not a git checkout")
+def test_ab_builds_a_git_revision_as_a_side(tmp_path):
+    """A side given as a git revision is checked out into a temporary
+    worktree, built there and run from it; the worktree is gone after."""
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+    base = tmp_path / "a.json"
+    r = cli("ab", "--base", "HEAD", "--new", sys.executable, "--ops", "bcast", "--sizes", "8",
+            "--blocks", 2, "--rounds", 1, "--no-remeasure", "--json-base", base, timeout=1200)
+    assert r.returncode in (0, 3), r.stdout + r.stderr
+    assert "# building HEAD in " in r.stdout
+    doc = json.loads(base.read_text())
+    assert doc["meta"]["ab_spec"] == "HEAD"
+    assert doc["meta"]["fingerprint"]["build"]["git_revision"].startswith(head[:12])
+    worktrees = subprocess.run(["git", "worktree", "list"], cwd=REPO, capture_output=True, text=True).stdout
+    assert "pgascol-ab-" not in worktrees
 
 
 def test_ab_refuses_what_is_not_an_install():
@@ -54,6 +73,72 @@ def test_a_short_instruction_count(tmp_path):
     # the gate on itself: never a regression (3 where the rounds' counts vary by 0.5% or more)
     r = cli("verdict", out, out)
     assert r.returncode in (0, 3), r.stdout
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+def test_instruction_counts_repeat_and_catch_one_percent(tmp_path):
+    """Two jobs of the same build count the same (waits left out whole, not
+    one case ok by luck: four), and a 1% slowdown the harness injects into
+    one case is flagged as the only regression, measured as 1%."""
+    base, new = tmp_path / "base.json", tmp_path / "new.json"
+    common = ("instructions", "--ops", "bcast,allreduce", "--sizes", "8,64K", "--rounds", 3)
+    r = cli(*common, "--json", base, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = cli(*common, "--inject-slowdown", "allreduce:65536:0.01", "--json", new, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    verdict = tmp_path / "v.json"
+    r = cli("verdict", base, new, "--verdict-json", verdict)
+    assert r.returncode == 1, r.stdout
+    cases = {c["case"]: c for c in json.loads(verdict.read_text())["cases"]}
+    assert [k for k, c in cases.items() if c["verdict"] == "regression"] == ["allreduce 64K np=2"]
+    assert 1.008 < cases["allreduce 64K np=2"]["ratio"] < 1.012
+    for k in ("bcast 8 np=2", "bcast 64K np=2", "allreduce 8 np=2"):
+        assert cases[k]["verdict"] == "ok" and abs(cases[k]["ratio"] - 1) < 0.002, cases[k]
+
+
+def test_the_waits_callgrind_leaves_out_are_functions_of_the_core():
+    """bench_callgrind.UNCOUNTED names functions callgrind must find by name:
+    each is an exported symbol of the core (PGC_NOINLINE keeps it a call)."""
+    import ctypes
+    from pgascol.engine import _core
+    from pgascol.tools.bench_callgrind import UNCOUNTED
+    lib = ctypes.CDLL(_core.__file__)
+    for name in UNCOUNTED:
+        assert hasattr(lib if name.startswith("pgc_") else ctypes.pythonapi, name), name
+
+
+def test_an_injected_slowdown_doubles_one_call_in_every_period():
+    from pgascol.tools.bench_coll import injected
+    made = []
+    fns = [lambda k=k: made.append(k) for k in range(3)]
+    calls = injected(fns, "allreduce:8:0.1", "allreduce", 8)
+    for fn in itertools.islice(calls, 60):
+        fn()
+    assert len(made) == 66                          # one extra call in every 10
+    assert made[:12] == [0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 0, 1]    # the 10th call, made twice
+    plain = injected(fns, "allreduce:8:0.1", "bcast", 8)      # another case: untouched
+    made.clear()
+    for fn in itertools.islice(plain, 60):
+        fn()
+    assert made == [0, 1, 2] * 20
+
+
+def test_the_stored_baseline_is_a_quick_instruction_count_of_every_case():
+    """bench/baseline-ci.json, which the CI recipe compares against: an
+    instruction count of the quick sweep, every collective and layer case,
+    with the fingerprint `verdict --strict` compares."""
+    from pgascol.tools.bench_callgrind import ALL_OPS, case_sizes
+    from pgascol.tools.bench_coll import QUICK_SIZES
+    from pgascol.tools.bench_harness import parse_sizes
+    path = REPO / "bench" / "baseline-ci.json"
+    assert "bench/baseline-ci.json" in (REPO / "examples" / "ci" / "pgascol-bench-gate.yml").read_text()
+    doc = json.loads(path.read_text())
+    assert doc["meta"]["measure"] == "instructions" and doc["meta"]["fingerprint"]["machine"]["cpu_model"]
+    got = {(r["op"], r["bytes"]) for r in doc["results"]}
+    assert got == {(op, b) for op in ALL_OPS for b in case_sizes(op, parse_sizes(QUICK_SIZES))}
+    assert all(len(r["samples_instr"]) == 3 and r["instructions"] > 0 for r in doc["results"])
+    r = cli("verdict", path, path, "--strict")
+    assert r.returncode == 0, r.stdout + r.stderr
 
 
 def test_instructions_without_valgrind_says_how_to_install_it():

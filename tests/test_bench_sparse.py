@@ -42,6 +42,7 @@ def test_sparse_run_writes_the_schema_and_compare_reads_it(tmp_path, vns):
     assert skipped == {("nas-s", "dia"), ("nas-s", "dia-rows"), ("nas-s", "sky")}, meta["skipped"]
     for x in doc["results"]:
         assert 0 < x["t_min_us"] <= x["t_avg_us"] <= x["t_max_us"], x
+        assert len(x["samples_us"]) == x["rounds"] and min(x["samples_us"]) == pytest.approx(x["t_min_us"])
         assert x["np"] == (1 if x["impl"] == "scipy" else 2) and x["gflops"] > 0 and x["gbs"] > 0
         assert x["nnz"] > 0 and x["bytes"] > x["nnz"] * 8
     c = cli("compare", out, out)

@@ -104,6 +104,35 @@ def test_noise_too_high_is_inconclusive_not_a_regression():
     assert r["verdict"] == "inconclusive" and "noise too high" in r["reason"]
 
 
+def test_an_interleaved_run_is_decided_on_one_sample_per_job():
+    """An A/B document's block_samples_us (each job's best round) are the
+    samples, not its rounds. Here each job runs at its own level (where its
+    ranks were scheduled) and its three rounds agree to 0.02%: the new
+    side's jobs are 7% slower than the base's, well inside the jobs' own
+    spread of 14%. Eight jobs a side cannot tell that from noise; the 24
+    rounds, taken as independent, would call it a regression."""
+    base_levels = [1 + 0.02 * i for i in range(8)]
+    new_levels = [x + 0.07 for x in base_levels]
+
+    def ab_doc(levels):
+        d = doc(sweep(random.Random(4)))
+        for row in d["results"]:
+            m = row["samples_us"][0]
+            jobs = [[m * x * (1 + 1e-4 * k) for k in range(3)] for x in levels]
+            row["samples_us"] = [t for job in jobs for t in job]
+            row["block_samples_us"] = [min(job) for job in jobs]
+        return d
+    base, new = ab_doc(base_levels), ab_doc(new_levels)
+    assert bench_stats.samples_of(new["results"][0], "time") == new["results"][0]["block_samples_us"]
+    v = bench_verdict.judge(base, new)
+    assert not [r for r in v["cases"] if r["verdict"] == "regression"], bench_verdict.text_report(v)
+    for d in (base, new):
+        for row in d["results"]:
+            del row["block_samples_us"]
+    v = bench_verdict.judge(base, new)
+    assert all(r["verdict"] == "regression" for r in v["cases"]), bench_verdict.text_report(v)
+
+
 def test_a_run_without_raw_samples_is_inconclusive():
     rng = random.Random(3)
     base = doc(sweep(rng))

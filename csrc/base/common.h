@@ -23,6 +23,8 @@
 
 #define PGC_LIKELY(x) __builtin_expect(!!(x), 1)
 #define PGC_UNLIKELY(x) __builtin_expect(!!(x), 0)
+/* a function that stays one, so that a tool can name it (count.h) */
+#define PGC_NOINLINE __attribute__((noinline))
 
 /* Status codes: 0 is success, every error is negative. The Cython layer maps
  * each to an exception class (see pgascol/engine/errors.pxi: _raise).

@@ -1,8 +1,6 @@
 /* count.c - the rounds of an instruction count (see count.h). */
 #include "base/count.h"
 
-int pgc_counting;
-
 int pgc_count_available(void)
 {
 #ifdef PGC_HAVE_CALLGRIND
@@ -23,7 +21,6 @@ void pgc_count_round_begin(void)
 {
 #ifdef PGC_HAVE_CALLGRIND
     CALLGRIND_ZERO_STATS;
-    pgc_counting = 1;
     CALLGRIND_TOGGLE_COLLECT;
 #endif
 }
@@ -32,7 +29,6 @@ void pgc_count_round_end(const char *label)
 {
 #ifdef PGC_HAVE_CALLGRIND
     CALLGRIND_TOGGLE_COLLECT;
-    pgc_counting = 0;
     CALLGRIND_DUMP_STATS_AT(label);
 #else
     (void)label;

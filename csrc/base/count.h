@@ -4,13 +4,18 @@
  * with collection off and turns it on around each measured round
  * (pgc_count_round_begin/end, called through ctypes by
  * pgascol/tools/bench_callgrind.py). How long a rank waits for its peers
- * depends on scheduling, so the engine's waits (spin, yield, futex sleep and
- * the MPI progress hook called while sleeping) turn collection off on entry
- * and back on at exit: pgc_count_wait_begin/end, only while a round is
- * counted. Outside valgrind the cost is one load and a not-taken branch per
- * slow wait (the fast path of pgc_wait_word, a word already reached, never
- * gets here). Without <valgrind/callgrind.h> the calls compile to nothing
- * and pgc_count_available() says 0. */
+ * depends on scheduling, so the engine's waits are left out whole, callees
+ * included (the GIL's release, sched_yield, the futex, the MPI progress
+ * hook): the launcher names them to callgrind's --toggle-collect
+ * (UNCOUNTED in bench_callgrind.py: pgc_wait_slow, pgc_wait_signed,
+ * pgc_rma_wait_until), which turns collection off from their first
+ * instruction to their return. They are PGC_NOINLINE so that every call
+ * stays a call of that name. Left out at the first instruction, not at a
+ * client request inside, so that a call that waited counts what one that did
+ * not wait counts, but for its call instruction. Outside valgrind nothing
+ * here costs anything: the fast path (a word already reached) never calls a
+ * wait. Without <valgrind/callgrind.h> the calls compile to nothing and
+ * pgc_count_available() says 0. */
 #ifndef PGC_COUNT_H
 #define PGC_COUNT_H
 
@@ -22,25 +27,6 @@
 #define PGC_HAVE_CALLGRIND 1
 #endif
 #endif
-
-/* 1 while a round is counted (its waits are left out) */
-extern int pgc_counting;
-
-static inline void pgc_count_wait_begin(void)
-{
-#ifdef PGC_HAVE_CALLGRIND
-    if (PGC_UNLIKELY(pgc_counting))
-        CALLGRIND_TOGGLE_COLLECT;
-#endif
-}
-
-static inline void pgc_count_wait_end(void)
-{
-#ifdef PGC_HAVE_CALLGRIND
-    if (PGC_UNLIKELY(pgc_counting))
-        CALLGRIND_TOGGLE_COLLECT;
-#endif
-}
 
 /* 1: built with the client requests and running under valgrind now */
 int pgc_count_available(void);

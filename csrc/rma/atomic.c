@@ -6,7 +6,6 @@
 #include <time.h>
 
 #include "base/common.h"
-#include "base/count.h"
 
 int pgc_rma_update_valid(pgc_op op, pgc_dtype t)
 {
@@ -207,8 +206,9 @@ static int holds(const void *word, pgc_dtype t, pgc_cmp cmp, const void *value)
 #undef TEST
 }
 
-static int wait_until(const void *word, pgc_dtype t, pgc_cmp cmp, const void *value, uint32_t spin,
-                      uint64_t budget_ns)
+/* Left out of an instruction count, callees included (count.h). */
+PGC_NOINLINE int pgc_rma_wait_until(const void *word, pgc_dtype t, pgc_cmp cmp, const void *value,
+                                    uint32_t spin, uint64_t budget_ns)
 {
     for (uint32_t i = 0; i < spin; i++) {
         if (holds(word, t, cmp, value))
@@ -225,12 +225,3 @@ static int wait_until(const void *word, pgc_dtype t, pgc_cmp cmp, const void *va
     }
 }
 
-/* A wait, left out of an instruction count (count.h). */
-int pgc_rma_wait_until(const void *word, pgc_dtype t, pgc_cmp cmp, const void *value, uint32_t spin,
-                       uint64_t budget_ns)
-{
-    pgc_count_wait_begin();
-    int held = wait_until(word, t, cmp, value, spin, budget_ns);
-    pgc_count_wait_end();
-    return held;
-}

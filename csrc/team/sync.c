@@ -12,7 +12,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "base/count.h"
 #include "base/proc.h"
 
 #define SLEEP_SLICE_NS (50ull * 1000 * 1000)     /* longest single futex sleep */
@@ -485,7 +484,8 @@ static int wait_broken(pgc_team *t, int peer, uint64_t target)
                          pgc_current_coll_name(t), refuser, peer);
 }
 
-static int wait_slow(pgc_team *t, int peer, _Atomic uint64_t *word, uint64_t target)
+/* Left out of an instruction count, callees included (count.h). */
+PGC_NOINLINE int pgc_wait_slow(pgc_team *t, int peer, _Atomic uint64_t *word, uint64_t target)
 {
     int rc;
     if (PGC_UNLIKELY(t->before_wait != NULL)) {
@@ -552,16 +552,8 @@ static int wait_slow(pgc_team *t, int peer, _Atomic uint64_t *word, uint64_t tar
     }
 }
 
-/* The waits, left out of an instruction count (count.h). */
-int pgc_wait_slow(pgc_team *t, int peer, _Atomic uint64_t *word, uint64_t target)
-{
-    pgc_count_wait_begin();
-    int rc = wait_slow(t, peer, word, target);
-    pgc_count_wait_end();
-    return rc;
-}
-
-static int wait_signed(pgc_team *t, int peer, uint32_t seq, uint64_t *sig)
+/* Left out of an instruction count, callees included (count.h). */
+PGC_NOINLINE int pgc_wait_signed(pgc_team *t, int peer, uint32_t seq, uint64_t *sig)
 {
     pgc_ctl *owner = pgc_ctl_of(t, peer);
     _Atomic uint64_t *slot = &owner->sig[seq & (PGC_SIG_RING - 1)];
@@ -608,14 +600,6 @@ static int wait_signed(pgc_team *t, int peer, uint32_t seq, uint64_t *sig)
         if (rc)
             return rc;
     }
-}
-
-int pgc_wait_signed(pgc_team *t, int peer, uint32_t seq, uint64_t *sig)
-{
-    pgc_count_wait_begin();
-    int rc = wait_signed(t, peer, seq, sig);
-    pgc_count_wait_end();
-    return rc;
 }
 
 int pgc_wait_step_all(pgc_team *t, uint32_t step)

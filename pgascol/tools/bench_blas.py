@@ -185,7 +185,8 @@ def worker_main(argv):
                                 "t_min_us": best * 1e6, "t_avg_us": sum(ts) / len(ts) * 1e6,
                                 "t_max_us": max(ts) * 1e6, "path": None, "memcpy_us": None, "iters": 1,
                                 "rounds": len(ts), "buffer_sets": 1, "store_us": None,
-                                "gflops": FLOPS[op](n) / best / 1e9, "blas_threads": total})
+                                "gflops": FLOPS[op](n) / best / 1e9, "blas_threads": total,
+                                "samples_us": [t * 1e6 for t in ts]})
         if me == 0:
             print(_line(op, n, results), flush=True)
     if me == 0 and args.json:

@@ -1,17 +1,17 @@
 """`pgascol-bench instructions`: instructions per call of pgascol's
 collectives, counted under valgrind's callgrind, the engine's waits left out.
 
-    pgascol-bench instructions [--np N] [--ops ...] [--sizes ...] [--iters 100] [--rounds 3]
+    pgascol-bench instructions [--np N] [--ops ...] [--sizes ...] [--iters N] [--rounds 3]
                                [--quick] [--json FILE] [--inject-slowdown OP:BYTES:FRACTION]
 
 Every rank runs under ``valgrind --tool=callgrind --instr-atstart=no
 --collect-atstart=no`` (start-up runs uninstrumented). For each case the
 worker warms the calls up, then each round zeroes the counters, collects
-over `iters` calls of the pgascol side (on a pgascol.Comm) and dumps what
+over `iters` calls of the pgascol side (iters_for: fixed per case and path) (on a pgascol.Comm) and dumps what
 it counted under a label naming the case, round and rank (csrc/base/count.c
-through ctypes). The engine's waits turn collection off while they last
-(csrc/base/count.h), so a count does not depend on how long a rank waited
-for its peers. What else could vary is pinned: PINNED_ENV (no learning, no
+through ctypes). The engine's waits are left out whole (UNCOUNTED, named to
+callgrind's --toggle-collect; csrc/base/count.h), so a count does not depend
+on how long a rank waited for its peers. What else could vary is pinned: PINNED_ENV (no learning, no
 calibration file, no adaptive switches, the baseline SIMD loops, no
 streaming stores) and PYTHONHASHSEED. The native MPI side is not counted
 (MPI's progress loop spins for as long as its peers take).
@@ -36,16 +36,42 @@ import subprocess
 import sys
 import tempfile
 
-from .bench_coll import OPS, QUICK_SIZES, DEFAULT_SIZES, injected, parse_ops
+from .bench_coll import OPS, QUICK_SIZES, DEFAULT_SIZES, injected
+from .bench_layer_cases import LAYER_OPS, layer_sizes
 from .bench_fingerprint import LoadProbe
 from .bench_harness import SCHEMA, BenchError, collect_meta, find_launcher, human, parse_sizes
 
 PINNED_ENV = {"PGASCOL_TUNE": "0", "PGASCOL_TUNE_SAVE": "0", "PGASCOL_ADAPT": "0", "PGASCOL_STREAM": "0",
               "PGASCOL_SIMD": "0", "PGASCOL_RECV_STREAM_MIN": "0", "PYTHONHASHSEED": "0"}
-DEFAULT_ITERS = 100
+# Calls per round, a function of the case and its path (pinned) so that every
+# run of a case counts the same loop. What a count still owes to scheduling
+# is a few instructions per call that waited (a branch, a call's arguments, a
+# batch of peers' signatures checked at once), which weigh most where a call
+# makes few instructions: small payloads, and large ones the kernel copies
+# (cma). Measured on a 2-CPU machine with two busy processes: up to 0.3%
+# between runs at 100 calls per round, below 0.1% at 1000. A large payload
+# the engine copies itself makes so many instructions per call that 300
+# calls are as exact, at a third of the time under valgrind.
+ITERS, ITERS_COPIED, COPIED = 1000, 300, 1 << 20
+
+
+def iters_for(nbytes, path, override=None):
+    """Calls per round of a case whose warm-up took `path` (a multiple of
+    100, so that a slowdown of 1% injected once every 100 calls weighs the
+    same in every round)."""
+    if override:
+        return override
+    return ITERS_COPIED if nbytes >= COPIED and path not in ("inline", "cma") else ITERS
+
+
 DEFAULT_ROUNDS = 3
 WARMUP_CALLS = 50     # past CPython's specialisation of the calling code
 LABEL = "pgascol-bench case=%s:%d round=%d rank=%d"
+# Left out of every count, from their first instruction to their return,
+# callees included: the engine's waits (csrc/base/count.h), and the GIL's
+# taking back, which a small payload's call does only if it waited
+# (pgascol/engine/gil.pxi, _leave).
+UNCOUNTED = ("pgc_wait_slow", "pgc_wait_signed", "pgc_rma_wait_until", "PyEval_RestoreThread")
 INSTALL_HINT = ("valgrind is not installed: it is a Debian/Ubuntu package (sudo apt-get install "
                 "valgrind; dnf install valgrind; on GitHub's ubuntu runners the same apt-get line)")
 
@@ -54,10 +80,11 @@ def add_parser(sub):
     p = sub.add_parser("instructions", help="count instructions per call under callgrind (waits left "
                                              "out): deterministic figures for a CI gate")
     p.add_argument("--np", type=int, default=2, help="ranks (default 2)")
-    p.add_argument("--ops", help="comma-separated, from: %s (default: all)" % ",".join(OPS))
+    p.add_argument("--ops", help="comma-separated, from the collectives (%s) and the layers' small "
+                   "operations (%s); default: all" % (",".join(OPS), ",".join(LAYER_OPS)))
     p.add_argument("--sizes", help="bytes per rank (default %s; --quick %s)" % (DEFAULT_SIZES, QUICK_SIZES))
-    p.add_argument("--iters", type=int, default=DEFAULT_ITERS, help="calls per round (default %d)"
-                   % DEFAULT_ITERS)
+    p.add_argument("--iters", type=int, help="calls per round (default %d; %d from %s on a path "
+                   "that copies in the engine)" % (ITERS, ITERS_COPIED, human(COPIED)))
     p.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS, help="rounds per case (default %d)"
                    % DEFAULT_ROUNDS)
     p.add_argument("--quick", action="store_true", help="the quick sweep's sizes (%s)" % QUICK_SIZES)
@@ -83,9 +110,9 @@ def _count_library():
 
 def worker_main(argv):
     ap = argparse.ArgumentParser(prog="python -m pgascol.tools.bench_callgrind worker")
-    ap.add_argument("--ops", default=",".join(OPS))
+    ap.add_argument("--ops", default=",".join(ALL_OPS))
     ap.add_argument("--sizes", default=QUICK_SIZES)
-    ap.add_argument("--iters", type=int, default=DEFAULT_ITERS)
+    ap.add_argument("--iters", type=int)
     ap.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS)
     ap.add_argument("--inject-slowdown")
     ap.add_argument("--json")
@@ -93,6 +120,7 @@ def worker_main(argv):
     from mpi4py import MPI
     import gc
     import pgascol
+    from . import bench_layer_cases
     from .bench_coll import make_case, tuned_state  # noqa: F401 (tuned_state: same module state)
 
     lib = _count_library()
@@ -105,16 +133,22 @@ def worker_main(argv):
         return 2
     team = pgascol.NodeTeam(comm)
     pcomm = pgascol.Comm(comm)
-    ops, sizes = parse_ops(args.ops), parse_sizes(args.sizes)
-    cases = [(op, 0 if op == "barrier" else s) for op in ops for s in ([0] if op == "barrier" else sizes)]
+    ops, sizes = parse_instruction_ops(args.ops), parse_sizes(args.sizes)
+    cases = [(op, s) for op in ops for s in case_sizes(op, sizes)]
     lib.pgc_count_start()
     rows = []
     for op, nbytes in cases:
-        ours = make_case(op, nbytes, comm, team, pcomm)[0]
+        if op in LAYER_OPS:
+            ours, free = bench_layer_cases.make_case(op, nbytes, pcomm)
+        else:
+            ours, free = make_case(op, nbytes, comm, team, pcomm)[0], None
+        name = op.capitalize()      # a collective's row in pgascol.stats (none for the layers' cases)
+        before = dict(pgascol.stats(pcomm).get(name, {}))
         for _ in range(WARMUP_CALLS):
             ours()
-        calls = injected(itertools.repeat(ours), args.inject_slowdown, op, nbytes)
-        name = op.capitalize()
+        path = _most_taken(before, pgascol.stats(pcomm).get(name, {}))
+        iters = comm.allreduce(iters_for(nbytes, path, args.iters), op=MPI.MAX)    # one loop on every rank
+        calls = injected([ours], args.inject_slowdown, op, nbytes)
         before = dict(pgascol.stats(pcomm).get(name, {}))
         gc.collect()
         gc.disable()
@@ -122,23 +156,51 @@ def worker_main(argv):
             comm.Barrier()
             label = (LABEL % (op, nbytes, r, me)).encode()
             lib.pgc_count_round_begin()
-            for fn in itertools.islice(calls, args.iters):
+            for fn in itertools.islice(calls, iters):
                 fn()
             lib.pgc_count_round_end(label)
         gc.enable()
-        tally = {p: v - before.get(p, 0) for p, v in pgascol.stats(pcomm).get(name, {}).items()}
-        path = max(tally, key=tally.get) if any(tally.values()) else "-"
-        rows.append({"op": op, "bytes": nbytes, "path": path})
+        path = _most_taken(before, pgascol.stats(pcomm).get(name, {}))
+        if free is not None:
+            free()
+        rows.append({"op": op, "bytes": nbytes, "path": path, "iters": iters})
         if me == 0:
             print("[%d/%d] %-20s %6s  counted (%s)" % (len(rows), len(cases), op,
                                                       human(nbytes) if nbytes else "-", path), flush=True)
     if me == 0 and args.json:
         with open(args.json, "w") as f:
             json.dump({"np": P, "mpi_library": MPI.Get_library_version().strip().splitlines()[0].strip(),
-                       "iters": args.iters, "rounds": args.rounds, "cases": rows}, f)
+                       "rounds": args.rounds, "cases": rows}, f)
     pcomm.Free()
     team.free()
     return 0
+
+
+ALL_OPS = OPS + LAYER_OPS
+
+
+def parse_instruction_ops(spec):
+    """--ops of `instructions`: collectives and layer cases, in order."""
+    ops = [o.strip().lower() for o in spec.split(",") if o.strip()]
+    bad = [o for o in ops if o not in ALL_OPS]
+    if not ops or bad:
+        raise BenchError("%s; choose from: %s" % ("unknown op(s) " + ",".join(bad) if bad else "--ops is empty",
+                                                  ",".join(ALL_OPS)))
+    return list(dict.fromkeys(ops))
+
+
+def case_sizes(op, sizes):
+    """The sizes op is counted at: Barrier one case without payload, a
+    layer's operation its small sizes (bench_layer_cases.layer_sizes)."""
+    if op == "barrier":
+        return [0]
+    return layer_sizes(op, sizes) if op in LAYER_OPS else sizes
+
+
+def _most_taken(before, after):
+    """The path a case's calls took most between two pgascol.stats tallies."""
+    tally = {p: v - before.get(p, 0) for p, v in after.items()}
+    return max(tally, key=tally.get) if any(tally.values()) else "-"
 
 
 # ---------------------------------------------------------------------------
@@ -147,7 +209,7 @@ def worker_main(argv):
 
 _DESC = re.compile(r"^desc: Trigger: Client Request: (.*)$", re.M)
 _TOTALS = re.compile(r"^(?:totals|summary): *(\d+)", re.M)
-_LABEL = re.compile(r"pgascol-bench case=(\w+):(\d+) round=(-?\d+) rank=(\d+)")
+_LABEL = re.compile(r"pgascol-bench case=([\w.]+):(\d+) round=(-?\d+) rank=(\d+)")
 
 
 def read_dumps(directory):
@@ -167,10 +229,10 @@ def read_dumps(directory):
 
 def results_from(counts, job):
     """The pgascol-bench/1 rows of a count (read_dumps) and the worker's JSON."""
-    P, iters, rounds = job["np"], job["iters"], job["rounds"]
+    P, rounds = job["np"], job["rounds"]
     rows = []
     for case in job["cases"]:
-        op, nbytes = case["op"], case["bytes"]
+        op, nbytes, iters = case["op"], case["bytes"], case["iters"]
         by_rank = [[counts.get((op, nbytes, r, k)) for r in range(rounds)] for k in range(P)]
         if any(v is None for ranks in by_rank for v in ranks):
             raise BenchError("callgrind wrote no count for %s %s (a dump is missing)" % (op, human(nbytes)))
@@ -188,9 +250,9 @@ def cmd_instructions(args, argv):
     valgrind = shutil.which(args.valgrind)
     if valgrind is None:
         raise BenchError(INSTALL_HINT)
-    if args.iters < 1 or args.rounds < 1 or args.np < 1:
+    if (args.iters is not None and args.iters < 1) or args.rounds < 1 or args.np < 1:
         raise BenchError("--iters, --rounds and --np must be >= 1")
-    ops = parse_ops(args.ops or ",".join(OPS))
+    ops = parse_instruction_ops(args.ops or ",".join(ALL_OPS))
     sizes = args.sizes or (QUICK_SIZES if args.quick else DEFAULT_SIZES)
     parse_sizes(sizes)
     prefix, impl = find_launcher(args.mpi_launcher)
@@ -201,11 +263,11 @@ def cmd_instructions(args, argv):
         command = [*prefix, "-n", str(args.np), valgrind, "--tool=callgrind", "--instr-atstart=no",
                    "--collect-atstart=no", "--callgrind-out-file=%s" % os.path.join(tmp, "cg.%p"),
                    "--dump-line=no", "--compress-strings=no", "--compress-pos=no", "-q",
-                   # a small payload's call takes the GIL back only if it waited
-                   # (pgascol/engine/_core.pyx, _leave): scheduling, left out too
-                   "--toggle-collect=PyEval_RestoreThread",
+                   *("--toggle-collect=%s" % fn for fn in UNCOUNTED),
                    sys.executable, "-m", "pgascol.tools.bench_callgrind", "worker", "--ops", ",".join(ops),
-                   "--sizes", sizes, "--iters", str(args.iters), "--rounds", str(args.rounds), "--json", raw]
+                   "--sizes", sizes, "--rounds", str(args.rounds), "--json", raw]
+        if args.iters:
+            command += ["--iters", str(args.iters)]
         if args.inject_slowdown:
             command += ["--inject-slowdown", args.inject_slowdown]
         print("# launching: %s" % shlex.join(command), flush=True)
@@ -231,8 +293,9 @@ def cmd_instructions(args, argv):
     meta.update(measure="instructions", iters=args.iters, rounds=args.rounds, pinned_env=PINNED_ENV,
                 valgrind=subprocess.run([valgrind, "--version"], capture_output=True, text=True).stdout.strip())
     doc = {"schema": SCHEMA, "meta": meta, "results": results}
-    print("\n# pgascol-bench instructions: np=%d, %d calls per round, %d rounds; instructions per call, "
-          "mean over the ranks" % (job["np"], args.iters, args.rounds))
+    print("\n# pgascol-bench instructions: np=%d, %s calls per round, %d rounds; instructions per call, "
+          "mean over the ranks" % (job["np"], args.iters or "%d (%d: copied, from %s)" % (ITERS, ITERS_COPIED,
+                                                                                          human(COPIED)), args.rounds))
     print("%-20s %7s %14s %10s  %s" % ("op", "bytes", "instructions", "spread", "path"))
     for r in results:
         print("%-20s %7s %14.1f %9.3f%%  %s" % (r["op"], human(r["bytes"]) if r["bytes"] else "-",

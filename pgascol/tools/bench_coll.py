@@ -41,6 +41,7 @@ JSON and plotting helpers every benchmark shares are in bench_harness.py.
 import argparse
 import itertools
 import json
+import math
 import os
 import sys
 from types import SimpleNamespace
@@ -409,8 +410,8 @@ def time_case(args, op, nbytes, comm, team, pgascol_comm, llc, counters):
         return t
     for fn in [f for s in sets for f in s] + shared:  # warm up, fault pages in
         fn()
-    ours, theirs = (itertools.cycle([s[side] for s in sets]) for side in (0, 1))
-    ours = injected(ours, args.inject_slowdown, op, nbytes)
+    ours = injected([s[0] for s in sets], args.inject_slowdown, op, nbytes)
+    theirs = itertools.cycle([s[1] for s in sets])
     ours_shared = itertools.cycle(shared) if shared else None
     stores = [getattr(s[0], "store", None) for s in sets]
     del sets
@@ -443,16 +444,20 @@ def time_case(args, op, nbytes, comm, team, pgascol_comm, llc, counters):
                            floor=floor, fbytes=fbytes, op_floor=op_floor)
 
 
-def injected(calls, spec, op, nbytes):
-    """The pgascol side's calls, with --inject-slowdown OP:BYTES:FRACTION
-    matching this case: every round(1/FRACTION)-th call is made twice, on
-    every rank alike (a test-only slowdown of the benchmark, not of the
-    engine)."""
+def injected(fns, spec, op, nbytes):
+    """An endless iterator over the pgascol side's calls fns, in turn. With
+    --inject-slowdown OP:BYTES:FRACTION matching this case, every
+    round(1/FRACTION)-th call is made twice, on every rank alike (a test-only
+    slowdown of the benchmark, not of the engine). Both ways it is an
+    itertools.cycle over one period, iterated in C: the injection adds the
+    extra calls and a Python frame for each, nothing per call (a generator
+    here cost as much as a small collective, which tripled a 1% slowdown)."""
+    fns = list(fns)
     if not spec:
-        return calls
+        return itertools.cycle(fns)
     name, size, fraction = spec.split(":")
     if (name, int(size)) != (op, nbytes):
-        return calls
+        return itertools.cycle(fns)
     every = max(1, round(1 / float(fraction)))
 
     def twice(fn):
@@ -460,7 +465,10 @@ def injected(calls, spec, op, nbytes):
             fn()
             fn()
         return both
-    return (twice(fn) if k % every == every - 1 else fn for k, fn in enumerate(calls))
+    period = [fns[k % len(fns)] for k in range(math.lcm(len(fns), every))]
+    for k in range(every - 1, len(period), every):
+        period[k] = twice(period[k])
+    return itertools.cycle(period)
 
 
 def _floors(nbytes, fbytes, tf, llc, off_cache, comm):

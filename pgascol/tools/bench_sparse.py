@@ -289,7 +289,8 @@ class _Case:
                         "t_min_us": best * 1e6, "t_avg_us": sum(ts) / len(ts) * 1e6, "t_max_us": max(ts) * 1e6,
                         "path": None, "memcpy_us": None, "iters": 1, "rounds": len(ts), "buffer_sets": 1,
                         "store_us": None, "nnz": self.nnz, "cols": self.k, "format": self.fmt,
-                        "gflops": 2 * self.nnz * self.k / best / 1e9, "gbs": self.bytes / best / 1e9})
+                        "gflops": 2 * self.nnz * self.k / best / 1e9, "gbs": self.bytes / best / 1e9,
+                        "samples_us": [t * 1e6 for t in ts]})
         return out
 
     def free(self):

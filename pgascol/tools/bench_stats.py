@@ -31,10 +31,15 @@ MIN_SAMPLES = 3     # fewer samples on either side: inconclusive
 
 
 def samples_of(row, measure):
-    """A row's raw samples for `measure` (None where the row has none:
-    written before raw samples were kept, or another measure)."""
-    key = "samples_instr" if measure == "instructions" else "samples_us"
-    got = row.get(key)
+    """A row's samples for `measure` (None where the row has none: written
+    before raw samples were kept, or another measure). Times of an
+    interleaved A/B are one per job (block_samples_us: the best of the
+    job's rounds), since the rounds of one job share its scheduling (where
+    its ranks run, beside what) and are not independent samples."""
+    if measure == "instructions":
+        got = row.get("samples_instr")
+    else:
+        got = row.get("block_samples_us") or row.get("samples_us")
     return [float(x) for x in got] if got else None
 
 

@@ -305,9 +305,11 @@ def worker_main(argv=None):
                 one = max(time_iterations(s[4], 3, pgascol_comm, s[5]).mean() for s in sides)
                 iters = comm.bcast(int(max(MIN_ITERS, min(MAX_ITERS, args.target_ms * 1e-3 / max(one, 1e-7)))), 0)
             best = [None] * len(sides)      # (t_min, t_avg, t_max) in us
+            rounds = [[] for _ in sides]    # each round's mean per call, us (the verdict's samples)
             for _ in range(args.rounds):
                 for k, s in enumerate(sides):
                     t = time_iterations(s[4], iters, pgascol_comm, s[5]) * 1e6
+                    rounds[k].append(float(t.mean()))
                     b = best[k]
                     lo = t.min() if b is None else min(b[0], t.min())
                     if b is None or t.mean() < b[1]:
@@ -315,14 +317,15 @@ def worker_main(argv=None):
                     else:
                         best[k] = (lo, b[1], b[2])
             case.free()
-            for s, (tmin, tavg, tmax) in zip(sides, best):
+            for s, (tmin, tavg, tmax), samples in zip(sides, best, rounds):
                 results.append({"op": s[0], "bytes": nbytes, "np": P, "impl": s[1], "t_min_us": tmin,
                                 "t_avg_us": tavg, "t_max_us": tmax, "path": "-", "memcpy_us": 0.0,
                                 "iters": iters, "rounds": args.rounds, "buffer_sets": 1, "store_us": None,
                                 "collective": coll, "algorithm": s[2] or ("default" if s[1] == "pgascol" else None),
-                                "flags": s[3], "bandwidth_mbs": bandwidth(coll, nbytes, P, tmin)})
+                                "flags": s[3], "bandwidth_mbs": bandwidth(coll, nbytes, P, tmin),
+                                "samples_us": samples})
             if me == 0:
-                for s, (tmin, tavg, tmax) in zip(sides, best):
+                for s, (tmin, tavg, tmax), samples in zip(sides, best, rounds):
                     bw = bandwidth(coll, nbytes, P, tmin)
                     out.write("%-36s %-12s %7s  t_min %10.2f  t_avg %10.2f  t_max %10.2f us%s\n" % (
                         s[0], s[1], human(nbytes), tmin, tavg, tmax,

@@ -52,7 +52,8 @@ def judge(base_doc, new_doc, min_effect=None, alpha=DEFAULT_ALPHA, strict=False,
     "cases": [{"case", "key", "verdict", "ratio", ..., "path_base",
     "path_new"}], "missing": [(side, case)], "path_changes": [...],
     "fingerprint": [(key, base, new)], "strict_stop": bool, "status"}.
-    samples: {key: (base, new)} overriding the documents' (a re-measure)."""
+    samples: {key: (base, new)} overriding the documents' (a re-measure: only
+    those cases are decided)."""
     measure = measure_of(base_doc)
     if measure_of(new_doc) != measure:
         raise BenchError("the runs measure different things: base %s, new %s"
@@ -64,6 +65,8 @@ def judge(base_doc, new_doc, min_effect=None, alpha=DEFAULT_ALPHA, strict=False,
     base, new = results_by_case(base_doc), results_by_case(new_doc)
     ours = lambda rows: {k for k in rows if k[3] in OURS}
     common = sorted(ours(base) & ours(new))
+    if samples is not None:         # a re-measure: its cases alone, corrected for their number
+        common = [k for k in common if k in samples]
     cases = {k: (samples or {}).get(k) or (samples_of(base[k], measure), samples_of(new[k], measure))
              for k in common}
     decided = decide(cases, measure, min_effect, alpha, family)

@@ -1,0 +1,86 @@
+"""The PGAS, UPC, BLAS and sparse layers' small operations, as cases of
+`pgascol-bench instructions` (bench_callgrind.py): where a call's cost is
+its Python and C overhead, not its bytes, an instruction count catches
+what a timing on a shared runner cannot.
+
+A case is an operation and a size in bytes per rank. make_case returns
+(call, free): `call` makes one operation, the same on every rank
+(collective ones on every rank together; one-sided ones each on the
+next rank's part, so every rank does the same work); `free` releases what
+the case allocated, collectively.
+
+    pgas.get        a.get of the next rank's part (nbytes of float64)
+    pgas.put        a.put into the next rank's part
+    pgas.fetch_op   an atomic fetch-and-add of one element (8 bytes only)
+    pgas.barrier    pgas.barrier (no payload)
+    upc.all_broadcast   nbytes from rank 0 to every rank's block
+    upc.all_reduce      the sum of nbytes of float64 per rank, to rank 0
+    blas.dot        pgascol.blas.dot of two blocked vectors, nbytes per rank
+    blas.axpy       pgascol.blas.axpy of the same
+    sparse.mv       y = A x, A tridiagonal CSR with nbytes of x per rank
+"""
+import numpy as np
+
+LAYER_OPS = ("pgas.get", "pgas.put", "pgas.fetch_op", "pgas.barrier", "upc.all_broadcast", "upc.all_reduce",
+             "blas.dot", "blas.axpy", "sparse.mv")
+LAYER_MAX_BYTES = 64 << 10      # small operations: where per-call cost matters
+FIXED_BYTES = {"pgas.fetch_op": 8, "pgas.barrier": 0}
+
+
+def layer_sizes(op, sizes):
+    """The sizes a layer case runs at, out of the sweep's."""
+    if op in FIXED_BYTES:
+        return [FIXED_BYTES[op]]
+    return [s for s in sizes if s <= LAYER_MAX_BYTES]
+
+
+def make_case(op, nbytes, pcomm):
+    """(call, free) of one layer case on pgascol communicator pcomm."""
+    from .. import pgas
+    P, me = pcomm.Get_size(), pcomm.Get_rank()
+    n = max(1, nbytes // 8)
+    there = ((me + 1) % P) * n              # the next rank's part of a blocked array
+    if op in ("pgas.get", "pgas.put", "pgas.fetch_op"):
+        a = pgas.zeros(pcomm, n * P, np.float64, block="*")
+        buf = np.ones(n)
+        call = {"pgas.get": lambda: a.get(there, buf),
+                "pgas.put": lambda: a.put(there, buf),
+                "pgas.fetch_op": lambda: a.fetch_op(there, 1.0, "sum")}[op]
+        pgas.barrier(pcomm)
+        return call, _freeing(pcomm, a)
+    if op == "pgas.barrier":
+        return (lambda: pgas.barrier(pcomm)), _freeing(pcomm)
+    if op.startswith("upc."):
+        from .. import upc
+        if op == "upc.all_broadcast":
+            src = pgas.zeros(pcomm, nbytes, np.uint8, block=0)
+            dst = pgas.zeros(pcomm, nbytes * P, np.uint8, block=nbytes)
+            return (lambda: upc.all_broadcast(dst, src, nbytes)), _freeing(pcomm, src, dst)
+        src = pgas.array(pcomm, n * P, np.float64, block=n, fill=1.0)
+        dst = pgas.zeros(pcomm, 1, np.float64, block=0)
+        return (lambda: upc.all_reduce(dst, src, upc.ADD, n * P, n)), _freeing(pcomm, src, dst)
+    if op.startswith("blas."):
+        from .. import blas
+        x = pgas.array(pcomm, n * P, np.float64, block="*", fill=1.0)
+        y = pgas.array(pcomm, n * P, np.float64, block="*", fill=2.0)
+        call = (lambda: blas.dot(x, y)) if op == "blas.dot" else (lambda: blas.axpy(x, y, a=0.0))
+        return call, _freeing(pcomm, x, y)
+    if op == "sparse.mv":
+        import scipy.sparse as sp
+        from .. import sparse
+        N = n * P
+        G = sp.diags([np.full(N - 1, -1.0), np.full(N, 2.0), np.full(N - 1, -1.0)], [-1, 0, 1], format="csr")
+        A = sparse.from_scipy(pcomm, G, root=None, format="csr")
+        x, y = A.vector("col", fill=1.0), A.vector("row")
+        return (lambda: sparse.mv(A, x, y, alpha=1.0, beta=0.0)), _freeing(pcomm, x, y, A)
+    raise ValueError("no layer case %r (choose from %s)" % (op, ", ".join(LAYER_OPS)))
+
+
+def _freeing(pcomm, *objects):
+    """Free the objects, collectively, once every rank is done with them."""
+    def free():
+        from .. import pgas
+        pgas.barrier(pcomm)
+        for o in objects:
+            o.free()
+    return free
