@@ -108,18 +108,26 @@ def build_revision(rev, where):
                          "revision of the repository here" % rev) from None
     subprocess.run(["git", "worktree", "add", "--detach", where, rev], check=True, capture_output=True)
     print("# building %s in %s" % (rev, where), flush=True)
-    r = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace", "-q"], cwd=where,
-                       capture_output=True, text=True)
+    try:
+        import Cython  # noqa: F401 (a checkout's environment: build in place)
+        command, path = [sys.executable, "setup.py", "build_ext", "--inplace", "-q"], where
+    except ImportError:
+        # an environment pip installed pgascol into has no Cython: pip builds
+        # the revision with pyproject.toml's build requirements, into a
+        # directory of its own
+        path = os.path.join(where, "_installed")
+        command = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", path, where]
+    r = subprocess.run(command, cwd=where, capture_output=True, text=True)
     if r.returncode != 0:
         raise BenchError("building %s failed: %s" % (rev, r.stderr.strip()[-500:]))
-    return where
+    return path
 
 
 def remove_worktrees(tmp, sides):
     for side in sides:
-        path = side.env.get("PYTHONPATH", "")
-        if path.startswith(tmp):
-            subprocess.run(["git", "worktree", "remove", "--force", path], capture_output=True)
+        if side.env.get("PYTHONPATH", "").startswith(tmp):     # built from a revision
+            subprocess.run(["git", "worktree", "remove", "--force", os.path.join(tmp, side.label)],
+                           capture_output=True)
 
 
 def run_block(prefix, side, np_, worker, tmp):
