@@ -12,7 +12,9 @@
  * instruction to their return. They are PGC_NOINLINE so that every call
  * stays a call of that name. Left out at the first instruction, not at a
  * client request inside, so that a call that waited counts what one that did
- * not wait counts, but for its call instruction. Outside valgrind nothing
+ * not wait counts but for the wait's call and its arguments (and the few
+ * branches of the caller that depend on whether the peer was there:
+ * docs/REGRESSION-TESTING.md). Outside valgrind nothing
  * here costs anything: the fast path (a word already reached) never calls a
  * wait. Without <valgrind/callgrind.h> the calls compile to nothing and
  * pgc_count_available() says 0. */

@@ -26,6 +26,7 @@ fresh blocks and decided on those samples alone, corrected for the cases
 measured again (new data, independent of the first pass that chose them). Exit
 status as `pgascol-bench verdict`: 0, 1 regression, 2 error, 3 inconclusive.
 """
+import importlib.util
 import json
 import os
 import shlex
@@ -108,10 +109,9 @@ def build_revision(rev, where):
                          "revision of the repository here" % rev) from None
     subprocess.run(["git", "worktree", "add", "--detach", where, rev], check=True, capture_output=True)
     print("# building %s in %s" % (rev, where), flush=True)
-    try:
-        import Cython  # noqa: F401 (a checkout's environment: build in place)
+    if importlib.util.find_spec("Cython") is not None:    # a checkout's environment: build in place
         command, path = [sys.executable, "setup.py", "build_ext", "--inplace", "-q"], where
-    except ImportError:
+    else:
         # an environment pip installed pgascol into has no Cython: pip builds
         # the revision with pyproject.toml's build requirements, into a
         # directory of its own
@@ -264,7 +264,7 @@ def remeasure(v, docs, prefix, sides, args, worker, tmp):
     v2 = judge(docs[0], docs[1], args.min_effect, args.alpha, args.strict, samples=second)
     by_case = {r["case"]: r for r in v2["cases"]}
     for r in v["cases"]:
-        if r["case"] not in by_case or tuple(r["key"]) not in second:
+        if r["case"] not in by_case:      # not measured again
             continue
         r2 = by_case[r["case"]]
         first, again_verdict = r["verdict"], r2["verdict"]

@@ -36,7 +36,7 @@ import subprocess
 import sys
 import tempfile
 
-from .bench_coll import OPS, QUICK_SIZES, DEFAULT_SIZES, injected
+from .bench_coll import OPS, QUICK_SIZES, DEFAULT_SIZES, injected, parse_ops
 from .bench_layer_cases import LAYER_OPS, layer_sizes
 from .bench_fingerprint import LoadProbe
 from .bench_harness import SCHEMA, BenchError, collect_meta, find_launcher, human, parse_sizes
@@ -133,7 +133,7 @@ def worker_main(argv):
         return 2
     team = pgascol.NodeTeam(comm)
     pcomm = pgascol.Comm(comm)
-    ops, sizes = parse_instruction_ops(args.ops), parse_sizes(args.sizes)
+    ops, sizes = parse_ops(args.ops, ALL_OPS), parse_sizes(args.sizes)
     cases = [(op, s) for op in ops for s in case_sizes(op, sizes)]
     lib.pgc_count_start()
     rows = []
@@ -177,16 +177,6 @@ def worker_main(argv):
 
 
 ALL_OPS = OPS + LAYER_OPS
-
-
-def parse_instruction_ops(spec):
-    """--ops of `instructions`: collectives and layer cases, in order."""
-    ops = [o.strip().lower() for o in spec.split(",") if o.strip()]
-    bad = [o for o in ops if o not in ALL_OPS]
-    if not ops or bad:
-        raise BenchError("%s; choose from: %s" % ("unknown op(s) " + ",".join(bad) if bad else "--ops is empty",
-                                                  ",".join(ALL_OPS)))
-    return list(dict.fromkeys(ops))
 
 
 def case_sizes(op, sizes):
@@ -252,7 +242,7 @@ def cmd_instructions(args, argv):
         raise BenchError(INSTALL_HINT)
     if (args.iters is not None and args.iters < 1) or args.rounds < 1 or args.np < 1:
         raise BenchError("--iters, --rounds and --np must be >= 1")
-    ops = parse_instruction_ops(args.ops or ",".join(ALL_OPS))
+    ops = parse_ops(args.ops or ",".join(ALL_OPS), ALL_OPS)
     sizes = args.sizes or (QUICK_SIZES if args.quick else DEFAULT_SIZES)
     parse_sizes(sizes)
     prefix, impl = find_launcher(args.mpi_launcher)

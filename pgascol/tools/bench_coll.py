@@ -62,13 +62,14 @@ MAX_ITERS = 10000            # cap on iters chosen from the time target (not on 
 MAX_BUFFER_SETS = 4096       # --off-cache: at most this many buffer sets (the smallest sizes cover less)
 
 
-def parse_ops(spec):
+def parse_ops(spec, allowed=OPS):
+    """--ops: names out of `allowed`, in order, once each."""
     ops = [o.strip().lower() for o in spec.split(",") if o.strip()]
     if not ops:
-        raise BenchError("--ops is empty; choose from: %s" % ",".join(OPS))
-    bad = [o for o in ops if o not in OPS]
+        raise BenchError("--ops is empty; choose from: %s" % ",".join(allowed))
+    bad = [o for o in ops if o not in allowed]
     if bad:
-        raise BenchError("unknown op(s) %s; choose from: %s" % (",".join(bad), ",".join(OPS)))
+        raise BenchError("unknown op(s) %s; choose from: %s" % (",".join(bad), ",".join(allowed)))
     return list(dict.fromkeys(ops))
 
 

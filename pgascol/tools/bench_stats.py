@@ -83,10 +83,9 @@ def test_times(base, new, min_effect):
             "p_bounded": _mwu_greater([v + bound for v in lb], ln)}
 
 
-def decide(cases, measure, min_effect, alpha=0.05, family=None):
-    """Decide every case. `cases`: {key: (base samples or None, new samples
-    or None)}; family: the number of cases the correction counts (default
-    len(cases); a re-measure passes the first pass's). Returns {key:
+def decide(cases, measure, min_effect, alpha=0.05):
+    """Decide every case, the correction counting them all. `cases`: {key:
+    (base samples or None, new samples or None)}. Returns {key:
     {"verdict", "ratio", "p_slower", "p_adjusted", "p_bounded", "spread",
     "reason"}} (p values None for instruction counts)."""
     out, tested = {}, []
@@ -107,7 +106,7 @@ def decide(cases, measure, min_effect, alpha=0.05, family=None):
             d.update(test_times(base, new, min_effect))
             d["spread"] = max(max(s) / min(s) - 1 for s in (base, new))
             tested.append(key)
-    m = max(family or 0, len(cases))
+    m = len(cases)
     adjusted = holm([out[k]["p_slower"] for k in tested] + [1.0] * (m - len(tested)))
     for key, p_adj in zip(tested, adjusted):
         d = out[key]

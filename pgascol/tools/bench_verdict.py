@@ -46,8 +46,7 @@ def case_name(key):
                               "" if impl == "pgascol" else " " + impl)
 
 
-def judge(base_doc, new_doc, min_effect=None, alpha=DEFAULT_ALPHA, strict=False, family=None,
-          samples=None):
+def judge(base_doc, new_doc, min_effect=None, alpha=DEFAULT_ALPHA, strict=False, samples=None):
     """The verdict of new against base: {"measure", "min_effect", "alpha",
     "cases": [{"case", "key", "verdict", "ratio", ..., "path_base",
     "path_new"}], "missing": [(side, case)], "path_changes": [...],
@@ -67,9 +66,9 @@ def judge(base_doc, new_doc, min_effect=None, alpha=DEFAULT_ALPHA, strict=False,
     common = sorted(ours(base) & ours(new))
     if samples is not None:         # a re-measure: its cases alone, corrected for their number
         common = [k for k in common if k in samples]
-    cases = {k: (samples or {}).get(k) or (samples_of(base[k], measure), samples_of(new[k], measure))
+    cases = {k: samples[k] if samples is not None else (samples_of(base[k], measure), samples_of(new[k], measure))
              for k in common}
-    decided = decide(cases, measure, min_effect, alpha, family)
+    decided = decide(cases, measure, min_effect, alpha)
     rows = []
     for k in common:
         pb, pn = base[k].get("path"), new[k].get("path")
