@@ -10,9 +10,13 @@ from setuptools import Extension, setup
 # 2's headers, the extensions then import under any numpy from 1.22 on.
 NUMPY_API = [("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION"), ("NPY_TARGET_VERSION", "NPY_1_22_API_VERSION")]
 
+# An edited header rebuilds what includes it (cythonize tracks the .pxd/.pxi).
+HEADERS = sorted(glob("csrc/**/*.h", recursive=True))
+
 core = Extension(
     "pgascol.engine._core",
     sources=["pgascol/engine/_core.pyx"] + sorted(glob("csrc/**/*.c", recursive=True)),
+    depends=HEADERS,
     include_dirs=["csrc"],
     # -O3: the reduction kernels vectorise only at -O3 with gcc 12.
     extra_compile_args=["-O3", "-std=gnu11", "-Wall", "-Wno-unused-function"],
@@ -23,7 +27,7 @@ core = Extension(
 # team's hot collectives at C level (pgascol/engine/_core.pxd; csrc/ headers only).
 # numpy's C API: numpy arrays are read without the buffer protocol on the hot
 # path (pgascol/comm/_comm.pyx, _numpy_direct).
-comm = Extension("pgascol.comm._comm", sources=["pgascol/comm/_comm.pyx"],
+comm = Extension("pgascol.comm._comm", sources=["pgascol/comm/_comm.pyx"], depends=HEADERS,
                  include_dirs=["csrc", numpy.get_include()],
                  define_macros=NUMPY_API, extra_compile_args=["-O2"])
 

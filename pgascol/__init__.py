@@ -7,6 +7,30 @@
 See README.md and docs/ARCHITECTURE.md."""
 from ._version import __version__  # noqa: F401
 
+
+def _refuse_an_unbuilt_checkout():
+    """Python puts a job's working directory first on sys.path: started in
+    a directory that holds a pgascol checkout, every rank imports its source
+    folder instead of the installed package, and fails later on a missing
+    extension. Say so here (a few stat calls; an installed package has no
+    setup.py beside it)."""
+    import os
+    from importlib.machinery import EXTENSION_SUFFIXES
+    here = os.path.dirname(os.path.abspath(__file__))
+    if not os.path.exists(os.path.join(here, os.pardir, "setup.py")):
+        return
+    core = os.path.join(here, "engine", "_core")
+    if any(os.path.exists(core + suffix) for suffix in EXTENSION_SUFFIXES):
+        return
+    raise ImportError("pgascol was imported from the source folder %s, whose C extensions are not built: "
+                      "Python looks first in the working directory (or a script's folder), and %s holds a "
+                      "pgascol checkout. Start the job from another directory to use the installed pgascol, "
+                      "or build the checkout in place (pip install -e . in it)."
+                      % (here, os.path.dirname(here)), name="pgascol")
+
+
+_refuse_an_unbuilt_checkout()
+
 from .errors import (ArgumentError, CollectiveMismatchError, DatatypeMismatchError,  # noqa: F401
                      OperationFailedError, PeerDeadError, PeerRefusedError, PgascolError, PgascolTimeoutError,
                      RevokedError, RootRefusedError, TeamAbortedError, TeamClosedError)

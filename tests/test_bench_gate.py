@@ -104,7 +104,29 @@ def test_the_waits_callgrind_leaves_out_are_functions_of_the_core():
     from pgascol.tools.bench_callgrind import UNCOUNTED
     lib = ctypes.CDLL(_core.__file__)
     for name in UNCOUNTED:
-        assert hasattr(lib if name.startswith("pgc_") else ctypes.pythonapi, name), name
+        assert hasattr(lib, name), name
+
+
+def test_a_paced_call_starts_at_its_own_time_and_a_late_one_catches_up():
+    """count_pace (csrc/base/count.h): call k of slot 1 of 2 returns no
+    earlier than start + k periods + half a period; one that is due
+    already returns at once, so the next is due at its own time again
+    rather than a period later."""
+    import time
+    from pgascol.engine import _core
+    period = 10_000_000
+    start = time.monotonic_ns() + 2_000_000
+    _core.count_pace_setup(1, 2, period, start)
+    for k in range(3):
+        _core.count_pace()
+        assert time.monotonic_ns() >= start + k * period + period // 2
+    time.sleep(8 * period / 1e9)                # calls 3 .. 7 are due already
+    before = time.monotonic_ns()
+    for _ in range(5):
+        _core.count_pace()
+    assert time.monotonic_ns() - before < 4 * period    # no sleep of a period each
+    _core.count_pace()
+    assert time.monotonic_ns() >= start + 8 * period + period // 2
 
 
 def test_an_injected_slowdown_doubles_one_call_in_every_period():

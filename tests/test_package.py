@@ -52,3 +52,26 @@ def test_the_packages_export_the_renamed_modules_objects():
     assert upc.ADD is operators.ADD and upc.OPERATORS is operators.OPERATORS and upc.TYPES is operators.TYPES
     assert sparse.SparseMatrix is matrix.SparseMatrix and sparse.from_scipy is matrix.from_scipy
     assert sparse.mv is products.mv and sparse.mm is products.mm
+
+
+def test_an_unbuilt_checkout_in_the_working_directory_says_what_happened(tmp_path):
+    """Ranks started in a directory that holds a pgascol checkout import its
+    source folder: without built extensions, `import pgascol` says so and
+    what to do, instead of failing later on a missing module."""
+    import shutil
+    import subprocess
+    from importlib.machinery import EXTENSION_SUFFIXES
+    from pathlib import Path
+    src = Path(pgascol.__file__).parent
+    shutil.copytree(src, tmp_path / "pgascol", ignore=shutil.ignore_patterns("*.so", "*.c", "__pycache__"))
+    (tmp_path / "setup.py").write_text("")
+    r = subprocess.run([sys.executable, "-c", "import pgascol"], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 1
+    assert "imported from the source folder %s" % (tmp_path / "pgascol") in r.stderr
+    assert "Start the job from another directory" in r.stderr
+    # built (an extension beside it): imported as it is
+    (tmp_path / "pgascol" / "engine" / ("_core" + EXTENSION_SUFFIXES[0])).write_text("")
+    r = subprocess.run([sys.executable, "-c", "import pgascol; print(pgascol.__file__)"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and str(tmp_path) in r.stdout, r.stderr

@@ -39,7 +39,9 @@ static void futex_wake_all(_Atomic uint32_t *word)
     syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
-static void ring_doorbell(pgc_ctl *c)
+/* Out of line, and named to callgrind like the waits (csrc/base/count.h):
+ * whether a peer sleeps when we publish is a matter of scheduling. */
+PGC_NOINLINE void pgc_ring_doorbell(pgc_ctl *c)
 {
     atomic_fetch_add_explicit(&c->doorbell, 1, memory_order_seq_cst);
     futex_wake_all(&c->doorbell);
@@ -57,7 +59,7 @@ void pgc_publish(pgc_team *t, _Atomic uint64_t *word, uint64_t value)
      * the value. */
     atomic_thread_fence(memory_order_seq_cst);
     if (PGC_UNLIKELY(atomic_load_explicit(&c->sleepers, memory_order_relaxed)))
-        ring_doorbell(c);
+        pgc_ring_doorbell(c);
 }
 
 int pgc_member_alive(const pgc_team *t, int r)
@@ -632,12 +634,13 @@ void pgc_team_abort(pgc_team *t, int code, const char *msg)
         t->abort_seq = t->seq;
         h->abort_rank = t->rank;
         h->abort_code = code;
-        snprintf(h->abort_msg, sizeof h->abort_msg, "%s", msg);
+        /* a member's message (pgc_error.msg) is longer than the header's: cut */
+        snprintf(h->abort_msg, sizeof h->abort_msg, "%.*s", (int)sizeof h->abort_msg - 1, msg);
         /* release the reason before waking: sleepers re-read `aborted`
          * with acquire. */
         atomic_store_explicit(&h->aborted, 2, memory_order_release);
     }
     for (int r = 0; r < t->nranks; r++)
-        ring_doorbell(pgc_ctl_of(t, r));
+        pgc_ring_doorbell(pgc_ctl_of(t, r));
 }
 

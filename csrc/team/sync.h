@@ -30,6 +30,9 @@ static inline int pgc_reached(uint64_t value, uint64_t target)
  * before, e.g. staged data, is visible to a peer that sees the value), then
  * wake the sleepers, if any. */
 void pgc_publish(pgc_team *t, _Atomic uint64_t *word, uint64_t value);
+/* Wake every member asleep on c's doorbell (pgc_publish where c has sleepers,
+ * pgc_team_abort). */
+void pgc_ring_doorbell(pgc_ctl *c);
 
 /* Wait until `word`, owned by member `peer`, reaches `target`. 0 or PGC_E*. */
 int pgc_wait_slow(pgc_team *t, int peer, _Atomic uint64_t *word, uint64_t target);

@@ -16,6 +16,11 @@ cdef extern from "base/common.h" nogil:
     pgc_simd pgc_simd_of_cpu()
 
 
+cdef extern from "base/count.h" nogil:
+    void pgc_count_pace_setup(int slot, int nslots, uint64_t period_ns, uint64_t start_ns)
+    void pgc_count_pace()
+
+
 cdef extern from "base/reduce_ops.h" nogil:
     ctypedef enum pgc_dtype:
         PGC_NDTYPES
@@ -99,7 +104,7 @@ cdef extern from "team/team.h" nogil:
         int cma_ok
         char cma_reason[320]
         pgc_error err
-        uint64_t stats[16][3]
+        uint64_t stats[PGC_NCOLL][PGC_NPATH]
         uint64_t single_copies[2]
         int nregions
         int stats_paused

@@ -74,3 +74,16 @@ def set_wait_progress(fn):
     _wait_progress = fn
     if fn is not None:
         pgc_set_wait_progress(_call_wait_progress)
+
+
+def count_pace_setup(int slot, int nslots, uint64_t period_ns, uint64_t start_ns):
+    """Call k of count_pace returns at start_ns (time.monotonic_ns) + k
+    periods + slot/nslots of one (csrc/base/count.h)."""
+    pgc_count_pace_setup(slot, nslots, period_ns, start_ns)
+
+
+def count_pace():
+    """Sleep until this rank's time for its next call (pgascol-bench instructions:
+    the ranks enter each call of a cheap case in rank order). The GIL
+    is kept: the worker has one thread, and a release would count its own."""
+    pgc_count_pace()

@@ -7,19 +7,21 @@ collectives, counted under valgrind's callgrind, the engine's waits left out.
 Every rank runs under ``valgrind --tool=callgrind --instr-atstart=no
 --collect-atstart=no`` (start-up runs uninstrumented). For each case the
 worker warms the calls up, then each round zeroes the counters, collects
-over `iters` calls of the pgascol side (iters_for: fixed per case and path) (on a pgascol.Comm) and dumps what
-it counted under a label naming the case, round and rank (csrc/base/count.c
-through ctypes). The engine's waits are left out whole (UNCOUNTED, named to
-callgrind's --toggle-collect; csrc/base/count.h), so a count does not depend
-on how long a rank waited for its peers. What else could vary is pinned: PINNED_ENV (no learning, no
-calibration file, no adaptive switches, the baseline SIMD loops, no
-streaming stores) and PYTHONHASHSEED. The native MPI side is not counted
+over `iters` calls of the pgascol side (on a pgascol.Comm; iters_for: fixed
+per case and path) and dumps what it counted under a label naming the case,
+round and rank (csrc/base/count.c through ctypes). The engine's waits are
+left out whole (UNCOUNTED, named to callgrind's --toggle-collect;
+csrc/base/count.h), so a count does not depend on how long a rank waited
+for its peers, and the cheap cases' calls are paced so that the ranks enter
+each in the same order in every run (paced). What else could vary is
+pinned: PINNED_ENV (no learning, no calibration file, no adaptive switches,
+the baseline SIMD loops, no streaming stores) and PYTHONHASHSEED. The native MPI side is not counted
 (MPI's progress loop spins for as long as its peers take).
 
 The host reads the dumps: a case's sample per round is the mean over the
 ranks of instructions per call (instr_by_rank has each rank's). The JSON is
 a pgascol-bench/1 document with meta["measure"] = "instructions" and rows
-{"op", "bytes", "np", "impl": "pgascol", "path", "iters", "rounds",
+{"op", "bytes", "np", "impl": "pgascol", "path", "iters", "paced", "rounds",
 "instructions" (the median), "instr_min", "instr_avg", "instr_max",
 "samples_instr", "instr_by_rank"}: `verdict` and `compare` read it.
 """
@@ -35,43 +37,66 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 from .bench_coll import OPS, QUICK_SIZES, DEFAULT_SIZES, injected, parse_ops
-from .bench_layer_cases import LAYER_OPS, layer_sizes
+from .bench_layer_cases import LAYER_OPS, LAYER_PACED, layer_sizes
 from .bench_fingerprint import LoadProbe
 from .bench_harness import SCHEMA, BenchError, collect_meta, find_launcher, human, parse_sizes
 
 PINNED_ENV = {"PGASCOL_TUNE": "0", "PGASCOL_TUNE_SAVE": "0", "PGASCOL_ADAPT": "0", "PGASCOL_STREAM": "0",
               "PGASCOL_SIMD": "0", "PGASCOL_RECV_STREAM_MIN": "0", "PYTHONHASHSEED": "0"}
+# What a count still owes to scheduling is a few instructions in a wait's
+# caller (the branch, the call's arguments, the GIL taken back), which weigh
+# most where a call makes few instructions: small payloads, and large ones
+# the kernel copies (cma). Unpaced they weighed up to 0.25% between runs on
+# a 2-CPU machine with two busy processes (a Bcast's reader found its root
+# there in one run and waited for it in another). So those cases are paced
+# (csrc/base/count.h): rank r enters call k at start + k periods + r/P of a
+# period, in rank order in every run (paced: below 0.05%). A period is twice
+# the slowest rank's mean time of PACE_CALLS warm-up calls, at least
+# PACE_MIN_S.
+# Payloads of COPIED_FROM bytes or more that the engine copies itself make
+# tens of thousands of instructions per call, where the branches weigh below
+# 0.03%: they run back to back, as do the layers' cases but their
+# collectives (LAYER_PACED).
+COPIED_FROM, PACE_CALLS, PACE_MIN_S = 64 << 10, 4, 300e-6
 # Calls per round, a function of the case and its path (pinned) so that every
-# run of a case counts the same loop. What a count still owes to scheduling
-# is a few instructions per call that waited (a branch, a call's arguments, a
-# batch of peers' signatures checked at once), which weigh most where a call
-# makes few instructions: small payloads, and large ones the kernel copies
-# (cma). Measured on a 2-CPU machine with two busy processes: up to 0.3%
-# between runs at 100 calls per round, below 0.1% at 1000. A large payload
-# the engine copies itself makes so many instructions per call that 300
-# calls are as exact, at a third of the time under valgrind.
-ITERS, ITERS_COPIED, COPIED = 1000, 300, 1 << 20
+# run of a case counts the same loop: ITERS_PACED (a paced call takes a
+# period), ITERS, or ITERS_COPIED from COPIED bytes on (hundreds of
+# thousands of instructions per call: as exact, at a third of the time).
+ITERS_PACED, ITERS, ITERS_COPIED, COPIED = 500, 1000, 300, 1 << 20
 
 
-def iters_for(nbytes, path, override=None):
+def paced(op, nbytes, path):
+    """Whether the calls of a case whose warm-up took `path` are paced."""
+    if op in LAYER_OPS:
+        return op in LAYER_PACED
+    return nbytes < COPIED_FROM or path in ("inline", "cma")
+
+
+def iters_for(op, nbytes, path, override=None):
     """Calls per round of a case whose warm-up took `path` (a multiple of
     100, so that a slowdown of 1% injected once every 100 calls weighs the
     same in every round)."""
     if override:
         return override
-    return ITERS_COPIED if nbytes >= COPIED and path not in ("inline", "cma") else ITERS
+    if paced(op, nbytes, path):
+        return ITERS_PACED
+    return ITERS_COPIED if nbytes >= COPIED else ITERS
 
 
 DEFAULT_ROUNDS = 3
 WARMUP_CALLS = 50     # past CPython's specialisation of the calling code
 LABEL = "pgascol-bench case=%s:%d round=%d rank=%d"
 # Left out of every count, from their first instruction to their return,
-# callees included: the engine's waits (csrc/base/count.h), and the GIL's
+# callees included: the engine's waits and the waking of sleepers
+# (csrc/base/count.h), the pacing of small cases (count_pace), and the GIL's
 # taking back, which a small payload's call does only if it waited
-# (pgascol/engine/gil.pxi, _leave).
-UNCOUNTED = ("pgc_wait_slow", "pgc_wait_signed", "pgc_rma_wait_until", "PyEval_RestoreThread")
+# (pgascol/engine/gil.pxi, _leave). None calls another: callgrind toggles
+# collection on entry, so a nested one would count again.
+UNCOUNTED = ("pgc_wait_slow", "pgc_wait_signed", "pgc_rma_wait_until", "pgc_ring_doorbell", "pgc_count_pace",
+             "pgascol_gil_take_back")
 INSTALL_HINT = ("valgrind is not installed: it is a Debian/Ubuntu package (sudo apt-get install "
                 "valgrind; dnf install valgrind; on GitHub's ubuntu runners the same apt-get line)")
 
@@ -83,8 +108,8 @@ def add_parser(sub):
     p.add_argument("--ops", help="comma-separated, from the collectives (%s) and the layers' small "
                    "operations (%s); default: all" % (",".join(OPS), ",".join(LAYER_OPS)))
     p.add_argument("--sizes", help="bytes per rank (default %s; --quick %s)" % (DEFAULT_SIZES, QUICK_SIZES))
-    p.add_argument("--iters", type=int, help="calls per round (default %d; %d from %s on a path "
-                   "that copies in the engine)" % (ITERS, ITERS_COPIED, human(COPIED)))
+    p.add_argument("--iters", type=int, help="calls per round (default %d for a paced case, else %d; "
+                   "%d from %s)" % (ITERS_PACED, ITERS, ITERS_COPIED, human(COPIED)))
     p.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS, help="rounds per case (default %d)"
                    % DEFAULT_ROUNDS)
     p.add_argument("--quick", action="store_true", help="the quick sweep's sizes (%s)" % QUICK_SIZES)
@@ -122,6 +147,8 @@ def worker_main(argv):
     import pgascol
     from . import bench_layer_cases
     from .bench_coll import make_case, tuned_state  # noqa: F401 (tuned_state: same module state)
+    from ..engine import _core
+    from ..engine._core import count_pace
 
     lib = _count_library()
     comm = MPI.COMM_WORLD
@@ -144,26 +171,38 @@ def worker_main(argv):
             ours, free = make_case(op, nbytes, comm, team, pcomm)[0], None
         name = op.capitalize()      # a collective's row in pgascol.stats (none for the layers' cases)
         before = dict(pgascol.stats(pcomm).get(name, {}))
-        for _ in range(WARMUP_CALLS):
+        for _ in range(WARMUP_CALLS - PACE_CALLS):
             ours()
+        t0 = time.perf_counter()
+        for _ in range(PACE_CALLS):
+            ours()
+        period = comm.allreduce(max(PACE_MIN_S, 2 * (time.perf_counter() - t0) / PACE_CALLS), op=MPI.MAX)
         path = _most_taken(before, pgascol.stats(pcomm).get(name, {}))
-        iters = comm.allreduce(iters_for(nbytes, path, args.iters), op=MPI.MAX)    # one loop on every rank
+        iters = comm.allreduce(iters_for(op, nbytes, path, args.iters), op=MPI.MAX)    # one loop on every rank
         calls = injected([ours], args.inject_slowdown, op, nbytes)
+        pace = comm.allreduce(paced(op, nbytes, path), op=MPI.LOR)
         before = dict(pgascol.stats(pcomm).get(name, {}))
         gc.collect()
         gc.disable()
         for r in range(-1, args.rounds):    # round -1: counted, not kept (first-round effects)
             comm.Barrier()
+            if pace:        # from a time every rank agrees on, a little ahead
+                _core.count_pace_setup(me, P, int(period * 1e9), comm.bcast(time.monotonic_ns() + 2000000))
             label = (LABEL % (op, nbytes, r, me)).encode()
             lib.pgc_count_round_begin()
-            for fn in itertools.islice(calls, iters):
-                fn()
+            if pace:
+                for fn in itertools.islice(calls, iters):
+                    count_pace()
+                    fn()
+            else:
+                for fn in itertools.islice(calls, iters):
+                    fn()
             lib.pgc_count_round_end(label)
         gc.enable()
         path = _most_taken(before, pgascol.stats(pcomm).get(name, {}))
         if free is not None:
             free()
-        rows.append({"op": op, "bytes": nbytes, "path": path, "iters": iters})
+        rows.append({"op": op, "bytes": nbytes, "path": path, "iters": iters, "paced": pace})
         if me == 0:
             print("[%d/%d] %-20s %6s  counted (%s)" % (len(rows), len(cases), op,
                                                       human(nbytes) if nbytes else "-", path), flush=True)
@@ -229,8 +268,8 @@ def results_from(counts, job):
         samples = [sum(by_rank[k][r] for k in range(P)) / P / iters for r in range(rounds)]
         s = sorted(samples)
         rows.append({"op": op, "bytes": nbytes, "np": P, "impl": "pgascol", "path": case["path"],
-                     "iters": iters, "rounds": rounds, "instructions": s[len(s) // 2],
-                     "instr_min": s[0], "instr_avg": sum(s) / len(s), "instr_max": s[-1],
+                     "iters": iters, "paced": case.get("paced", False), "rounds": rounds,
+                     "instructions": s[len(s) // 2], "instr_min": s[0], "instr_avg": sum(s) / len(s), "instr_max": s[-1],
                      "samples_instr": samples,
                      "instr_by_rank": [[v / iters for v in ranks] for ranks in by_rank]})
     return rows
@@ -284,8 +323,8 @@ def cmd_instructions(args, argv):
                 valgrind=subprocess.run([valgrind, "--version"], capture_output=True, text=True).stdout.strip())
     doc = {"schema": SCHEMA, "meta": meta, "results": results}
     print("\n# pgascol-bench instructions: np=%d, %s calls per round, %d rounds; instructions per call, "
-          "mean over the ranks" % (job["np"], args.iters or "%d (%d: copied, from %s)" % (ITERS, ITERS_COPIED,
-                                                                                          human(COPIED)), args.rounds))
+          "mean over the ranks" % (job["np"], args.iters or "%d paced, else %d (%d from %s)" % (
+              ITERS_PACED, ITERS, ITERS_COPIED, human(COPIED)), args.rounds))
     print("%-20s %7s %14s %10s  %s" % ("op", "bytes", "instructions", "spread", "path"))
     for r in results:
         print("%-20s %7s %14.1f %9.3f%%  %s" % (r["op"], human(r["bytes"]) if r["bytes"] else "-",

@@ -6,7 +6,6 @@ import platform
 import sys
 
 from ..errors import ArgumentError
-from .bench_harness import BenchError
 
 # The engine, the calibration and pgascol.upc are imported by the commands
 # that use them: zero-code mode (a script) starts without them (numpy and
@@ -173,6 +172,7 @@ def main(argv=None):
     from ..node import calibration
     from ..upc import defaults as upc_defaults
     from . import calibrate
+    from .bench_harness import BenchError
     parser = argparse.ArgumentParser(prog="pgascol", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command")
     sub.add_parser("info", help="describe the machine, MPI, node layout, single copy and thresholds")
