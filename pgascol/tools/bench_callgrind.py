@@ -15,8 +15,9 @@ csrc/base/count.h), so a count does not depend on how long a rank waited
 for its peers, and the cheap cases' calls are paced so that the ranks enter
 each in the same order in every run (paced). What else could vary is
 pinned: PINNED_ENV (no learning, no calibration file, no adaptive switches,
-the baseline SIMD loops, no streaming stores) and PYTHONHASHSEED. The native MPI side is not counted
-(MPI's progress loop spins for as long as its peers take).
+the baseline SIMD loops, no streaming stores) and PYTHONHASHSEED. The
+native MPI side is not counted (MPI's progress loop spins for as long as
+its peers take).
 
 The host reads the dumps: a case's sample per round is the mean over the
 ranks of instructions per call (instr_by_rank has each rank's). The JSON is
@@ -56,11 +57,11 @@ PINNED_ENV = {"PGASCOL_TUNE": "0", "PGASCOL_TUNE_SAVE": "0", "PGASCOL_ADAPT": "0
 # period, in rank order in every run (paced: below 0.05%). A period is twice
 # the slowest rank's mean time of PACE_CALLS warm-up calls, at least
 # PACE_MIN_S.
-# Payloads of COPIED_FROM bytes or more that the engine copies itself make
+# Payloads of PACED_BELOW bytes or more that the engine copies itself make
 # tens of thousands of instructions per call, where the branches weigh below
 # 0.03%: they run back to back, as do the layers' cases but their
 # collectives (LAYER_PACED).
-COPIED_FROM, PACE_CALLS, PACE_MIN_S = 64 << 10, 4, 300e-6
+PACED_BELOW, PACE_CALLS, PACE_MIN_S = 64 << 10, 4, 300e-6
 # Calls per round, a function of the case and its path (pinned) so that every
 # run of a case counts the same loop: ITERS_PACED (a paced call takes a
 # period), ITERS, or ITERS_COPIED from COPIED bytes on (hundreds of
@@ -72,7 +73,7 @@ def paced(op, nbytes, path):
     """Whether the calls of a case whose warm-up took `path` are paced."""
     if op in LAYER_OPS:
         return op in LAYER_PACED
-    return nbytes < COPIED_FROM or path in ("inline", "cma")
+    return nbytes < PACED_BELOW or path in ("inline", "cma")
 
 
 def iters_for(op, nbytes, path, override=None):
@@ -148,7 +149,6 @@ def worker_main(argv):
     from . import bench_layer_cases
     from .bench_coll import make_case, tuned_state  # noqa: F401 (tuned_state: same module state)
     from ..engine import _core
-    from ..engine._core import count_pace
 
     lib = _count_library()
     comm = MPI.COMM_WORLD
@@ -190,9 +190,10 @@ def worker_main(argv):
                 _core.count_pace_setup(me, P, int(period * 1e9), comm.bcast(time.monotonic_ns() + 2000000))
             label = (LABEL % (op, nbytes, r, me)).encode()
             lib.pgc_count_round_begin()
-            if pace:
+            if pace:        # two loops: a no-op in count_pace's place would be counted
+                pace_call = _core.count_pace
                 for fn in itertools.islice(calls, iters):
-                    count_pace()
+                    pace_call()
                     fn()
             else:
                 for fn in itertools.islice(calls, iters):
@@ -269,8 +270,8 @@ def results_from(counts, job):
         s = sorted(samples)
         rows.append({"op": op, "bytes": nbytes, "np": P, "impl": "pgascol", "path": case["path"],
                      "iters": iters, "paced": case.get("paced", False), "rounds": rounds,
-                     "instructions": s[len(s) // 2], "instr_min": s[0], "instr_avg": sum(s) / len(s), "instr_max": s[-1],
-                     "samples_instr": samples,
+                     "instructions": s[len(s) // 2], "instr_min": s[0], "instr_avg": sum(s) / len(s),
+                     "instr_max": s[-1], "samples_instr": samples,
                      "instr_by_rank": [[v / iters for v in ranks] for ranks in by_rank]})
     return rows
 
