@@ -1,0 +1,105 @@
+"""The emulated cluster (tests/cluster/emulated_cluster.py): 2 hosts up, an
+mpi4py Allreduce across them under the current MPI (the mpiexec beside this
+interpreter), then down, and nothing of it left: no process, link, mount
+or run directory. Needs root, unshare and ip; skips with the reason
+otherwise. A global array across the hosts under Open MPI is issue 47's
+point 4, still open: that test is an expected failure (xfail, bounded)."""
+import glob
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.cluster import emulated_cluster as ec
+
+REPO = Path(__file__).resolve().parent.parent
+SCRIPT = REPO / "tests" / "cluster" / "emulated_cluster.py"
+NAME = "pt%d" % (os.getpid() % 10000)   # a cluster of this pytest run's own
+
+ALLREDUCE = ("from mpi4py import MPI; import socket; c = MPI.COMM_WORLD; "
+             "s = c.allreduce(c.Get_rank() + 1); h = c.gather(socket.gethostname()); "
+             "assert s == c.Get_size() * (c.Get_size() + 1) // 2, s; "
+             "c.Get_rank() == 0 and print('ALLREDUCE', s, ' '.join(h), flush=True)")
+
+
+def _why_not():
+    if os.geteuid() != 0:
+        return "the emulated cluster needs root (namespaces, a bridge)"
+    for tool in ("unshare", "nsenter", "ip"):
+        if shutil.which(tool) is None:
+            return "%s not found (util-linux / iproute2)" % tool
+    probe = subprocess.run(["unshare", "--net", "--uts", "--ipc", "--mount", "--pid", "--fork", "true"],
+                           capture_output=True, text=True, timeout=10)
+    if probe.returncode != 0:
+        return "cannot make namespaces here: %s" % probe.stderr.strip()
+    try:
+        ec.find_mpiexec()
+    except ec.ClusterError as exc:
+        return str(exc)
+    return None
+
+
+pytestmark = pytest.mark.skipif(_why_not() is not None, reason=str(_why_not()))
+
+
+def cli(*args, timeout=60):
+    return subprocess.run([sys.executable, str(SCRIPT), "--name", NAME, *args], cwd=REPO, timeout=timeout,
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+
+
+def leftovers():
+    """What of cluster NAME is still there."""
+    left = [p for p in glob.glob("/sys/class/net/pe%s-*" % NAME)]
+    left += [p for p in (ec.run_dir(NAME),) if os.path.exists(p)]
+    left += ["pid %d" % p for p in ec._stray_pids(ec.run_dir(NAME))]
+    with open("/proc/self/mountinfo") as f:
+        left += [line for line in f if ec.run_dir(NAME) in line]
+    return left
+
+
+@pytest.fixture
+def cluster():
+    up = cli("up", "--hosts", "2")
+    try:
+        assert up.returncode == 0, up.stderr
+        yield
+    finally:
+        down = cli("down")
+        assert down.returncode == 0, down.stderr
+        assert leftovers() == []
+
+
+def test_allreduce_across_two_hosts(cluster):
+    job = cli("mpiexec", "--ranks-per-host", "2", "--timeout", "60", "--",
+              sys.executable, "-c", ALLREDUCE, timeout=90)
+    assert job.returncode == 0, job.stdout + job.stderr
+    assert ("ALLREDUCE 10 %s-h0 %s-h0 %s-h1 %s-h1" % ((NAME,) * 4)) in job.stdout, job.stdout
+    status = cli("status").stdout
+    assert "0 process(es)" in status and "DEAD" not in status, status
+
+
+def test_down_is_idempotent():
+    assert cli("down").returncode == 0
+    assert cli("down").returncode == 0
+    assert leftovers() == []
+
+
+GLOBAL_ARRAY = ("import numpy as np; from mpi4py import MPI; import pgascol; from pgascol import pgas; "
+                "pg = pgascol.Comm(MPI.COMM_WORLD); P, me = pg.Get_size(), pg.Get_rank(); "
+                "arrs = [pgas.zeros(pg, 100, np.int64) for _ in range(3)]; "
+                "[a.update(np.arange(me, 100, P), np.ones(len(range(me, 100, P)), np.int64), MPI.SUM) for a in arrs]; "
+                "pgas.barrier(pg); out = np.empty(100, np.int64); "
+                "[(a.get(0, out), (out == 1).all() or 1 / 0) for a in arrs]; [a.free() for a in arrs]; "
+                "me == 0 and print('GLOBAL ARRAY OK', flush=True)")
+
+
+@pytest.mark.xfail(ec.find_mpiexec()[1] == "openmpi" if _why_not() is None else False,
+                   reason="issue 47 point 4: under Open MPI 5.0.x global arrays across hosts hang "
+                          "while the progress thread runs (docs/EMULATED-CLUSTER.md)", strict=False)
+def test_global_array_across_two_hosts(cluster):
+    job = cli("mpiexec", "--ranks-per-host", "2", "--timeout", "30", "--",
+              sys.executable, "-m", "mpi4py", "-c", GLOBAL_ARRAY, timeout=60)
+    assert job.returncode == 0 and "GLOBAL ARRAY OK" in job.stdout, job.stdout[-2000:] + job.stderr[-2000:]
