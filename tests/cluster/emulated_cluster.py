@@ -314,7 +314,15 @@ def enter_argv(pid, argv):
 def agent_main(rundir, args):
     state = _state_from_dir(rundir)
     host, command = parse_ssh_args(args)
-    os.execvp("nsenter", enter_argv(host_pid(state, host), ["/bin/sh", "-c", command]))
+    pid = host_pid(state, host)
+    _take_host_cpus(pid)
+    os.execvp("nsenter", enter_argv(pid, ["/bin/sh", "-c", command]))
+
+
+def _take_host_cpus(pid):
+    """Run on the CPUs of the host (its PID 1's; --pin gave each host its
+    own): nsenter enters namespaces, not the affinity."""
+    os.sched_setaffinity(0, os.sched_getaffinity(pid))
 
 
 def _state_from_dir(rundir):
@@ -532,7 +540,9 @@ def main(argv=None):
     if not command:
         raise ClusterError("no command given")
     if a.cmd == "exec":
-        os.execvp("nsenter", enter_argv(host_pid(state, a.host), command))
+        pid = host_pid(state, a.host)
+        _take_host_cpus(pid)
+        os.execvp("nsenter", enter_argv(pid, command))
     path, impl = find_mpiexec()
     slots, n = placement(state, a.ranks_per_host, a.round_robin)
     argv = mpiexec_argv(state, impl, path, slots, n, command)
