@@ -316,7 +316,18 @@ def agent_main(rundir, args):
     host, command = parse_ssh_args(args)
     pid = host_pid(state, host)
     _take_host_cpus(pid)
+    _host_tmpdir(rundir, host)
     os.execvp("nsenter", enter_argv(pid, ["/bin/sh", "-c", command]))
+
+
+def _host_tmpdir(rundir, host):
+    """TMPDIR of the MPI daemons and ranks on `host`: a directory of its own
+    in the run directory. The hosts share /tmp, and their PID namespaces
+    give each host the same small PIDs, so Open MPI's session directories
+    (/tmp/prted.<pid>) of two hosts would collide."""
+    path = os.path.join(rundir, "tmp", host)
+    os.makedirs(path, exist_ok=True)
+    os.environ["TMPDIR"] = path
 
 
 def _take_host_cpus(pid):
