@@ -100,6 +100,6 @@ GLOBAL_ARRAY = ("import numpy as np; from mpi4py import MPI; import pgascol; fro
                    reason="issue 47 point 4: under Open MPI 5.0.x global arrays across hosts hang "
                           "while the progress thread runs (docs/EMULATED-CLUSTER.md)", strict=False)
 def test_global_array_across_two_hosts(cluster):
-    job = cli("mpiexec", "--ranks-per-host", "2", "--timeout", "30", "--",
+    job = cli("mpiexec", "--ranks-per-host", "2", "--timeout", "20", "--",
               sys.executable, "-m", "mpi4py", "-c", GLOBAL_ARRAY, timeout=60)
     assert job.returncode == 0 and "GLOBAL ARRAY OK" in job.stdout, job.stdout[-2000:] + job.stderr[-2000:]
