@@ -36,9 +36,10 @@ class Context:
         self.node_comm = team.node_comm
         self.local_rank, self.local_size = team.local_rank, team.local_size
         self.nnodes = team.num_nodes
-        placement = comm.allgather((team.node_index, team.local_rank))
+        placement = comm.allgather((team.node_index, team.local_rank, MPI.Get_processor_name()))
         self.node_of = [p[0] for p in placement]
         self.local_of = [p[1] for p in placement]
+        self.nhosts = len(set(p[2] for p in placement))   # nodes may be virtual: hosts are not
         me = self.node_of[self.rank]
         # the ranks of my node in local-rank order (the order of their parts)
         self.node_ranks = sorted((r for r in range(self.size) if self.node_of[r] == me),
@@ -121,7 +122,7 @@ class Context:
         progress thread while any exists."""
         self._spanning += 1 if on else -1
         if self._spanning > 0 and self._progress is None:
-            self._progress = _Progress(self.comm)
+            self._progress = _Progress(self.comm, thread=not _thread_hangs(self.nhosts))
         elif self._spanning == 0 and self._progress is not None:
             self._progress.stop()
             self._progress = None
@@ -132,6 +133,17 @@ class Context:
         """Free what is still allocated (collective: the communicator is being freed)."""
         for obj in reversed(list(self.objects)):
             obj.free()
+
+
+def _thread_hangs(nhosts):
+    """Whether a progress thread would hang this job: under Open MPI 5.0.x
+    across hosts, ranks never return from MPI_Win_create while a thread of
+    theirs or of the other ranks calls Iprobe (issue 47; with a duplicate
+    communicator and with the thread held off MPI during window calls alike;
+    docs/EMULATED-CLUSTER.md has the reproducer). Open MPI's own TCP
+    progress thread (OMPI_MCA_btl_tcp_progress_thread=1, set before MPI
+    starts) then does the thread's work."""
+    return nhosts > 1 and "open mpi" in MPI.Get_library_version().lower()
 
 
 def _progress_us():
@@ -155,14 +167,17 @@ class _Progress:
     PROGRESS_US microseconds while arrays span nodes (MPI initialised with
     THREAD_MULTIPLE, mpi4py's default; without it, the target's own calls
     into pgascol and MPI are the progress). It sleeps in between: it costs
-    a wake-up, not a CPU."""
+    a wake-up, not a CPU.
 
-    def __init__(self, comm):
+    No thread under Open MPI across hosts (_thread_hangs): there the
+    target's own calls are the progress, or Open MPI's TCP progress thread."""
+
+    def __init__(self, comm, thread=True):
         self._stop = threading.Event()
         self._comm = MPI.Intracomm(comm)
         self._thread = None
         self._interval = _progress_us() * 1e-6
-        if MPI.Query_thread() == MPI.THREAD_MULTIPLE and self._interval > 0:
+        if thread and MPI.Query_thread() == MPI.THREAD_MULTIPLE and self._interval > 0:
             self._thread = threading.Thread(target=self._run, name="pgascol-pgas-progress", daemon=True)
             self._thread.start()
 
