@@ -250,9 +250,11 @@ def _is_ours(pid, rundir):
     """Whether `pid` is still one of this cluster's processes (not a reused PID)."""
     try:
         with open("/proc/%d/cmdline" % pid, "rb") as f:
-            return rundir.encode() in f.read()
+            args = f.read()
     except OSError:
         return False
+    # the directory as an argument or a path's start ("/run/pgascol-emu-a" is not "...-ab")
+    return any(d in args for d in (rundir.encode() + b"\0", rundir.encode() + b"/"))
 
 
 def down(name):
