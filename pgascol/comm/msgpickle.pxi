@@ -1,7 +1,7 @@
 # The pickle-based methods on one node: msgpickle.py over the engine's byte collectives.
 
 # Pickle protocol 5, out-of-band buffers moved by the engine's byte
-# collectives: pure Python, see msgpickle.py.
+# collectives: plain Python (compiled by Cython as it is), see msgpickle.py.
 from . import msgpickle as _pickle
 
 

@@ -12,22 +12,29 @@ pickle protocol 5 with out-of-band buffers, into frames: frame 0 is the
 pickle stream, frames 1..k the contiguous out-of-band buffers (a pickler that
 cannot produce them, e.g. a replacement dumps without buffer_callback, gives
 everything in band). When k > 0, frame 0 starts with the k buffer lengths
-(int64) -- so small objects are a single frame, everything in band, and a
-call costs two engine collectives: the header and the frame.
+(int64) -- so small objects are a single frame, everything in band.
 
 A call:
 
-1. A header of 4 int64 per message -- status, number of frames, length of
-   frame 0, packed length -- goes through a small engine collective chosen so
-   that every rank sees every status it must act on (bcast, scatter:
-   the root's; gather, allgather: allgather; alltoall: alltoall).
+1. A slot of SLOT bytes per message goes through one engine collective
+   chosen so that every rank sees every slot it must act on (bcast, scatter:
+   the root's; gather, allgather: allgather; alltoall: alltoall). A slot is a
+   header of 5 int64 -- status, number of frames, length of frame 0, packed
+   length, and whether this sender has frames for step 3 -- and, when the
+   message is one frame of at most SLOT - 40 bytes, the frame itself. Small
+   objects (an int, a tuple, a dict of a few entries, a numpy scalar) are
+   then done in this one collective, one synchronisation of the team as in
+   mpi4py's own small messages; under load or oversubscription a second one
+   would cost a second wait for the slowest rank.
 2. If a sender could not serialise its object (unpicklable, or a scatter or
    alltoall sequence of the wrong length), nothing more moves: that rank
    raises its own exception (mpi4py's: ``ValueError("expecting N items, got
    M")``, a PicklingError, ...), every other rank ArgumentError, and the team
    stays in step and usable. (mpi4py raises on the failing rank only and
    leaves the others blocked in MPI.)
-3. The frames. bcast, gather, allgather: frame i of every sender by one
+3. The frames, if any sender's did not fit its slot (every rank knows from
+   the slots it received: a scatter's root and an alltoall's senders say so
+   in every slot they send). bcast, gather, allgather: frame i of every sender by one
    engine call (Bcast, Gatherv, Allgatherv), so the out-of-band buffers are
    read where they lie, without a copy at the sender. scatter, alltoall (one
    send buffer for all destinations): each message packed, frame by frame, at
@@ -61,8 +68,14 @@ from mpi4py import MPI
 
 from ..errors import ArgumentError, PgascolError
 
-_HDR = struct.Struct("4q")  # per message: status, frames, len(frame 0), packed length
+_HDR = struct.Struct("5q")  # per message: status, frames, len(frame 0), packed length, frames follow
 _HB = _HDR.size
+# A slot: the header and a small message's only frame. 512 bytes hold the
+# pickles of the small objects programs exchange most (a numpy float64 is
+# 119 bytes, a 3-tuple 30); at 8 ranks an allgather of slots moves 4 KiB, on
+# the engine's inline path like the header alone.
+SLOT = 512
+_FITS = SLOT - _HB
 _OK, _FAILED, _RAISED = 0, 1, 2     # statuses (_RAISED: frame 0 is an exception to raise)
 _ALIGN = 64                 # offset of every out-of-band frame in a receive buffer or a block
 _NUMPY_ALLOC = 1 << 16      # receive buffers from this size are numpy (not zero-filled)
@@ -97,6 +110,20 @@ class _Message:
             return [_FAILED, 0, 0, 0]
         lens = self.lens
         return [_OK, len(lens), lens[0], lens[0] if len(lens) == 1 else self.packed()]
+
+    def fits(self):
+        """Whether the whole message travels in its slot (failures do: a header)."""
+        return self.error is not None or (len(self.lens) == 1 and self.lens[0] <= _FITS)
+
+    def put(self, slots, off, follow, status=None):
+        """This message's slot at slots[off:]: the header (status overriding
+        its own; follow: the sender has frames for step 3) and the frame if it fits."""
+        h = self.header()
+        if status is not None:
+            h[0] = status
+        _HDR.pack_into(slots, off, *h, int(follow))
+        if self.error is None and self.fits():
+            slots[off + _HB:off + _HB + self.lens[0]] = self.frames[0]
 
 
 def _up(n):
@@ -233,11 +260,28 @@ def _raise_failures(what, statuses, error):
 
 # ----------------------------------------------------------------- collectives
 
+_SLOT_COUNTS = {}
+
+
+def _slot_counts(size):
+    """[SLOT] * size, made once per team size (the engine's counts argument)."""
+    counts = _SLOT_COUNTS.get(size)
+    if counts is None:
+        counts = _SLOT_COUNTS[size] = [SLOT] * size
+    return counts
+
+
+def _slot_frame(slots, r, len0):
+    """The frame that travelled in slot r (a view)."""
+    off = r * SLOT + _HB
+    return memoryview(slots)[off:off + len0]
+
+
 def bcast(core, obj, root, copy_root=True, error=None):
     """mpi4py's bcast. error (at the root): raise this exception everywhere
     instead (frame 0 carries it). copy_root False: the root returns obj itself."""
     size, rank = core.size, core.rank
-    hdr = bytearray(_HB)
+    slot = bytearray(SLOT)
     if rank == root:
         if error is not None:
             msg = _message(error)
@@ -245,43 +289,48 @@ def bcast(core, obj, root, copy_root=True, error=None):
                 msg = _message(PgascolError("%s: %s" % (type(error).__name__, error)))
         else:
             msg = _message(obj)
-        h = msg.header()
-        if error is not None:
-            h[0] = _RAISED
-        _HDR.pack_into(hdr, 0, *h)
-    core.bcast(hdr, _HB, root)
-    status, nframes, len0, _ = _HDR.unpack(hdr)
+        msg.put(slot, 0, not msg.fits(), _RAISED if error is not None else None)
+    core.bcast(slot, SLOT, root)
+    status, nframes, len0, _, follow = _HDR.unpack_from(slot)
     if status == _FAILED:
         _raise_failures("bcast", [r == root for r in range(size)],
                         msg.error if rank == root else None)
     if rank == root:
-        for f, n in zip(msg.frames, msg.lens):
-            core.bcast(f, n, root)
+        if follow:
+            for f, n in zip(msg.frames, msg.lens):
+                core.bcast(f, n, root)
         if error is not None:
             raise error
         if not copy_root:
             return obj
         return _load(memoryview(msg.frames[0]), nframes, [_copy(b) for b in msg.frames[1:]])
-    f0 = _alloc(len0)
-    core.bcast(f0, len0, root)
-    oob = []
-    for n in _oob_lens(f0, nframes):
-        b = _alloc(n)
-        core.bcast(b, n, root)
-        oob.append(b)
-    result = _load(f0, nframes, oob)
+    if follow:
+        f0 = _alloc(len0)
+        core.bcast(f0, len0, root)
+        oob = []
+        for n in _oob_lens(f0, nframes):
+            b = _alloc(n)
+            core.bcast(b, n, root)
+            oob.append(b)
+        result = _load(f0, nframes, oob)
+    else:
+        result = _load(_slot_frame(slot, 0, len0), 1, None)
     if status == _RAISED:
         raise result
     return result
 
 
-def _headers(core, msg):
-    """Every rank's header, by an engine allgather: (statuses, frames, len0s)."""
+def _exchange(core, msg):
+    """Every rank's slot, by an engine allgather: (slots, statuses, frames,
+    len0s, follow: whether the frames come in a second step)."""
     size = core.size
-    hdrs = bytearray(_HB * size)
-    core.allgather(_HDR.pack(*msg.header()), _HB, hdrs, [_HB] * size, None, False)
-    flat = _ints(hdrs)
-    return flat[0::4], flat[1::4], flat[2::4]
+    mine = bytearray(SLOT)
+    msg.put(mine, 0, not msg.fits())
+    slots = bytearray(SLOT * size)
+    core.allgather(mine, SLOT, slots, _slot_counts(size), None, False)
+    rows = [_HDR.unpack_from(slots, r * SLOT) for r in range(size)]
+    return (slots, [h[0] for h in rows], [h[1] for h in rows], [h[2] for h in rows],
+            any(h[4] for h in rows))
 
 
 def _move(core, root, i, sendbuf, nbytes, counts, displs, total):
@@ -328,38 +377,60 @@ def _gather_frames(core, msg, nframes, len0s, root):
     return [_load(f0s[r], nframes[r], oob[r]) for r in range(size)]
 
 
+def _gathered(core, what, obj, root):
+    """Everyone's object at root (None: at every rank), None elsewhere: one
+    allgather of slots, and the frames after it if any did not fit."""
+    msg = _message(obj)
+    slots, statuses, nframes, len0s, follow = _exchange(core, msg)
+    _raise_failures(what, statuses, msg.error)
+    if follow:
+        return _gather_frames(core, msg, nframes, len0s, root)
+    if root is not None and core.rank != root:
+        return None
+    return [_load(_slot_frame(slots, r, n), 1, None) for r, n in enumerate(len0s)]
+
+
 def gather(core, obj, root):
     """mpi4py's gather: the list of everyone's object at root, None elsewhere."""
-    msg = _message(obj)
-    statuses, nframes, len0s = _headers(core, msg)
-    _raise_failures("gather", statuses, msg.error)
-    return _gather_frames(core, msg, nframes, len0s, root)
+    return _gathered(core, "gather", obj, root)
 
 
 def allgather(core, obj):
     """mpi4py's allgather: the list of everyone's object."""
-    msg = _message(obj)
-    statuses, nframes, len0s = _headers(core, msg)
-    _raise_failures("allgather", statuses, msg.error)
-    return _gather_frames(core, msg, nframes, len0s, None)
+    return _gathered(core, "allgather", obj, None)
+
+
+def _sender_slots(msgs, error, size):
+    """A scatter root's or an alltoall sender's slots, one per destination,
+    each saying whether frames follow (any of its messages did not fit)."""
+    slots = bytearray(SLOT * size)
+    if error is not None:
+        for r in range(size):
+            _HDR.pack_into(slots, r * SLOT, _FAILED, 0, 0, 0, 0)
+        return slots, False
+    follow = not all(m.fits() for m in msgs)
+    for r, m in enumerate(msgs):
+        m.put(slots, r * SLOT, follow)
+    return slots, follow
 
 
 def scatter(core, sendobj, root):
     """mpi4py's scatter: item i of root's sequence (of exactly size items, or
     None: None for everyone) to rank i."""
     size, rank = core.size, core.rank
-    hdr = bytearray(_HB)
+    slot = bytearray(SLOT)
     msgs = error = None
     if rank == root:
         msgs, error = _messages(sendobj, size)
-        rows = [[_FAILED, 0, 0, 0]] * size if error is not None else [m.header() for m in msgs]
-        hdrs = struct.pack("%dq" % (4 * size), *[x for row in rows for x in row])
-        core.scatter(hdrs, [_HB] * size, None, hdr, _HB, root, False)
+        slots, _ = _sender_slots(msgs, error, size)
+        core.scatter(slots, _slot_counts(size), None, slot, SLOT, root, False)
     else:
-        core.scatter(None, None, None, hdr, _HB, root, False)
-    status, nframes, len0, packed = _HDR.unpack(hdr)
+        core.scatter(None, None, None, slot, SLOT, root, False)
+    status, nframes, len0, packed, follow = _HDR.unpack_from(slot)
     if status != _OK:
         _raise_failures("scatter", [r == root for r in range(size)], error)
+    if not follow:
+        return _load(_slot_frame(slot, 0, len0), 1, None)
     if rank == root:
         block, counts, displs = _pack(msgs)
         core.scatter(block, counts, displs, None, 0, root, True)    # my block stays in place
@@ -375,20 +446,20 @@ def alltoall(core, sendobj):
     becomes item i of rank j's result."""
     size = core.size
     msgs, error = _messages(sendobj, size)
-    rows = [[_FAILED, 0, 0, 0]] * size if error is not None else [m.header() for m in msgs]
-    shdr = struct.pack("%dq" % (4 * size), *[x for row in rows for x in row])
-    rhdr = bytearray(_HB * size)
-    hb = [_HB] * size
-    core.alltoall(shdr, hb, None, rhdr, hb, None, False)
-    flat = _ints(rhdr)
-    _raise_failures("alltoall", flat[0::4], error)
+    sslots, _ = _sender_slots(msgs, error, size)
+    rslots = bytearray(SLOT * size)
+    counts = _slot_counts(size)
+    core.alltoall(sslots, counts, None, rslots, counts, None, False)
+    rows = [_HDR.unpack_from(rslots, r * SLOT) for r in range(size)]
+    _raise_failures("alltoall", [h[0] for h in rows], error)
+    if not any(h[4] for h in rows):
+        return [_load(_slot_frame(rslots, r, h[2]), 1, None) for r, h in enumerate(rows)]
     block, scounts, sdispls = _pack(msgs)
-    rcounts = flat[3::4]
+    rcounts = [h[3] for h in rows]
     rdispls, total = _layout(rcounts, True)
     rbuf = _alloc(total)
     core.alltoall(block, scounts, sdispls, rbuf, rcounts, rdispls, True)
-    return [_unpack(rbuf[d:d + c], nf, n0)
-            for d, c, nf, n0 in zip(rdispls, rcounts, flat[1::4], flat[2::4])]
+    return [_unpack(rbuf[d:d + c], h[1], h[2]) for d, c, h in zip(rdispls, rcounts, rows)]
 
 
 # ----------------------------------------------------------------- reductions
@@ -419,11 +490,13 @@ def reduce(core, obj, op, root):
 def allreduce(core, obj, op):
     """mpi4py's allreduce: the reduction on every rank."""
     msg = _message(obj)
-    statuses, nframes, len0s = _headers(core, msg)
+    slots, statuses, nframes, len0s, follow = _exchange(core, msg)
     _raise_failures("allreduce", statuses, msg.error)
+    # small: everyone gets everything and folds (the same calls in the same
+    # order on every rank, so the same result -- or exception)
+    if not follow:
+        return _fold([_load(_slot_frame(slots, r, n), 1, None) for r, n in enumerate(len0s)], op)
     if max(nframes) == 1 and sum(len0s) <= _SMALL_ALLREDUCE:
-        # small: everyone gets everything and folds (the same calls in the
-        # same order on every rank, so the same result -- or exception)
         return _fold(_gather_frames(core, msg, nframes, len0s, None), op)
     items = _gather_frames(core, msg, nframes, len0s, 0)
     result = error = None

@@ -18,6 +18,8 @@
     pgascol-bench blas [--np N] [--ops dgemm,...] [--threads K] [--json FILE]   (pgascol/tools/bench_blas.py)
     pgascol-bench sparse [--np N] [--matrices lap2d,...] [--formats csr,...] [--json FILE]
                                                                       (pgascol/tools/bench_sparse.py)
+    pgascol-bench objects [--np N] [--methods bcast,...] [--objects int,tuple,1K,...] [--json FILE]
+                                                                      (pgascol/tools/bench_objects.py)
 
 This module is the command line only: the parser (the options of `run`
 here, each other benchmark's from its module's add_parser), the dispatch to
@@ -93,11 +95,13 @@ def _parser():
                    help="one PNG per op, time against size: out.png -> out-bcast.png, ...; "
                         "DIR/ -> DIR/bcast.png, ... (needs matplotlib)")
     r.add_argument("--quick", action="store_true", help="a small sweep (np=2, under 2 minutes)")
-    from . import bench_ab, bench_blas, bench_callgrind, bench_pgas, bench_sparse, bench_upc, bench_verdict
+    from . import (bench_ab, bench_blas, bench_callgrind, bench_objects, bench_pgas, bench_sparse, bench_upc,
+                   bench_verdict)
     bench_pgas.add_parser(sub)
     bench_upc.add_parser(sub)
     bench_blas.add_parser(sub)
     bench_sparse.add_parser(sub)
+    bench_objects.add_parser(sub)
     c = sub.add_parser("compare", help="compare two JSON results; exit 1 on a pgascol regression")
     c.add_argument("base")
     c.add_argument("new")
@@ -122,7 +126,7 @@ def main(argv=None):
     ap = _parser()
     args = ap.parse_args(argv)
     if args.command is None:
-        ap.error("choose a command: run, pgas, upc, blas, sparse, compare, verdict, ab, instructions or plot")
+        ap.error("choose a command: run, pgas, upc, blas, sparse, objects, compare, verdict, ab, instructions or plot")
     return run_command(_dispatch, args, argv)
 
 
@@ -139,6 +143,9 @@ def _dispatch(args, argv):
     if args.command == "sparse":
         from .bench_sparse import cmd_sparse
         return cmd_sparse(args, argv)
+    if args.command == "objects":
+        from .bench_objects import cmd_objects
+        return cmd_objects(args, argv)
     if args.command == "plot":
         return cmd_plot(args)
     if args.command == "upc":

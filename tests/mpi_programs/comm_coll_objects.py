@@ -16,6 +16,8 @@ import numpy as np
 from mpi4py import MPI
 
 import pgascol
+from pgascol import NodeTeam
+from pgascol.comm import msgpickle
 from pgascol.errors import ArgumentError
 from tests.mpi_programs import raises as _raises
 
@@ -234,6 +236,70 @@ def test_alltoall_uneven_out_of_band_frames():
     got = both(lambda c: c.alltoall([uneven_frames(ME, j) for j in range(P)]))
     for i in range(P):
         same(got[i], uneven_frames(i, ME))
+
+
+# Around the slot (pgascol.comm.msgpickle.SLOT): in one call, messages that
+# travel whole in the first step and messages whose frame follows it.
+
+def near_slot(rank, salt=0):
+    """bytes whose pickle is 1 byte under, 1 byte over, or exactly what a slot holds."""
+    fits = msgpickle.SLOT - msgpickle._HB
+    target = fits + (-1, 1, 0)[(rank + salt) % 3]
+    n = target - (len(MPI.pickle.dumps(b"y" * 300)) - 300)
+    obj = bytes([65 + (rank + salt) % 26]) * n
+    assert len(MPI.pickle.dumps(obj)) == target     # the pickle grows with its payload here
+    return obj
+
+
+def test_every_method_around_the_slot():
+    for root in ROOTS:
+        same(both(lambda c: c.bcast(near_slot(root) if ME == root else None, root=root)), near_slot(root))
+        got = both(lambda c: c.gather(near_slot(ME), root=root))
+        assert got == ([near_slot(r) for r in range(P)] if ME == root else None)
+        got = both(lambda c: c.scatter([near_slot(r, root) for r in range(P)] if ME == root else None,
+                                       root=root))
+        assert got == near_slot(ME, root)
+        got = both(lambda c: c.reduce(near_slot(ME), op=MPI.SUM, root=root))
+        assert got == (b"".join(near_slot(r) for r in range(P)) if ME == root else None)
+    assert both(lambda c: c.allgather(near_slot(ME))) == [near_slot(r) for r in range(P)]
+    assert both(lambda c: c.alltoall([near_slot(ME, j) for j in range(P)])) == [near_slot(i, ME) for i in range(P)]
+    both(lambda c: c.allreduce(near_slot(ME), op=MPI.SUM))
+
+
+class CountingCore:
+    """A node team's engine, counting the collectives a method makes on it."""
+
+    def __init__(self, core):
+        self._core, self.calls = core, 0
+
+    def __getattr__(self, name):
+        attr = getattr(self._core, name)
+        if name not in ("bcast", "gather", "scatter", "allgather", "alltoall"):
+            return attr
+
+        def counted(*args):
+            self.calls += 1
+            return attr(*args)
+        return counted
+
+
+def test_small_objects_take_one_engine_collective():
+    if HIER:
+        return      # across nodes these methods are mpi4py's
+    team = NodeTeam(WORLD.Dup())
+    try:
+        core = CountingCore(team.core)
+        small, large = (ME, "x", 1.5), near_slot(1)    # near_slot(1): one byte over the slot
+        for obj, calls in ((small, 1), (large, 2)):
+            for method in (lambda: msgpickle.bcast(core, obj, LAST), lambda: msgpickle.gather(core, obj, 0),
+                           lambda: msgpickle.allgather(core, obj), lambda: msgpickle.allreduce(core, obj, max),
+                           lambda: msgpickle.scatter(core, [obj] * P if ME == 0 else None, 0),
+                           lambda: msgpickle.alltoall(core, [obj] * P)):
+                core.calls = 0
+                method()
+                assert core.calls == calls, (obj, calls, core.calls)
+    finally:
+        team.free()
 
 
 # ------------------------------------------------------------------ reductions
