@@ -46,7 +46,13 @@ from .bench_fingerprint import LoadProbe
 from .bench_harness import SCHEMA, BenchError, collect_meta, find_launcher, human, parse_sizes
 
 PINNED_ENV = {"PGASCOL_TUNE": "0", "PGASCOL_TUNE_SAVE": "0", "PGASCOL_ADAPT": "0", "PGASCOL_STREAM": "0",
-              "PGASCOL_SIMD": "0", "PGASCOL_RECV_STREAM_MIN": "0", "PYTHONHASHSEED": "0"}
+              "PGASCOL_SIMD": "0", "PGASCOL_RECV_STREAM_MIN": "0", "PYTHONHASHSEED": "0",
+              "PYTHONMALLOC": "malloc"}
+# PYTHONMALLOC=malloc: Python's own allocator (pymalloc) takes a new pool or
+# arena where the cases before left it, which differs between jobs; the
+# layers' one-sided cases allocate per call and varied by up to 0.85%
+# between jobs with it (a fetch_op of 8 bytes), by under 0.1% with glibc's
+# malloc, whose per-thread cache serves a call's allocations the same way.
 # What a count still owes to scheduling is a few instructions in a wait's
 # caller (the branch, the call's arguments, the GIL taken back), which weigh
 # most where a call makes few instructions: small payloads, and large ones
