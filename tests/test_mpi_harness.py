@@ -183,3 +183,19 @@ def _orphans_die_by_their_alarm(marker):
     assert orphans, "the job ended with its host: nothing to test"
     gone, alive = psutil.wait_procs(orphans, timeout=30)
     assert not alive, "survived their host by 30 s: %s" % [(p.pid, p.cmdline()[:4]) for p in alive]
+
+
+def test_only_a_launcher_that_failed_to_start_is_launched_again():
+    """A job is launched once more only when the launcher failed before any
+    rank reported, with a start-up message of its own."""
+    from types import SimpleNamespace as NS
+
+    from tests.mpi_harness import _launcher_failed_to_start
+    failed, ok = NS(returncode=213), NS(returncode=0)
+    silent, started = [NS(pid=None), NS(pid=None)], [NS(pid=123), NS(pid=None)]
+    pmix = "--\nThe PMIx server's listener thread failed to start. We cannot\ncontinue.\n--"
+    assert _launcher_failed_to_start(failed, False, pmix, silent)
+    assert not _launcher_failed_to_start(failed, False, pmix, started)      # a rank ran: its result counts
+    assert not _launcher_failed_to_start(failed, True, pmix, silent)        # a timeout is a failure
+    assert not _launcher_failed_to_start(ok, False, pmix, silent)
+    assert not _launcher_failed_to_start(failed, False, "Segmentation fault", silent)
