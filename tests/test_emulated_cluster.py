@@ -2,7 +2,7 @@
 mpi4py Allreduce across them under the current MPI (the mpiexec beside this
 interpreter), then down, and nothing of it left: no process, link, mount
 or run directory. Needs root, unshare and ip; skips with the reason
-otherwise. A global array across the hosts (issue 47 point 4: it hung
+otherwise. A global array across the hosts (it hung
 under Open MPI), under this MPI and under the Open MPI environment that
 PGASCOL_TEST_OPENMPI_PYTHON names."""
 import glob
@@ -108,7 +108,7 @@ def _pythons():
 
 @pytest.mark.parametrize("python", _pythons(), ids=lambda p: "this" if p == sys.executable else "openmpi")
 def test_global_array_across_two_hosts(cluster, python):
-    """Issue 47 point 4: under Open MPI 5.0.x this hung (the progress
+    """Under Open MPI 5.0.x this hung (the progress
     thread); pgascol starts no progress thread under Open MPI across hosts."""
     if python != sys.executable and not os.access(python, os.X_OK):
         pytest.skip("PGASCOL_TEST_OPENMPI_PYTHON=%s is not an executable" % python)

@@ -138,7 +138,7 @@ class Context:
 def _thread_hangs(nhosts):
     """Whether a progress thread would hang this job: under Open MPI 5.0.x
     across hosts, ranks never return from MPI_Win_create while a thread of
-    theirs or of the other ranks calls Iprobe (issue 47; with a duplicate
+    theirs or of the other ranks calls Iprobe (with a duplicate
     communicator and with the thread held off MPI during window calls alike;
     docs/EMULATED-CLUSTER.md has the reproducer). Open MPI's own TCP
     progress thread (OMPI_MCA_btl_tcp_progress_thread=1, set before MPI

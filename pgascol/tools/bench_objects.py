@@ -21,7 +21,8 @@ import sys
 import time
 
 METHODS = ("bcast", "reduce", "allreduce", "gather", "scatter", "allgather", "alltoall", "barrier")
-OBJECTS = ("int", "tuple", "dict", "1K", "64K", "1M", "16M")
+PYTHON_OBJECTS = ("int", "tuple", "dict")
+OBJECTS = PYTHON_OBJECTS + ("1K", "64K", "1M", "16M")
 QUICK_OBJECTS = ("int", "tuple", "dict", "1K", "64K", "1M")
 REDUCIBLE = ("int", "1K", "64K", "1M", "16M")     # MPI.SUM means something on them
 IMPLS = ("mpi4py", "pgascol")
@@ -138,17 +139,15 @@ def _line(method, kind, times):
 
 
 def cmd_objects(args, argv):
-    from .bench_harness import BenchError, run_worker_job, write_results
+    from .bench_harness import BenchError, parse_sizes, run_worker_job, write_results
     methods = args.methods or ",".join(METHODS)
     objects = args.objects or ",".join(QUICK_OBJECTS if args.quick else OBJECTS)
-    for name, given, allowed in (("--methods", methods, METHODS), ("--objects", objects, None)):
-        for item in given.split(","):
-            if allowed is not None and item not in allowed:
-                raise BenchError("%s: unknown %r (choose from %s)" % (name, item, ",".join(allowed)))
+    for item in methods.split(","):
+        if item not in METHODS:
+            raise BenchError("--methods: unknown %r (choose from %s)" % (item, ",".join(METHODS)))
     for kind in objects.split(","):
-        if kind not in OBJECTS[:3]:
-            from .bench_harness import parse_sizes
-            parse_sizes(kind)       # a size: raises BenchError if it is not one
+        if kind not in PYTHON_OBJECTS:
+            parse_sizes(kind)       # an array's bytes: raises BenchError if it is not one
     job, meta = run_worker_job(args, argv, "pgascol.tools.bench_objects",
                                ["--methods", methods, "--objects", objects, "--rounds",
                                 str(args.rounds or (4 if args.quick else 6)),

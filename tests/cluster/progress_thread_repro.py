@@ -1,5 +1,6 @@
-"""Plain-mpi4py reproducer of issue 47 (a): a window created, then a thread
-calling Iprobe every 500 us while the main thread polls an Ibarrier.
+"""Plain-mpi4py reproducer of Open MPI 5.0.11's hang across hosts
+(docs/EMULATED-CLUSTER.md): a window created, then a thread calling
+Iprobe every 500 us while the main thread polls an Ibarrier.
 Under Open MPI 5.0.x across 2 hosts x 2 ranks the second host's ranks never
 return from Win.Create. Prints "REPRO OK" (rank 0) when every step ends.
 
