@@ -1,5 +1,6 @@
 """Build of pgascol's C core (csrc/) through its Cython wrapper (pgascol/engine/_core.pyx)
 and of the communicator layer (pgascol/comm/_comm.pyx)."""
+import os
 from glob import glob
 
 import numpy
@@ -49,4 +50,11 @@ sparse_kernels = Extension("pgascol.sparse._kernels", sources=["pgascol/sparse/_
 # compiler ran.
 msgpickle = Extension("pgascol.comm.msgpickle", sources=["pgascol/comm/msgpickle.py"], extra_compile_args=["-O2"])
 
-setup(ext_modules=cythonize([core, comm, msgpickle, kernels, sparse_kernels], language_level=3, compiler_directives={"embedsignature": True}))
+# Every CPU: Cython translates the modules in parallel, and the compiler builds
+# the extensions in parallel (a fresh install, CI's two and pgascol-bench ab's
+# build of a revision among them).
+CPUS = os.cpu_count() or 1
+
+setup(ext_modules=cythonize([core, comm, msgpickle, kernels, sparse_kernels], language_level=3,
+                            compiler_directives={"embedsignature": True}, nthreads=CPUS),
+      options={"build_ext": {"parallel": CPUS}})

@@ -286,18 +286,69 @@ cdef int _reduce_scatter(_State st, object sendbuf, object recvbuf, object recvc
             return _ON_MPI     # the tuner's MPI path, agreed (_engine runs it)
         st.count(coll, P_ENGINE)
         return 1
-    # hierarchy: allreduce the whole vector, keep my part
     cdef Py_ssize_t esize = r.esize, start = sum(counts[:st.rank]) * esize, mine = counts[st.rank] * esize
-    tmp = st.scratch(2, total * esize)      # (the Allreduce uses 0 and 1 only in place)
-    cdef char *tp = <char *>cnp.PyArray_DATA(tmp)
     try:
-        _hier_allreduce(st, r.obj if inplace else s.obj, tmp, r.ptr if inplace else s.ptr, tp,
-                        total, esize, r.code, opc, r.mpitype, op)
+        if st.equal and total * esize > _HIER_ROOTED_MAX:
+            _hier_reduce_scatter(st, r.ptr if inplace else s.ptr, r, counts, opc, op)
+        else:
+            # small vectors (the latency is in the steps: the rooted Allreduce's
+            # three) and unequal nodes: allreduce the whole vector, keep my part
+            tmp = st.scratch(2, total * esize)      # (the Allreduce uses 0 and 1 only in place)
+            _hier_allreduce(st, r.obj if inplace else s.obj, tmp, r.ptr if inplace else s.ptr,
+                            <char *>cnp.PyArray_DATA(tmp), total, esize, r.code, opc, r.mpitype, op)
+            memcpy(r.ptr, <char *>cnp.PyArray_DATA(tmp) + start, mine)
     except PgascolError as exc:
         _in_hierarchy(exc, coll)
-    memcpy(r.ptr, tp + start, mine)
     st.count(coll, P_HIER)
     return 1
+
+
+cdef int _hier_reduce_scatter(_State st, const char *src, _Msg r, list counts, int opc, object op) except -1:
+    """Reduce_scatter(_block) on equal nodes (counts: every rank's block, in
+    elements; src: the whole vector, r: this rank's block at its start).
+    Local rank l's share is the blocks of the ranks of local rank l, one per
+    node, in node order. The node team reduce-scatters the vector into the
+    shares: node by node where nodes hold consecutive ranks in node order
+    (each node's stretch of blocks is one reduce-scatter, read where it
+    lies), else once, from a copy that puts each share's blocks together.
+    Then every local rank reduce-scatters its share across nodes on its
+    inter-node communicator (rank: the node index), which leaves each rank
+    its own block. No rank receives more than its own block between nodes,
+    where an Allreduce of the vector would send and receive all of it."""
+    cdef Py_ssize_t L = st.lsize, N = st.nnodes, esize = r.esize, l, n, q, off = 0, at = 0, total = sum(counts)
+    cdef list displs = [0] * st.size, shares = [0] * L
+    for q in range(1, st.size):
+        displs[q] = displs[q - 1] + counts[q - 1]
+    for l in range(L):
+        for n in range(N):
+            shares[l] += counts[st.members[n][l]]
+    share = st.scratch(1, <Py_ssize_t>shares[st.lrank] * esize)
+    cdef char *sp = <char *>cnp.PyArray_DATA(share)
+    cdef _Layout lay = _Layout(L)
+    cdef char *ordered
+    if st.in_rank_order:
+        for n in range(N):
+            lay.set_counts([counts[q] for q in st.members[n]])
+            st.core.c_reduce_scatter(False, src + <Py_ssize_t>displs[st.members[n][0]] * esize, sp + at * esize,
+                                     lay.counts, r.code, opc)
+            at += counts[st.members[n][st.lrank]]
+    else:
+        order = st.scratch(2, total * esize)
+        ordered = <char *>cnp.PyArray_DATA(order)
+        for l in range(L):
+            for n in range(N):
+                q = st.members[n][l]
+                memcpy(ordered + off * esize, src + <Py_ssize_t>displs[q] * esize, <Py_ssize_t>counts[q] * esize)
+                off += counts[q]
+        lay.set_counts(shares)
+        st.core.c_reduce_scatter(False, ordered, sp, lay.counts, r.code, opc)
+    mine = st.scratch(0, <Py_ssize_t>counts[st.rank] * esize)
+    blocks = [counts[st.members[n][st.lrank]] for n in range(N)]
+    _mpi_wait(st, [st.internode_comm.Ireduce_scatter([share, shares[st.lrank], r.mpitype],
+                                                      [mine, counts[st.rank], r.mpitype], blocks, op)],
+              _COLL_NAMES[st.coll])
+    memcpy(r.ptr, <char *>cnp.PyArray_DATA(mine), <Py_ssize_t>counts[st.rank] * esize)
+    return 0
 
 
 cdef int _scan(_State st, object sendbuf, object recvbuf, object op, bint ex) except -1:
