@@ -34,6 +34,17 @@ atexit.register(shutil.rmtree, _CALIBRATION_DIR, True)
 os.environ.setdefault("PGASCOL_CALIBRATION", os.path.join(_CALIBRATION_DIR, "calibration.json"))
 
 
+def pytest_addoption(parser):
+    parser.addoption("--hosts", type=int, default=None, metavar="N",
+                     help="launch the multi-rank tests across N emulated hosts (PGASCOL_TEST_HOSTS; root needed)")
+
+
+def pytest_configure(config):
+    # before collection: the table's items depend on it (one-node tests skip)
+    if config.getoption("--hosts") is not None:
+        os.environ["PGASCOL_TEST_HOSTS"] = str(config.getoption("--hosts"))
+
+
 @pytest.fixture(scope="session")
 def mpi_jobs():
     return MPIJobCache()
@@ -44,4 +55,6 @@ def pytest_report_header(config):
         prefix, impl = find_launcher()
     except Exception as exc:  # shown in the header; the MPI tests will fail
         return f"mpi launcher: unavailable ({exc})"
-    return f"mpi launcher: {' '.join(prefix)} ({impl})"
+    hosts = os.environ.get("PGASCOL_TEST_HOSTS", "").strip()
+    across = f", across {hosts} emulated hosts" if hosts else ""
+    return f"mpi launcher: {' '.join(prefix)} ({impl}){across}"

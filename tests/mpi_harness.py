@@ -54,6 +54,9 @@ Environment variables:
 * ``PGASCOL_TIMEOUT`` is passed to the ranks; it defaults to ``20``.
 * ``PGASCOL_TEST_KILL_AFTER`` (seconds) is each rank's alarm; it defaults to
   the launch's timeout plus the time the host's kill takes (see below).
+* ``PGASCOL_TEST_HOSTS=N`` (pytest's ``--hosts N``) launches every job across
+  N emulated hosts (tests/cluster/hosts.py: root needed; ranks in blocks of
+  ceil(np / N) per host), PGASCOL_TEST_LAUNCHER aside.
 
 Inside the job every rank runs this module as a mini test runner
 (``python -m tests.mpi_harness [-k SUBSTRING | --only NAME ...] PROGRAM
@@ -96,6 +99,7 @@ import inspect
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -228,12 +232,13 @@ def run_mpi(programs, np: int, args=(), env=None,
     result.
     """
     programs = resolve_programs(programs)
-    prefix, impl = find_launcher()
-    wrapper = ()
+    hosts = emulated_hosts()
+    prefix, impl = find_launcher() if hosts is None else ([], hosts.impl)
+    options, wrapper = [], ()
     if keep_survivors:
         if impl != "mpich":
             raise ValueError("keep_survivors needs MPICH's hydra, not %s" % impl)
-        prefix, wrapper = [*prefix, "-disable-auto-cleanup"], SIGNAL_TO_STATUS
+        options, wrapper = ["-disable-auto-cleanup"], SIGNAL_TO_STATUS
     if select is None:
         functions = list_tests(programs)
         selection = []
@@ -257,10 +262,19 @@ def run_mpi(programs, np: int, args=(), env=None,
         if "PGASCOL_CALIBRATION" not in (env or {}):
             # a job of its own: it starts with no calibration file, as a new user's
             rank_env["PGASCOL_CALIBRATION"] = str(result_dir / "calibration.json")
-        command = [*prefix, "-n", str(np), *wrapper, sys.executable, "-m", "tests.mpi_harness",
-                   *selection, *map(str, programs), str(result_dir), "--", *map(str, args)]
+        ranks_command = [*wrapper, sys.executable, "-m", "tests.mpi_harness",
+                         *selection, *map(str, programs), str(result_dir), "--", *map(str, args)]
+        if hosts is None:
+            command = [*prefix, *options, "-n", str(np), *ranks_command]
+        else:
+            command = hosts.argv(np, options, ranks_command)
         for _ in range(LAUNCH_ATTEMPTS):
-            proc, stdout, stderr, timed_out = _launch(command, rank_env, result_dir, np, timeout)
+            started = time.time()
+            try:
+                proc, stdout, stderr, timed_out = _launch(command, rank_env, result_dir, np, timeout)
+            finally:
+                if hosts is not None:
+                    hosts.after_job(started)
             ranks = _read_rank_reports(result_dir, np)
             if not _launcher_failed_to_start(proc, timed_out, stderr, ranks):
                 break
@@ -353,15 +367,40 @@ def remove_orphaned_mpi_segments(before: set[Path]) -> None:
         time.sleep(0.1)
 
 
+def hosts_requested() -> int:
+    """The number of emulated hosts the jobs run across (0: this machine)."""
+    from tests.cluster.hosts import requested
+    return requested()
+
+
+def emulated_hosts():
+    """The emulated cluster the jobs run across (PGASCOL_TEST_HOSTS), or None."""
+    if not hosts_requested():
+        return None
+    from tests.cluster.hosts import cluster
+    return cluster()
+
+
+def _rank_pids(result_dir: Path, np: int) -> dict[int, int]:
+    """{rank: its PID as this process sees it}: the report's, or on an
+    emulated host the one its PID there (the report's) stands for."""
+    reports = [r for r in _read_rank_reports(result_dir, np) if r.pid is not None]
+    hosts = emulated_hosts()
+    if hosts is None:
+        return {r.rank: r.pid for r in reports}
+    here = hosts.root_pids(reports)
+    return {r.rank: here[(r.host, r.pid)] for r in reports if (r.host, r.pid) in here}
+
+
 def _dump_rank_stacks(proc: subprocess.Popen, result_dir: Path, np: int) -> None:
     """Ask every live rank of the job for a faulthandler stack dump."""
     job = {p.pid for p in _job_processes(proc, result_dir, np)}
     stack_files = []
-    for report in _read_rank_reports(result_dir, np):
+    for rank, pid in _rank_pids(result_dir, np).items():
         # Only signal pids that are really part of this job.
-        if report.pid in job:
-            os.kill(report.pid, signal.SIGUSR1)
-            stack_files.append(result_dir / f"rank-{report.rank}.stack")
+        if pid in job:
+            os.kill(pid, signal.SIGUSR1)
+            stack_files.append(result_dir / f"rank-{rank}.stack")
     deadline = time.monotonic() + STACK_DUMP_WAIT
     while time.monotonic() < deadline and not all(f.stat().st_size for f in stack_files):
         time.sleep(0.05)
@@ -381,11 +420,11 @@ def _job_processes(proc: subprocess.Popen, result_dir: Path, np: int) -> list:
     except psutil.NoSuchProcess:
         procs, started = [], None
     known = {p.pid for p in procs}
-    for report in _read_rank_reports(result_dir, np):
-        if report.pid is None or report.pid in known:
+    for pid in _rank_pids(result_dir, np).values():
+        if pid in known:
             continue
         try:
-            rank = psutil.Process(report.pid)
+            rank = psutil.Process(pid)
             if started is not None and rank.create_time() >= started:
                 procs.append(rank)
         except psutil.NoSuchProcess:
@@ -477,7 +516,9 @@ class Run:
     each launch) on every rank count of `nprocs`, with `env` added to the
     ranks' environment; `setting` names that environment in the test ids
     (empty for none). `timeout` bounds each launch (seconds); `exclude`
-    and `marks` are keyed by test name (see `list_tests`)."""
+    and `marks` are keyed by test name (see `list_tests`). `one_node`: the
+    functions that run inside one node only (True: all of them), skipped,
+    with the reason, where a launch spans emulated hosts."""
     programs: str | tuple[str, ...]
     nprocs: tuple[int, ...] = DEFAULT_NPROCS
     setting: str = ""
@@ -485,6 +526,7 @@ class Run:
     timeout: float = 120
     exclude: tuple[str, ...] = ()
     marks: dict = field(default_factory=dict)
+    one_node: tuple[str, ...] | bool = ()
 
     def params(self) -> list:
         """pytest params (MPIJob, test name or None for the clean exit)."""
@@ -492,20 +534,28 @@ class Run:
 
         paths = resolve_programs(self.programs)
         names = list_tests(paths)
-        unknown = (set(self.marks) | set(self.exclude)) - set(names)
+        one_node = set(names) if self.one_node is True else set(self.one_node or ())
+        unknown = (set(self.marks) | set(self.exclude) | one_node) - set(names)
         if unknown:
             raise ValueError(f"{self.programs} have no test function(s) {sorted(unknown)}")
         run_names = [n for n in names if n not in self.exclude]
-        select = tuple(run_names) if self.exclude else None
         suffix = f"-{self.setting}" if self.setting else ""
         params = []
         for np in selected_nprocs(self.nprocs):
+            hosts = min(hosts_requested(), np)
+            skipped = one_node if hosts > 1 else set()
+            selected = [n for n in run_names if n not in skipped]
+            select = tuple(selected) if len(selected) < len(names) else None
             job = MPIJob(paths, np, tuple(sorted(self.env.items())), self.timeout, select)
             for name in run_names:
                 test_id = name if len(paths) > 1 else f"{paths[0].stem}::{name}"
-                params.append(pytest.param(job, name, id=f"{test_id}-np{np}{suffix}",
-                                           marks=self._marks(name, np)))
-            params.append(pytest.param(job, None, id=f"clean_exit-np{np}{suffix}"))
+                marks = self._marks(name, np)
+                if name in skipped:
+                    marks = pytest.mark.skip(reason=f"runs inside one node; the {np} ranks are on {hosts} "
+                                                    f"emulated hosts (PGASCOL_TEST_HOSTS)")
+                params.append(pytest.param(job, name, id=f"{test_id}-np{np}{suffix}", marks=marks))
+            if selected:
+                params.append(pytest.param(job, None, id=f"clean_exit-np{np}{suffix}"))
         return params
 
     def _marks(self, name, np):
@@ -555,7 +605,7 @@ class _RankLog:
 
     def __init__(self, result_dir: Path, rank: int):
         self.path = result_dir / f"rank-{rank}.json"
-        self.state = {"rank": rank, "pid": os.getpid(), "running": None,
+        self.state = {"rank": rank, "pid": os.getpid(), "host": socket.gethostname(), "running": None,
                       "finished": False, "setup_error": None, "results": {}}
         self.write()
 

@@ -31,6 +31,7 @@ class FunctionOutcome:
 class RankReport:
     rank: int
     pid: int | None = None          # None: the rank never started the runner
+    host: str | None = None         # its hostname (pid is its PID there)
     running: str | None = None      # function the rank was inside at the end
     finished: bool = False          # ran all functions and the final barrier
     setup_error: str | None = None  # the program could not be loaded
@@ -191,6 +192,7 @@ def _read_rank_reports(result_dir: Path, np: int) -> list[RankReport]:
         if json_file.exists():
             data = json.loads(json_file.read_text())
             report.pid = data["pid"]
+            report.host = data.get("host")
             report.running = data["running"]
             report.finished = data["finished"]
             report.setup_error = data["setup_error"]

@@ -7,7 +7,6 @@ under Open MPI), under this MPI and under the Open MPI environment that
 PGASCOL_TEST_OPENMPI_PYTHON names."""
 import glob
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.cluster import emulated_cluster as ec
+from tests.cluster.hosts import why_unavailable
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "tests" / "cluster" / "emulated_cluster.py"
@@ -26,24 +26,8 @@ ALLREDUCE = ("from mpi4py import MPI; import socket; c = MPI.COMM_WORLD; "
              "c.Get_rank() == 0 and print('ALLREDUCE', s, ' '.join(h), flush=True)")
 
 
-def _why_not():
-    if os.geteuid() != 0:
-        return "the emulated cluster needs root (namespaces, a bridge)"
-    for tool in ("unshare", "nsenter", "ip"):
-        if shutil.which(tool) is None:
-            return "%s not found (util-linux / iproute2)" % tool
-    probe = subprocess.run(["unshare", "--net", "--uts", "--ipc", "--mount", "--pid", "--fork", "true"],
-                           capture_output=True, text=True, timeout=10)
-    if probe.returncode != 0:
-        return "cannot make namespaces here: %s" % probe.stderr.strip()
-    try:
-        ec.find_mpiexec()
-    except ec.ClusterError as exc:
-        return str(exc)
-    return None
-
-
-pytestmark = pytest.mark.skipif(_why_not() is not None, reason=str(_why_not()))
+UNAVAILABLE = why_unavailable()
+pytestmark = pytest.mark.skipif(UNAVAILABLE is not None, reason=str(UNAVAILABLE))
 
 
 def cli(*args, timeout=60):

@@ -11,8 +11,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.mpi_harness import (DEFAULT_NPROCS, MPITestFailure, Run, cleaned_mpi_shm, find_launcher,
-                               list_test_functions, list_tests, program_tests, run_mpi,
+from tests.mpi_harness import (DEFAULT_NPROCS, MPITestFailure, Run, cleaned_mpi_shm, emulated_hosts,
+                               find_launcher, list_test_functions, list_tests, program_tests, run_mpi,
                                selected_nprocs)
 
 SELFTEST = "harness_selftest.py"
@@ -124,11 +124,15 @@ def test_timeout_names_stuck_function_and_leaves_no_processes():
     # Rank 0's stack dump shows where it hung.
     assert f"in {name}" in result.ranks[0].stack
 
-    # Nothing of the job survives: not the ranks, not the launcher's helpers.
-    assert not psutil.Process().children(recursive=True)
-    for report in result.ranks:
-        assert not psutil.pid_exists(report.pid) or \
-            psutil.Process(report.pid).status() == psutil.STATUS_ZOMBIE
+    # Nothing of the job survives: not the ranks, not the launcher's helpers
+    # (across emulated hosts, only the hosts' own PID 1s and their unshare).
+    hosts = emulated_hosts()
+    cluster = set() if hosts is None else hosts.pids
+    assert not [p for p in psutil.Process().children(recursive=True) if p.pid not in cluster]
+    if hosts is None:
+        for report in result.ranks:
+            assert not psutil.pid_exists(report.pid) or \
+                psutil.Process(report.pid).status() == psutil.STATUS_ZOMBIE
 
 
 def test_crashed_rank_is_reported():
@@ -199,3 +203,38 @@ def test_only_a_launcher_that_failed_to_start_is_launched_again():
     assert not _launcher_failed_to_start(failed, True, pmix, silent)        # a timeout is a failure
     assert not _launcher_failed_to_start(ok, False, pmix, silent)
     assert not _launcher_failed_to_start(failed, False, "Segmentation fault", silent)
+
+
+ACROSS_HOSTS = """
+import json, sys
+from tests.mpi_harness import run_mpi
+r = run_mpi(%r, np=3, select=["test_allreduce_sum", "test_hangs_on_rank0"], timeout=15)
+print(json.dumps({"timed_out": r.timed_out, "passed": r.passed("test_allreduce_sum"),
+                  "states": [x.state("test_hangs_on_rank0") for x in r.ranks],
+                  "hosts": [x.host for x in r.ranks], "stacks": [x.stack or "" for x in r.ranks]}))
+""" % SELFTEST
+
+
+def test_across_emulated_hosts_a_timeout_dumps_every_ranks_stack():
+    """PGASCOL_TEST_HOSTS=2: a job of 3 ranks is placed 2 + 1 on two emulated
+    hosts, and when it hangs the stack dump reaches the ranks of both hosts
+    (signalled by the PIDs this side sees, not their hosts' own); after it
+    nothing of the cluster is left."""
+    from tests.cluster.hosts import why_unavailable
+    why = why_unavailable()
+    if why is not None:
+        pytest.skip(why)
+    before = set(Path("/run").glob("pgascol-emu-pt*"))
+    job = subprocess.run([sys.executable, "-c", ACROSS_HOSTS], capture_output=True, text=True, timeout=120,
+                         cwd=Path(__file__).resolve().parent.parent,
+                         env={**__import__("os").environ, "PGASCOL_TEST_HOSTS": "2"})
+    assert job.returncode == 0, job.stdout + job.stderr
+    got = json.loads(job.stdout.strip().splitlines()[-1])
+    assert got["timed_out"] and got["passed"]
+    assert got["states"] == ["running", "passed", "passed"]
+    h0, h1 = sorted(set(got["hosts"]))
+    assert got["hosts"] == [h0, h0, h1], got["hosts"]
+    assert "in test_hangs_on_rank0" in got["stacks"][0]
+    assert all("in _rank_main" in s for s in got["stacks"]), got["stacks"]
+    assert set(Path("/run").glob("pgascol-emu-pt*")) == before
+    assert not [n for n in Path("/sys/class/net").iterdir() if n.name.startswith("pept")]   # its links

@@ -1,6 +1,7 @@
 """Multi-rank test programs, run under mpiexec by tests/mpi_harness.py (the
 table of launches is tests/test_mpi_programs.py); what several of them share."""
 import functools
+import os
 
 import numpy as np
 
@@ -31,6 +32,48 @@ def world_comms():
     import pgascol
     native = MPI.COMM_WORLD.Dup()
     return native, pgascol.Comm(MPI.COMM_WORLD)
+
+
+def detected_nodes(pg):
+    """(number of nodes, hierarchical) as pgascol found them for the
+    pgascol.Comm pg: the hosts the ranks run on, each split into virtual
+    nodes where PGASCOL_NODE_SIZE says so. What a test expects follows from
+    this (or from expected_nodes), never from the variables alone: across
+    real or emulated hosts there are nodes without any."""
+    from pgascol.comm._comm import state_of
+    st = state_of(pg)
+    return st.nnodes, st.hier
+
+
+def expected_nodes(comm, env=os.environ):
+    """The nodes pgascol must find, worked out without it: the ranks of
+    each host (MPI's processor name), split into virtual nodes of
+    k = PGASCOL_NODE_SIZE ranks, k consecutive ones at a time
+    (PGASCOL_NODE_MAP=block, the default) or ceil(n/k) nodes dealt round
+    robin (roundrobin). Each node a list of its ranks in rank order; the
+    nodes in the order of their first ranks (pgascol's node index)."""
+    from mpi4py import MPI
+    hosts = {}
+    for r, name in enumerate(comm.allgather(MPI.Get_processor_name())):
+        hosts.setdefault(name, []).append(r)
+    k = int(env.get("PGASCOL_NODE_SIZE", "0") or 0)
+    roundrobin = (env.get("PGASCOL_NODE_MAP", "") or "block").strip().lower() == "roundrobin"
+    nodes = []
+    for ranks in hosts.values():
+        if k <= 0:
+            nodes.append(ranks)
+        elif roundrobin:
+            count = -(-len(ranks) // k)
+            nodes.extend(ranks[c::count] for c in range(count))
+        else:
+            nodes.extend(ranks[i:i + k] for i in range(0, len(ranks), k))
+    return sorted(nodes)
+
+
+def hosts_of(comm):
+    """How many hosts the ranks of comm run on (MPI's processor names)."""
+    from mpi4py import MPI
+    return len(set(comm.allgather(MPI.Get_processor_name())))
 
 
 def both(fn):

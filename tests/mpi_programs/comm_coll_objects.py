@@ -3,12 +3,11 @@ bcast, reduce, allreduce, gather, scatter, allgather, alltoall against
 mpi4py's on a plain duplicate of COMM_WORLD: the same calls on the same
 objects must give equal results (values, dtypes, shapes, memory order,
 types), numpy arrays must come back writable and independent of the
-sender's, and stats must show path "shm" on one node, "mpi" on virtual nodes
-(PGASCOL_NODE_SIZE). Run by tests/test_mpi_programs.py with 1, 2, 3, 4 and 8
+sender's, and stats must show path "shm" on one node, "mpi" on several (hosts,
+or virtual nodes of PGASCOL_NODE_SIZE). Run by tests/test_mpi_programs.py with 1, 2, 3, 4 and 8
 ranks, and on virtual nodes."""
 import contextlib
 import functools
-import os
 import pickle
 import threading
 
@@ -19,14 +18,14 @@ import pgascol
 from pgascol import NodeTeam
 from pgascol.comm import msgpickle
 from pgascol.errors import ArgumentError
+from tests.mpi_programs import detected_nodes
 from tests.mpi_programs import raises as _raises
 
 WORLD = MPI.COMM_WORLD
 NATIVE = WORLD.Dup()
 PG = pgascol.Comm(WORLD.Dup())
 P, ME = PG.Get_size(), PG.Get_rank()
-NODE_SIZE = int(os.environ.get("PGASCOL_NODE_SIZE", "0") or 0)
-HIER = 0 < NODE_SIZE < P
+HIER = detected_nodes(PG)[1]
 LAST = P - 1
 ROOTS = sorted({0, LAST})
 MiB = 1 << 20

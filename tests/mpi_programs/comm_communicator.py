@@ -5,20 +5,18 @@ to MPI, the pickle-based methods it inherits, statistics and Free. Run in
 one launch after comm_coll_buffers.py, comm_coll_vectors.py and
 comm_message_specs.py (see comm_coll_buffers.py), on their pgascol.Comm:
 the statistics show their calls too."""
-import os
 
 import numpy as np
 from mpi4py import MPI
 
 import pgascol
 from tests.mpi_programs import assert_same as same
-from tests.mpi_programs import both, data, world_comms
+from tests.mpi_programs import both, data, detected_nodes, world_comms
 
 WORLD = MPI.COMM_WORLD
 NATIVE, PG = world_comms()
 P, ME = PG.Get_size(), PG.Get_rank()
-NODE_SIZE = int(os.environ.get("PGASCOL_NODE_SIZE", "0") or 0)
-HIER = NODE_SIZE != 0 and NODE_SIZE < P
+HIER = detected_nodes(PG)[1]
 
 
 # ------------------------------------------------------------------ object model

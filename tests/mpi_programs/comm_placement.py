@@ -1,45 +1,37 @@
 """pgascol.Comm's collectives keep rank order whatever the placement of
-ranks on nodes: virtual nodes of PGASCOL_NODE_SIZE ranks, consecutive
-(PGASCOL_NODE_MAP=block) or dealt round robin (rank r on node r % nodes,
-nodes interleaved in rank order, unequal nodes included). Run by
-tests/test_mpi_programs.py.
+ranks on nodes: hosts, or virtual nodes of PGASCOL_NODE_SIZE ranks of
+them, consecutive (PGASCOL_NODE_MAP=block) or dealt round robin (rank r on
+node r % nodes, nodes interleaved in rank order, unequal nodes included).
+Run by tests/test_mpi_programs.py.
 
 Every result is checked against a numpy reference computed locally in rank
 order (not against MPI), on data of small integers so that every sum is
 exact; and pgascol.stats says which path each collective took: 'hier' for
 Alltoall(v) on any placement, for Scan/Exscan only on consecutive nodes in
 rank order ('mpi' otherwise)."""
-import os
 
 import numpy as np
 from mpi4py import MPI
 
 import pgascol
-from tests.mpi_programs import collective_test, data, same
+from tests.mpi_programs import collective_test, data, expected_nodes, same
 
 WORLD = MPI.COMM_WORLD
 PG = pgascol.Comm(WORLD)
 P, ME = PG.Get_size(), PG.Get_rank()
-K = int(os.environ.get("PGASCOL_NODE_SIZE", "0") or 0)
-ROUNDROBIN = (os.environ.get("PGASCOL_NODE_MAP", "") or "block").strip().lower() == "roundrobin"
 
 
-def placement(size):
-    """node_of, local_of and members (rank order) of a communicator of size ranks."""
-    if K <= 0:
-        node_of, local_of = [0] * size, list(range(size))
-    elif ROUNDROBIN:
-        nodes = -(-size // K)
-        node_of = [r % nodes for r in range(size)]
-        local_of = [r // nodes for r in range(size)]
-    else:
-        node_of = [r // K for r in range(size)]
-        local_of = [r % K for r in range(size)]
-    members = [[r for r in range(size) if node_of[r] == n] for n in range(max(node_of) + 1)]
+def placement(comm):
+    """node_of, local_of and members (rank order) of comm's ranks (expected_nodes)."""
+    members = expected_nodes(comm)
+    node_of, local_of = [0] * comm.Get_size(), [0] * comm.Get_size()
+    for n, m in enumerate(members):
+        for i, r in enumerate(m):
+            node_of[r], local_of[r] = n, i
     return node_of, local_of, members
 
 
-NODE_OF, LOCAL_OF, MEMBERS = placement(P)
+NODE_OF, LOCAL_OF, MEMBERS = placement(WORLD)
 HIER = len(MEMBERS) > 1
 # Consecutive nodes in rank order: the hierarchical Scan/Exscan applies.
 BLOCK = [r for m in MEMBERS for r in m] == list(range(P))
@@ -67,8 +59,6 @@ def test_placement_matches_node_map():
     if HIER:
         assert st.node_of == NODE_OF and st.local_of == LOCAL_OF
         assert st.members == MEMBERS
-    if ROUNDROBIN and K:
-        assert NODE_OF == [r % -(-P // K) for r in range(P)]
 
 
 # ------------------------------------------------------------------ rooted and reductions

@@ -1,9 +1,9 @@
 """NodeTeam set-up under MPI (run by tests/test_mpi_programs.py through the
 harness).
 
-The test_* functions check the geometry of the node split (real node, or
-virtual nodes of PGASCOL_NODE_SIZE ranks, consecutive or round robin by
-PGASCOL_NODE_MAP), the leader communicator, single copy, describe(), the
+The test_* functions check the geometry of the node split (the hosts, each
+split into virtual nodes of PGASCOL_NODE_SIZE ranks, consecutive or round
+robin by PGASCOL_NODE_MAP), the leader communicator, single copy, describe(), the
 team's own barrier and bcast, free(), and that the segment's name is gone as
 soon as NodeTeam() returns.
 
@@ -27,34 +27,24 @@ from mpi4py import MPI
 import pgascol
 from pgascol import NodeTeam
 from tests.c.team_fork import segment_reachable
+from tests.mpi_programs import expected_nodes, hosts_of
 
 DESCRIBE_KEYS = {"ranks", "nodes", "local_size", "node_index", "oversubscribed",
                  "cpus_available", "home_cpus", "segment_bytes", "segment_kind", "cma", "cma_reason", "config"}
 
 
 def expected_geometry(comm, env=os.environ):
-    """What the node split must be: one real node here (a single machine),
-    or virtual nodes of k = PGASCOL_NODE_SIZE ranks: consecutive groups of k
-    (PGASCOL_NODE_MAP=block, the default), or ceil(size/k) nodes with rank r
-    on node r % nodes (roundrobin). Members are listed in rank order."""
-    k = int(env.get("PGASCOL_NODE_SIZE", "0") or 0)
-    size, rank = comm.Get_size(), comm.Get_rank()
-    if k <= 0:
-        return {"local_size": size, "local_rank": rank, "node_index": 0, "num_nodes": 1,
-                "first": 0, "k": size, "members": list(range(size)), "leaders": [0]}
-    if (env.get("PGASCOL_NODE_MAP", "") or "block").strip().lower() == "roundrobin":
-        nodes = -(-size // k)
-        node = rank % nodes
-        members = list(range(node, size, nodes))
-        return {"local_size": len(members), "local_rank": rank // nodes, "node_index": node,
-                "num_nodes": nodes, "first": node, "k": k, "members": members,
-                "leaders": list(range(nodes))}
-    node = rank // k
-    nodes = -(-size // k)
-    return {"local_size": min(k, size - node * k), "local_rank": rank % k, "node_index": node,
-            "num_nodes": nodes, "first": node * k, "k": k,
-            "members": list(range(node * k, min(size, node * k + k))),
-            "leaders": [i * k for i in range(nodes)]}
+    """What the node split must be (expected_nodes: the hosts, each split
+    into virtual nodes of PGASCOL_NODE_SIZE ranks, consecutive or round
+    robin by PGASCOL_NODE_MAP), as this rank's team must see it. Members
+    are listed in rank order."""
+    nodes = expected_nodes(comm, env)
+    rank = comm.Get_rank()
+    index = next(i for i, m in enumerate(nodes) if rank in m)
+    members = nodes[index]
+    return {"local_size": len(members), "local_rank": members.index(rank), "node_index": index,
+            "num_nodes": len(nodes), "members": members,
+            "leaders": [m[0] for m in nodes]}
 
 
 def make_team(comm, env=None):
@@ -109,18 +99,20 @@ def test_virtual_nodes_share_the_machine_cpus(comm):
     oversubscribed and must not spin. Home CPUs are those the whole machine's
     layout gives each rank."""
     from pgascol.node import topology
+    host = comm.Split_type(MPI.COMM_TYPE_SHARED, key=comm.Get_rank())    # this rank's machine
     team, _ = make_team(comm)
     try:
-        whole = topology.node_layout(team.topology, comm.allgather(topology.rank_cpus()))
-        homes = comm.allgather(team.layout.home_cpus[team.local_rank])
-        layouts = comm.allgather((team.layout.n_cpus_available, team.layout.oversubscribed))
+        whole = topology.node_layout(team.topology, host.allgather(topology.rank_cpus()))
+        homes = host.allgather(team.layout.home_cpus[team.local_rank])
+        layouts = host.allgather((team.layout.n_cpus_available, team.layout.oversubscribed))
         spin = team.core.config["spin_ns"]
     finally:
         team.free()
-    # one machine here: every rank's whole-machine layout is the same
+        host.Free()
+    # every rank of a machine sees that machine's whole layout
     assert homes == list(whole.home_cpus), (homes, whole)
     assert set(layouts) == {(whole.n_cpus_available, whole.oversubscribed)}, layouts
-    assert whole.oversubscribed == (comm.Get_size() > whole.n_cpus_available)
+    assert whole.oversubscribed == (len(homes) > whole.n_cpus_available)
     assert (spin == 0) == whole.oversubscribed, spin
 
 
@@ -182,16 +174,17 @@ def test_roundrobin_node_map(comm):
     rank r on node r % nodes, local ranks in rank order (whatever this job's
     own environment says)."""
     size = comm.Get_size()
+    one_host = hosts_of(comm) == 1     # across hosts each host is split: _check_placement's expectation
     for k in (1, 2, 3):
         env = {**os.environ, "PGASCOL_NODE_SIZE": str(k), "PGASCOL_NODE_MAP": "roundrobin"}
         placement = _check_placement(comm, env)
         nodes = -(-size // k)
-        assert placement == [(r % nodes, r // nodes) for r in range(size)], (k, placement)
+        assert not one_host or placement == [(r % nodes, r // nodes) for r in range(size)], (k, placement)
     # block stays the default, and is what "block" names
     for env_map in ("", "block", "BLOCK"):
         env = {**os.environ, "PGASCOL_NODE_SIZE": "2", "PGASCOL_NODE_MAP": env_map}
         placement = _check_placement(comm, env)
-        assert placement == [(r // 2, r % 2) for r in range(size)], (env_map, placement)
+        assert not one_host or placement == [(r // 2, r % 2) for r in range(size)], (env_map, placement)
 
 
 def test_node_map_invalid(comm):

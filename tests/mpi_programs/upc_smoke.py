@@ -1,6 +1,6 @@
 """pgascol.upc smoke tests (the implementation's own; the full GWU-style
 suite is upc_*.py): every collective and algorithm once, on one node and
-across virtual nodes, against numpy on the gathered data."""
+across nodes (hosts or virtual nodes), against numpy on the gathered data."""
 import os
 
 import numpy as np
@@ -9,12 +9,15 @@ from mpi4py import MPI
 import pgascol
 from pgascol import pgas, upc
 from pgascol.errors import ArgumentError
+from tests.mpi_programs import detected_nodes, expected_nodes
 from tests.mpi_programs import raises as _raises
 
 WORLD = MPI.COMM_WORLD
 ME, P = WORLD.Get_rank(), WORLD.Get_size()
 COMM = pgascol.Comm(WORLD)
-MULTI = "PGASCOL_NODE_SIZE" in os.environ and int(os.environ["PGASCOL_NODE_SIZE"]) < P
+MULTI = detected_nodes(COMM)[1]     # several nodes: hosts, or virtual nodes of them
+# nodes not of consecutive ranks (dealt round robin)
+SCATTERED = MULTI and [r for m in expected_nodes(WORLD) for r in m] != list(range(P))
 FLAGS = (0, upc.UPC_IN_MYSYNC | upc.UPC_OUT_MYSYNC, upc.UPC_IN_NOSYNC | upc.UPC_OUT_NOSYNC,
          upc.UPC_IN_ALLSYNC | upc.UPC_OUT_MYSYNC)
 
@@ -194,9 +197,8 @@ def test_reduce_and_prefix():
                 wants.append(want)
             upc.all_reduce((out, P - 1), src, upc.NONCOMM_FUNC, n, block, func=matmul)
             assert out[P - 1] == want
-            scattered = MULTI and os.environ.get("PGASCOL_NODE_MAP") == "roundrobin"   # nodes not of consecutive ranks
             for alg in upc.ALGORITHMS["prefix_reduce"] if block == "*" else ("auto",):
-                if alg == "three-phase" and scattered:
+                if alg == "three-phase" and SCATTERED:
                     _raises(ArgumentError, lambda: upc.all_prefix_reduce(dst, src, upc.ADD, n, block, algorithm=alg))
                     continue
                 _fresh()
