@@ -56,5 +56,5 @@ def pytest_report_header(config):
     except Exception as exc:  # shown in the header; the MPI tests will fail
         return f"mpi launcher: unavailable ({exc})"
     hosts = os.environ.get("PGASCOL_TEST_HOSTS", "").strip()
-    across = f", across {hosts} emulated hosts" if hosts else ""
+    across = f", across {hosts} emulated hosts" if hosts not in ("", "0") else ""
     return f"mpi launcher: {' '.join(prefix)} ({impl}){across}"

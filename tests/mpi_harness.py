@@ -388,7 +388,7 @@ def _rank_pids(result_dir: Path, np: int) -> dict[int, int]:
     hosts = emulated_hosts()
     if hosts is None:
         return {r.rank: r.pid for r in reports}
-    here = hosts.root_pids(reports)
+    here = hosts.root_pids()
     return {r.rank: here[(r.host, r.pid)] for r in reports if (r.host, r.pid) in here}
 
 

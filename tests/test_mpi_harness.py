@@ -3,6 +3,7 @@ tests/mpi_programs/harness_selftest.py (and harness_selftest_peer.py, which
 shares its launches)."""
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -227,7 +228,7 @@ def test_across_emulated_hosts_a_timeout_dumps_every_ranks_stack():
     before = set(Path("/run").glob("pgascol-emu-pt*"))
     job = subprocess.run([sys.executable, "-c", ACROSS_HOSTS], capture_output=True, text=True, timeout=120,
                          cwd=Path(__file__).resolve().parent.parent,
-                         env={**__import__("os").environ, "PGASCOL_TEST_HOSTS": "2"})
+                         env={**os.environ, "PGASCOL_TEST_HOSTS": "2"})
     assert job.returncode == 0, job.stdout + job.stderr
     got = json.loads(job.stdout.strip().splitlines()[-1])
     assert got["timed_out"] and got["passed"]

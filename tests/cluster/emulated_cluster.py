@@ -151,13 +151,14 @@ def _start_host(rundir, index, cpu):
     """Start host `index`'s reaper in new namespaces; returns (unshare's
     Popen, the read end of the ready pipe)."""
     r, w = os.pipe()
-    cmd = ["unshare", "--net", "--uts", "--ipc", "--mount", "--pid", "--fork",
+    cmd = ["setsid", "unshare", "--net", "--uts", "--ipc", "--mount", "--pid", "--fork",
            "--mount-proc", "--kill-child", sys.executable, SELF, "_reaper", rundir, str(index), str(w)]
     if cpu is not None:
         cmd = ["taskset", "-c", str(cpu)] + cmd
+    # setsid (util-linux): the host its own process group, away from the
+    # caller's terminal and signals; it execs in place, so p.pid stays unshare's
     log = open(os.path.join(rundir, "host-%d.log" % index), "w")
-    p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                         pass_fds=(w,), start_new_session=True)
+    p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, pass_fds=(w,))
     log.close()
     os.close(w)
     return p, r
@@ -325,7 +326,7 @@ def agent_main(rundir, args):
 def _host_tmpdir(rundir, host):
     """TMPDIR of the MPI daemons and ranks on `host`: a directory of its own
     in the run directory. The hosts share /tmp, and their PID namespaces
-    give each host the same small PIDs, so Open MPI's session directories
+    give each host the same small PIDs, so Open MPI's per-job directories
     (/tmp/prted.<pid>) of two hosts would collide."""
     path = os.path.join(rundir, "tmp", host)
     os.makedirs(path, exist_ok=True)
@@ -466,7 +467,8 @@ def run_mpiexec(state, argv, timeout):
     """Run the job; on timeout kill it and whatever it left on the hosts.
     Afterwards nothing of it is left: no process on a host, no Hydra file."""
     start = time.time()
-    p = subprocess.Popen(with_hosts_file(state, argv), start_new_session=True)
+    # setsid: a process group of the job's own, for killpg below (it execs in place: p.pid is the job's)
+    p = subprocess.Popen(["setsid", *with_hosts_file(state, argv)])
     try:
         rc = p.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
