@@ -131,6 +131,12 @@ TABLE = [
     # whose ranks are not consecutive (a node's second rank on another node)
     Run(ERRORS, (4, 8), "timeout_3s_vnodes_of_2_roundrobin", {**SHORT_TIMEOUT, **vnodes(2, "roundrobin")},
         exclude=functions_of(ERRORS, lambda name: name not in (TYPES_DIFFER, TYPES_ACROSS, ROOT_MISUSE, REDUCE_ROOT))),
+    # ... and with each node's leg of a large Bcast single copy (a node that is not
+    # oversubscribed takes it from 64 KiB), whose root pushes the tail into its readers'
+    # buffers: none into a reader of another type, all pulled by a leader that forwards
+    Run(ERRORS, (3, 4), "timeout_3s_vnodes_of_2_cma_bcast",
+        {**SHORT_TIMEOUT, **vnodes(2), "PGASCOL_CMA_MIN_BCAST": "65536"},
+        exclude=functions_of(ERRORS, lambda name: name not in (TYPES_DIFFER, TYPES_ACROSS))),
 
     # ---- revoked communicators (ULFM: Open MPI's ci:test-openmpi run; under MPICH, which
     # has none, Revoke raises NotImplementedError and the communicator stays usable)

@@ -72,9 +72,10 @@ static int bcast_root_work(pgc_team *t, const void *buf, size_t bytes, pgc_path 
             int r = (t->rank + i) % t->nranks;
             if ((rc = pgc_wait_step(t, r, 1))) /* reader r exposed its buffer */
                 return rc;
-            /* a reader of another type gets nothing, but its ack all the same */
+            /* a reader of another type gets nothing, but its ack all the same
+             * (also from a node's leader, which forwards: pgc_peer_takes_nothing) */
             uint64_t dst = atomic_load_explicit(&pgc_ctl_of(t, r)->addr, memory_order_relaxed);
-            if (!pgc_peer_skipped(t, r) && (rc = pgc_coll_cma(t, r, 1, (char *)buf + head, dst + head, share)))
+            if (!pgc_peer_takes_nothing(t, r) && (rc = pgc_coll_cma(t, r, 1, (char *)buf + head, dst + head, share)))
                 return rc;
             pgc_post_ack(t, (uint32_t)i);
         }
@@ -173,11 +174,15 @@ static int bcast_reader_work(pgc_team *t, void *buf, size_t bytes, int root, pgc
             memcpy(buf, pgc_inline_of(t, root, t->seq), bytes);
         return PGC_OK;
     case PGC_PATH_CMA: {
-        int pushed = path == PGC_PATH_CMA;
+        /* We exposed our buffer (our path is cma too): the root pushes the
+         * tail into it, unless it found us of another type (as we found it:
+         * pgc_peer_takes_nothing), when a node's leader, which forwards
+         * what it takes, pulls all of it. */
+        int exposed = path == PGC_PATH_CMA, pushed = exposed && !pgc_peer_takes_nothing(t, root);
         size_t head = pushed ? bytes - push_share(t, bytes) : bytes;
         if (!skip && (rc = pgc_coll_cma(t, root, 0, buf, atomic_load_explicit(&rc_->addr, memory_order_relaxed), head)))
             return rc;
-        return pushed ? pgc_wait_ack(t, root, (uint32_t)((t->rank - root + t->nranks) % t->nranks)) : PGC_OK;
+        return exposed ? pgc_wait_ack(t, root, (uint32_t)((t->rank - root + t->nranks) % t->nranks)) : PGC_OK;
     }
     default: {
         size_t chunk = pgc_chunk_bytes(t);

@@ -105,6 +105,16 @@ static inline int pgc_peer_skipped(const pgc_team *t, int peer)
            !t->forwards;
 }
 
+/* Whether we write nothing into the peer's buffer in this collective (a
+ * Bcast root's push, coll_bcast.c): as pgc_peer_skipped, but forwarding
+ * or not. What a forwarding member takes from a peer of another type goes
+ * on to other nodes; what it would put into such a peer's buffer is bytes
+ * the peer refused (it took none of the head itself). */
+static inline int pgc_peer_takes_nothing(const pgc_team *t, int peer)
+{
+    return PGC_UNLIKELY(t->end_pending & (PGC_END_TYPES | PGC_END_SKIP)) && t->skip_seq[peer] == t->seq;
+}
+
 static inline int pgc_wait_word(pgc_team *t, int peer, _Atomic uint64_t *word, uint64_t target)
 {
     /* acquire: pairs with the release in pgc_publish, so what the peer wrote

@@ -245,10 +245,14 @@ def _across_expected(c, name, n, root, odd):
         typed = n * 8 <= 2 << 10        # the leaders carry the root's type
         if ME == odd:
             if leads:
-                return typed, "untouched" if typed else "data"
+                # larger, its node's leg states its own type: it raises where
+                # it waits on a member (single copy, more than its ring holds)
+                return (True if typed else None), "untouched" if typed else "data"
             return (True if flat else None), "either"
         if here and leads and not typed:    # its node's leg states the leader's type: no bytes of it
             return (True if flat else None), ("untouched" if flat else "either")
+        if ME == node[0]:   # the leg's root: it raises where it waits on the odd member (single copy)
+            return None, "data"
         return (None if here and not flat else False), "data"
     if name.startswith("Gather"):
         if ME == root:
