@@ -8,6 +8,25 @@ See README.md and docs/ARCHITECTURE.md."""
 from ._version import __version__  # noqa: F401
 
 
+def _open_mpi_defaults():
+    """Open MPI 5.0's osc/rdma loses bitwise accumulates between hosts
+    (BAND, BOR, BXOR) that it gives the network's atomics: up to 32
+    eight-byte elements, and every Fetch_and_op. OMPI_MCA_osc_rdma_acc_use_amo=0
+    takes them to its lock-protected path, which is right
+    (docs/EMULATED-CLUSTER.md has the reproducer). Open MPI reads it when
+    MPI starts: set here where it has not started yet (a program that
+    imports pgascol before mpi4py.MPI, python -m pgascol); MPICH ignores it.
+    Global arrays refuse such updates where it is not set
+    (pgascol/pgas/context.py, bitwise_updates_lost)."""
+    import os
+    import sys
+    if "mpi4py.MPI" not in sys.modules:
+        os.environ.setdefault("OMPI_MCA_osc_rdma_acc_use_amo", "0")
+
+
+_open_mpi_defaults()
+
+
 def _refuse_an_unbuilt_checkout():
     """Python puts a job's working directory first on sys.path: started in
     a directory that holds a pgascol checkout, every rank imports its source

@@ -255,6 +255,9 @@ def run_mpi(programs, np: int, args=(), env=None,
         filter(None, [str(REPO_ROOT), rank_env.get("PYTHONPATH")]))
     # Unbuffered, so output printed right before a hang or crash is not lost.
     rank_env["PYTHONUNBUFFERED"] = "1"
+    # as the README asks of a job under Open MPI across hosts (its network
+    # atomics lose bitwise accumulates): the programs import mpi4py first
+    rank_env.setdefault("OMPI_MCA_osc_rdma_acc_use_amo", "0")
     rank_env.setdefault("PGASCOL_TEST_KILL_AFTER", str(int(timeout + KILL_AFTER_MARGIN + 1)))
 
     with tempfile.TemporaryDirectory(prefix="pgascol-mpi-") as tmp, cleaned_mpi_shm():

@@ -62,6 +62,7 @@ class GlobalArray:
         self.dtype = np.dtype(dtype)
         self._name = name
         self._win = None
+        self._bitwise_lost = False  # (set below: bitwise updates between nodes are refused)
         self._origins = []      # buffers of Accumulates in flight: MPI reads them until the next flush
         self._dirty = set()     # ranks of other nodes written since the last flush
         self._freed = False
@@ -93,6 +94,7 @@ class GlobalArray:
         # collectives on local() views read peers' parts through our mapping
         self._region = team.register(seg)
         if ctx.nnodes > 1:
+            self._bitwise_lost = context.bitwise_updates_lost()
             self._win = MPI.Win.Create(mine, isz, comm=MPI.Intracomm(ctx.comm))
             self._win.Lock_all(MPI.MODE_NOCHECK)
             ctx.spans_nodes(True)
@@ -548,6 +550,10 @@ class GlobalArray:
         return None if self._win is not None else self._parts[r]
 
     def _update_code(self, name):
+        if self._bitwise_lost and name in ("BAND", "BOR", "BXOR"):
+            raise ArgumentError("update with %s between nodes: Open MPI loses bitwise accumulates it gives the "
+                                "network's atomics; set OMPI_MCA_osc_rdma_acc_use_amo=0 in the environment before "
+                                "MPI starts (import pgascol before mpi4py.MPI sets it)" % name)
         code = self._dtcode
         if code < 0 or not _core.rma_update_valid(_core.OPS[name], code):
             raise ArgumentError("update with %s is defined on int32, int64, uint32, uint64 (and SUM, MIN, "

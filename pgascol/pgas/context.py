@@ -146,6 +146,15 @@ def _thread_hangs(nhosts):
     return nhosts > 1 and "open mpi" in MPI.Get_library_version().lower()
 
 
+def bitwise_updates_lost():
+    """Whether MPI may lose this job's bitwise updates (BAND, BOR, BXOR)
+    between nodes: under Open MPI, unless OMPI_MCA_osc_rdma_acc_use_amo=0
+    took osc/rdma's accumulates off the network's atomics, which lose
+    them (see pgascol/__init__.py, _open_mpi_defaults)."""
+    amo = os.environ.get("OMPI_MCA_osc_rdma_acc_use_amo", "1").strip().lower()
+    return amo not in ("0", "false", "no", "off") and "open mpi" in MPI.Get_library_version().lower()
+
+
 def _progress_us():
     """How often the progress thread lets MPI run (PGASCOL_PGAS_PROGRESS_US, microseconds; 0: never)."""
     text = os.environ.get("PGASCOL_PGAS_PROGRESS_US", "500")

@@ -120,6 +120,36 @@ def test_updates_with_duplicates_are_exact():
             assert np.array_equal(a[:], want ^ x)
 
 
+def test_bitwise_updates_between_nodes_are_refused_where_open_mpi_would_lose_them():
+    """Under Open MPI with osc/rdma's network atomics on
+    (OMPI_MCA_osc_rdma_acc_use_amo not 0), an array across nodes refuses
+    BAND, BOR and BXOR updates and fetch_ops before anything moves, naming
+    the setting; SUM and MAX, which it applies right, still run. Elsewhere
+    (MPICH, one node, the setting 0) bitwise updates run."""
+    from pgascol.pgas.context import bitwise_updates_lost
+    with pgas.zeros(COMM, 8, np.int64) as a:
+        if a._win is not None and bitwise_updates_lost():
+            for op in ("band", "bor", MPI.BXOR):
+                for call in (lambda: a.update(np.arange(8), 1, op), lambda: a.fetch_op(0, 1, op)):
+                    assert "OMPI_MCA_osc_rdma_acc_use_amo=0" in str(_expect(ArgumentError, call))
+            pgas.barrier(COMM)
+            assert not a[:].any()                   # nothing moved
+        else:
+            a.update(np.arange(8), ME + 1, "bor")
+            pgas.barrier(COMM)
+            want = 0
+            for r in range(P):
+                want |= r + 1
+            assert (a[:] == want).all(), a[:]
+        pgas.barrier(COMM)
+    with pgas.zeros(COMM, 8, np.int64) as a:
+        a.update(np.arange(8), 1, "sum")
+        pgas.barrier(COMM)
+        a.update(np.arange(8), 2 * ME, MPI.MAX)
+        pgas.barrier(COMM)
+        assert (a[:] == max(P, 2 * (P - 1))).all(), a[:]
+
+
 def test_updates_on_every_layout_dtype_and_operator():
     """update finds each index's owner (on one node in C: shifts and masks
     for a power-of-two block and rank count, divisions otherwise); the
