@@ -89,6 +89,17 @@ static inline int pgc_check_signature(pgc_team *t, int peer)
     return PGC_OK;
 }
 
+/* Whether we write nothing into the peer's buffer in this collective (a
+ * Bcast root's push, coll_bcast.c): the peer states another basic type,
+ * or refused the Bcast or Scatter(v) whose root we are, forwarding or
+ * not. What a forwarding member takes from a peer of another type goes
+ * on to other nodes; what it would put into such a peer's buffer is bytes
+ * the peer refused (it took none of the head itself). */
+static inline int pgc_peer_takes_nothing(const pgc_team *t, int peer)
+{
+    return PGC_UNLIKELY(t->end_pending & (PGC_END_TYPES | PGC_END_SKIP)) && t->skip_seq[peer] == t->seq;
+}
+
 /* Whether no bytes move between us and the peer in this collective,
  * neither into our buffer nor into its own (coll_bcast.c, coll_gather.c):
  * it states another basic type than we do (pgc_sig_types_only_differ), or
@@ -101,18 +112,7 @@ static inline int pgc_check_signature(pgc_team *t, int peer)
  * correct call tests one word it tests anyway (pgc_coll_end). */
 static inline int pgc_peer_skipped(const pgc_team *t, int peer)
 {
-    return PGC_UNLIKELY(t->end_pending & (PGC_END_TYPES | PGC_END_SKIP)) && t->skip_seq[peer] == t->seq &&
-           !t->forwards;
-}
-
-/* Whether we write nothing into the peer's buffer in this collective (a
- * Bcast root's push, coll_bcast.c): as pgc_peer_skipped, but forwarding
- * or not. What a forwarding member takes from a peer of another type goes
- * on to other nodes; what it would put into such a peer's buffer is bytes
- * the peer refused (it took none of the head itself). */
-static inline int pgc_peer_takes_nothing(const pgc_team *t, int peer)
-{
-    return PGC_UNLIKELY(t->end_pending & (PGC_END_TYPES | PGC_END_SKIP)) && t->skip_seq[peer] == t->seq;
+    return pgc_peer_takes_nothing(t, peer) && !t->forwards;
 }
 
 static inline int pgc_wait_word(pgc_team *t, int peer, _Atomic uint64_t *word, uint64_t target)
