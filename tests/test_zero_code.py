@@ -52,6 +52,21 @@ def test_unmodified_script_runs_on_pgascol(np_):
     assert "'Allreduce': {'inline'" in proc.stdout or "'Allreduce': {'cico'" in proc.stdout, proc.stdout
 
 
+@pytest.mark.parametrize("np_", [1, 2])
+def test_a_job_starts_without_numpy_or_the_command_line_tool(np_):
+    # a rank's start-up is its imports: numpy (about 80 ms) waits for the
+    # first call that needs it, and a program runs without pgascol.tools
+    code = ("import sys; from mpi4py import MPI; w = MPI.COMM_WORLD; w.Barrier(); w.bcast(1); "
+            "w.allgather((1, 'x')); w.Allreduce(bytearray(8), bytearray(8)); "
+            "loaded = sorted({m.split('.')[0] for m in sys.modules if m.startswith(('numpy', 'pgascol.tools'))}); "
+            "import numpy; a = numpy.ones(4); b = numpy.empty(4); w.Allreduce(a, b); "
+            "sys.stdout.write('loaded %s %s sum %s\\n' % (loaded, type(w).__module__, b.tolist()))")
+    proc = _run(np_, "-c", code)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    expected = "loaded [] pgascol.comm._comm sum %s" % ([float(np_)] * 4)
+    assert proc.stdout.count(expected) == np_, proc.stdout
+
+
 def test_virtual_nodes_through_zero_code_mode():
     proc = _run(4, str(SCRIPT), env={"PGASCOL_NODE_SIZE": "2"})
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -23,6 +23,7 @@ from time import monotonic as _monotonic, sleep as _sleep
 cimport cython
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_FromStringAndSize
 from cpython.buffer cimport (PyBUF_ANY_CONTIGUOUS, PyBUF_FORMAT, PyBUF_WRITABLE,
                              PyBuffer_Release, PyObject_CheckBuffer, PyObject_GetBuffer)
 from cpython.list cimport PyList_Check
@@ -30,9 +31,7 @@ from cpython.number cimport PyNumber_Index
 from cpython.object cimport PyObject, PyTypeObject, Py_TYPE
 from cpython.sequence cimport PySequence_Check
 from cpython.tuple cimport PyTuple_Check
-cimport numpy as cnp
 
-import numpy as np
 from mpi4py import MPI
 
 from ..engine import _core
@@ -41,12 +40,13 @@ from ..engine.ccore cimport (
     PGC_COLL_BARRIER, PGC_COLL_BCAST, PGC_COLL_REDUCE, PGC_COLL_ALLREDUCE, PGC_COLL_GATHER,
     PGC_COLL_GATHERV, PGC_COLL_SCATTER, PGC_COLL_SCATTERV, PGC_COLL_ALLGATHER, PGC_COLL_ALLGATHERV,
     PGC_COLL_ALLTOALL, PGC_COLL_ALLTOALLV, PGC_COLL_REDUCE_SCATTER, PGC_COLL_REDUCE_SCATTER_BLOCK,
-    PGC_COLL_SCAN, PGC_COLL_EXSCAN, PGC_NCOLL, PGC_HINT_MPI)
+    PGC_COLL_SCAN, PGC_COLL_EXSCAN, PGC_NCOLL, PGC_HINT_MPI, pgc_team)
 from ..errors import (ArgumentBufferError, ArgumentError, ArgumentTypeError, CollectiveMismatchError,
                       DatatypeMismatchError, PeerRefusedError, PgascolError, PgascolTimeoutError, RevokedError,
                       RootRefusedError, TeamAbortedError)
 from ..node.team import NodeTeam
 
+include "numpy_lazy.pxi"
 include "datatypes.pxi"
 include "mpi_operators.pxi"
 include "msgbuffer.pxi"
@@ -436,7 +436,7 @@ class Comm(MPI.Intracomm):
         if st is None or st.hier or not 0 <= root < st.size:    # (a bad root: MPI's error)
             _fallback(st, COLL_OBJ_BCAST)
             return _base.bcast(self, obj, root)
-        return _shm_call(st, COLL_OBJ_BCAST, _pickle.bcast, (obj, root))
+        return _obj_call(st, COLL_OBJ_BCAST, obj, None, root)
 
     def reduce(self, sendobj, op=_SUM, int root=0):
         """Reduce to root (mpi4py's reduce: op(a, b) in mpi4py's order, None on the
@@ -445,7 +445,7 @@ class Comm(MPI.Intracomm):
         if st is None or st.hier or not 0 <= root < st.size:    # (a bad root: MPI's error)
             _fallback(st, COLL_OBJ_REDUCE)
             return _base.reduce(self, sendobj, op, root)
-        return _shm_call(st, COLL_OBJ_REDUCE, _pickle.reduce, (sendobj, op, root))
+        return _obj_call(st, COLL_OBJ_REDUCE, sendobj, op, root)
 
     def allreduce(self, sendobj, op=_SUM):
         """Reduce to all (mpi4py's allreduce; shared memory on one node, MPI across nodes)."""
@@ -453,7 +453,7 @@ class Comm(MPI.Intracomm):
         if st is None or st.hier:
             _fallback(st, COLL_OBJ_ALLREDUCE)
             return _base.allreduce(self, sendobj, op)
-        return _shm_call(st, COLL_OBJ_ALLREDUCE, _pickle.allreduce, (sendobj, op))
+        return _obj_call(st, COLL_OBJ_ALLREDUCE, sendobj, op, 0)
 
     def gather(self, sendobj, int root=0):
         """Gather (mpi4py's gather: a list at root, None elsewhere; shared memory on
@@ -462,7 +462,7 @@ class Comm(MPI.Intracomm):
         if st is None or st.hier or not 0 <= root < st.size:    # (a bad root: MPI's error)
             _fallback(st, COLL_OBJ_GATHER)
             return _base.gather(self, sendobj, root)
-        return _shm_call(st, COLL_OBJ_GATHER, _pickle.gather, (sendobj, root))
+        return _obj_call(st, COLL_OBJ_GATHER, sendobj, None, root)
 
     def scatter(self, sendobj, int root=0):
         """Scatter (mpi4py's scatter: root's sequence of size items, or None;
@@ -471,7 +471,7 @@ class Comm(MPI.Intracomm):
         if st is None or st.hier or not 0 <= root < st.size:    # (a bad root: MPI's error)
             _fallback(st, COLL_OBJ_SCATTER)
             return _base.scatter(self, sendobj, root)
-        return _shm_call(st, COLL_OBJ_SCATTER, _pickle.scatter, (sendobj, root))
+        return _obj_call(st, COLL_OBJ_SCATTER, sendobj, None, root)
 
     def allgather(self, sendobj):
         """Gather to all (mpi4py's allgather; shared memory on one node, MPI across nodes)."""
@@ -479,7 +479,7 @@ class Comm(MPI.Intracomm):
         if st is None or st.hier:
             _fallback(st, COLL_OBJ_ALLGATHER)
             return _base.allgather(self, sendobj)
-        return _shm_call(st, COLL_OBJ_ALLGATHER, _pickle.allgather, (sendobj,))
+        return _obj_call(st, COLL_OBJ_ALLGATHER, sendobj, None, 0)
 
     def alltoall(self, sendobj):
         """All to all (mpi4py's alltoall: a sequence of size items, or None;
@@ -488,7 +488,7 @@ class Comm(MPI.Intracomm):
         if st is None or st.hier:
             _fallback(st, COLL_OBJ_ALLTOALL)
             return _base.alltoall(self, sendobj)
-        return _shm_call(st, COLL_OBJ_ALLTOALL, _pickle.alltoall, (sendobj,))
+        return _obj_call(st, COLL_OBJ_ALLTOALL, sendobj, None, 0)
 
     # --------------------------------------------------- pgascol extras
 

@@ -68,7 +68,7 @@ cdef int _hier_alltoall(_State st, _Msg s, _Layout slay, _Msg r, _Layout rlay, b
             if node_of[q] != nid and rlay.counts[q]:
                 sends.append((q, off, rlay.counts[q]))
                 off += rlay.counts[q]
-        src = np.empty(off, np.uint8)
+        src = _np().empty(off, "uint8")
         for q, off, c in sends:
             d = rlay.displs[q]
             src[off:off + c] = dst[d:d + c]

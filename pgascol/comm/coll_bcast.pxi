@@ -158,9 +158,9 @@ cdef char *_leaders_bcast(_State st, _Msg m, Py_ssize_t n, int root, int *dtype)
     when its node broadcasts flat)."""
     cdef int rn = st.node_of[root], mine = dtype[0], theirs = mine
     b = st.scratch_bufs[1]      # whole (the count says how much): no slice to make
-    if b is None or cnp.PyArray_SIZE(b) <= n:
+    if b is None or PyArray_SIZE(<PyArrayObject *>b) <= n:
         b = st.scratch(1, n + 1).base
-    cdef char *p = <char *>cnp.PyArray_DATA(b)
+    cdef char *p = _array_data(b)
     cdef char *src = m.ptr
     if st.nidx == rn:
         if st.local_of[root] != 0 and st.core.held is not None:

@@ -58,8 +58,8 @@ cdef _Layout _node_sizes(_State st, Py_ssize_t mine, bint v):
     cdef _Layout ml = _Layout(st.lsize) if st.lrank == 0 else None
     cdef Py_ssize_t i
     if v:
-        arr = np.array([mine], np.int64)
-        out = np.zeros(st.lsize, np.int64) if ml is not None else None
+        arr = _np().array([mine], "int64")
+        out = _np().zeros(st.lsize, "int64") if ml is not None else None
         st.core.gather(arr, 8, out, [8] * st.lsize if ml is not None else None, None, 0, False)
     if ml is not None:
         for i in range(st.lsize):
@@ -99,8 +99,8 @@ cdef object _node_message(_State st, _Layout lay, object u8, int node, bint in_o
         return u8[lay.displs[first]:lay.displs[first] + _node_bytes(st, lay, node)]
     if fill:
         parts = [u8[lay.displs[<int>q]:lay.displs[<int>q] + lay.counts[<int>q]] for q in st.members[node]]
-        return np.concatenate(parts) if parts else np.empty(0, np.uint8)
-    return np.empty(_node_bytes(st, lay, node), np.uint8)
+        return _np().concatenate(parts) if parts else _np().empty(0, "uint8")
+    return _np().empty(_node_bytes(st, lay, node), "uint8")
 
 
 cdef int _place_node_message(_State st, _Layout lay, object u8, int node, object msg) except -1:
@@ -158,7 +158,7 @@ cdef int _hier_gather(_State st, _Msg s, Py_ssize_t sb, _Msg r, _Layout lay, int
         return 0
     tot = ml.displs[st.lsize - 1] + ml.counts[st.lsize - 1]
     b = st.scratch(0, tot)
-    core.c_gather(True, s.ptr, sb, <char *>cnp.PyArray_DATA(b), ml.counts, ml.displs, 0, dtype)
+    core.c_gather(True, s.ptr, sb, _array_data(b), ml.counts, ml.displs, 0, dtype)
     # the tag states this leader's type, and whether its node leg met another one (held)
     tag = _gather_tag(st.call_number, dtype, core.held is not None)
     _mpi_wait(st, [st.private_comm.Isend([b, tot, _BYTE], dest=root, tag=tag)], "Gather")
@@ -201,7 +201,7 @@ cdef int _collect_types(_State st, list reqs, list srcs, tuple typed, str what) 
                 continue
             reqs[i].Cancel()
             reqs[i].Wait()      # a cancelled receive completes at once
-            reqs.append(m.Irecv([np.empty(len(into[i]), np.uint8), len(into[i]), _BYTE]))
+            reqs.append(m.Irecv([_np().empty(len(into[i]), "uint8"), len(into[i]), _BYTE]))
             into[i] = None
             theirs = (tag - base) % 16 - 1
             if theirs != mine:
@@ -308,9 +308,9 @@ cdef int _hier_scatter(_State st, _Msg s, _Layout lay, _Msg r, Py_ssize_t rb, in
         # the root's type differs (held): my own block stays out of my buffer,
         # and my node's leg states the root's type, so that each member
         # compares its own with the root's and takes its block if they agree
-        rptr = <char *>cnp.PyArray_DATA(st.scratch(1, rb))
+        rptr = _array_data(st.scratch(1, rb))
         dtype = status.Get_tag() - TAG_SCATTER - 1
-    core.c_scatter(True, <char *>cnp.PyArray_DATA(b), ml.counts, ml.displs, rptr, rb, 0, dtype)
+    core.c_scatter(True, _array_data(b), ml.counts, ml.displs, rptr, rb, 0, dtype)
     return 0
 
 
@@ -403,7 +403,7 @@ cdef int _hier_allgather(_State st, object sobj, Py_ssize_t sb, object robj, lis
         offs.append(off)
         off += t
     total = off
-    full = np.empty(total, np.uint8)
+    full = _np().empty(total, "uint8")
     mine = full[offs[st.nidx]:offs[st.nidx] + node_tot[st.nidx]]
     core.gather(sobj, sb, mine if st.lrank == 0 else None, sizes if st.lrank == 0 else None, None, 0, True)
     if st.lrank == 0:

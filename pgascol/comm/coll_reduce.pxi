@@ -89,7 +89,7 @@ cdef int _hier_allreduce(_State st, object sobj, object robj, const char *sptr, 
                 off = first * esize
                 if inplace:
                     blk = st.scratch(k & 1, mine * esize)
-                    bptr = <char *>cnp.PyArray_DATA(blk)
+                    bptr = _array_data(blk)
                 else:
                     blk = out[off + blay.displs[l]:off + blay.displs[l] + mine * esize]
                     bptr = rptr + off + blay.displs[l]
@@ -100,7 +100,7 @@ cdef int _hier_allreduce(_State st, object sobj, object robj, const char *sptr, 
                 k += 1
             if pending is not None:
                 _mpi_wait(st, pending[0], "Allreduce")
-                gsend = NULL if pending[1] is None else <const char *>cnp.PyArray_DATA(pending[1])
+                gsend = NULL if pending[1] is None else <const char *>_array_data(pending[1])
                 gathered = <_Layout>pending[4]
                 core.c_allgather(True, gsend, pending[2], rptr + <Py_ssize_t>pending[3],
                                  gathered.counts, gathered.displs, cold)
@@ -213,7 +213,7 @@ cdef int _hier_reduce(_State st, _Msg s, _Msg r, _Msg t, int opc, object op, int
     cdef char *accp
     if st.lrank == 0:
         acc = r.obj if at_root else st.scratch(0, n)
-        accp = r.ptr if at_root else <char *>cnp.PyArray_DATA(acc)
+        accp = r.ptr if at_root else _array_data(acc)
         # in place at a root that leads its node: the data is already in r
         core.c_reduce(NULL if s is None else s.ptr, accp, count, t.code, opc, 0)
         if st.nidx == rn:
@@ -295,8 +295,8 @@ cdef int _reduce_scatter(_State st, object sendbuf, object recvbuf, object recvc
             # three) and unequal nodes: allreduce the whole vector, keep my part
             tmp = st.scratch(2, total * esize)      # (the Allreduce uses 0 and 1 only in place)
             _hier_allreduce(st, r.obj if inplace else s.obj, tmp, r.ptr if inplace else s.ptr,
-                            <char *>cnp.PyArray_DATA(tmp), total, esize, r.code, opc, r.mpitype, op)
-            memcpy(r.ptr, <char *>cnp.PyArray_DATA(tmp) + start, mine)
+                            _array_data(tmp), total, esize, r.code, opc, r.mpitype, op)
+            memcpy(r.ptr, _array_data(tmp) + start, mine)
     except PgascolError as exc:
         _in_hierarchy(exc, coll)
     st.count(coll, P_HIER)
@@ -323,7 +323,7 @@ cdef int _hier_reduce_scatter(_State st, const char *src, _Msg r, list counts, i
         for n in range(N):
             shares[l] += counts[st.members[n][l]]
     share = st.scratch(1, <Py_ssize_t>shares[st.lrank] * esize)
-    cdef char *sp = <char *>cnp.PyArray_DATA(share)
+    cdef char *sp = _array_data(share)
     cdef _Layout lay = _Layout(L)
     cdef char *ordered
     if st.in_rank_order:
@@ -334,7 +334,7 @@ cdef int _hier_reduce_scatter(_State st, const char *src, _Msg r, list counts, i
             at += counts[st.members[n][st.lrank]]
     else:
         order = st.scratch(2, total * esize)
-        ordered = <char *>cnp.PyArray_DATA(order)
+        ordered = _array_data(order)
         for l in range(L):
             for n in range(N):
                 q = st.members[n][l]
@@ -347,7 +347,7 @@ cdef int _hier_reduce_scatter(_State st, const char *src, _Msg r, list counts, i
     _mpi_wait(st, [st.internode_comm.Ireduce_scatter([share, shares[st.lrank], r.mpitype],
                                                       [mine, counts[st.rank], r.mpitype], blocks, op)],
               _COLL_NAMES[st.coll])
-    memcpy(r.ptr, <char *>cnp.PyArray_DATA(mine), <Py_ssize_t>counts[st.rank] * esize)
+    memcpy(r.ptr, _array_data(mine), <Py_ssize_t>counts[st.rank] * esize)
     return 0
 
 
@@ -406,8 +406,8 @@ cdef int _hier_scan(_State st, _Msg s, _Msg r, int opc, object op, bint ex) exce
     cdef int code = r.code, last = st.lsize - 1
     cdef int holder = last if st.equal else 0
     tot, pre = st.scratch(0, n), st.scratch(1, n)
-    cdef char *totp = <char *>cnp.PyArray_DATA(tot)
-    cdef char *prep = <char *>cnp.PyArray_DATA(pre)
+    cdef char *totp = _array_data(tot)
+    cdef char *prep = _array_data(pre)
     cdef char *part = r.ptr
     cdef const char *x
     if not ex:
@@ -416,7 +416,7 @@ cdef int _hier_scan(_State st, _Msg s, _Msg r, int opc, object op, bint ex) exce
             memcpy(totp, r.ptr, n)
     else:
         x = r.ptr if s is None else s.ptr
-        part = <char *>cnp.PyArray_DATA(st.scratch(2, n))
+        part = _array_data(st.scratch(2, n))
         core.c_elementwise(PGC_COLL_EXSCAN, x, part, count, code, opc)   # my node's members before me (not at lrank 0)
         if st.lrank == last:
             if last > 0:

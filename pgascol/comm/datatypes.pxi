@@ -24,13 +24,13 @@ def _build_tables():
                  "UNSIGNED_LONG_LONG", "UINT8_T", "UINT16_T", "UINT32_T", "UINT64_T"):
         entries.append((name, sized_uint, OPC_FULL))
     entries += [("FLOAT", {4: "float32"}, OPC_FULL), ("DOUBLE", {8: "float64"}, OPC_FULL),
-                ("LONG_DOUBLE", {np.dtype(np.longdouble).itemsize: "longdouble"}, OPC_FULL),
+                ("LONG_DOUBLE", {sizeof(long double): "longdouble"}, OPC_FULL),
                 ("C_FLOAT_COMPLEX", {8: "complex64"}, OPC_FULL),
                 ("CXX_FLOAT_COMPLEX", {8: "complex64"}, OPC_FULL),
                 ("C_DOUBLE_COMPLEX", {16: "complex128"}, OPC_FULL),
                 ("CXX_DOUBLE_COMPLEX", {16: "complex128"}, OPC_FULL),
-                ("C_LONG_DOUBLE_COMPLEX", {np.dtype(np.clongdouble).itemsize: "clongdouble"}, OPC_FULL),
-                ("CXX_LONG_DOUBLE_COMPLEX", {np.dtype(np.clongdouble).itemsize: "clongdouble"}, OPC_FULL),
+                ("C_LONG_DOUBLE_COMPLEX", {2 * sizeof(long double): "clongdouble"}, OPC_FULL),
+                ("CXX_LONG_DOUBLE_COMPLEX", {2 * sizeof(long double): "clongdouble"}, OPC_FULL),
                 ("C_BOOL", {1: "bool"}, OPC_FULL), ("CXX_BOOL", {1: "bool"}, OPC_FULL),
                 ("BYTE", {1: "uint8"}, OPC_BITWISE), ("CHAR", {1: "int8"}, OPC_NONE),
                 ("PACKED", {1: "uint8"}, OPC_NONE), ("WCHAR", {2: "uint16", 4: "uint32"}, OPC_NONE)]

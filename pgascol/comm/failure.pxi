@@ -58,7 +58,7 @@ cdef str _REVOKED = "revoked: "
 # The longest reason a refusal carries (the C core's PGC_REFUSAL_MAX).
 cdef Py_ssize_t _REFUSAL_MAX = 256
 
-cdef object _ONE = np.ones(1, np.int8), _NO = np.zeros(1, np.int8)
+cdef object _ONE = bytearray(b"\x01"), _NO = bytearray(b"\x00")
 
 
 cdef int _check_alerts(_State st, str what) except -1:
@@ -86,7 +86,7 @@ cdef int _check_alerts(_State st, str what) except -1:
                     _refusal_alert(st, status.Get_source(), why, what)
     m = None if st.in_path_agreement else st.private_comm.Improbe(MPI.ANY_SOURCE, TAG_PATH, status)
     if m is not None:
-        m.Recv([np.zeros(1, np.int8), 1, _BYTE])
+        m.Recv([_np().zeros(1, "int8"), 1, _BYTE])
         _path_alert(st, status.Get_source(), what)
     m = st.private_comm.Improbe(MPI.ANY_SOURCE, TAG_ABORT, status)
     if m is not None:
@@ -170,12 +170,12 @@ cdef int _to_mpi_across(_State st, int coll) except -1:
     for theirs: 1 from a node that goes to MPI too, 0 from one that is in
     the hierarchical collective (_check_alerts); the node learns the
     verdict by a node broadcast. A disagreement aborts the node team."""
-    verdict = np.ones(1, np.int8)
+    verdict = _np().ones(1, "int8")
     what = _COLL_NAMES[coll]
     cdef int bad = -1
     if st.lrank == 0:
         leaders = [st.members[n][0] for n in range(st.nnodes) if n != st.nidx]
-        got = np.zeros(len(leaders), np.int8)
+        got = _np().zeros(len(leaders), "int8")
         reqs = [st.private_comm.Isend([_ONE, 1, _BYTE], dest=q, tag=TAG_PATH) for q in leaders]
         reqs += [st.private_comm.Irecv([got[i:i + 1], 1, _BYTE], source=q, tag=TAG_PATH) for i, q in enumerate(leaders)]
         st.in_path_agreement = True
@@ -184,7 +184,7 @@ cdef int _to_mpi_across(_State st, int coll) except -1:
         finally:
             st.in_path_agreement = False
         if not got.all():
-            bad = leaders[int(np.argmin(got))]
+            bad = leaders[int(_np().argmin(got))]
             verdict[0] = 0
             st.alerts_exchanged = True
     st.core.stats_paused = True     # part of the call counted as "mpi"

@@ -42,11 +42,10 @@ cdef list _FMT1 = [None] * 256         # single-character format -> info (cache)
 cdef unsigned char _FMT1_SET[256]
 # numpy type number -> info, learnt from the buffer path, native byte order only
 cdef list _NPY_INFO = [None] * 256
-cdef int _NPY_CONTIGUOUS = cnp.NPY_ARRAY_C_CONTIGUOUS | cnp.NPY_ARRAY_F_CONTIGUOUS
+cdef int _NPY_CONTIGUOUS = NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_F_CONTIGUOUS
 # NumPy's internal "warn on write" flag (numpy/ndarraytypes.h): such arrays
 # take the buffer protocol, which warns
 cdef int _NPY_WARN_ON_WRITE = <int>(1u << 31)
-cnp.import_array()
 
 
 cdef inline bint _numpy_direct(object buf, bint writable, bint fmt, _Msg m):
@@ -55,24 +54,24 @@ cdef inline bint _numpy_direct(object buf, bint writable, bint fmt, _Msg m):
     writable for a receive buffer, a type the buffer path has seen. m.obj
     (set by the caller) keeps the array alive; an array referenced from
     outside cannot be resized."""
-    if type(buf) is not cnp.ndarray:
+    if Py_TYPE(buf) != _NDARRAY:     # (NULL until numpy is seen: numpy_lazy.pxi)
         return False
-    cdef cnp.ndarray a = <cnp.ndarray>buf
-    cdef int flags = cnp.PyArray_FLAGS(a)
-    if not flags & _NPY_CONTIGUOUS or (writable and (not flags & cnp.NPY_ARRAY_WRITEABLE
+    cdef PyArrayObject *a = <PyArrayObject *>buf
+    cdef int flags = PyArray_FLAGS(a)
+    if not flags & _NPY_CONTIGUOUS or (writable and (not flags & NPY_ARRAY_WRITEABLE
                                                       or flags & _NPY_WARN_ON_WRITE)):
         return False
-    cdef int tn = cnp.PyArray_TYPE(a)
+    cdef int tn = PyArray_TYPE(a)
     if fmt:
-        if tn < 0 or tn >= 256 or not cnp.PyArray_ISNOTSWAPPED(a):
+        if tn < 0 or tn >= 256 or not PyArray_ISNOTSWAPPED(a):
             return False
         info = _NPY_INFO[tn]
         if info is None:
             return False
         m.mpitype, m.code, m.opclass, m.esize = info
     m.release()
-    m.ptr = <char *>cnp.PyArray_DATA(a)
-    m.nbytes = cnp.PyArray_NBYTES(a)
+    m.ptr = <char *>PyArray_DATA(a)
+    m.nbytes = PyArray_NBYTES(a)
     return True
 
 
@@ -93,16 +92,18 @@ cdef int _getbuf(object buf, bint writable, bint fmt, _Msg m) except -1:
                 ro = False
             if ro:
                 raise ArgumentError("the receive buffer is read-only (%s)" % type(buf).__name__)
-        if _other_buffer_kind(buf) and not isinstance(buf, cnp.ndarray):
+        if _other_buffer_kind(buf) and not _is_ndarray(buf):
             return 0
         # mpi4py asks for the same buffer (any contiguous, writable to
         # receive) and fails alike: not contiguous, or no buffer at all (a
         # numpy array's DLPack view, mpi4py's second try, has its layout)
-        _bad_message(str(exc), ArgumentBufferError if isinstance(exc, BufferError) or isinstance(buf, cnp.ndarray)
+        _bad_message(str(exc), ArgumentBufferError if isinstance(exc, BufferError) or _is_ndarray(buf)
                      else ArgumentTypeError if isinstance(exc, TypeError) else ArgumentError)
     m.held = True
     m.ptr = <char *>m.view.buf
     m.nbytes = m.view.len
+    if _NDARRAY == NULL:
+        _numpy_seen()       # numpy's arrays take _numpy_direct from now on
     if not fmt:
         return 1
     cdef const char *f = m.view.format
@@ -124,8 +125,8 @@ cdef int _getbuf(object buf, bint writable, bint fmt, _Msg m) except -1:
         return 0
     m.mpitype, m.code, m.opclass, m.esize = info
     cdef int tn
-    if type(buf) is cnp.ndarray and cnp.PyArray_ISNOTSWAPPED(<cnp.ndarray>buf):
-        tn = cnp.PyArray_TYPE(<cnp.ndarray>buf)
+    if Py_TYPE(buf) == _NDARRAY and PyArray_ISNOTSWAPPED(<PyArrayObject *>buf):
+        tn = PyArray_TYPE(<PyArrayObject *>buf)
         if 0 <= tn < 256:
             _NPY_INFO[tn] = info
     return 1
@@ -389,9 +390,9 @@ cdef bint _packs_raw() except -1:
 cdef int _probe_packing() except -1:
     global _SELF, _raw
     cdef int raw = 0
-    x = np.arange(6, dtype=np.float64) + 0.25
-    out = np.zeros(24, np.uint8)
-    back = np.zeros(6)
+    x = _np().arange(6, dtype="float64") + 0.25
+    out = _np().zeros(24, "uint8")
+    back = _np().zeros(6)
     vec = None
     try:
         _SELF = MPI.COMM_SELF.Dup()
@@ -463,7 +464,7 @@ cdef int _packed(object o_buf, object o_count, object o_displ, object o_type, in
     m.user = _BOTTOM if bottom else o_buf
     m.utype, m.usize = dt, size
     m.mpitype, m.code, m.opclass, m.esize = _BYTE, _BYTE_CODE, OPC_NONE, 1
-    m.obj = np.empty(nbytes, np.uint8)
+    m.obj = _np().empty(nbytes, "uint8")
     _getbuf(m.obj, True, False, m)     # the engine's buffer from now on
     if not m.writable:
         try:

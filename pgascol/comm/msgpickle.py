@@ -4,7 +4,10 @@ mpi4py's lowercase methods -- bcast, gather, scatter, allgather, alltoall,
 reduce, allreduce -- with mpi4py's semantics, the bytes moving through the
 node engine's byte collectives (a pgascol.engine._core.Team) instead of MPI
 messages. pgascol.Comm calls these only when the whole communicator is one
-node team; across nodes it uses mpi4py's own methods.
+node team; across nodes it uses mpi4py's own methods. pgascol.Comm moves a
+message that is one in-band frame at C level (msgpickle.pxi) with the same
+slots; a rank there that receives a header it does not handle continues here
+(the *_finish functions), and what it pickled is passed on (``pickled``).
 
 Messages. An object is serialised with mpi4py's pickler (``MPI.pickle``: its
 dumps/loads, protocol and out-of-band THRESHOLD, 256 KiB by default) as
@@ -63,7 +66,6 @@ to mpi4py, for MPI's error (MPI.Exception, ERR_ROOT).
 import struct
 
 import mpi4py
-import numpy as np
 from mpi4py import MPI
 
 from ..errors import ArgumentError, PgascolError
@@ -79,7 +81,11 @@ _FITS = SLOT - _HB
 _OK, _FAILED, _RAISED = 0, 1, 2     # statuses (_RAISED: frame 0 is an exception to raise)
 _ALIGN = 64                 # offset of every out-of-band frame in a receive buffer or a block
 _NUMPY_ALLOC = 1 << 16      # receive buffers from this size are numpy (not zero-filled)
-_SMALL_ALLREDUCE = 1 << 16  # allreduce: allgather + fold everywhere up to this many bytes in all
+# allreduce of one-frame messages: allgather + fold everywhere up to this
+# many bytes in all, else a fold at rank 0 and a bcast. Every rank loads every
+# object then: at np=2 64 KiB objects 37 against 74 us, at np=8 on 2 cores
+# 16 KiB 0.54 against 0.77 ms; 200 KiB at np=2, or 64 KiB at np=8, lose.
+_SMALL_ALLREDUCE = 1 << 18
 _EMPTY = b""
 
 # mpi4py's order of the reduction (read by mpi4py when MPI was imported;
@@ -139,10 +145,12 @@ def _dumps(obj):
         return pkl.dumps(obj), []   # in band; raises if the object cannot be pickled at all
 
 
-def _message(obj):
-    """Serialise obj into a _Message (frame 0 = [buffer lengths] + pickle)."""
+def _message(obj, pickled=None):
+    """Serialise obj into a _Message (frame 0 = [buffer lengths] + pickle).
+    pickled: what MPI.pickle.dumps_oob already gave for obj (the C-level
+    first step of msgpickle.pxi pickles before it knows whether a message fits)."""
     try:
-        data, bufs = _dumps(obj)
+        data, bufs = _dumps(obj) if pickled is None else pickled
     except BaseException as exc:
         return _Message(None, None, exc)
     if not bufs:
@@ -152,14 +160,18 @@ def _message(obj):
     return _Message([f0] + list(bufs), [len(f0)] + lens)
 
 
-def _messages(sendobj, size):
+def _messages(sendobj, size, pickled=None):
     """Messages of a scatter/alltoall sequence (mpi4py: None means None for
-    everyone; anything else must give exactly size items), or the exception."""
+    everyone; anything else must give exactly size items), or the exception.
+    pickled: the items' dumps_oob results, already made (see _message)."""
     try:
         items = [None] * size if sendobj is None else list(sendobj)
         if len(items) != size:
             raise ValueError(f"expecting {size} items, got {len(items)}")
-        msgs = [_message(x) for x in items]
+        if pickled is None:
+            msgs = [_message(x) for x in items]
+        else:
+            msgs = [_message(x, p) for x, p in zip(items, pickled)]
     except BaseException as exc:
         return None, exc
     for m in msgs:
@@ -193,6 +205,7 @@ def _load(f0, nframes, oob):
 def _alloc(n):
     """n writable bytes, as a memoryview."""
     if n >= _NUMPY_ALLOC:
+        import numpy as np      # (not with the module: start-up, numpy_lazy.pxi)
         return memoryview(np.empty(n, np.uint8))
     return memoryview(bytearray(n))
 
@@ -277,20 +290,27 @@ def _slot_frame(slots, r, len0):
     return memoryview(slots)[off:off + len0]
 
 
-def bcast(core, obj, root, copy_root=True, error=None):
+def bcast(core, obj, root, copy_root=True, error=None, pickled=None):
     """mpi4py's bcast. error (at the root): raise this exception everywhere
     instead (frame 0 carries it). copy_root False: the root returns obj itself."""
-    size, rank = core.size, core.rank
     slot = bytearray(SLOT)
-    if rank == root:
+    msg = None
+    if core.rank == root:
         if error is not None:
             msg = _message(error)
             if msg.error is not None:
                 msg = _message(PgascolError("%s: %s" % (type(error).__name__, error)))
         else:
-            msg = _message(obj)
+            msg = _message(obj, pickled)
         msg.put(slot, 0, not msg.fits(), _RAISED if error is not None else None)
     core.bcast(slot, SLOT, root)
+    return bcast_finish(core, slot, msg, obj, root, copy_root, error)
+
+
+def bcast_finish(core, slot, msg, obj, root, copy_root=True, error=None):
+    """bcast after its slot (a bytearray) came: the root's message msg (None
+    elsewhere) or the frames that follow, and the result."""
+    size, rank = core.size, core.rank
     status, nframes, len0, _, follow = _HDR.unpack_from(slot)
     if status == _FAILED:
         _raise_failures("bcast", [r == root for r in range(size)],
@@ -328,9 +348,7 @@ def _exchange(core, msg):
     msg.put(mine, 0, not msg.fits())
     slots = bytearray(SLOT * size)
     core.allgather(mine, SLOT, slots, _slot_counts(size), None, False)
-    rows = [_HDR.unpack_from(slots, r * SLOT) for r in range(size)]
-    return (slots, [h[0] for h in rows], [h[1] for h in rows], [h[2] for h in rows],
-            any(h[4] for h in rows))
+    return _rows(slots, size)
 
 
 def _move(core, root, i, sendbuf, nbytes, counts, displs, total):
@@ -377,11 +395,23 @@ def _gather_frames(core, msg, nframes, len0s, root):
     return [_load(f0s[r], nframes[r], oob[r]) for r in range(size)]
 
 
-def _gathered(core, what, obj, root):
+def _gathered(core, what, obj, root, pickled=None):
     """Everyone's object at root (None: at every rank), None elsewhere: one
     allgather of slots, and the frames after it if any did not fit."""
-    msg = _message(obj)
-    slots, statuses, nframes, len0s, follow = _exchange(core, msg)
+    msg = _message(obj, pickled)
+    return gathered_finish(core, what, msg, _exchange(core, msg), root)
+
+
+def _rows(slots, size):
+    """The exchange of _exchange read from every rank's slot in slots."""
+    rows = [_HDR.unpack_from(slots, r * SLOT) for r in range(size)]
+    return (slots, [h[0] for h in rows], [h[1] for h in rows], [h[2] for h in rows],
+            any(h[4] for h in rows))
+
+
+def gathered_finish(core, what, msg, exchange, root):
+    """_gathered after the slots' exchange: the frames if any did not fit."""
+    slots, statuses, nframes, len0s, follow = exchange
     _raise_failures(what, statuses, msg.error)
     if follow:
         return _gather_frames(core, msg, nframes, len0s, root)
@@ -390,14 +420,14 @@ def _gathered(core, what, obj, root):
     return [_load(_slot_frame(slots, r, n), 1, None) for r, n in enumerate(len0s)]
 
 
-def gather(core, obj, root):
+def gather(core, obj, root, pickled=None):
     """mpi4py's gather: the list of everyone's object at root, None elsewhere."""
-    return _gathered(core, "gather", obj, root)
+    return _gathered(core, "gather", obj, root, pickled)
 
 
-def allgather(core, obj):
+def allgather(core, obj, pickled=None):
     """mpi4py's allgather: the list of everyone's object."""
-    return _gathered(core, "allgather", obj, None)
+    return _gathered(core, "allgather", obj, None, pickled)
 
 
 def _sender_slots(msgs, error, size):
@@ -414,18 +444,24 @@ def _sender_slots(msgs, error, size):
     return slots, follow
 
 
-def scatter(core, sendobj, root):
+def scatter(core, sendobj, root, pickled=None):
     """mpi4py's scatter: item i of root's sequence (of exactly size items, or
     None: None for everyone) to rank i."""
-    size, rank = core.size, core.rank
+    size = core.size
     slot = bytearray(SLOT)
     msgs = error = None
-    if rank == root:
-        msgs, error = _messages(sendobj, size)
+    if core.rank == root:
+        msgs, error = _messages(sendobj, size, pickled)
         slots, _ = _sender_slots(msgs, error, size)
         core.scatter(slots, _slot_counts(size), None, slot, SLOT, root, False)
     else:
         core.scatter(None, None, None, slot, SLOT, root, False)
+    return scatter_finish(core, slot, msgs, error, root)
+
+
+def scatter_finish(core, slot, msgs, error, root):
+    """scatter after this rank's slot came: the block that follows, if any."""
+    size, rank = core.size, core.rank
     status, nframes, len0, packed, follow = _HDR.unpack_from(slot)
     if status != _OK:
         _raise_failures("scatter", [r == root for r in range(size)], error)
@@ -441,15 +477,21 @@ def scatter(core, sendobj, root):
     return _unpack(mine, nframes, len0)
 
 
-def alltoall(core, sendobj):
+def alltoall(core, sendobj, pickled=None):
     """mpi4py's alltoall: item j of rank i's sequence (size items, or None)
     becomes item i of rank j's result."""
     size = core.size
-    msgs, error = _messages(sendobj, size)
+    msgs, error = _messages(sendobj, size, pickled)
     sslots, _ = _sender_slots(msgs, error, size)
     rslots = bytearray(SLOT * size)
     counts = _slot_counts(size)
     core.alltoall(sslots, counts, None, rslots, counts, None, False)
+    return alltoall_finish(core, rslots, msgs, error)
+
+
+def alltoall_finish(core, rslots, msgs, error):
+    """alltoall after the slots came: the blocks that follow, if any."""
+    size = core.size
     rows = [_HDR.unpack_from(rslots, r * SLOT) for r in range(size)]
     _raise_failures("alltoall", [h[0] for h in rows], error)
     if not any(h[4] for h in rows):
@@ -479,18 +521,23 @@ def _fold(items, op):
     return items[0]
 
 
-def reduce(core, obj, op, root):
+def reduce(core, obj, op, root, pickled=None):
     """mpi4py's reduce: the reduction at root, None elsewhere."""
-    items = gather(core, obj, root)
+    items = gather(core, obj, root, pickled)
     if items is None:
         return None
     return _fold(items, op)
 
 
-def allreduce(core, obj, op):
+def allreduce(core, obj, op, pickled=None):
     """mpi4py's allreduce: the reduction on every rank."""
-    msg = _message(obj)
-    slots, statuses, nframes, len0s, follow = _exchange(core, msg)
+    msg = _message(obj, pickled)
+    return allreduce_finish(core, msg, _exchange(core, msg), op)
+
+
+def allreduce_finish(core, msg, exchange, op):
+    """allreduce after the slots' exchange."""
+    slots, statuses, nframes, len0s, follow = exchange
     _raise_failures("allreduce", statuses, msg.error)
     # small: everyone gets everything and folds (the same calls in the same
     # order on every rank, so the same result -- or exception)

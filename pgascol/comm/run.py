@@ -8,6 +8,13 @@ leaving the other ranks waiting."""
 import sys
 
 
+def is_program(args):
+    """Whether a `pgascol` command line names a program to run (a script,
+    -m module, -c command, - for stdin) rather than one of its commands."""
+    import os
+    return bool(args) and (args[0] in ("-m", "-c", "-") or args[0].endswith(".py") or os.path.isfile(args[0]))
+
+
 def install():
     """Replace mpi4py.MPI.COMM_WORLD by a pgascol communicator (collective),
     which behaves as the predefined constant (free(), Free(), pickling)."""

@@ -40,9 +40,9 @@ cdef Py_ssize_t _HIER_ROOTED_MAX = 64 << 10
 def _u8(obj):
     """A writable-if-possible flat uint8 numpy view of a contiguous buffer."""
     try:
-        return np.frombuffer(obj, dtype=np.uint8)
+        return _np().frombuffer(obj, dtype="uint8")
     except (ValueError, TypeError, BufferError):
-        return np.asarray(obj).reshape(-1, order="A").view(np.uint8)
+        return _np().asarray(obj).reshape(-1, order="A").view("uint8")
 
 
 cdef class _State:
@@ -66,6 +66,7 @@ cdef class _State:
     cdef public object tuner    # the path table (_Tuner, tune.pxi)
     cdef list scratch_bufs      # pre-faulted work areas of the hierarchical legs
     cdef dict locks             # mpi4py's locks of the pickle-based methods (msgpickle.pxi), by key
+    cdef dict frame_areas       # their send and receive areas (msgpickle.pxi, _Areas), by key
     cdef list alerts            # sends of _abort_across and _check_alerts, completed at free
     cdef bint in_path_agreement # in _to_mpi_across: its TAG_PATH messages are its own
     cdef bint told_other_nodes  # _abort_across told the other nodes
@@ -105,6 +106,7 @@ cdef class _State:
         self.core.refusals_abort = self.hier
         self.scratch_bufs = [None, None, None]
         self.locks = {}
+        self.frame_areas = {}
         self.alerts = []
         self.internode_comm = self.private_comm = None
         if self.hier:
@@ -143,7 +145,7 @@ cdef class _State:
         call."""
         buf = self.scratch_bufs[which]
         if buf is None or buf.size < nbytes:
-            buf = np.empty(max(nbytes, 4096), np.uint8)
+            buf = _np().empty(max(nbytes, 4096), "uint8")
             buf.fill(0)
             self.scratch_bufs[which] = buf
         return buf[:nbytes]

@@ -241,10 +241,10 @@ cdef class _Tuner:
         self.exchanges = 0
         self.last_exchange_ns = _now_ns()
         self.exchange_cost_ns = 0
-        self.xarr = np.zeros(4 + 2 * NSLOTS + 2 * MAXCAND * NSLOTS, np.float64)
-        self.yarr = np.zeros_like(self.xarr)
-        self.xbuf = <double *>cnp.PyArray_DATA(self.xarr)
-        self.ybuf = <double *>cnp.PyArray_DATA(self.yarr)
+        self.xarr = bytearray(sizeof(double) * (4 + 2 * NSLOTS + 2 * MAXCAND * NSLOTS))
+        self.yarr = bytearray(len(self.xarr))
+        self.xbuf = <double *>PyByteArray_AS_STRING(self.xarr)
+        self.ybuf = <double *>PyByteArray_AS_STRING(self.yarr)
 
     def _candidates(self, int coll, int k, Py_ssize_t inline_max):
         """The candidates of collective coll's class k on a node team of two

@@ -18,12 +18,8 @@ this machine's (another CPU, cache, core count, kernel, MPI library or
 pgascol version), a corrupt one and an unreadable one are ignored
 (`status()` says why, `pgascol info` shows it); a read-only or missing cache
 directory only means nothing is kept."""
-import datetime
 import json
 import os
-import platform
-import socket
-import tempfile
 
 FORMAT = "pgascol-calibration/2"
 _CPU_SYSFS = "/sys/devices/system/cpu/cpu0/cache"
@@ -37,7 +33,7 @@ def cache_path(name, variable):
     if env:
         return env
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "pgascol", "%s-%s.json" % (name, socket.gethostname()))
+    return os.path.join(base, "pgascol", "%s-%s.json" % (name, os.uname().nodename))
 
 
 def default_path():
@@ -52,7 +48,7 @@ def _cpu_model():
                     return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    return platform.processor() or platform.machine()
+    return os.uname().machine
 
 
 def _caches(root=_CPU_SYSFS):
@@ -98,7 +94,7 @@ def fingerprint():
     if _fingerprint is None:
         from .. import __version__
         _fingerprint = {"cpu": _cpu_model(), "caches": _caches(), "cores": os.cpu_count() or 0,
-                        "kernel": platform.release(), "mpi": _mpi_library(), "pgascol": __version__}
+                        "kernel": os.uname().release, "mpi": _mpi_library(), "pgascol": __version__}
     return _fingerprint
 
 
@@ -175,10 +171,11 @@ def save(tables, source, path=None):
     doc = {"format": FORMAT, "fingerprint": fingerprint(), "tables":
            {s: {c: {str(k): p for k, p in sorted(cl.items())} for c, cl in colls.items()}
             for s, colls in merged.items()},
-           "sources": sources, "written": datetime.datetime.now().isoformat(timespec="seconds")}
+           "sources": sources, "written": _now()}
     try:
         d = os.path.dirname(os.path.abspath(path))
         os.makedirs(d, exist_ok=True)
+        import tempfile     # (here: not on a job's start-up path)
         fd, tmp = tempfile.mkstemp(prefix=".calibration-", dir=d)
         try:
             with os.fdopen(fd, "w") as f:
@@ -190,3 +187,8 @@ def save(tables, source, path=None):
     except OSError:
         return None
     return path
+
+
+def _now():
+    import datetime
+    return datetime.datetime.now().isoformat(timespec="seconds")

@@ -18,18 +18,24 @@ the case allocated, collectively.
     blas.dot        pgascol.blas.dot of two blocked vectors, nbytes per rank
     blas.axpy       pgascol.blas.axpy of the same
     sparse.mv       y = A x, A tridiagonal CSR with nbytes of x per rank
+    comm.bcast, comm.gather, comm.scatter, comm.allgather, comm.alltoall,
+    comm.allreduce  pgascol.Comm's pickle-based method of mpi4py's most
+                    common object, a small tuple (no payload size)
 """
 import numpy as np
 
+_OBJECT_METHODS = ("bcast", "gather", "scatter", "allgather", "alltoall", "allreduce")
+
 LAYER_OPS = ("pgas.get", "pgas.put", "pgas.fetch_op", "pgas.barrier", "upc.all_broadcast", "upc.all_reduce",
-             "blas.dot", "blas.axpy", "sparse.mv")
+             "blas.dot", "blas.axpy", "sparse.mv") + tuple("comm." + m for m in _OBJECT_METHODS)
 LAYER_MAX_BYTES = 64 << 10      # small operations: where per-call cost matters
-FIXED_BYTES = {"pgas.fetch_op": 8, "pgas.barrier": 0}
+FIXED_BYTES = {"pgas.fetch_op": 8, "pgas.barrier": 0, **{"comm." + m: 0 for m in _OBJECT_METHODS}}
 # The collectives among them, whose calls make few enough instructions that
 # the branches of their waits weigh (bench_callgrind.paced). The others make
 # over 20,000 instructions per call (Python around one-sided transfers,
 # SciPy's kernels), where those branches weigh below 0.05%.
-LAYER_PACED = ("pgas.barrier", "upc.all_broadcast", "upc.all_reduce")
+LAYER_PACED = ("pgas.barrier", "upc.all_broadcast", "upc.all_reduce") + tuple(
+    "comm." + m for m in _OBJECT_METHODS)
 
 
 def layer_sizes(op, sizes):
@@ -53,6 +59,8 @@ def make_case(op, nbytes, pcomm):
                 "pgas.fetch_op": lambda: a.fetch_op(there, 1.0, "sum")}[op]
         pgas.barrier(pcomm)
         return call, _freeing(pcomm, a)
+    if op.startswith("comm."):
+        return _object_call(op[5:], pcomm, P, me), None
     if op == "pgas.barrier":
         return (lambda: pgas.barrier(pcomm)), _freeing(pcomm)
     if op.startswith("upc."):
@@ -89,3 +97,15 @@ def _freeing(pcomm, *objects):
         for o in objects:
             o.free()
     return free
+
+
+def _object_call(method, pcomm, P, me):
+    """One call of a pickle-based method on a small tuple (a step, a name, a loss)."""
+    from mpi4py import MPI
+    obj = (me, "x", 1.5)
+    return {"bcast": lambda: pcomm.bcast(obj, 0),
+            "gather": lambda: pcomm.gather(obj, 0),
+            "scatter": lambda: pcomm.scatter([obj] * P if me == 0 else None, 0),
+            "allgather": lambda: pcomm.allgather(obj),
+            "alltoall": lambda: pcomm.alltoall([obj] * P),
+            "allreduce": lambda: pcomm.allreduce(me, op=MPI.SUM)}[method]

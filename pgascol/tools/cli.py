@@ -166,8 +166,8 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     # Zero-code-change mode: a script (or -m module, -c command, - for stdin)
     # runs with COMM_WORLD replaced by a pgascol communicator (pgascol.run).
-    if argv and (argv[0] in ("-m", "-c", "-") or argv[0].endswith(".py") or os.path.isfile(argv[0])):
-        from ..comm.run import main as run_main
+    from ..comm.run import is_program, main as run_main
+    if is_program(argv):
         return run_main(argv)
     from ..node import calibration
     from ..upc import defaults as upc_defaults

@@ -265,6 +265,37 @@ def test_every_method_around_the_slot():
     both(lambda c: c.allreduce(near_slot(ME), op=MPI.SUM))
 
 
+def four_kinds(rank, salt=0):
+    """A list whose pickle, by (rank + salt) % 4: travels in the slot; is one
+    in-band frame after it; has out-of-band frames; is one in-band frame that
+    alone puts an allreduce over its 256 KiB of frames."""
+    kind = (rank + salt) % 4
+    fill = 65 + (rank + salt) % 26
+    return [(rank, "s", 1.5), bytes([fill]) * 2000, np.full(300000, rank + salt, np.int16),
+            bytes([fill]) * 270000][kind:kind + 1]
+
+
+def test_every_method_with_messages_of_every_kind_in_one_call():
+    # pgascol.Comm moves a message that is one in-band frame itself and hands
+    # the others to msgpickle.py, in the same engine collectives
+    for root in ROOTS:
+        same(both(lambda c: c.bcast(four_kinds(root) if ME == root else None, root=root)), four_kinds(root))
+        got = both(lambda c: c.gather(four_kinds(ME), root=root))
+        if ME == root:
+            same(got, [four_kinds(r) for r in range(P)])
+        got = both(lambda c: c.scatter([four_kinds(r, root) for r in range(P)] if ME == root else None,
+                                       root=root))
+        same(got, four_kinds(ME, root))
+        got = both(lambda c: c.reduce(four_kinds(ME), op=MPI.SUM, root=root))
+        if ME == root:
+            same(got, sum((four_kinds(r) for r in range(P)), []))
+    same(both(lambda c: c.allgather(four_kinds(ME))), [four_kinds(r) for r in range(P)])
+    same(both(lambda c: c.alltoall([four_kinds(ME, j) for j in range(P)])), [four_kinds(i, ME) for i in range(P)])
+    same(both(lambda c: c.allreduce(four_kinds(ME), op=MPI.SUM)), sum((four_kinds(r) for r in range(P)), []))
+    for small in range(2):      # every rank's of one kind: the fold of the gathered frames
+        same(both(lambda c: c.allreduce(four_kinds(small, 1), op=MPI.SUM)), four_kinds(small, 1) * P)
+
+
 class CountingCore:
     """A node team's engine, counting the collectives a method makes on it."""
 
@@ -462,6 +493,30 @@ def test_custom_pickler_and_threshold():
         both(lambda c: _all_methods(c, big(ME, mib=1)))
     finally:
         MPI.pickle.THRESHOLD = saved
+
+
+def test_an_unpickler_that_keeps_a_view_of_what_it_received():
+    """pgascol.Comm receives frames into areas it keeps between calls (the
+    objects unpickled from a frame copy its bytes); an unpickler that returns
+    a view of its input instead must still see its data after the next call.
+    (Across nodes these are mpi4py's own methods, which do not promise it.)"""
+    if HIER:
+        return
+
+    def loads(data):
+        return memoryview(data)         # a view of the received frame, kept
+    try:
+        MPI.pickle.__init__(lambda obj, protocol=None: bytes(obj), loads)
+        for method in (lambda c, x: c.bcast(x, root=0), lambda c, x: c.allgather(x),
+                       lambda c, x: c.scatter([x] * P if ME == 0 else None, root=0),
+                       lambda c, x: c.alltoall([x] * P)):
+            first = method(PG, bytes([1]) * 3000)
+            second = method(PG, bytes([2]) * 3000)
+            for got, fill in ((first, 1), (second, 2)):
+                for view in (got if isinstance(got, list) else [got]):
+                    assert bytes(view) == bytes([fill]) * 3000
+    finally:
+        MPI.pickle.__init__()
 
 
 # ------------------------------------------------------------------ misuse
