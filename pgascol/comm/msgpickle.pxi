@@ -1,15 +1,16 @@
 # The pickle-based methods on one node: msgpickle.py over the engine's byte
-# collectives, with the first step of a call -- the one engine collective of
-# slots -- in C-level code here.
+# collectives, with every call whose messages each pickle to one in-band
+# frame -- the slots, and the frames after them -- in C-level code here.
 #
 # Most calls programs make move small objects (a loss, a step count, a
 # shape): their pickle travels whole in its slot, and the call is one
 # engine collective. Written in Python that call costs 2-3 us of
 # interpreter work (lists, struct, memoryview slices) around a 0.3 us
-# collective -- more than mpi4py's own method over MPI. So the first step is
+# collective -- more than mpi4py's own method over MPI. So such calls are
 # done here: pickle, header and frame written with memcpy into slots on the
 # stack, the engine's C-level entry point (Team.c_*), the headers read back
-# and the frames unpickled straight from the slots. The slots are those of
+# and the frames unpickled straight from the slots (or, for a frame larger
+# than its slot, from the area it came into: _Areas). The slots are those of
 # msgpickle.py (same header, same layout), so a rank whose object does not
 # fit takes msgpickle.py's whole path while the others take this one, in the
 # same engine collective; and a rank here that receives a header saying a
@@ -376,23 +377,23 @@ cdef object _frames_gathered(Team core, pgc_team *t, _Areas areas, _Slots slots,
     return slots.frames(buf)
 
 
-cdef object _sequence_pickles(object sendobj, int n):
-    """The dumps_oob frames (bytes) of a scatter's or an alltoall's n items
-    when every one is one in-band frame, else None (msgpickle.py then checks
-    the sequence, with mpi4py's errors, and pickles)."""
+cdef tuple _sequence_pickles(object sendobj, int n):
+    """A scatter's or an alltoall's n items, as (items, their dumps_oob
+    results, the frames when every one is one in-band frame else None).
+    Where sendobj is no sequence of n items: (items or sendobj, None, None),
+    and msgpickle.py raises mpi4py's error. Each item is pickled once,
+    whichever path then moves it (msgpickle.py takes the results)."""
     try:
         items = [None] * n if sendobj is None else list(sendobj)
     except Exception:
-        return None
+        return sendobj, None, None
     if len(items) != n:
-        return None
-    datas = []
-    for x in items:
-        p = _pickled(x)
+        return items, None, None
+    pickles = [_pickled(x) for x in items]
+    for p in pickles:
         if not _one_frame(p):
-            return None
-        datas.append(p[0])
-    return datas
+            return items, pickles, None
+    return items, pickles, [p[0] for p in pickles]
 
 
 cdef bint _all_fit(list datas) noexcept:
@@ -408,9 +409,9 @@ cdef object _obj_scatter(Team core, pgc_team *t, _Areas areas, object sendobj, i
     cdef _Slots slots
     cdef size_t m
     if t.rank == root:
-        datas = _sequence_pickles(sendobj, n)
+        items, pickles, datas = _sequence_pickles(sendobj, n)
         if datas is None:
-            return _pickle.scatter(core, sendobj, root)
+            return _pickle.scatter(core, items, root, pickles)
         follow = not _all_fit(datas)
         slots = _Slots(n)
         for r in range(n):
@@ -438,9 +439,9 @@ cdef object _obj_scatter(Team core, pgc_team *t, _Areas areas, object sendobj, i
 
 cdef object _obj_alltoall(Team core, pgc_team *t, _Areas areas, object sendobj):
     cdef int n = t.nranks, r
-    datas = _sequence_pickles(sendobj, n)
+    items, pickles, datas = _sequence_pickles(sendobj, n)
     if datas is None:
-        return _pickle.alltoall(core, sendobj)
+        return _pickle.alltoall(core, items, pickles)
     cdef bint follow = not _all_fit(datas)
     cdef _Slots send = _Slots(n), recv = _Slots(n)
     for r in range(n):

@@ -495,6 +495,31 @@ def test_custom_pickler_and_threshold():
         MPI.pickle.THRESHOLD = saved
 
 
+class Counted:
+    """Counts how often it is pickled."""
+    pickled = 0
+
+    def __reduce__(self):
+        Counted.pickled += 1
+        return (Counted, ())
+
+
+def test_each_item_is_pickled_once_whichever_path_moves_it():
+    # one item with out-of-band frames takes the call to msgpickle.py, which
+    # must not pickle again what the C path pickled
+    def items():
+        return [Counted() for _ in range(P - 1)] + [np.full(300000, ME, np.int16)]
+    Counted.pickled = 0
+    got = PG.scatter(items() if ME == 0 else None, root=0)
+    assert Counted.pickled == (P - 1 if ME == 0 else 0), Counted.pickled
+    assert isinstance(got, Counted) if ME < P - 1 else np.array_equal(got, np.full(300000, 0, np.int16))
+    Counted.pickled = 0
+    got = PG.alltoall(items())
+    assert Counted.pickled == P - 1, Counted.pickled
+    for i, x in enumerate(got):     # item ME of rank i's sequence
+        assert np.array_equal(x, np.full(300000, i, np.int16)) if ME == P - 1 else isinstance(x, Counted)
+
+
 def test_an_unpickler_that_keeps_a_view_of_what_it_received():
     """pgascol.Comm receives frames into areas it keeps between calls (the
     objects unpickled from a frame copy its bytes); an unpickler that returns
