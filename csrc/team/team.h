@@ -245,6 +245,15 @@ typedef struct pgc_team {
     pgc_config cfg;             /* copy of hdr->cfg */
     pgc_simd simd;              /* the loops this member copies and reduces with (cfg.simd) */
     uint64_t spin_iters;        /* spin budget in pause instructions */
+    /* Whether spinning pays (sync.c: spin_gate_count): of the last waits
+     * that spun, how many the spin ended; while a window of them showed
+     * that it seldom does, waits skip the spin until off_until. */
+    struct pgc_spin_gate {
+        uint32_t spun, ended;   /* in the current window */
+        uint64_t off_until;     /* pgc_now_ns() before which waits do not spin */
+        uint64_t hold_ns;       /* the next hold (0: the shortest) */
+        uint64_t offs;          /* windows that turned the spin off */
+    } spin_gate;
     uint64_t liveness_next_ns;  /* next time a waiting member checks its peers */
     int cma_ok;                 /* single copy works between all members */
     char cma_reason[320];       /* why not, when it does not */

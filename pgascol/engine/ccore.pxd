@@ -14,6 +14,7 @@ cdef extern from "base/common.h" nogil:
     ctypedef enum pgc_simd:
         PGC_SIMD_BASE, PGC_SIMD_AVX2
     pgc_simd pgc_simd_of_cpu()
+    uint64_t pgc_now_ns()
 
 
 cdef extern from "base/count.h" nogil:
@@ -92,6 +93,10 @@ cdef extern from "team/team.h" nogil:
         uint64_t inline_slot
         pgc_costs costs
 
+    cdef struct pgc_spin_gate:
+        uint32_t spun, ended
+        uint64_t off_until, hold_ns, offs
+
     ctypedef struct pgc_team:
         pgc_segment seg
         pgc_header *hdr
@@ -101,6 +106,7 @@ cdef extern from "team/team.h" nogil:
         pgc_config cfg
         pgc_simd simd
         uint64_t spin_iters
+        pgc_spin_gate spin_gate
         int cma_ok
         char cma_reason[320]
         pgc_error err

@@ -339,6 +339,17 @@ cdef class Team:
         cdef pgc_team *t = self._use()
         return {"kernel": t.single_copies[0], "shared": t.single_copies[1]}
 
+    def waits(self):
+        """This member's spin gate (sync.c, spin_gate_count): "spinning"
+        (whether its waits spin now), "spin_offs" (how many windows of waits
+        that seldom ended in the spin turned it off), "off_ms" (how long it
+        stays off from now; 0 while spinning)."""
+        cdef pgc_team *t = self._use()
+        cdef pgc_spin_gate *g = &t.spin_gate
+        cdef uint64_t now = pgc_now_ns()
+        left = g.off_until - now if g.off_until > now else 0
+        return {"spinning": t.spin_iters > 0 and left == 0, "spin_offs": g.offs, "off_ms": left / 1e6}
+
     def stats(self):
         """{collective: {path: calls}} for the calls this process made."""
         cdef pgc_team *t = self._use()

@@ -39,6 +39,7 @@ import sys
 
 from .bench_coll import (DEFAULT_ROUNDS, DEFAULT_SIZES, DEFAULT_TARGET_MS, OPS, QUICK_ROUNDS, QUICK_SIZES,
                          QUICK_TARGET_MS, cmd_run, plot_results, worker_main)
+from . import bench_background
 from .bench_harness import OFF_CACHE_FACTOR, SCHEMA, cmd_compare, load_doc, run_command
 
 
@@ -94,6 +95,7 @@ def _parser():
     r.add_argument("--plot", metavar="FILE.png|DIR/",
                    help="one PNG per op, time against size: out.png -> out-bcast.png, ...; "
                         "DIR/ -> DIR/bcast.png, ... (needs matplotlib)")
+    bench_background.add_arguments(r)
     r.add_argument("--quick", action="store_true", help="a small sweep (np=2, under 2 minutes)")
     from . import (bench_ab, bench_blas, bench_callgrind, bench_objects, bench_pgas, bench_sparse, bench_upc,
                    bench_verdict)

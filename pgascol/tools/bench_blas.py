@@ -221,6 +221,7 @@ def cmd_blas(args, argv):
 
 
 def add_parser(sub):
+    from . import bench_background
     b = sub.add_parser("blas", help="pgascol.blas against numpy/SciPy and dask.array (same BLAS threads)")
     b.add_argument("--np", type=int, help="ranks (default 2)")
     b.add_argument("--ops", help="comma-separated, from: %s" % ",".join(OPS))
@@ -232,6 +233,7 @@ def add_parser(sub):
     b.add_argument("--virtual-node-size", type=int, metavar="K")
     b.add_argument("--mpi-launcher", metavar="CMD")
     b.add_argument("--json", metavar="FILE")
+    bench_background.add_arguments(b)
     b.add_argument("--quick", action="store_true", help="small sizes (%s)" % ",".join("%s=%d" % kv for kv in QUICK.items()))
     return b
 

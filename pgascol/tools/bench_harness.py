@@ -10,7 +10,8 @@ bench_upc.py, bench_blas.py, bench_sparse.py).
 - the line that describes a run (describe_run, with iters_text, cache_text
   and fresh_text, which the sweep's worker prints too);
 - the host side: find_launcher, the run's meta (collect_meta), the MPI job
-  (run_job, launch, run_worker_job), writing the results (write_results,
+  (run_job, launch, run_worker_job; with --background's job beside it,
+  bench_background), writing the results (write_results,
   report) and the plots' helpers (_matplotlib, plot_destination);
 - `pgascol-bench compare`: load_doc, results_by_case, is_regression,
   cmd_compare.
@@ -389,14 +390,18 @@ def launch(args, argv, np_, module, worker):
     """Run `python -m module worker WORKER... --json RAW` on np_ ranks under the
     launcher (args.mpi_launcher, args.virtual_node_size), echoing its output;
     returns (the job's JSON, the run's meta)."""
+    from .bench_background import background_job
     from .bench_fingerprint import LoadProbe
     prefix, impl = find_launcher(args.mpi_launcher)
-    probe = LoadProbe().start()
-    rc, job = run_job(prefix, np_, args.virtual_node_size, [module, "worker", *worker])
+    with background_job(getattr(args, "background", None), prefix, getattr(args, "background_np", 2)) as bg:
+        probe = LoadProbe().start()
+        rc, job = run_job(prefix, np_, args.virtual_node_size, [module, "worker", *worker])
+        conditions = probe.stop()
     if rc != 0 or job is None:
         raise BenchError("the MPI job failed (exit status %s); see its output above" % rc)
     meta = collect_meta(shlex.join(["pgascol-bench", *argv]), job["np"], args.virtual_node_size,
-                        job["mpi_library"], shlex.join(prefix), impl, probe.stop())
+                        job["mpi_library"], shlex.join(prefix), impl, conditions)
+    meta["background"] = bg
     return job, meta
 
 
@@ -405,24 +410,28 @@ def run_worker_job(args, argv, module, worker_args, env=None):
     args.np ranks (default 2; args.virtual_node_size: PGASCOL_NODE_SIZE)
     with worker_args and --json, wait for it, and return (the JSON rank 0
     wrote, the pgascol-bench/1 meta of the run). BenchError when it failed."""
+    from .bench_background import background_job
     from .bench_fingerprint import LoadProbe
     prefix, impl = find_launcher(args.mpi_launcher)
-    probe = LoadProbe().start()
     env = dict(os.environ if env is None else env, PYTHONUNBUFFERED="1")
-    if args.virtual_node_size:
-        env["PGASCOL_NODE_SIZE"] = str(args.virtual_node_size)
-    with tempfile.TemporaryDirectory(prefix="pgascol-bench-") as tmp:
+    with background_job(getattr(args, "background", None), prefix, getattr(args, "background_np", 2),
+                        env) as bg, tempfile.TemporaryDirectory(prefix="pgascol-bench-") as tmp:
+        if args.virtual_node_size:
+            env["PGASCOL_NODE_SIZE"] = str(args.virtual_node_size)
+        probe = LoadProbe().start()
         raw = os.path.join(tmp, "raw.json")
         command = [*prefix, "-n", str(args.np or 2), sys.executable, "-m", module, "worker", *worker_args,
                    "--json", raw]
         print("# launching: %s" % shlex.join(command), flush=True)
         rc = subprocess.call(command, env=env, stdin=subprocess.DEVNULL)
+        conditions = probe.stop()
         if rc != 0 or not os.path.exists(raw):
             raise BenchError("the MPI job failed (exit status %s)" % rc)
         with open(raw) as f:
             job = json.load(f)
     meta = collect_meta(shlex.join(["pgascol-bench", *argv]), job["np"], args.virtual_node_size,
-                        job["mpi_library"], shlex.join(prefix), impl, probe.stop())
+                        job["mpi_library"], shlex.join(prefix), impl, conditions)
+    meta["background"] = bg
     return job, meta
 
 

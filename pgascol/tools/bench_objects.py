@@ -158,6 +158,7 @@ def cmd_objects(args, argv):
 
 
 def add_parser(sub):
+    from . import bench_background
     p = sub.add_parser("objects", help="pgascol.Comm's pickle-based methods against mpi4py's own, side by side")
     p.add_argument("--np", type=int, help="ranks (default 2)")
     p.add_argument("--methods", help="comma-separated, from: %s (default: all)" % ",".join(METHODS))
@@ -167,6 +168,7 @@ def add_parser(sub):
     p.add_argument("--virtual-node-size", type=int, metavar="K")
     p.add_argument("--mpi-launcher", metavar="CMD")
     p.add_argument("--json", metavar="FILE")
+    bench_background.add_arguments(p)
     p.add_argument("--quick", action="store_true", help="objects up to 1 MiB, shorter rounds")
     return p
 

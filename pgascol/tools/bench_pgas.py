@@ -67,7 +67,7 @@ import time
 
 import numpy as np
 
-from . import hpcc
+from . import bench_background, hpcc
 from .bench_harness import BenchError, SCHEMA, collect_meta, find_launcher, human, run_job, stats_row
 
 BENCHMARKS = ("randomaccess", "stream", "latency")
@@ -553,6 +553,7 @@ def add_parser(sub):
                    help="split the node into virtual nodes of K ranks (PGASCOL_NODE_SIZE)")
     p.add_argument("--mpi-launcher", metavar="CMD", help="launcher command line (default: detected)")
     p.add_argument("--json", metavar="FILE", help="write the results (schema %s)" % SCHEMA)
+    bench_background.add_arguments(p)
     p.add_argument("--quick", action="store_true", help="np=2 and small sizes (under a minute)")
     return p
 
@@ -588,16 +589,18 @@ def cmd_pgas(args, argv):
         raise BenchError("--virtual-node-size must be >= 1")
     prefix, impl = find_launcher(args.mpi_launcher)
     results, failures, lib = [], [], None
-    for np_ in nps:
-        rc, job = run_job(prefix, np_, args.virtual_node_size, worker)
-        if job is None:
-            raise BenchError("the MPI job of %d rank(s) failed (exit status %s); see its output above" % (np_, rc))
-        results += job["results"]
-        failures += ["np=%d: %s" % (np_, f) for f in job["failures"]]
-        lib = job["mpi_library"]
+    with bench_background.background_job(args.background, prefix, args.background_np) as bg:
+        for np_ in nps:
+            rc, job = run_job(prefix, np_, args.virtual_node_size, worker)
+            if job is None:
+                raise BenchError("the MPI job of %d rank(s) failed (exit status %s); see its output above"
+                                 % (np_, rc))
+            results += job["results"]
+            failures += ["np=%d: %s" % (np_, f) for f in job["failures"]]
+            lib = job["mpi_library"]
     meta = collect_meta(" ".join(["pgascol-bench", *argv]), nps[0] if len(nps) == 1 else None,
                         args.virtual_node_size, lib, " ".join(prefix), impl)
-    meta.update(nps=nps, rounds=args.rounds, benchmark="pgas",
+    meta.update(nps=nps, rounds=args.rounds, benchmark="pgas", background=bg,
                 params={k: getattr(args, k) for k in ("table_log2", "element_table_log2", "stream_n",
                                                       "stream_block", "latency_iters")})
     doc = {"schema": SCHEMA, "meta": meta, "results": results}

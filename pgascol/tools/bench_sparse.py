@@ -330,6 +330,7 @@ def cmd_sparse(args, argv):
 
 
 def add_parser(sub):
+    from . import bench_background
     s = sub.add_parser("sparse", help="pgascol.sparse SpMV/SpMM against scipy.sparse, PETSc and UPCBLAS's path")
     s.add_argument("--np", type=int, help="ranks (default 2)")
     s.add_argument("--matrices", help="comma-separated, from: %s" % ",".join(MATRICES))
@@ -342,6 +343,7 @@ def add_parser(sub):
     s.add_argument("--virtual-node-size", type=int, metavar="K")
     s.add_argument("--mpi-launcher", metavar="CMD")
     s.add_argument("--json", metavar="FILE")
+    bench_background.add_arguments(s)
     s.add_argument("--quick", action="store_true", help="small matrices")
     return s
 

@@ -449,6 +449,7 @@ def plot_results(doc, dest):
 
 
 def add_parser(sub):
+    from . import bench_background
     r = sub.add_parser("upc", help="UPC collectives on global arrays, UOMS-style, against "
                                    "pgascol's MPI-style collectives and native MPI")
     r.add_argument("--np", type=int, help="ranks (default 2)")
@@ -472,6 +473,7 @@ def add_parser(sub):
     r.add_argument("--mpi-launcher", metavar="CMD")
     r.add_argument("--json", metavar="FILE")
     r.add_argument("--plot", metavar="FILE.png|DIR/")
+    bench_background.add_arguments(r)
     r.add_argument("--quick", action="store_true", help="a small sweep: sizes %s, 2 rounds" % QUICK_SIZES)
 
 

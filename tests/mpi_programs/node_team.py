@@ -334,6 +334,61 @@ def test_barrier_bcast_stats(comm):
     assert sum(stats["Bcast"].values()) == nbcast == 2 * team.local_size + big
 
 
+def _gate_switches_bound(seconds, shortest=0.010, longest=1.0):
+    """The most times the spin gate can close in `seconds` (sync.c,
+    spin_gate_count): once per hold, holds doubling from `shortest` to
+    `longest` while it keeps closing."""
+    switches, hold, t = 1, shortest, 0.0
+    while t <= seconds:
+        t += hold
+        hold = min(2 * hold, longest)
+        switches += 1
+    return switches
+
+
+def test_spin_gate_closes_while_the_waited_for_member_shares_our_cpu(comm):
+    """A team made for CPUs of its own whose members are then all pinned to
+    one CPU: the member waited for never runs while we spin, so the waits
+    must stop spinning (a bounded number of switches off, each for a hold)
+    and spin again once the hold is over. Teams that outnumber their CPUs
+    never spin, and a team of one never waits."""
+    team, _ = make_team(comm)
+    core = team.core
+    home = os.sched_getaffinity(0)
+    spins = core.config["spin_iters"] > 0
+    try:
+        if not spins or team.local_size == 1:
+            for _ in range(50):
+                core.barrier()
+            before, after = core.waits(), None
+        else:
+            before = core.waits()
+            os.sched_setaffinity(0, {min(home)})
+            start = time.monotonic()
+            # every member makes the same calls: they agree when to stop
+            while comm.allreduce(time.monotonic() - start < 0.5 or core.waits()["spinning"], op=MPI.LOR):
+                for _ in range(20):
+                    core.barrier()
+                assert time.monotonic() - start < 20, "the spin gate never closed: %s" % core.waits()
+            elapsed = time.monotonic() - start
+            closed = core.waits()
+            os.sched_setaffinity(0, home)
+            # nothing re-measures while the hold runs: it ends by the clock
+            time.sleep(closed["off_ms"] / 1e3 + 0.005)
+            after = core.waits()
+            core.barrier()
+    finally:
+        os.sched_setaffinity(0, home)
+        team.free()
+    if after is None:   # a team of one never waits
+        assert before == {"spinning": spins, "spin_offs": 0, "off_ms": 0.0}, before
+        return
+    assert before == {"spinning": True, "spin_offs": 0, "off_ms": 0.0}, before
+    assert not closed["spinning"] and closed["off_ms"] > 0, closed
+    assert 1 <= closed["spin_offs"] <= _gate_switches_bound(elapsed), (closed, elapsed)
+    assert after == {"spinning": True, "spin_offs": closed["spin_offs"], "off_ms": 0.0}, after
+
+
 def test_bcast_back_to_back_sizes(comm):
     """Two Bcasts of different sizes from the same root, one reader late:
     each must deliver its own payload."""
