@@ -74,3 +74,38 @@ def test_every_sweep_takes_the_option():
     for sub in ("run", "objects", "pgas", "upc", "blas", "sparse"):
         r = cli(sub, "--help", timeout=60)
         assert r.returncode == 0 and "--background {none,busy,mpi4py,pgascol}" in r.stdout, (sub, r.stdout)
+
+
+@pytest.mark.parametrize("kind", ["busy", "pgascol"])
+def test_a_background_job_ends_when_the_benchmark_is_killed(kind):
+    """SIGKILLed, the benchmark removes nothing: its background job must
+    still end (it watches the benchmark's process)."""
+    import signal
+    import time
+    code = ("import sys, time\nfrom pgascol.tools.bench_background import background_job\n"
+            "from pgascol.tools.bench_harness import find_launcher\n"
+            "with background_job(%r, find_launcher()[0], 2):\n    print('up', flush=True)\n    time.sleep(600)\n" % kind)
+    before = set(leftovers()[0])
+    host = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, stdout=subprocess.PIPE, text=True)
+    try:
+        lines = [host.stdout.readline().strip()]
+        while lines[-1].startswith("# background"):
+            lines.append(host.stdout.readline().strip())
+        assert lines[-1] == "up", lines
+        assert background_processes() or kind == "busy"
+        os.kill(host.pid, signal.SIGKILL)
+        host.wait()
+        deadline = time.monotonic() + 60
+        while (background_processes() or _busy_loops()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert background_processes() == [] and _busy_loops() == []
+        if kind != "busy":      # busy loops leave their (empty) directory to the next tmp clean-up
+            assert set(leftovers()[0]) <= before, leftovers()
+    finally:
+        if host.poll() is None:
+            host.kill()
+
+
+def _busy_loops():
+    return [p.pid for p in psutil.process_iter(["cmdline"])
+            if "sum(range(10000))" in " ".join(p.info["cmdline"] or ())]

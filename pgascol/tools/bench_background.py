@@ -18,7 +18,8 @@ before the measured job (and has made a round of calls when the measured job
 is launched) and is stopped after it: its ranks leave when a file they poll
 is removed (so pgascol's background frees its communicator as a program
 does), and the whole process group is killed if they have not left within 10
-s. Nothing of it outlives the benchmark.
+s. Nothing of it outlives the benchmark: killed, the benchmark removes
+nothing, so the background's processes also watch that it still runs.
 
 This module imports neither MPI nor the C extension on the host side."""
 import argparse
@@ -62,13 +63,16 @@ def background_job(kind, prefix, nprocs=2, env=None):
         started = os.path.join(tmp, "started")
         open(running, "w").close()
         if kind == "busy":
-            command = [sys.executable, "-c", "import os\nwhile os.path.exists(%r): sum(range(10000))" % running]
+            # they stop with the file, or when this process is gone (reparented)
+            command = [sys.executable, "-c", "import os\nwhile os.path.exists(%r) and os.getppid() == %d: "
+                       "sum(range(10000))" % (running, os.getpid())]
             procs = [subprocess.Popen(command, stdin=subprocess.DEVNULL, start_new_session=True)
                      for _ in range(nprocs)]
             open(started, "w").close()
         else:
             command = [*prefix, "-n", str(nprocs), sys.executable, "-m", "pgascol.tools.bench_background",
-                       "worker", "--impl", kind, "--running", running, "--started", started]
+                       "worker", "--impl", kind, "--running", running, "--started", started,
+                       "--host-pid", str(os.getpid())]
             print("# background: %s" % shlex.join(command), flush=True)
             procs = [subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                       start_new_session=True)]
@@ -126,11 +130,25 @@ def _calls(comm):
     return round_
 
 
+def _host_wants_us(args):
+    """Whether the benchmark still runs and has not asked us to stop."""
+    if not os.path.exists(args.running):
+        return False
+    try:
+        os.kill(args.host_pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
+
+
 def worker_main(argv):
     ap = argparse.ArgumentParser(prog="pgascol.tools.bench_background worker")
     ap.add_argument("--impl", choices=("mpi4py", "pgascol"), required=True)
     ap.add_argument("--running", required=True)
     ap.add_argument("--started", required=True)
+    ap.add_argument("--host-pid", type=int, required=True)
     args = ap.parse_args(argv)
     from mpi4py import MPI
     world = MPI.COMM_WORLD
@@ -144,13 +162,17 @@ def worker_main(argv):
     if world.Get_rank() == 0:
         open(args.started, "w").close()
     # Every rank decides to stop in the same round: rank 0 looks at the file
-    # and tells the others in the round's first collective.
+    # and at the benchmark's process (killed, it removes nothing) and tells
+    # the others in the round's first collective.
     going = True
     while going:
-        going = comm.bcast(os.path.exists(args.running) if world.Get_rank() == 0 else None, root=0)
+        going = comm.bcast(_host_wants_us(args) if world.Get_rank() == 0 else None, root=0)
         for _ in range(50):
             one_round()
     comm.Free()
+    if world.Get_rank() == 0 and os.path.exists(args.running):
+        import shutil       # the benchmark was killed: its directory is ours to remove
+        shutil.rmtree(os.path.dirname(args.running), ignore_errors=True)
     return 0
 
 

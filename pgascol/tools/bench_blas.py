@@ -21,6 +21,8 @@ import os
 import sys
 import time
 
+from . import bench_background
+
 OPS = ("ddot", "daxpy", "dgemv", "dgemm", "dtrsm", "dpotrf", "dgetrf")
 SIZES = {"ddot": 1 << 26, "daxpy": 1 << 26, "dgemv": 8192, "dgemm": 4096, "dtrsm": 4096, "dpotrf": 4096,
          "dgetrf": 4096}
@@ -221,7 +223,6 @@ def cmd_blas(args, argv):
 
 
 def add_parser(sub):
-    from . import bench_background
     b = sub.add_parser("blas", help="pgascol.blas against numpy/SciPy and dask.array (same BLAS threads)")
     b.add_argument("--np", type=int, help="ranks (default 2)")
     b.add_argument("--ops", help="comma-separated, from: %s" % ",".join(OPS))

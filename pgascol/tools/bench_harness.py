@@ -393,7 +393,7 @@ def launch(args, argv, np_, module, worker):
     from .bench_background import background_job
     from .bench_fingerprint import LoadProbe
     prefix, impl = find_launcher(args.mpi_launcher)
-    with background_job(getattr(args, "background", None), prefix, getattr(args, "background_np", 2)) as bg:
+    with background_job(args.background, prefix, args.background_np) as bg:
         probe = LoadProbe().start()
         rc, job = run_job(prefix, np_, args.virtual_node_size, [module, "worker", *worker])
         conditions = probe.stop()
@@ -414,8 +414,8 @@ def run_worker_job(args, argv, module, worker_args, env=None):
     from .bench_fingerprint import LoadProbe
     prefix, impl = find_launcher(args.mpi_launcher)
     env = dict(os.environ if env is None else env, PYTHONUNBUFFERED="1")
-    with background_job(getattr(args, "background", None), prefix, getattr(args, "background_np", 2),
-                        env) as bg, tempfile.TemporaryDirectory(prefix="pgascol-bench-") as tmp:
+    with background_job(args.background, prefix, args.background_np, env) as bg, \
+            tempfile.TemporaryDirectory(prefix="pgascol-bench-") as tmp:
         if args.virtual_node_size:
             env["PGASCOL_NODE_SIZE"] = str(args.virtual_node_size)
         probe = LoadProbe().start()

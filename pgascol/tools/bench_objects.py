@@ -20,6 +20,8 @@ import pickle
 import sys
 import time
 
+from . import bench_background
+
 METHODS = ("bcast", "reduce", "allreduce", "gather", "scatter", "allgather", "alltoall", "barrier")
 PYTHON_OBJECTS = ("int", "tuple", "dict")
 OBJECTS = PYTHON_OBJECTS + ("1K", "64K", "1M", "16M")
@@ -158,7 +160,6 @@ def cmd_objects(args, argv):
 
 
 def add_parser(sub):
-    from . import bench_background
     p = sub.add_parser("objects", help="pgascol.Comm's pickle-based methods against mpi4py's own, side by side")
     p.add_argument("--np", type=int, help="ranks (default 2)")
     p.add_argument("--methods", help="comma-separated, from: %s (default: all)" % ",".join(METHODS))

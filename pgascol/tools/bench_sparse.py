@@ -48,6 +48,8 @@ import json
 import sys
 import time
 
+from . import bench_background
+
 MATRICES = ("lap2d", "lap3d", "nas-a", "nas-b", "powerlaw", "band")
 FORMATS = ("csr", "coo", "bsr", "csc", "dia", "dia-rows", "sky")     # dia-rows: format dia, split="rows"
 UPC_FORMATS = tuple(f for f in FORMATS if "-" not in f)            # UPCBLAS's entry points: the thesis's split
@@ -330,7 +332,6 @@ def cmd_sparse(args, argv):
 
 
 def add_parser(sub):
-    from . import bench_background
     s = sub.add_parser("sparse", help="pgascol.sparse SpMV/SpMM against scipy.sparse, PETSc and UPCBLAS's path")
     s.add_argument("--np", type=int, help="ranks (default 2)")
     s.add_argument("--matrices", help="comma-separated, from: %s" % ",".join(MATRICES))

@@ -49,6 +49,7 @@ import json
 import sys
 import time
 
+from . import bench_background
 from .bench_harness import (SCHEMA, BenchError, _matplotlib, describe_run, human, launch, load_doc,
                             parse_size, parse_sizes, plot_destination, report, run_command)
 
@@ -449,7 +450,6 @@ def plot_results(doc, dest):
 
 
 def add_parser(sub):
-    from . import bench_background
     r = sub.add_parser("upc", help="UPC collectives on global arrays, UOMS-style, against "
                                    "pgascol's MPI-style collectives and native MPI")
     r.add_argument("--np", type=int, help="ranks (default 2)")
