@@ -54,18 +54,40 @@ cdef int _gather(_State st, object sendbuf, object recvbuf, int root, bint v) ex
 cdef _Layout _node_sizes(_State st, Py_ssize_t mine, bint v):
     """Byte counts of my node's members (local rank order) one after
     another, known to the leader (None elsewhere): equal for fixed-size
-    forms, exchanged on the engine for v forms."""
+    forms, exchanged on the engine for v forms (a Gatherv's leader has no
+    other way to learn them; a Scatterv's has them from the root)."""
     cdef _Layout ml = _Layout(st.lsize) if st.lrank == 0 else None
-    cdef Py_ssize_t i
+    out = None
     if v:
         arr = _np().array([mine], "int64")
         out = _np().zeros(st.lsize, "int64") if ml is not None else None
         st.core.gather(arr, 8, out, [8] * st.lsize if ml is not None else None, None, 0, False)
     if ml is not None:
-        for i in range(st.lsize):
-            ml.counts[i] = out[i] if v else mine
-            ml.displs[i] = 0 if i == 0 else ml.displs[i - 1] + ml.counts[i - 1]
+        _fill_node_layout(st, ml, _array_data(out) if v else NULL, mine)
     return ml
+
+
+cdef int _fill_node_layout(_State st, _Layout ml, const char *counts, Py_ssize_t each) except -1:
+    """ml: my node's blocks one after another, of the int64 byte counts
+    `counts` (one per member, local rank order), or of `each` bytes each
+    (counts NULL)."""
+    cdef const long long *c = <const long long *>counts
+    cdef Py_ssize_t i
+    for i in range(st.lsize):
+        ml.counts[i] = c[i] if c != NULL else each
+        ml.displs[i] = 0 if i == 0 else ml.displs[i - 1] + ml.counts[i - 1]
+    return 0
+
+
+cdef bytearray _counts_message(_Layout ml):
+    """A Scatterv's message of a node's counts to its leader: ml's byte
+    counts as int64 (_fill_node_layout reads them)."""
+    cdef bytearray out = bytearray(8 * ml.n)
+    cdef long long *c = <long long *><char *>out
+    cdef Py_ssize_t i
+    for i in range(ml.n):
+        c[i] = <long long>ml.counts[i]
+    return out
 
 
 cdef _Layout _members_layout(_State st, _Layout lay, int node):
@@ -267,9 +289,11 @@ cdef int _hier_scatter(_State st, _Msg s, _Layout lay, _Msg r, Py_ssize_t rb, in
                        bint v, int dtype) except -1:
     """Gather's mirror: the root sends every other node its members' blocks
     in one message (private_comm; with nodes of consecutive ranks and blocks one
-    after another, straight out of the send buffer), its leader scatters
-    them on the engine; the root's node scatters from the root meanwhile.
-    r None: in place at the root."""
+    after another, straight out of the send buffer), a Scatterv's preceded by
+    their counts, and its leader scatters them on the engine; the root's node
+    scatters from the root meanwhile. A leader checks its own count against
+    the root's; each member its own, in the engine. r None: in place at the
+    root."""
     cdef Team core = st.core
     cdef int rn = st.node_of[root], rl = st.local_of[root], n
     cdef Py_ssize_t tot
@@ -284,34 +308,83 @@ cdef int _hier_scatter(_State st, _Msg s, _Layout lay, _Msg r, Py_ssize_t rb, in
         reqs = []
         for n in range(st.nnodes):
             if n != rn:
+                leader = st.members[n][0]
+                if v:   # its members' counts first: their leader knows them no other way
+                    c = _counts_message(_members_layout(st, lay, n))
+                    reqs.append(st.private_comm.Isend([c, len(c), _BYTE], dest=leader, tag=TAG_SCATTERV_COUNTS))
                 b = _node_message(st, lay, src, n, in_order, True)
-                reqs.append(st.private_comm.Isend([b, len(b), _BYTE], dest=st.members[n][0], tag=TAG_SCATTER + 1 + dtype))
+                reqs.append(st.private_comm.Isend([b, len(b), _BYTE], dest=leader, tag=TAG_SCATTER + 1 + dtype))
         ml = _members_layout(st, lay, rn)
         core.c_scatter(True, s.ptr, ml.counts, ml.displs, rptr, rb, rl, dtype)
         _mpi_wait(st, reqs, "Scatter")
         return 0
-    ml = _node_sizes(st, rb, v)
-    if ml is None:
+    if st.lrank != 0:
         core.c_scatter(True, NULL, NULL, NULL, rptr, rb, 0, dtype)
         return 0
-    tot = ml.displs[st.lsize - 1] + ml.counts[st.lsize - 1]
-    # any tag: the root may send its refusal instead (_refuse_leg), in
-    # a message that must fit too
-    cdef Py_ssize_t cap = max(tot, _REFUSAL_MAX + 8)
-    b = st.scratch(0, cap)
+    # The root's message (a Scatterv's counts come first, then its blocks),
+    # any tag: the root may send its refusal instead (_refuse_leg), in a
+    # message that must fit too. A Scatter's root may send more than this
+    # node's ranks receive: probed where a truncated receive is unsafe.
+    what = "Scatterv" if v else "Scatter"
+    ml = _Layout(st.lsize)
+    cdef Py_ssize_t want = 8 * st.lsize if v else st.lsize * rb
+    cdef Py_ssize_t cap = max(want, _REFUSAL_MAX + 8)
     status = MPI.Status()
     cdef int got = 0
     while got <= 0:     # a refusal of an earlier call (_refusal_of) is dropped
-        _mpi_wait(st, [st.private_comm.Irecv([b, cap, _BYTE], source=root, tag=MPI.ANY_TAG)], "Scatter", [status])
-        got = _root_message(st, status, b, tot, root, "Scatter", dtype)
+        if not v and _TRUNCATION_UNSAFE:
+            m = _mpi_probe(st, root, what, status)
+            b = st.scratch(0, status.Get_count(_BYTE))
+            m.Recv([b, len(b), _BYTE])
+        else:
+            b = st.scratch(0, cap)
+            try:
+                _mpi_wait(st, [st.private_comm.Irecv([b, cap, _BYTE], source=root, tag=MPI.ANY_TAG)], what, [status])
+            except MPI.Exception as exc:
+                if MPI.ERR_TRUNCATE not in (exc.Get_error_class(), MPI.Get_error_class(status.Get_error())):
+                    raise
+                _leg_signature_differs(st, "%s (hierarchical): the root (rank %d) sends this node more than the %d "
+                                       "bytes its ranks receive" % (what, root, want))
+            b = b[:status.Get_count(_BYTE)]
+        got = _root_message(st, status, b, want, root, what, dtype, v)
+    if v:
+        _fill_node_layout(st, ml, _array_data(b), 0)
+        tot = ml.displs[st.lsize - 1] + ml.counts[st.lsize - 1]
+        b = st.scratch(0, tot)
+        _mpi_wait(st, [st.private_comm.Irecv([b, tot, _BYTE], source=root, tag=MPI.ANY_TAG)], what, [status])
+        got = _root_message(st, status, b, tot, root, what, dtype, False)
+    elif len(b) % st.lsize:
+        _leg_signature_differs(st, "%s (hierarchical): the root (rank %d) sends this node %d bytes, no multiple of "
+                               "its %d ranks" % (what, root, len(b), st.lsize))
+    else:
+        _fill_node_layout(st, ml, NULL, len(b) // st.lsize)
+    if <Py_ssize_t>ml.counts[0] != rb:
+        # the root sends me another count than I receive (held): my node's
+        # leg runs with the root's counts, my block into scratch, so that
+        # each member compares its own count with the root's
+        st.core.hold(DatatypeMismatchError(
+            "%s (hierarchical): the root (rank %d) sends %d bytes to this rank, which receives %d: the type "
+            "signatures differ (MPI calls the program erroneous); this rank's buffer is untouched"
+            % (what, root, ml.counts[0], rb)))
+        got = 2
     if got == 2:
-        # the root's type differs (held): my own block stays out of my buffer,
-        # and my node's leg states the root's type, so that each member
-        # compares its own with the root's and takes its block if they agree
+        # the root's type or count differs (held): my own block stays out of
+        # my buffer, and my node's leg states the root's type, so that each
+        # member compares its own with the root's and takes its block if they agree
+        rb = ml.counts[0]
         rptr = _array_data(st.scratch(1, rb))
         dtype = status.Get_tag() - TAG_SCATTER - 1
     core.c_scatter(True, _array_data(b), ml.counts, ml.displs, rptr, rb, 0, dtype)
     return 0
+
+
+cdef int _leg_signature_differs(_State st, str why) except -1:
+    """A leader took in the root's message of a Scatter(v) and finds no
+    counts its node's leg could run with: it refuses the leg (its members
+    end the call with its reason, the team in step) and raises."""
+    exc = DatatypeMismatchError(why + ": the type signatures differ (MPI calls the program erroneous)")
+    st.core.c_refuse(st.coll, ("%s: %s" % (type(exc).__name__, exc)).encode(errors="replace")[:_REFUSAL_MAX - 1])
+    raise exc
 
 
 cdef int _allgather(_State st, object sendbuf, object recvbuf, bint v) except -1:

@@ -44,6 +44,8 @@ cdef enum:
                         # from a node's leader to the root (_gather_tag)
     TAG_SCATTER = 32    # + 1 + the root's basic type (PGC_SIG_ROOTED's 5 bits: 32-63): a Scatter(v)'s
                         # blocks for a node, whose tag tells their type (_root_message)
+    TAG_SCATTERV_COUNTS = 16    # a Scatterv's byte counts of a node's members (int64 each), from the
+                                # root to the node's leader ahead of their blocks (_counts_message)
     TAG_REDUCE = 13
     TAG_PATH = 14       # between leaders: "my node takes this call to MPI" (1) or "mine does not" (0)
     TAG_ABORT = 15      # a leader to the others: its node team gave up, and why (_abort_across)
@@ -358,6 +360,8 @@ cdef list _drain(_State st, list srcs, int tag, str what):
                     m.Recv([buf, n, _BYTE])
                     if got >= TAG_REFUSAL and _refusal_seq(buf) != st.call_number:
                         continue    # a refusal of an earlier call: dropped
+                    if got == TAG_SCATTERV_COUNTS:
+                        continue    # a Scatterv's counts: its blocks follow
                     if got == TAG_PATH:
                         _path_alert(st, q, what)
                     if got == TAG_ABORT:
@@ -422,15 +426,18 @@ cdef int _collect_refusals(_State st) except -1:
 
 
 cdef int _root_message(_State st, object status, object buf, Py_ssize_t nbytes, int root, str what,
-                       int dtype) except 0:
-    """A leader received the message of a hierarchical Scatter(v) from the
-    root (any tag, status): the node's blocks (TAG_SCATTER + 1 + the root's
-    basic type, nbytes of them: 1, or 2 for a type other than this
-    leader's `dtype`, held as a DatatypeMismatchError, raised once the call
-    completed), or the root's refusal of this call (the leader refuses the
-    node's leg with the root's reason, so its members end the call as the
-    root's own node does), or one of an earlier call (-1: dropped, receive again), or an
-    alert of the root's node (TAG_PATH, TAG_ABORT)."""
+                       int dtype, bint counts) except 0:
+    """A leader received a message of a hierarchical Scatter(v) from the
+    root (any tag, status): the node's counts (`counts`: a Scatterv's first
+    message, TAG_SCATTERV_COUNTS, nbytes of them: 1) or blocks
+    (TAG_SCATTER + 1 + the root's basic type, their size the caller's to
+    check: 1, or 2 for a type other than this leader's `dtype`, held as a DatatypeMismatchError,
+    raised once the call completed), or the root's refusal of this call (the
+    leader refuses the node's leg with the root's reason, so its members end
+    the call as the root's own node does), or one of an earlier call (-1:
+    dropped, receive again), or an alert of the root's node (TAG_PATH,
+    TAG_ABORT). The root calling the other form (Scatter against Scatterv)
+    is a CollectiveMismatchError."""
     cdef int tag = status.Get_tag()
     cdef Py_ssize_t got = status.Get_count(_BYTE)
     if tag >= TAG_REFUSAL:
@@ -440,11 +447,17 @@ cdef int _root_message(_State st, object status, object buf, Py_ssize_t nbytes, 
         st.core.c_refuse(PGC_COLL_SCATTERV, why)
         raise RootRefusedError("%s: the root (rank %d) refused its arguments: %s"
                                % (what, root, why.decode(errors="replace")))
-    if tag >= TAG_SCATTER:
-        if got != nbytes:
-            raise ArgumentError("%s: the root (rank %d) sends %d bytes to this node, whose ranks receive %d"
-                                % (what, root, got, nbytes))
-        return 1 + _hold_root_type(st, what, root, tag - TAG_SCATTER - 1, dtype)
+    if tag == TAG_SCATTERV_COUNTS or tag >= TAG_SCATTER:
+        if (tag == TAG_SCATTERV_COUNTS) != counts:
+            if tag == TAG_SCATTERV_COUNTS:
+                _drain(st, [root], TAG_SCATTER, what)      # its blocks follow: taken in
+            raise CollectiveMismatchError("%s: the root (rank %d) calls %s where this node calls %s"
+                                          % (what, root, "Scatterv" if tag == TAG_SCATTERV_COUNTS else "Scatter",
+                                             "Scatter" if tag == TAG_SCATTERV_COUNTS else "Scatterv"))
+        if counts and got != nbytes:
+            raise ArgumentError("%s: the root (rank %d) sends the counts of %d ranks to this node of %d"
+                                % (what, root, got // 8, nbytes // 8))
+        return 1 if counts else 1 + _hold_root_type(st, what, root, tag - TAG_SCATTER - 1, dtype)
     why = bytes(buf[:got])
     if tag == TAG_PATH:
         _path_alert(st, root, what)

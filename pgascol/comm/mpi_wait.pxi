@@ -24,23 +24,56 @@ cdef int _mpi_wait(_State st, object reqs, str what, object statuses=None) excep
     timeout the node team is aborted: the pending MPI operation can never be
     matched reliably, so the communicator is not used again. statuses: a
     list of MPI.Status, one per request, filled on completion."""
-    if _Testall(reqs, statuses):
-        return 0
+    _bounded_wait(st, reqs, statuses, -1, what)
+    return 0
+
+
+# Open MPI 5.0.11 writes a truncated message's bytes past the receive
+# buffer's end before it reports MPI_ERR_TRUNCATE (a receive of 799992 bytes
+# of an 800000-byte message writes 8 more): a receive whose message may be
+# longer than its buffer is probed first there (_mpi_probe); MPICH reports
+# the truncation and writes nothing past the buffer.
+cdef bint _TRUNCATION_UNSAFE = "Open MPI" in MPI.Get_library_version()
+
+
+cdef object _mpi_probe(_State st, int source, str what, object status):
+    """The next message from `source` on the private communicator, any tag,
+    matched (MPI.Message; status: its tag and size), waited for as
+    _mpi_wait waits. For a message whose size the receiver cannot know:
+    a receive into a buffer too short for it must never be posted (Open MPI
+    5.0.11 writes the whole message, past the buffer's end, before it
+    reports MPI_ERR_TRUNCATE)."""
+    return _bounded_wait(st, None, status, source, what)
+
+
+cdef inline object _poll(_State st, object reqs, object statuses, int source):
+    """One poll of a bounded wait: reqs all complete (True), or the message
+    matched from source (source >= 0); None while neither."""
+    if source >= 0:
+        return st.private_comm.Improbe(source, MPI.ANY_TAG, statuses)
+    return True if _Testall(reqs, statuses) else None
+
+
+cdef object _bounded_wait(_State st, object reqs, object statuses, int source, str what):
+    """_mpi_wait's and _mpi_probe's loop (_poll's result)."""
+    got = _poll(st, reqs, statuses, source)
+    if got is not None:
+        return got
     cdef double start = _monotonic(), now, check = start + 0.1
     cdef int polls = 0
     st.awaited_joins = None
-    while not _Testall(reqs, statuses):
+    while got is None:
         polls += 1
-        if polls < st.mpi_spin:
-            continue
-        now = _monotonic()
-        if now >= check:
-            _mpi_check(st, start, now, what)
-            check = now + 0.1
-        if now - start < _MPI_YIELD_S:
-            os.sched_yield()
-        else:
-            _sleep(100e-6)
+        if polls >= st.mpi_spin:
+            now = _monotonic()
+            if now >= check:
+                _mpi_check(st, start, now, what)
+                check = now + 0.1
+            if now - start < _MPI_YIELD_S:
+                os.sched_yield()
+            else:
+                _sleep(100e-6)
+        got = _poll(st, reqs, statuses, source)
     if st.awaited_joins:      # the leg completed with a refuser's scratch data
         q, why = st.awaited_joins[0]
         st.awaited_joins = None
@@ -48,7 +81,7 @@ cdef int _mpi_wait(_State st, object reqs, str what, object statuses=None) excep
             raise RootRefusedError("%s: the root (rank %d) refused its arguments: %s"
                                    % (what, st.root, why.decode(errors="replace")))
         raise PeerRefusedError("%s: rank %d refused its arguments: %s" % (what, q, why.decode(errors="replace")))
-    return 0
+    return got
 
 
 cdef int _mpi_check(_State st, double start, double now, str what) except -1:

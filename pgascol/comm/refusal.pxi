@@ -268,7 +268,7 @@ cdef int _refuse_leg(_State st, int coll, bytes reason, int root) except -1:
     """This rank refused its arguments to a hierarchical Gather(v) or
     Scatter(v). Its node learns it as from pgc_coll_refuse, once per node
     leg the call has on this node (another node's byte counts come first in
-    a v form: _node_sizes), so every rank of the node stays in step whether
+    a Gatherv: _node_sizes), so every rank of the node stays in step whether
     or not its peers refused too. A rank that exchanges inter-node messages
     in the call (the root; another node's leader) puts its refusal in
     their place, naming the call (_send_refusal), and takes in what it
@@ -286,7 +286,7 @@ cdef int _refuse_leg(_State st, int coll, bytes reason, int root) except -1:
     what = _COLL_NAMES[coll]
     leg = reason
     if st.nidx != rn:
-        if coll == PGC_COLL_GATHERV or coll == PGC_COLL_SCATTERV:
+        if coll == PGC_COLL_GATHERV:
             st.core.c_refuse(PGC_COLL_GATHERV, reason)
         if st.lrank == 0:
             leg = ((_LEADER + "%d: " % st.rank).encode() + reason)[:_REFUSAL_MAX - 1]

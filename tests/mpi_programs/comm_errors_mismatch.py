@@ -2,7 +2,9 @@
 another count, root or recvcounts in a reduction (recvcounts of the same
 hash too), a reduction's basic type that differs at the same byte count,
 every rank taking itself for a Bcast's root: every rank raises a mismatch
-naming it before any data moves, at once or at its next call. Calls whose
+naming it before any data moves, at once or at its next call. A Scatter(v)
+whose root's count for a rank differs from that rank's: it fails there,
+nobody hangs. Calls whose
 paths differ: one rank's arguments take the call to MPI (a user-defined
 operator, a buffer without the buffer protocol, a derived datatype in a
 reduction) while the others' go to pgascol; on one node every rank ends the
@@ -187,6 +189,51 @@ def test_a_reduction_datatype_differing_at_the_same_byte_count_is_a_mismatch():
     odd = P - 1
     _shape_differs("Reduce", lambda c: c.Reduce(np.ones(4, np.int64 if ME == odd else np.float64),
                                                 np.zeros(4), root=0), ["the type signatures differ"])
+
+
+def _scatter_counts_differ(c, name, root, q, n, delta):
+    """A Scatter or Scatterv whose root sends rank q n doubles where q
+    receives n + delta (every other rank's count agrees): q raises an
+    ArgumentError naming the bytes, every rank ends the call within a
+    fraction of PGASCOL_TIMEOUT, and a rank that completes it holds its
+    right block."""
+    src = np.arange(float(n * P))
+    mine = np.zeros(n + delta if ME == q else n)
+    spec = [src, [n] * P, None, MPI.DOUBLE] if name == "Scatterv" else src
+    start = time.monotonic()
+    try:
+        getattr(c, name)(spec if ME == root else None, mine, root=root)
+    except ArgumentError as exc:
+        if ME == q:
+            assert str(exc).startswith(name) and "bytes" in str(exc), str(exc)
+        else:   # the leader's refusal of its node's leg, which it could not run (PeerRefusedError)
+            assert isinstance(exc, PeerRefusedError) and "signatures differ" in str(exc), (ME, str(exc))
+    except (TeamAbortedError, CollectiveMismatchError) as exc:
+        assert ME != q and name in str(exc), (ME, str(exc))
+    else:
+        assert ME != q, "rank %d received %d doubles where the root sent %d" % (ME, n + delta, n)
+        assert (mine == src[ME * n:(ME + 1) * n]).all(), (ME, mine[:4])
+    assert time.monotonic() - start < 2.5, time.monotonic() - start
+
+
+def test_scatter_counts_that_differ_from_a_receivers_fail_there_and_hang_nobody():
+    """The root's count for one rank differs from the count that rank
+    receives (MPI calls it erroneous), on one node and across nodes, where
+    that rank's leader learns its node's counts from the root's message:
+    it fails on that rank, nobody waits for PGASCOL_TIMEOUT, and where a
+    leader sees it the communicator stays usable (_scatter_counts_differ)."""
+    if P == 1:
+        return
+    for name in ("Scatterv", "Scatter"):
+        for n, delta in ((4, 1), (100000, 1), (100000, -1)):
+            for root, q in ((0, P - 1), (P - 1, 0)):
+                c = pgascol.Comm(WORLD.Dup())
+                try:
+                    _scatter_counts_differ(c, name, root, q, n, delta)
+                except AssertionError as exc:
+                    raise AssertionError("%s n=%d%+d root %d, rank %d: %s" % (name, n, delta, root, q, exc)) from exc
+                finally:
+                    c.Free()
 
 
 def _on_mpi_alone(c, call, needs_it):
