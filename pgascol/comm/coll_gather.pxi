@@ -332,7 +332,7 @@ cdef int _hier_scatter(_State st, _Msg s, _Layout lay, _Msg r, Py_ssize_t rb, in
     status = MPI.Status()
     cdef int got = 0
     while got <= 0:     # a refusal of an earlier call (_refusal_of) is dropped
-        if not v and _TRUNCATION_UNSAFE:
+        if _TRUNCATION_UNSAFE:  # (a Scatter's root may even meet this Scatterv's leader)
             m = _mpi_probe(st, root, what, status)
             b = st.scratch(0, status.Get_count(_BYTE))
             m.Recv([b, len(b), _BYTE])
