@@ -15,14 +15,29 @@ CSRC = ROOT / "csrc"
 PROGRAMS = sorted((ROOT / "tests" / "c").glob("test_*.c"))
 
 
+# -O3 as setup.py builds the core: the kernels vectorise only there
+CFLAGS = ["-O3", "-g", "-std=gnu11", "-Wall", "-Wextra", "-Werror", "-I", str(CSRC)]
+
+
+@pytest.fixture(scope="module")
+def core_objects(tmp_path_factory):
+    """The core's sources compiled once (each program links them): the
+    compile of every source at -O3 costs 15-20 s a program."""
+    out = tmp_path_factory.mktemp("csrc")
+    objs = []
+    for src in sorted(CSRC.rglob("*.c")):
+        obj = out / (str(src.relative_to(CSRC)).replace("/", "_") + ".o")
+        build = subprocess.run(["gcc", *CFLAGS, "-c", str(src), "-o", str(obj)], capture_output=True, text=True)
+        assert build.returncode == 0, build.stderr
+        objs.append(str(obj))
+    return objs
+
+
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
 @pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.stem)
-def test_c_program(program, tmp_path):
+def test_c_program(program, tmp_path, core_objects):
     exe = tmp_path / program.stem
-    sources = [str(p) for p in sorted(CSRC.rglob("*.c"))]
-    # -O3 as setup.py builds the core: the kernels vectorise only there
-    build = subprocess.run(["gcc", "-O3", "-g", "-std=gnu11", "-Wall", "-Wextra", "-Werror",
-                            "-I", str(CSRC), *sources, str(program), "-o", str(exe), "-lm"],
+    build = subprocess.run(["gcc", *CFLAGS, *core_objects, str(program), "-o", str(exe), "-lm"],
                            capture_output=True, text=True)
     assert build.returncode == 0, build.stderr
     run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=300)

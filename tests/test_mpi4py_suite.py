@@ -62,11 +62,13 @@ def _run_suite(np_, node_size, node_map):
 
 COMPARE = REPO_ROOT / "tests" / "mpi4py_suite" / "compare.py"
 # Rank counts of the whole-suite comparison per MPI (CI runs this file under
-# both): each costs two runs of the suite. compare.py takes any count by hand.
-WHOLE_SUITE_NP = {"mpich": (2, 3), "openmpi": (2,)}
+# both): each costs two runs of the suite (np=3 under MPICH about 9 minutes
+# of CI's 60, left out; its collectives run at np 3 in test_mpi4py_cco_suite).
+# compare.py takes any count by hand.
+WHOLE_SUITE_NP = {"mpich": (2,), "openmpi": (2,)}
 
 
-@pytest.mark.parametrize("np_", [2, 3])
+@pytest.mark.parametrize("np_", sorted({n for counts in WHOLE_SUITE_NP.values() for n in counts}))
 def test_mpi4py_whole_suite_same_outcomes(np_):
     """mpi4py's whole test suite (vendored, tests/mpi4py_suite/) run plain and
     in zero-code mode (`python -m pgascol`): every test has the same outcome

@@ -159,16 +159,20 @@ cdef int _hier_gather(_State st, _Msg s, Py_ssize_t sb, _Msg r, _Layout lay, int
                 b = _node_message(st, lay, dst, n, in_order, False)
                 nodes.append(n)
                 into.append(b)
-                reqs.append(st.private_comm.Irecv([b, len(b), _BYTE], source=st.members[n][0], tag=tag))
+                # where a truncated receive is unsafe, posted once probed (_post_probed)
+                reqs.append(MPI.REQUEST_NULL if _TRUNCATION_UNSAFE else
+                            st.private_comm.Irecv([b, len(b), _BYTE], source=st.members[n][0], tag=tag))
         ml = _members_layout(st, lay, rn)
         try:
             core.c_gather(True, NULL if s is None else s.ptr, sb, r.ptr, ml.counts, ml.displs, rl, dtype)
         except BaseException:
             for req in reqs:        # no receive may stay posted into this call's buffers
-                req.Cancel()
+                if req != MPI.REQUEST_NULL:
+                    req.Cancel()
             _mpi_wait(st, reqs, "Gather")
             raise
-        _leaders_wait(st, reqs, _other_leaders(st), "Gatherv" if v else "Gather", (into, dtype))   # in reqs' order
+        _leaders_wait(st, reqs, _other_leaders(st), "Gatherv" if v else "Gather",       # in reqs' order
+                      (into, dtype, [not _TRUNCATION_UNSAFE] * len(reqs)))
         if not in_order:
             for n, b in zip(nodes, into):
                 if b is not None:       # None: blocks of another type, kept out (_collect_types)
@@ -211,20 +215,24 @@ cdef int _collect_types(_State st, list reqs, list srcs, tuple typed, str what) 
     them into scratch (into[i] becomes None: no byte of another type lands
     in the receive buffer), cancel the receive they did not match, and hold
     a DatatypeMismatchError, raised once the call completed."""
-    into, mine = typed
+    into, mine, posted = typed
     status = MPI.Status()
     cdef int base = _gather_tag(st.call_number, -1, False), own = _gather_tag(st.call_number, mine, False), tag, theirs
+    cdef Py_ssize_t n
     for i, q in enumerate(srcs):
-        if reqs[i].Test():
+        if into[i] is None or (posted[i] and reqs[i].Get_status()):     # (Test would free it: _check_lengths)
             continue
         for tag in range(base, base + 32):
             m = None if tag == own else st.private_comm.Improbe(q, tag, status)
             if m is None:
                 continue
-            reqs[i].Cancel()
-            reqs[i].Wait()      # a cancelled receive completes at once
-            reqs.append(m.Irecv([_np().empty(len(into[i]), "uint8"), len(into[i]), _BYTE]))
+            if posted[i]:
+                reqs[i].Cancel()
+                reqs[i].Wait()      # a cancelled receive completes at once
+            n = status.Get_count(_BYTE)
+            reqs.append(m.Irecv([_np().empty(n, "uint8"), n, _BYTE]))
             into[i] = None
+            posted[i] = True
             theirs = (tag - base) % 16 - 1
             if theirs != mine:
                 why = ("rank %d, its node's leader, sends that node's elements as %s where this rank (rank %d, "
@@ -234,6 +242,90 @@ cdef int _collect_types(_State st, list reqs, list srcs, tuple typed, str what) 
                        "rank (rank %d, the root) does" % (q, _basic_name(mine), st.rank))
             _hold_type_mismatch(st, what, why)
             break
+    return 0
+
+
+cdef bint _post_probed(_State st, list reqs) except -1:
+    """A poll of a hierarchical Gather(v) root's wait where a truncated
+    receive is unsafe (_TRUNCATION_UNSAFE): each leader's blocks of the
+    root's type, once probed, are received at their length, into their
+    place if it is the root's (their receive posted, reqs[i]), else into
+    scratch with the mismatch held (_hold_length_mismatch). Whether every
+    receive is posted (a refusal or blocks of another type, found at the
+    checks, count as posted: _collect_refusals, _collect_types)."""
+    _, srcs, typed, what = st.refusal_wait
+    into, mine, posted = typed
+    cdef int tag = _gather_tag(st.call_number, mine, False)
+    cdef Py_ssize_t n
+    cdef bint every = True
+    status = MPI.Status()
+    for i, q in enumerate(srcs):
+        if posted[i]:
+            continue
+        m = st.private_comm.Improbe(q, tag, status)
+        if m is None:
+            every = False
+            continue
+        n = status.Get_count(_BYTE)
+        if n == len(into[i]):
+            reqs[i] = m.Irecv([into[i], n, _BYTE])
+        else:
+            reqs[i] = m.Irecv([_np().empty(n, "uint8"), n, _BYTE])
+            _hold_length_mismatch(st, q, n, len(into[i]), what)
+            into[i] = None
+        posted[i] = True
+    return every
+
+
+cdef bint _took_truncated(_State st, list reqs, list statuses, list srcs, tuple typed, str what,
+                          object exc) except -1:
+    """MPI ended a Gather(v) root's wait for the other leaders' blocks with
+    exc: if a leader's message was longer than its node's blocks at the root
+    (MPICH reports MPI_ERR_TRUNCATE and writes nothing past the buffer),
+    complete its request, hold the mismatch and return True (the wait goes
+    on for the others); False for any other error."""
+    if exc.Get_error_class() not in (MPI.ERR_IN_STATUS, MPI.ERR_TRUNCATE):
+        return False
+    into = typed[0]
+    cdef bint took = False
+    for i in range(min(len(srcs), len(statuses))):
+        if into[i] is None or MPI.Get_error_class(statuses[i].Get_error()) != MPI.ERR_TRUNCATE:
+            continue
+        try:
+            reqs[i].Wait()      # frees it (MPICH keeps a request that completed in error)
+        except MPI.Exception:
+            pass
+        _hold_length_mismatch(st, srcs[i], -1, len(into[i]), what)
+        into[i] = None
+        took = True
+    return took
+
+
+cdef int _check_lengths(_State st, list statuses, list srcs, tuple typed, str what) except -1:
+    """After a Gather(v) root's wait: a leader whose message was shorter
+    than its node's blocks at the root (MPI completes such a receive) holds
+    the mismatch too."""
+    into = typed[0]
+    cdef Py_ssize_t n
+    for i, q in enumerate(srcs):
+        if into[i] is None:
+            continue
+        n = statuses[i].Get_count(_BYTE)
+        if n != len(into[i]):
+            _hold_length_mismatch(st, q, n, len(into[i]), what)
+            into[i] = None
+    return 0
+
+
+cdef int _hold_length_mismatch(_State st, int leader, Py_ssize_t got, Py_ssize_t want, str what) except -1:
+    """A hierarchical Gather(v)'s root received `got` bytes (-1: more than
+    `want`) of the blocks of the node of rank `leader` where its counts say
+    `want`: a DatatypeMismatchError, held until the call completed."""
+    st.core.hold(DatatypeMismatchError(
+        "%s (hierarchical): rank %d, its node's leader, sends %s bytes of that node's blocks where this rank "
+        "(rank %d, the root) receives %d: the type signatures differ (MPI calls the program erroneous); the "
+        "receive buffer's part for that node is undefined"
+        % (what, leader, ("more than %d" % want) if got < 0 else str(got), st.rank, want)))
     return 0
 
 

@@ -291,7 +291,7 @@ cdef int _in_hierarchy(object exc, int coll) except -1:
     Reduce_scatter inside a hierarchical Allreduce)."""
     name = _COLL_NAMES[coll]
     msg = str(exc)
-    if not msg.startswith(name):
+    if not (msg.startswith(name + ":") or msg.startswith(name + " ")):
         exc.args = ("%s (hierarchical): %s" % (name, msg),) + tuple(exc.args[1:])
     raise exc
 
@@ -394,16 +394,25 @@ cdef int _leaders_wait(_State st, list reqs, list srcs, str what, tuple typed) e
     complete. Nothing is left in flight, so the root raises
     PeerRefusedError naming the leader and its reason, and the
     communicator stays usable. typed: (the receives' buffers, the root's
-    basic type), for the blocks of another type (_collect_types)."""
+    basic type, whether each receive is posted), for the blocks of another
+    type (_collect_types) and of another length (_check_lengths)."""
     st.refusal_wait = (reqs, srcs, typed, what)
     st.refusals = []
+    statuses = []
     try:
-        _mpi_wait(st, reqs, what)
+        while True:
+            try:
+                _bounded_wait(st, reqs, statuses, _PROBED if _TRUNCATION_UNSAFE else -1, what)
+                break
+            except MPI.Exception as exc:
+                if not _took_truncated(st, reqs, statuses, srcs, typed, what, exc):
+                    raise
     finally:
         st.refusal_wait = None
     if st.refusals:
         q, why = st.refusals[0]
         raise PeerRefusedError("%s: rank %d refused its arguments: %s" % (what, q, why.decode(errors="replace")))
+    _check_lengths(st, statuses, srcs, typed, what)
     return 0
 
 
@@ -419,6 +428,8 @@ cdef int _collect_refusals(_State st) except -1:
         if number == st.call_number:
             if reqs[i] != MPI.REQUEST_NULL:
                 reqs[i].Cancel()    # q sends nothing else in this call
+            if typed is not None:
+                typed[2][i] = True  # nor will be (_post_probed)
             st.refusals.append((q, why))
     if typed is not None:       # a Gather(v)'s root (_leaders_wait)
         _collect_types(st, reqs, srcs, typed, what)

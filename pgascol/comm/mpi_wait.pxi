@@ -46,11 +46,18 @@ cdef object _mpi_probe(_State st, int source, str what, object status):
     return _bounded_wait(st, None, status, source, what)
 
 
+# _bounded_wait's source for a Gather(v) root's wait for the other leaders'
+# blocks whose receives are posted as their messages are probed (_post_probed).
+cdef int _PROBED = -2
+
+
 cdef inline object _poll(_State st, object reqs, object statuses, int source):
     """One poll of a bounded wait: reqs all complete (True), or the message
     matched from source (source >= 0); None while neither."""
     if source >= 0:
         return st.private_comm.Improbe(source, MPI.ANY_TAG, statuses)
+    if source == _PROBED and not _post_probed(st, reqs):
+        return None
     return True if _Testall(reqs, statuses) else None
 
 

@@ -4,7 +4,9 @@ hash too), a reduction's basic type that differs at the same byte count,
 every rank taking itself for a Bcast's root: every rank raises a mismatch
 naming it before any data moves, at once or at its next call. A Scatter(v)
 whose root's count for a rank differs from that rank's: it fails there,
-nobody hangs. Calls whose
+nobody hangs; a Gather(v) of which a rank sends another count than the
+root receives: the root fails, nobody hangs, nothing lands past its
+buffer. Calls whose
 paths differ: one rank's arguments take the call to MPI (a user-defined
 operator, a buffer without the buffer protocol, a derived datatype in a
 reduction) while the others' go to pgascol; on one node every rank ends the
@@ -17,7 +19,8 @@ import numpy as np
 from mpi4py import MPI
 
 import pgascol
-from pgascol.errors import ArgumentError, CollectiveMismatchError, PeerRefusedError, TeamAbortedError
+from pgascol.errors import (ArgumentError, CollectiveMismatchError, DatatypeMismatchError, PeerRefusedError,
+                            TeamAbortedError)
 from tests.mpi_programs.comm_errors_common import ME, P, WORLD, _DLPackOnly, _flat_comm, _still_usable
 
 
@@ -191,6 +194,22 @@ def test_a_reduction_datatype_differing_at_the_same_byte_count_is_a_mismatch():
                                                 np.zeros(4), root=0), ["the type signatures differ"])
 
 
+def _each_count_mismatch(check, names, counts):
+    """check(c, name, root, q, n, delta) on a fresh communicator for each
+    collective of names, (n, delta) of counts, and the root first or last
+    with the odd rank at the other end."""
+    for name in names:
+        for n, delta in counts:
+            for root, q in ((0, P - 1), (P - 1, 0)):
+                c = pgascol.Comm(WORLD.Dup())
+                try:
+                    check(c, name, root, q, n, delta)
+                except AssertionError as exc:
+                    raise AssertionError("%s n=%d%+d root %d, rank %d: %s" % (name, n, delta, root, q, exc)) from exc
+                finally:
+                    c.Free()
+
+
 def _scatter_counts_differ(c, name, root, q, n, delta):
     """A Scatter or Scatterv whose root sends rank q n doubles where q
     receives n + delta (every other rank's count agrees): q raises an
@@ -224,16 +243,43 @@ def test_scatter_counts_that_differ_from_a_receivers_fail_there_and_hang_nobody(
     leader sees it the communicator stays usable (_scatter_counts_differ)."""
     if P == 1:
         return
-    for name in ("Scatterv", "Scatter"):
-        for n, delta in ((4, 1), (100000, 1), (100000, -1)):
-            for root, q in ((0, P - 1), (P - 1, 0)):
-                c = pgascol.Comm(WORLD.Dup())
-                try:
-                    _scatter_counts_differ(c, name, root, q, n, delta)
-                except AssertionError as exc:
-                    raise AssertionError("%s n=%d%+d root %d, rank %d: %s" % (name, n, delta, root, q, exc)) from exc
-                finally:
-                    c.Free()
+    _each_count_mismatch(_scatter_counts_differ, ("Scatterv", "Scatter"), ((4, 1), (100000, 1), (100000, -1)))
+
+
+def _gather_counts_differ(c, name, root, q, n, delta):
+    """A Gather or Gatherv whose rank q sends n + delta doubles where the
+    root receives n from each rank: the root never completes it (its
+    ArgumentError names the bytes; across nodes a DatatypeMismatchError
+    where q's leader sent its node's blocks, a refusal or an abort where
+    q's node leg failed), a rank raising names the call, every rank ends
+    it within a fraction of PGASCOL_TIMEOUT, and nothing lands past the
+    root's receive buffer (Open MPI writes a truncated message's bytes
+    past its buffer: the root probes first there)."""
+    guard = np.full(n * P + 64, -1.0) if ME == root else None
+    spec = None if ME != root else [guard[:n * P], [n] * P, None, MPI.DOUBLE] if name == "Gatherv" else guard[:n * P]
+    start = time.monotonic()
+    try:
+        getattr(c, name)(np.full(n + delta if ME == q else n, float(ME)), spec, root=root)
+    except (ArgumentError, TeamAbortedError) as exc:
+        assert str(exc).startswith(name), (ME, str(exc))
+        if ME == root and isinstance(exc, DatatypeMismatchError):
+            assert "bytes" in str(exc) and "signatures differ" in str(exc), str(exc)
+    else:
+        assert ME != root, "the root completed a %s of which rank %d sent %d doubles, not %d" % (name, q, n + delta, n)
+    assert time.monotonic() - start < 2.5, time.monotonic() - start
+    if ME == root:
+        assert (guard[n * P:] == -1.0).all(), "bytes written past the root's receive buffer"
+
+
+def test_gather_counts_that_differ_from_a_senders_fail_at_the_root_and_hang_nobody():
+    """One rank sends another count than the root receives from it (MPI
+    calls it erroneous), on one node and across nodes, where the root
+    checks the length of each node's message: the root fails, nobody waits
+    for PGASCOL_TIMEOUT, nothing is written past the root's buffer
+    (_gather_counts_differ)."""
+    if P == 1:
+        return
+    _each_count_mismatch(_gather_counts_differ, ("Gatherv", "Gather"), ((4, 1), (4, -1), (100000, 1), (100000, -1)))
 
 
 def _on_mpi_alone(c, call, needs_it):
