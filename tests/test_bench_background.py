@@ -99,8 +99,7 @@ def test_a_background_job_ends_when_the_benchmark_is_killed(kind):
         while (background_processes() or _busy_loops()) and time.monotonic() < deadline:
             time.sleep(0.2)
         assert background_processes() == [] and _busy_loops() == []
-        if kind != "busy":      # busy loops leave their (empty) directory to the next tmp clean-up
-            assert set(leftovers()[0]) <= before, leftovers()
+        assert set(leftovers()[0]) <= before, leftovers()
     finally:
         if host.poll() is None:
             host.kill()

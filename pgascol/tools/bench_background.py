@@ -63,9 +63,11 @@ def background_job(kind, prefix, nprocs=2, env=None):
         started = os.path.join(tmp, "started")
         open(running, "w").close()
         if kind == "busy":
-            # they stop with the file, or when this process is gone (reparented)
-            command = [sys.executable, "-c", "import os\nwhile os.path.exists(%r) and os.getppid() == %d: "
-                       "sum(range(10000))" % (running, os.getpid())]
+            # they stop with the file, or when this process is gone (reparented:
+            # killed, it removes nothing, so they remove its directory)
+            command = [sys.executable, "-c", "import os, shutil\nwhile os.path.exists(%r) and os.getppid() == %d: "
+                       "sum(range(10000))\nif os.path.exists(%r): shutil.rmtree(%r, ignore_errors=True)"
+                       % (running, os.getpid(), running, tmp)]
             procs = [subprocess.Popen(command, stdin=subprocess.DEVNULL, start_new_session=True)
                      for _ in range(nprocs)]
             open(started, "w").close()
