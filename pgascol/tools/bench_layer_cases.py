@@ -34,7 +34,7 @@ FIXED_BYTES = {"pgas.fetch_op": 8, "pgas.barrier": 0, **{"comm." + m: 0 for m in
 # the branches of their waits weigh (bench_callgrind.paced). The others make
 # over 20,000 instructions per call (Python around one-sided transfers,
 # SciPy's kernels), where those branches weigh below 0.05%.
-LAYER_PACED = ("pgas.barrier", "upc.all_broadcast", "upc.all_reduce") + tuple(
+LAYER_PACED = ("pgas.barrier", "upc.all_broadcast", "upc.all_reduce", "sparse.mv") + tuple(
     "comm." + m for m in _OBJECT_METHODS)
 
 
