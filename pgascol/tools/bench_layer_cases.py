@@ -30,10 +30,13 @@ LAYER_OPS = ("pgas.get", "pgas.put", "pgas.fetch_op", "pgas.barrier", "upc.all_b
              "blas.dot", "blas.axpy", "sparse.mv") + tuple("comm." + m for m in _OBJECT_METHODS)
 LAYER_MAX_BYTES = 64 << 10      # small operations: where per-call cost matters
 FIXED_BYTES = {"pgas.fetch_op": 8, "pgas.barrier": 0, **{"comm." + m: 0 for m in _OBJECT_METHODS}}
-# The collectives among them, whose calls make few enough instructions that
-# the branches of their waits weigh (bench_callgrind.paced). The others make
-# over 20,000 instructions per call (Python around one-sided transfers,
-# SciPy's kernels), where those branches weigh below 0.05%.
+# Paced (bench_callgrind.paced): the collectives among them, whose calls make
+# few enough instructions that the branches of their waits weigh, and
+# sparse.mv, whose ranks count ~0.1% more on the rank that reaches the
+# product's barriers first (which rank that is changed from job to job).
+# The others make over 20,000 instructions per call (Python around
+# one-sided transfers, SciPy's kernels), where those branches weigh below
+# 0.05%.
 LAYER_PACED = ("pgas.barrier", "upc.all_broadcast", "upc.all_reduce", "sparse.mv") + tuple(
     "comm." + m for m in _OBJECT_METHODS)
 
