@@ -304,7 +304,7 @@ def randomaccess(job):
                     times[n].append(t)
         table = sides[0].table
         # HPCC allows 1% of the table wrong after its timed pass and its
-        # verification pass; strict's lost updates come from the two ranks'
+        # verification pass; strict's lost updates come from racing ranks'
         # overlapping read-then-write windows, a number per pass that does not
         # grow with the table, so 1% per two passes.
         allowed = table.n // 100 * passes // 2 if variant == "strict" else 0
