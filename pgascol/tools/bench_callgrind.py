@@ -104,6 +104,19 @@ LABEL = "pgascol-bench case=%s:%d round=%d rank=%d"
 # collection on entry, so a nested one would count again.
 UNCOUNTED = ("pgc_wait_slow", "pgc_wait_signed", "pgc_rma_wait_until", "pgc_ring_doorbell", "pgc_count_pace",
              "pgascol_gil_take_back")
+# The interpreter's type attribute lookups are left out too. A lookup first
+# tries the method cache, a table of 4096 entries indexed by the type's
+# version tag xor the name's address: which hot (type, name) pairs share an
+# entry, and so miss it on every call and walk the MRO's dicts, depends on
+# where the heap put each name, which differs from job to job (the order in
+# which earlier cases' waits allocated). A fetch_op of 8 bytes made 39,460
+# or 40,005 instructions a call depending on a few small objects allocated
+# at start-up (the +545 all in _PyType_Lookup and its MRO walk). The
+# outermost lookup function is named so that nothing nests: Python 3.11-3.12
+# call find_name_in_mro from _PyType_Lookup only; later versions have
+# several entry points above it, where its own miss path is left out.
+TYPE_LOOKUP = ("_PyType_Lookup",) if sys.version_info < (3, 13) else ("find_name_in_mro",)
+ALLOCATOR = ("_int_malloc", "_int_free")
 INSTALL_HINT = ("valgrind is not installed: it is a Debian/Ubuntu package (sudo apt-get install "
                 "valgrind; dnf install valgrind; on GitHub's ubuntu runners the same apt-get line)")
 
@@ -125,6 +138,9 @@ def add_parser(sub):
     p.add_argument("--mpi-launcher", metavar="CMD", help="launcher command line (default: detected)")
     p.add_argument("--valgrind", default="valgrind", metavar="PATH", help="the valgrind to run")
     p.add_argument("--json", metavar="FILE", help="write the results (pgascol-bench/1)")
+    p.add_argument("--keep-dumps", metavar="DIR", help="copy callgrind's dump files (one per case, round "
+                   "and rank; its desc line names them) into DIR, to read a case's cost by function with "
+                   "callgrind_annotate")
     return p
 
 
@@ -263,6 +279,19 @@ def read_dumps(directory):
     return out
 
 
+def keep_dumps(directory, dest):
+    """Copy the dumps of a job's counted rounds into dest, named by case."""
+    os.makedirs(dest, exist_ok=True)
+    for path in glob.glob(os.path.join(directory, "cg.*")):
+        with open(path, errors="replace") as f:
+            d = _DESC.search(f.read())
+        m = d and _LABEL.search(d.group(1))
+        if m:
+            op, nbytes, r, k = m.groups()
+            shutil.copy(path, os.path.join(dest, "%s-%s.round%s.rank%s.callgrind" % (op, nbytes, r, k)))
+    print("# kept the dumps in %s (callgrind_annotate FILE reads one)" % dest)
+
+
 def results_from(counts, job):
     """The pgascol-bench/1 rows of a count (read_dumps) and the worker's JSON."""
     P, rounds = job["np"], job["rounds"]
@@ -299,7 +328,7 @@ def cmd_instructions(args, argv):
         command = [*prefix, "-n", str(args.np), valgrind, "--tool=callgrind", "--instr-atstart=no",
                    "--collect-atstart=no", "--callgrind-out-file=%s" % os.path.join(tmp, "cg.%p"),
                    "--dump-line=no", "--compress-strings=no", "--compress-pos=no", "-q",
-                   *("--toggle-collect=%s" % fn for fn in UNCOUNTED),
+                   *("--toggle-collect=%s" % fn for fn in UNCOUNTED + TYPE_LOOKUP + ALLOCATOR),
                    sys.executable, "-m", "pgascol.tools.bench_callgrind", "worker", "--ops", ",".join(ops),
                    "--sizes", sizes, "--rounds", str(args.rounds), "--json", raw]
         if args.iters:
@@ -315,6 +344,8 @@ def cmd_instructions(args, argv):
             job = json.load(f)
         results = results_from(read_dumps(tmp), job)
         conditions = probe.stop()
+        if args.keep_dumps:
+            keep_dumps(tmp, args.keep_dumps)
     saved = {k: os.environ.get(k) for k in PINNED_ENV}
     os.environ.update(PINNED_ENV)     # the fingerprint's env: what the ranks ran with
     try:
