@@ -198,6 +198,30 @@ def test_the_stored_baseline_is_a_quick_instruction_count_of_every_case():
     assert r.returncode == 0, r.stdout + r.stderr
 
 
+def test_the_ci_recipe_is_a_workflow_github_reads():
+    """examples/ci/pgascol-bench-gate.yml parses as YAML (a step name with
+    ": " in it once made the whole file invalid), the instruction-count
+    verdict is the step that fails the build, the walltime job never does,
+    and every pgascol-bench command in it is one the tool accepts."""
+    yaml = pytest.importorskip("yaml")
+    recipe = yaml.safe_load((REPO / "examples" / "ci" / "pgascol-bench-gate.yml").read_text())
+    jobs = recipe["jobs"]
+    assert set(jobs) == {"instructions", "walltime"} and jobs["walltime"]["continue-on-error"] is True
+    steps = {s.get("name"): s for s in jobs["instructions"]["steps"]}
+    gate = steps["verdict (fails the build on a regression)"]
+    assert "pgascol-bench verdict base.json new.json" in gate["run"] and "continue-on-error" not in gate
+    for job in jobs.values():
+        for step in job["steps"]:
+            for line in step.get("run", "").replace("\\\n", " ").splitlines():
+                if "pgascol-bench " in line:
+                    words = line.split("pgascol-bench ", 1)[1].split("||")[0].split()
+                    mode = words[0]
+                    r = cli(mode, "--help")
+                    assert r.returncode == 0, line
+                    for opt in (w for w in words if w.startswith("--")):
+                        assert opt in r.stdout, (opt, line)
+
+
 def test_instructions_without_valgrind_says_how_to_install_it():
     r = cli("instructions", "--valgrind", "/nonexistent/valgrind", "--ops", "bcast", "--sizes", "8")
     assert r.returncode == 2

@@ -3,6 +3,7 @@ collectives, counted under valgrind's callgrind, the engine's waits left out.
 
     pgascol-bench instructions [--np N] [--ops ...] [--sizes ...] [--iters N] [--rounds 3]
                                [--quick] [--json FILE] [--inject-slowdown OP:BYTES:FRACTION]
+                               [--keep-dumps DIR]
 
 Every rank runs under ``valgrind --tool=callgrind --instr-atstart=no
 --collect-atstart=no`` (start-up runs uninstrumented). For each case the
@@ -15,7 +16,9 @@ csrc/base/count.h), so a count does not depend on how long a rank waited
 for its peers, and the cheap cases' calls are paced so that the ranks enter
 each in the same order in every run (paced). What else could vary is
 pinned: PINNED_ENV (no learning, no calibration file, no adaptive switches,
-the baseline SIMD loops, no streaming stores) and PYTHONHASHSEED. The
+the baseline SIMD loops, no streaming stores) and PYTHONHASHSEED; what
+follows where the heap put things (the interpreter's type lookups,
+glibc's bins) is left out (TYPE_LOOKUP, ALLOCATOR). The
 native MPI side is not counted (MPI's progress loop spins for as long as
 its peers take).
 
