@@ -109,7 +109,9 @@ def test_a_count_does_not_depend_on_where_the_heap_put_things(tmp_path):
     ranks' path) move every later object: before the interpreter's type
     lookups and glibc's bins were left out (TYPE_LOOKUP, ALLOCATOR), a
     fetch_op of 8 bytes counted up to 1.9% more on one of four such
-    layouts, and the pickling root of comm.scatter 0.6%."""
+    layouts, and the pickling root of comm.scatter 0.6%. What a layout still
+    moves is pickle's memo table (indexed by the objects' addresses): up to
+    0.17% on comm.scatter's root, so its bound is 0.3%."""
     (tmp_path / "sitecustomize.py").write_text(
         "import os, sys\n"
         "_k = int(os.environ.get('PGASCOL_TEST_PAD', '0'))\n"
@@ -125,10 +127,10 @@ def test_a_count_does_not_depend_on_where_the_heap_put_things(tmp_path):
         assert r.returncode == 0, r.stdout + r.stderr
         counts.append({row["op"]: [v[0] for v in row["instr_by_rank"]]
                        for row in json.loads(out.read_text())["results"]})
-    for op in ("pgas.fetch_op", "comm.scatter"):
+    for op, bound in (("pgas.fetch_op", 1.001), ("comm.scatter", 1.003)):
         for rank in (0, 1):
             seen = [c[op][rank] for c in counts]
-            assert max(seen) / min(seen) < 1.001, (op, rank, seen)
+            assert max(seen) / min(seen) < bound, (op, rank, seen)
 
 
 def test_the_waits_callgrind_leaves_out_are_functions_of_the_core():
