@@ -37,6 +37,7 @@ cdef int _hier_bcast(_State st, _Msg m, Py_ssize_t n, int root) except -1:
     node's leg with the root's reason (_bcast_root_refused)."""
     cdef int rn = st.node_of[root], rl = st.local_of[root]
     cdef int dtype = _basic(m)      # on each node leg (PGC_SIG_ROOTED)
+    st.bcast_bytes = n
     st.core.c_check_aborted()       # a node that gave up must not enter the leaders' MPI leg
     if st.nidx == rn and rl != 0:
         _root_node_leg(st, m, n, root, dtype)
@@ -111,7 +112,7 @@ cdef int _bcast_root_refused(_State st, object exc, Py_ssize_t n, Py_ssize_t off
     wait in the node leg it would run next, end the call with the root's
     reason; it moves the leg's remaining segments (from byte off) as the
     joiner does, into scratch, and raises exc."""
-    st.core.c_refuse(PGC_COLL_BCAST, _refusal_reason(exc))
+    st.core.c_refuse(PGC_COLL_BCAST, _named_refuser(st, exc))
     if off < n:
         _bcast_leg_scratch(st, st.node_of[st.root], n, off)
     raise exc

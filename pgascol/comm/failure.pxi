@@ -21,8 +21,10 @@
 #                                                                                    Scatter's leader: RootRefusedError
 #                                                                                    (_root_message); another call's: dropped
 #   same tag, b"" / _AWAITS a rank in the call that met a    the refuser           b"": its node team gives the call up
-#                             refusal (above)                  (_drain)              (TeamAbortedError next); _AWAITS: it joins
-#                                                                                    the leg with scratch data (_join_leg)
+#     (+ a Bcast's bytes,     refusal (above)                  (_drain)              (TeamAbortedError next); _AWAITS: it joins
+#     8 bytes)                                                                       the leg with scratch data (_join_leg), of
+#                                                                                    the bytes told where its arguments do not
+#                                                                                    tell them
 #   TAG_PATH 1              a leader whose node takes the    the other leaders     one in the hierarchical call replies
 #                             call to MPI (_to_mpi_across)                           TAG_PATH 0, aborts its node team:
 #                                                                                    CollectiveMismatchError (_path_alert)
@@ -158,7 +160,10 @@ cdef int _await_join(_State st, int src, bytes why) except -1:
     PeerRefusedError, or in a Bcast RootRefusedError (_mpi_wait), every
     rank having ended its part of the leg: the communicator stays usable."""
     st.alerts_exchanged = True
-    _send_refusal(st, src, _AWAITS)
+    # a Bcast's byte count too: the refuser's own arguments may not tell it
+    # (a count its buffer does not hold, or none), and it joins with this
+    _send_refusal(st, src, _AWAITS + (int(st.bcast_bytes).to_bytes(8, "little")
+                                      if st.coll == PGC_COLL_BCAST else b""))
     if st.awaited_joins is None:
         st.awaited_joins = []
     st.awaited_joins.append((src, why))
@@ -341,7 +346,8 @@ cdef list _drain(_State st, list srcs, int tag, str what):
     reason). Bounded as every inter-node wait
     (_mpi_check: alerts, the node team, PGASCOL_TIMEOUT). Returns the
     sources that replied, with their reply (b"": in the call, given up;
-    _AWAITS: in the call, waiting for the refuser's join)."""
+    _AWAITS: in the call, waiting for the refuser's join, in a Bcast
+    followed by its byte count)."""
     status = MPI.Status()
     cdef int rtag = _refusal_tag(st.call_number)
     cdef double start = _monotonic(), now, check = start + 0.1
@@ -374,7 +380,7 @@ cdef list _drain(_State st, list srcs, int tag, str what):
                 number, why = _refusal_of(m, status)
                 if number == st.call_number:
                     srcs.remove(q)
-                    if not why or why == _AWAITS:
+                    if not why or why[:1] == _AWAITS:
                         replied.append((q, why))
             now = _monotonic()
             if srcs and now >= check:

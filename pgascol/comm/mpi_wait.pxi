@@ -84,9 +84,8 @@ cdef object _bounded_wait(_State st, object reqs, object statuses, int source, s
     if st.awaited_joins:      # the leg completed with a refuser's scratch data
         q, why = st.awaited_joins[0]
         st.awaited_joins = None
-        if st.coll == PGC_COLL_BCAST:   # the root's node's (_needs_node): the root refused
-            raise RootRefusedError("%s: the root (rank %d) refused its arguments: %s"
-                                   % (what, st.root, why.decode(errors="replace")))
+        if st.coll == PGC_COLL_BCAST:   # the root's node's (_needs_node): the root or its leader refused
+            raise _bcast_refusal(st, what, why.decode(errors="replace"))
         raise PeerRefusedError("%s: rank %d refused its arguments: %s" % (what, q, why.decode(errors="replace")))
     return got
 

@@ -27,7 +27,7 @@ cdef int _refused(_State st, int coll, object exc, int root, object sendbuf, obj
     if st.hier and _root_refusal_ends_call(coll) and 0 <= root < st.size:
         _refuse_leg(st, coll, reason, root)
         return 0
-    st.core.c_refuse(coll, reason)
+    st.core.c_refuse(coll, _bcast_leader_named(st, coll, reason, root))
     if st.hier:
         # every rank may have refused alike and left: the refusal names
         # this call, so a leader's later calls never read it (another tag,
@@ -40,6 +40,10 @@ cdef int _refused(_State st, int coll, object exc, int root, object sendbuf, obj
             # the leaders' leg to the leader, which meets the refusal in the
             # root's node leg (_root_node_leg)
             root_out = coll == PGC_COLL_BCAST and st.rank == root
+            if coll == PGC_COLL_BCAST and st.lrank == 0 and not root_out and 0 <= root < st.size \
+                    and st.nidx == st.node_of[root]:
+                # the root's node's leader: the other nodes learn it refused, not the root
+                reason = ((_ROOTS_LEADER + "%d: " % st.rank).encode() + reason)[:_REFUSAL_MAX - 1]
             if st.lrank == 0 or not root_out:
                 _refuse_rooted(st, coll, reason, root, _leg_of(st, coll, sendbuf, recvbuf, op, root), root_out)
         elif st.lrank == 0:
@@ -52,6 +56,51 @@ cdef int _refused(_State st, int coll, object exc, int root, object sendbuf, obj
             if st.core.c_wait_all_refused() and _leaders_meet(coll):
                 _refused_alike_across(st, coll)
     return 0
+
+
+cdef bytes _bcast_leader_named(_State st, int coll, bytes reason, int root):
+    """The reason a refuser gives its node team: in a hierarchical Bcast, a
+    leader of another node than the root's is its members' root (they end
+    the call with RootRefusedError), so it names itself (_root_refused_across)."""
+    if coll != PGC_COLL_BCAST or not st.hier or st.lrank != 0 or not 0 <= root < st.size \
+            or st.nidx == st.node_of[root]:
+        return reason
+    return _as_leader(st, reason)
+
+
+# A node's leader names itself in the reason its node's members read.
+cdef str _LEADER = "this node's leader, rank "
+
+
+cdef inline bytes _as_leader(_State st, bytes reason):
+    return ((_LEADER + "%d: " % st.rank).encode() + reason)[:_REFUSAL_MAX - 1]
+
+
+# ... and a leader whose wait ended with the refusal of the root's node's
+# leader (not the root) names that one to its members.
+cdef str _ROOTS_LEADER = "the root's node's leader, rank "
+
+
+cdef object _bcast_refusal(_State st, str what, str why):
+    """The RootRefusedError of a leader whose wait in a Bcast's leaders' leg
+    ended with the refusal of the root's node (its leader's reason: why),
+    naming the root or, where that leader refused itself, the leader
+    (refused_by, passed on to this node's members: _named_refuser)."""
+    if not why.startswith(_ROOTS_LEADER):
+        return RootRefusedError("%s: the root (rank %d) refused its arguments: %s" % (what, st.root, why))
+    leader, _, why = why[len(_ROOTS_LEADER):].partition(": ")
+    exc = RootRefusedError("%s: the root's node's leader (rank %s) refused its arguments: %s" % (what, leader, why))
+    exc.refused_by = int(leader)
+    return exc
+
+
+cdef bytes _named_refuser(_State st, object exc):
+    """The reason a leader passes on to its node's members from the
+    RootRefusedError its wait in the leaders' leg ended with."""
+    cdef int q = getattr(exc, "refused_by", st.root)
+    if q == st.root:
+        return _refusal_reason(exc)
+    return ((_ROOTS_LEADER + "%d: " % q).encode() + _refusal_reason(exc))[:_REFUSAL_MAX - 1]
 
 
 cdef inline bint _leaders_meet(int coll):
@@ -138,31 +187,51 @@ cdef int _refuse_rooted(_State st, int coll, bytes reason, int root, object leg,
     rank's answer and does not join, which ends at once where every rank
     refused alike (nobody is in the leg) or where they need it, else at
     the wait's timeout."""
+    # In a Bcast no member of the node waits for a refuser after the node leg
+    # it reads from or roots: that leg's readers skip it or end the call with
+    # its reason (RootRefusedError), so its members in the call are no reason
+    # to give the call up
+    cdef bint members_free = node_out or coll == PGC_COLL_BCAST
     if st.rank != _leg_rank(st, coll, st.nidx):
         # this node's leg rank settles the leg; a member of its node in the
         # call may wait for this rank in a later node leg (a Scan's node
         # broadcast of the total): the node team gives the call up then
-        st.core.c_wait_all_refused()
+        if not members_free:
+            st.core.c_wait_all_refused()
         return 0
     what = _COLL_NAMES[coll]
     ranks = [_leg_rank(st, coll, n) for n in range(st.nnodes) if n != st.nidx]
     for q in ranks:
         _send_refusal(st, q, reason)
-    if not node_out and not st.core.c_wait_all_refused():
+    if not members_free and not st.core.c_wait_all_refused():
         return _give_up_across(st, ranks, "%s: this rank refused its arguments while a rank of its node is in "
                                "the call: the call is given up" % what)
+    # The leader of a Bcast's root's node: every other leader waits for its
+    # data and tells it the leg's size (_await_join), which its own
+    # arguments may not tell (a count its buffer does not hold, or none)
+    cdef bint size_told = coll == PGC_COLL_BCAST and 0 <= root < st.size and st.nidx == st.node_of[root]
     if leg is None:     # who needs it is unknown too: every leg rank answers, or the wait times out
         needed = list(ranks)     # (_drain empties it)
     else:
         needed = [q for q in ranks if leg[0] and _needs_node(st, coll, root, st.nidx, st.node_of[q])]
+    cdef Py_ssize_t needed_at_first = len(needed)
     try:
         replied = _drain(st, needed, -1, what)
-        gave_up = [q for q, why in replied if why != _AWAITS or leg is None]
+        if size_told:
+            sizes = {why[1:] for q, why in replied if why[:1] == _AWAITS and len(why) == 9}
+            if len(sizes) == 1 and len(replied) == needed_at_first:
+                leg = (int.from_bytes(sizes.pop(), "little"), _BYTE, 1, None)
+        gave_up = [q for q, why in replied if why[:1] != _AWAITS or leg is None]
         if gave_up:
             return _give_up_across(st, ranks, "%s: this rank refused its arguments while rank %d, which needs its "
                                    "data, is in the call: the call is given up" % (what, gave_up[0]))
         if leg is not None:
             _join_leg(st, coll, root, leg)
+    except MPI.Exception:
+        # the leg moved another count than this rank's arguments told, which
+        # it receives into scratch: MPI's truncation error, here only (this
+        # rank raises its own error; the others have their data)
+        pass
     except PgascolError as exc:
         _give_up_across(st, ranks, str(exc))    # its node gave the call up meanwhile (an alert, a timeout)
     return 0
@@ -260,10 +329,6 @@ cdef inline bint _root_refusal_ends_call(int coll):
             or coll == PGC_COLL_SCATTERV)
 
 
-# A node's leader names itself in the reason its node's members read.
-cdef str _LEADER = "this node's leader, rank "
-
-
 cdef int _refuse_leg(_State st, int coll, bytes reason, int root) except -1:
     """This rank refused its arguments to a hierarchical Gather(v) or
     Scatter(v). Its node learns it as from pgc_coll_refuse, once per node
@@ -289,7 +354,7 @@ cdef int _refuse_leg(_State st, int coll, bytes reason, int root) except -1:
         if coll == PGC_COLL_GATHERV:
             st.core.c_refuse(PGC_COLL_GATHERV, reason)
         if st.lrank == 0:
-            leg = ((_LEADER + "%d: " % st.rank).encode() + reason)[:_REFUSAL_MAX - 1]
+            leg = _as_leader(st, reason)
     st.core.c_refuse(coll, leg)
     try:
         if st.rank == root and scatter:
@@ -324,9 +389,15 @@ cdef int _root_refused_across(_State st, object exc, int coll, int root) except 
     (_refuse_leg)."""
     head, _, reason = str(exc).partition(_REFUSED_ARGS)
     reason = reason or head
+    if getattr(exc, "refused_by", root) != root:
+        raise exc       # this leader's own wait named the root's node's leader (_mpi_wait)
     if reason.startswith(_LEADER):
         leader, _, reason = reason[len(_LEADER):].partition(": ")
         exc.args = ("%s: this node's leader (rank %s) refused its arguments: %s"
+                    % (_COLL_NAMES[coll], leader, reason),)
+    elif reason.startswith(_ROOTS_LEADER):
+        leader, _, reason = reason[len(_ROOTS_LEADER):].partition(": ")
+        exc.args = ("%s: the root's node's leader (rank %s) refused its arguments: %s"
                     % (_COLL_NAMES[coll], leader, reason),)
     else:
         exc.args = ("%s: the root (rank %d) refused its arguments: %s" % (_COLL_NAMES[coll], root, reason),)

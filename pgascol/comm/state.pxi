@@ -76,6 +76,7 @@ cdef class _State:
     # names it (_send_refusal).
     cdef public long long call_number
     cdef public int coll, root  # the collective of call `call_number` and its root argument (_engine)
+    cdef Py_ssize_t bcast_bytes # a hierarchical Bcast's bytes (_hier_bcast), told a joiner (_await_join)
     cdef object refusal_wait    # (requests, sources, typed, what) whose refusals a wait takes (_leaders_wait), or None
     cdef list refusals          # (rank, reason) of the refusals _leaders_wait found
     cdef list awaited_joins     # (rank, reason) of refusers whose join this rank's leg waits for (_await_join)

@@ -21,8 +21,8 @@ import numpy as np
 from mpi4py import MPI
 
 import pgascol
-from pgascol.errors import (ArgumentError, CollectiveMismatchError, PeerRefusedError, PgascolTimeoutError,
-                            TeamAbortedError, in_mpi)
+from pgascol.errors import (ArgumentError, CollectiveMismatchError, PeerRefusedError, PgascolError,
+                            PgascolTimeoutError, TeamAbortedError, in_mpi)
 from tests.mpi_programs.comm_errors_common import (ME, P, WORLD, _flat_comm, _next_allreduce_fails_or_is_right,
                                                    _still_usable)
 
@@ -215,10 +215,71 @@ def test_a_member_that_refuses_leaves_the_communicator_usable():
         c.Free()
 
 
+# A Bcast reader's refusals across nodes: a read-only buffer, a buffer
+# shorter than its count.
+def _bcast_reader_refusals(n):
+    ro = np.zeros(n)
+    ro.flags.writeable = False
+    return (("read-only", lambda c, root: c.Bcast(ro, root=root)),
+            ("short", lambda c, root: c.Bcast([np.zeros(n - 1), n, MPI.DOUBLE], root=root)))
+
+
+def test_a_bcast_reader_that_refuses_across_nodes_ends_the_call_and_the_comm_stays_usable():
+    """Across nodes, each rank in turn but the root refuses its arguments to
+    a Bcast (4 and 100000 doubles, roots 0 and P-1): it raises its
+    ArgumentError; where it leads another node than the root's, that node's
+    members raise RootRefusedError naming it ("this node's leader (rank
+    r)"); where it leads the root's node, every other node's rank does
+    ("the root's node's leader"): it joins the leaders' leg with the size
+    they tell it; every other rank completes with the root's data. Every
+    rank within 2.5 s, never an abort, and the communicator usable.
+    (Left: another node's leader whose count is no integer cannot join the
+    leaders' leg, and nobody tells it the leg's size.)"""
+    probe = pgascol.Comm(WORLD.Dup())
+    st = probe._pg
+    hier, node_of = st.hier, list(st.node_of) if st.hier else None
+    leaders = {st.members[k][0] for k in range(st.nnodes)} if hier else set()
+    probe.Free()
+    if not hier:
+        return      # one node: test_a_member_that_refuses_leaves_the_communicator_usable
+    for root in sorted({0, P - 1}):
+        for n in (4, 100_000):
+            for kind, refuse in _bcast_reader_refusals(n):
+                for bad in range(P):
+                    if bad == root:
+                        continue
+                    c = pgascol.Comm(WORLD.Dup())
+                    where = (ME, kind, n, root, bad)
+                    buf = np.full(n, 7.0 if ME == root else 0.0)
+                    start = time.monotonic()
+                    try:
+                        try:
+                            refuse(c, root) if ME == bad else c.Bcast(buf, root=root)
+                            got = None
+                        except PgascolError as exc:
+                            got = exc
+                        assert time.monotonic() - start < 2.5, where + (time.monotonic() - start,)
+                        leads = bad in leaders and node_of[bad] == node_of[ME] != node_of[root]
+                        leads_roots = bad in leaders and node_of[bad] == node_of[root] != node_of[ME]
+                        if ME == bad:
+                            assert isinstance(got, ArgumentError) and not isinstance(got, PeerRefusedError), \
+                                where + (repr(got),)
+                        elif leads or leads_roots:
+                            named = ("this node's leader (rank %d)" if leads else "the root's node's leader (rank %d)")
+                            assert isinstance(got, pgascol.RootRefusedError), where + (repr(got),)
+                            assert ("Bcast: %s refused its arguments: Argument" % (named % bad)) in str(got), \
+                                where + (str(got),)
+                        else:
+                            assert got is None and (buf == 7.0).all(), where + (repr(got), buf[0])
+                        _still_usable(c)
+                    finally:
+                        c.Free()
+
+
 # Misuse only the root can see (its send or receive specification), as
 # (collective, root's call, others' call), each with 4 and 100000 doubles
 # per rank: inline, and staged or single copy; the root is `root`.
-def _root_misuse(n, root=0, hier=False):
+def _root_misuse(n, root=0):
     d = MPI.DOUBLE
     short = np.zeros(n * P - 1)
     displs = [n * q for q in range(P)]
@@ -242,16 +303,15 @@ def _root_misuse(n, root=0, hier=False):
          lambda c, out: c.Gather(out, None, root=root)),
         ("Bcast", lambda c: c.Bcast([np.zeros(n - 1), n, d], root=root),
          lambda c, out: c.Bcast(out, root=root)),
-    ] + _root_specs_mpi4py_refuses(n, root, hier)
+    ] + _root_specs_mpi4py_refuses(n, root)
 
 
 # Root specifications mpi4py itself raises for (ValueError, TypeError or
 # BufferError in mpi4py's msgbuffer.pxi): refused as pgascol's ArgumentError
 # before anything moves, not taken to MPI while the others are in the engine.
-# Not a Bcast count that is no integer across nodes: the root's leader
-# cannot join the leaders' MPI leg without a count (the call is given up,
-# the team aborted).
-def _root_specs_mpi4py_refuses(n, root, hier):
+# Across nodes a Bcast count that is no integer too: the root's leader joins
+# the leaders' MPI leg with the size the other leaders tell it.
+def _root_specs_mpi4py_refuses(n, root):
     d = MPI.DOUBLE
     odd = np.zeros(n * P + 1)                    # not a multiple of the number of ranks
     strided = np.zeros((n * P, 2))[:, 0]         # not contiguous
@@ -270,8 +330,8 @@ def _root_specs_mpi4py_refuses(n, root, hier):
         ("Gather", gather_into(object()), gathered),                                # no buffer
         ("Gatherv", lambda c: c.Gatherv(np.zeros(n), [np.zeros(n * P), ["n"] * P, None, d], root=root),
          lambda c, out: c.Gatherv(out, None, root=root)),
-    ] + ([] if hier else [
-        ("Bcast", lambda c: c.Bcast([np.zeros(n), 2.5, d], root=root), lambda c, out: c.Bcast(out, root=root))])
+        ("Bcast", lambda c: c.Bcast([np.zeros(n), 2.5, d], root=root), lambda c, out: c.Bcast(out, root=root)),
+    ]
 
 
 def _untouched_by_refusal(c, name, n, root):
@@ -304,7 +364,7 @@ def test_root_only_misuse_leaves_the_communicator_usable():
     c = pgascol.Comm(WORLD.Dup())
     try:
         for n, root in ((4, 0), (100000, 0), (4, P - 1), (100000, P - 1)):
-            for name, bad, good in _root_misuse(n, root, c._pg.hier):
+            for name, bad, good in _root_misuse(n, root):
                 start = time.monotonic()
                 out = np.zeros(n)
                 try:
