@@ -27,7 +27,16 @@ cdef int _refused(_State st, int coll, object exc, int root, object sendbuf, obj
     if st.hier and _root_refusal_ends_call(coll) and 0 <= root < st.size:
         _refuse_leg(st, coll, reason, root)
         return 0
-    st.core.c_refuse(coll, _bcast_leader_named(st, coll, reason, root))
+    # a Bcast's refusing leader names itself: to its node's members, whose
+    # node leg it roots (another node than the root's), or to the other
+    # nodes (the root's node, not the root: _bcast_refusal)
+    node_reason = reason
+    if coll == PGC_COLL_BCAST and st.hier and st.lrank == 0 and st.rank != root and 0 <= root < st.size:
+        if st.nidx == st.node_of[root]:
+            reason = _prefixed(_ROOTS_LEADER, st.rank, reason)
+        else:
+            node_reason = _prefixed(_LEADER, st.rank, reason)
+    st.core.c_refuse(coll, node_reason)
     if st.hier:
         # every rank may have refused alike and left: the refusal names
         # this call, so a leader's later calls never read it (another tag,
@@ -40,10 +49,6 @@ cdef int _refused(_State st, int coll, object exc, int root, object sendbuf, obj
             # the leaders' leg to the leader, which meets the refusal in the
             # root's node leg (_root_node_leg)
             root_out = coll == PGC_COLL_BCAST and st.rank == root
-            if coll == PGC_COLL_BCAST and st.lrank == 0 and not root_out and 0 <= root < st.size \
-                    and st.nidx == st.node_of[root]:
-                # the root's node's leader: the other nodes learn it refused, not the root
-                reason = ((_ROOTS_LEADER + "%d: " % st.rank).encode() + reason)[:_REFUSAL_MAX - 1]
             if st.lrank == 0 or not root_out:
                 _refuse_rooted(st, coll, reason, root, _leg_of(st, coll, sendbuf, recvbuf, op, root), root_out)
         elif st.lrank == 0:
@@ -58,27 +63,15 @@ cdef int _refused(_State st, int coll, object exc, int root, object sendbuf, obj
     return 0
 
 
-cdef bytes _bcast_leader_named(_State st, int coll, bytes reason, int root):
-    """The reason a refuser gives its node team: in a hierarchical Bcast, a
-    leader of another node than the root's is its members' root (they end
-    the call with RootRefusedError), so it names itself (_root_refused_across)."""
-    if coll != PGC_COLL_BCAST or not st.hier or st.lrank != 0 or not 0 <= root < st.size \
-            or st.nidx == st.node_of[root]:
-        return reason
-    return _as_leader(st, reason)
-
-
-# A node's leader names itself in the reason its node's members read.
+# A node's leader names itself in the reason its node's members read; the
+# root's node's leader in the one the other nodes read (and their leaders
+# pass on to their members).
 cdef str _LEADER = "this node's leader, rank "
-
-
-cdef inline bytes _as_leader(_State st, bytes reason):
-    return ((_LEADER + "%d: " % st.rank).encode() + reason)[:_REFUSAL_MAX - 1]
-
-
-# ... and a leader whose wait ended with the refusal of the root's node's
-# leader (not the root) names that one to its members.
 cdef str _ROOTS_LEADER = "the root's node's leader, rank "
+
+
+cdef inline bytes _prefixed(str prefix, int rank, bytes reason):
+    return ((prefix + "%d: " % rank).encode() + reason)[:_REFUSAL_MAX - 1]
 
 
 cdef object _bcast_refusal(_State st, str what, str why):
@@ -98,9 +91,7 @@ cdef bytes _named_refuser(_State st, object exc):
     """The reason a leader passes on to its node's members from the
     RootRefusedError its wait in the leaders' leg ended with."""
     cdef int q = getattr(exc, "refused_by", st.root)
-    if q == st.root:
-        return _refusal_reason(exc)
-    return ((_ROOTS_LEADER + "%d: " % q).encode() + _refusal_reason(exc))[:_REFUSAL_MAX - 1]
+    return _refusal_reason(exc) if q == st.root else _prefixed(_ROOTS_LEADER, q, _refusal_reason(exc))
 
 
 cdef inline bint _leaders_meet(int coll):
@@ -226,12 +217,13 @@ cdef int _refuse_rooted(_State st, int coll, bytes reason, int root, object leg,
             return _give_up_across(st, ranks, "%s: this rank refused its arguments while rank %d, which needs its "
                                    "data, is in the call: the call is given up" % (what, gave_up[0]))
         if leg is not None:
-            _join_leg(st, coll, root, leg)
-    except MPI.Exception:
-        # the leg moved another count than this rank's arguments told, which
-        # it receives into scratch: MPI's truncation error, here only (this
-        # rank raises its own error; the others have their data)
-        pass
+            try:
+                _join_leg(st, coll, root, leg)
+            except MPI.Exception:
+                # the leg moved another count than this rank's arguments told,
+                # which it receives into scratch: MPI's truncation error, here
+                # only (this rank raises its own error; the others have their data)
+                pass
     except PgascolError as exc:
         _give_up_across(st, ranks, str(exc))    # its node gave the call up meanwhile (an alert, a timeout)
     return 0
@@ -354,7 +346,7 @@ cdef int _refuse_leg(_State st, int coll, bytes reason, int root) except -1:
         if coll == PGC_COLL_GATHERV:
             st.core.c_refuse(PGC_COLL_GATHERV, reason)
         if st.lrank == 0:
-            leg = _as_leader(st, reason)
+            leg = _prefixed(_LEADER, st.rank, reason)
     st.core.c_refuse(coll, leg)
     try:
         if st.rank == root and scatter:
